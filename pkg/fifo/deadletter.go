@@ -1,0 +1,128 @@
+package fifo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// DeadLetterSender is the SQS call the dead-letter option makes.
+type DeadLetterSender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ DeadLetterSender = (*sqs.Client)(nil)
+
+// DeadLetterAttribute is the message attribute that carries a DeadLetterInfo,
+// as JSON, on a message this package sent to the dead-letter queue.
+const DeadLetterAttribute = "fifoworker-dead-letter"
+
+// DeadLetterInfo says why and from where a message was dead-lettered.
+type DeadLetterInfo struct {
+	Error           string    `json:"error"`
+	SourceMessageID string    `json:"source_message_id"`
+	SourceQueueARN  string    `json:"source_queue_arn,omitempty"`
+	ReceiveCount    int       `json:"receive_count,omitempty"`
+	DeadLetteredAt  time.Time `json:"dead_lettered_at"`
+}
+
+const (
+	maxMessageAttributes = 10   // SQS's limit per message
+	maxErrorText         = 1024 // bytes of the error kept in DeadLetterInfo
+)
+
+type deadLetter struct {
+	client   DeadLetterSender
+	queueURL string
+}
+
+func (d *deadLetter) validate() error {
+	switch {
+	case d.client == nil:
+		return errors.New("fifo: dead-letter queue without a client")
+	case d.queueURL == "":
+		return errors.New("fifo: dead-letter queue without a queue URL")
+	}
+	return nil
+}
+
+func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo") }
+
+// send copies msg to the dead-letter queue with its group id, body,
+// attributes and cause. The message id is the deduplication id, so a second
+// send of the same message within SQS's five-minute window is dropped.
+func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error) error {
+	group := msg.Attributes[groupAttribute]
+	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {
+		return fmt.Errorf("fifo: dead-letter queue %s is not a FIFO queue; a message of FIFO queue %s would lose its order there",
+			d.queueURL, msg.EventSourceARN)
+	}
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(d.queueURL),
+		MessageBody:       aws.String(msg.Body),
+		MessageAttributes: make(map[string]types.MessageAttributeValue, len(msg.MessageAttributes)+1),
+	}
+	if d.isFIFO() {
+		if group == "" {
+			group = msg.MessageId
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(msg.MessageId)
+	}
+	if trace := msg.Attributes["AWSTraceHeader"]; trace != "" {
+		in.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(trace)},
+		}
+	}
+	for name, a := range msg.MessageAttributes {
+		v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		in.MessageAttributes[name] = v
+	}
+	if len(in.MessageAttributes) < maxMessageAttributes {
+		info, err := json.Marshal(DeadLetterInfo{
+			Error:           sqsSafeText(cause.Error(), maxErrorText),
+			SourceMessageID: msg.MessageId,
+			SourceQueueARN:  msg.EventSourceARN,
+			ReceiveCount:    receiveCount(msg),
+			DeadLetteredAt:  time.Now().UTC(),
+		})
+		if err != nil {
+			return fmt.Errorf("fifo: dead-letter %s: %w", msg.MessageId, err)
+		}
+		in.MessageAttributes[DeadLetterAttribute] = types.MessageAttributeValue{
+			DataType: aws.String("String"), StringValue: aws.String(string(info)),
+		}
+	}
+	if _, err := d.client.SendMessage(ctx, in); err != nil {
+		return fmt.Errorf("fifo: dead-letter %s to %s: %w", msg.MessageId, d.queueURL, err)
+	}
+	return nil
+}
+
+// sqsSafeText keeps at most limit bytes of s, replacing characters SQS
+// refuses in message attributes (#x9 | #xA | #xD | #x20-#xD7FF |
+// #xE000-#xFFFD | #x10000-#x10FFFF) and cutting on a rune boundary.
+func sqsSafeText(s string, limit int) string {
+	var sb strings.Builder
+	for _, r := range s {
+		ok := r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) ||
+			(r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+		if !ok || r == utf8.RuneError {
+			r = '?'
+		}
+		if sb.Len()+utf8.RuneLen(r) > limit {
+			break
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}

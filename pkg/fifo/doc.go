@@ -1,0 +1,23 @@
+// Package fifo processes an SQS batch delivered to AWS Lambda so that every
+// MessageGroupId is handled strictly in order while different groups run in
+// parallel, and reports exactly the messages that must be received again.
+//
+// Invariants:
+//   - Messages of one group form a lane. A lane never runs two messages at
+//     once, and starts them in batch order.
+//   - A failed message fails every later message of its lane; those are
+//     reported without being started. With StopOnFirstFailure, a failure
+//     anywhere stops every message that has not started yet.
+//   - No message starts when less than the deadline margin remains before
+//     the context's deadline; every message not completed is reported.
+//   - A panic in a handler is a failure of that message, never a crash.
+//   - Process returns only after every handler it started has returned, and
+//     cancels the handlers' context on return: no goroutine outlives it.
+//   - The response names each failed message once, in batch order, and
+//     nothing that is not in the batch. An invalid batch is not processed:
+//     Process returns an error wrapping ErrInvalidBatch, which makes Lambda
+//     retry the whole batch and lets the queue's redrive policy decide.
+//   - A permanent error (Permanent) sends the message to the dead-letter
+//     queue when one is configured, then acknowledges it; if that send fails
+//     the message is reported as failed, so nothing is lost.
+package fifo

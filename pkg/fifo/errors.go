@@ -1,0 +1,60 @@
+package fifo
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidBatch is wrapped by the error Process returns for a batch it
+// refuses to process: a record without a message id, two records with the
+// same message id, or records from different queues. Lambda's event source
+// mapping never delivers such a batch; when one arrives anyway, failing it
+// whole is the only answer that can neither reorder nor lose a message.
+var ErrInvalidBatch = errors.New("invalid batch")
+
+// InvalidBatchError says what made a batch invalid.
+type InvalidBatchError struct {
+	Reason    string // what is wrong, e.g. "duplicate message id"
+	MessageID string // the offending record's message id, if it has one
+	Index     int    // the offending record's position in the batch
+}
+
+func (e *InvalidBatchError) Error() string {
+	return fmt.Sprintf("fifo: invalid batch: record %d (message id %q): %s", e.Index, e.MessageID, e.Reason)
+}
+
+// Unwrap lets errors.Is(err, ErrInvalidBatch) match.
+func (e *InvalidBatchError) Unwrap() error { return ErrInvalidBatch }
+
+// PermanentError marks a message that will never succeed, however often it
+// is received (a malformed body, an unknown command type).
+type PermanentError struct {
+	Err error
+}
+
+// Permanent marks err as permanent. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+
+// Unwrap returns the marked error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err, or any error it wraps, was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// PanicError is the failure recorded for a handler that panicked.
+type PanicError struct {
+	Value any    // what the handler panicked with
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }

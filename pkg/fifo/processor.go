@@ -1,0 +1,367 @@
+package fifo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// Handler processes one message. It returns nil when the message is done and
+// may be deleted, an error to have it received again, or Permanent(err) when
+// receiving it again cannot help.
+type Handler func(ctx context.Context, msg events.SQSMessage) error
+
+// Processor runs SQS batches through a Handler, one lane per message group.
+// It is safe for concurrent use; lambda.Start(fifo.New(h).Process) is a
+// complete FIFO consumer.
+type Processor struct {
+	handler Handler
+	cfg     config
+}
+
+// New returns a Processor calling h. It panics when h is nil or an option is
+// invalid: both are programming errors, found at cold start.
+func New(h Handler, opts ...Option) *Processor {
+	if h == nil {
+		panic("fifo: New with a nil handler")
+	}
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
+	}
+	return &Processor{handler: h, cfg: cfg}
+}
+
+// Process handles the batch and returns the messages to receive again.
+// It returns an error only for an invalid batch (see ErrInvalidBatch);
+// Lambda then retries the whole batch.
+func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	b, err := p.newBatch(ctx, ev.Records)
+	if err != nil {
+		if p.cfg.logger != nil {
+			p.cfg.logger.LogAttrs(ctx, slog.LevelError, "fifo: batch refused", requestAttr(ctx), slog.Int("records", len(ev.Records)), slog.Any("error", err))
+		}
+		return events.SQSEventResponse{}, err
+	}
+	b.run(ctx)
+	return b.response(), nil
+}
+
+const groupAttribute = "MessageGroupId"
+
+// pending marks a message no lane has decided yet. Only a handler that
+// called runtime.Goexit can leave one behind; the rest of its lane then
+// counts as skipped after a failure.
+const pending = numOutcomes
+
+type result struct {
+	outcome  Outcome
+	err      error
+	wait     time.Duration
+	duration time.Duration
+}
+
+type batch struct {
+	p       *Processor
+	records []events.SQSMessage
+	results []result
+	next    []int // next[i]: the next record of record i's lane, or -1
+	heads   []int // the first record of each lane, in the order lanes are taken
+	begin   time.Time
+	log     *slog.Logger
+
+	deadline    time.Time
+	hasDeadline bool
+
+	stopped   atomic.Bool  // a message failed under StopOnFirstFailure
+	nextLane  atomic.Int64 // index into heads of the next lane to take
+	wg        sync.WaitGroup
+	handlerCx context.Context
+}
+
+func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (*batch, error) {
+	n := len(records)
+	b := &batch{
+		p:       p,
+		records: records,
+		results: make([]result, n),
+		next:    make([]int, n),
+		begin:   time.Now(),
+		log:     p.cfg.logger,
+	}
+	b.deadline, b.hasDeadline = ctx.Deadline()
+	if n == 0 {
+		return b, nil
+	}
+	tails := make(map[string]int, n) // group id -> last record seen of its lane
+	ids := make(map[string]int, n)
+	arn := records[0].EventSourceARN
+	for i := range records {
+		rec := &records[i]
+		switch prev, dup := ids[rec.MessageId]; {
+		case rec.MessageId == "":
+			return nil, &InvalidBatchError{Index: i, Reason: "record has no message id"}
+		case dup:
+			return nil, &InvalidBatchError{Index: i, MessageID: rec.MessageId, Reason: fmt.Sprintf("duplicate message id (also record %d)", prev)}
+		case rec.EventSourceARN != arn:
+			return nil, &InvalidBatchError{Index: i, MessageID: rec.MessageId,
+				Reason: fmt.Sprintf("records from different queues (%q and %q)", arn, rec.EventSourceARN)}
+		}
+		ids[rec.MessageId] = i
+		b.results[i].outcome = pending
+		b.next[i] = -1
+		group := rec.Attributes[groupAttribute]
+		if group == "" {
+			b.heads = append(b.heads, i)
+			continue
+		}
+		if tail, ok := tails[group]; ok {
+			b.next[tail] = i
+		} else {
+			b.heads = append(b.heads, i)
+		}
+		tails[group] = i
+	}
+	if c := p.cfg.concurrency; c > 0 && c < len(b.heads) {
+		// Longest lanes first: with fewer slots than lanes, the batch then
+		// ends closer to its longest lane.
+		length := make([]int, n)
+		for _, h := range b.heads {
+			for i := h; i >= 0; i = b.next[i] {
+				length[h]++
+			}
+		}
+		slices.SortStableFunc(b.heads, func(x, y int) int { return length[y] - length[x] })
+	}
+	if b.log != nil {
+		b.log = b.log.With(requestAttr(ctx))
+	}
+	return b, nil
+}
+
+func requestAttr(ctx context.Context) slog.Attr {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return slog.String("aws_request_id", lc.AwsRequestID)
+	}
+	return slog.Attr{}
+}
+
+func (b *batch) run(ctx context.Context) {
+	if len(b.records) == 0 {
+		return
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	if b.hasDeadline {
+		hctx, cancel = context.WithDeadline(ctx, b.deadline.Add(-b.p.cfg.responseReserve))
+	}
+	defer cancel()
+	b.handlerCx = hctx
+
+	workers := len(b.heads)
+	if c := b.p.cfg.concurrency; c > 0 && c < workers {
+		workers = c
+	}
+	for range workers {
+		b.wg.Go(b.work)
+	}
+	b.wg.Wait()
+
+	for i := range b.results {
+		if b.results[i].outcome == pending {
+			b.results[i].outcome = SkippedAfterFailure
+		}
+	}
+	b.report(ctx, time.Since(b.begin))
+}
+
+// work takes lanes until none is left. Handlers run on this goroutine; a
+// panic is recovered in call, and if a handler ends the goroutine with
+// runtime.Goexit a replacement worker takes over the remaining lanes.
+func (b *batch) work() {
+	exited := true
+	defer func() {
+		if exited {
+			b.wg.Go(b.work) // legal during Wait: this goroutine still counts
+		}
+	}()
+	for {
+		k := int(b.nextLane.Add(1) - 1)
+		if k >= len(b.heads) {
+			exited = false
+			return
+		}
+		b.runLane(b.heads[k])
+	}
+}
+
+func (b *batch) runLane(head int) {
+	failed := false
+	for i := head; i >= 0; i = b.next[i] {
+		r := &b.results[i]
+		switch {
+		case failed:
+			r.outcome = SkippedAfterFailure
+		case b.p.cfg.stopOnFirst && b.stopped.Load():
+			r.outcome = SkippedStopped
+		case !b.timeToStart():
+			r.outcome = SkippedDeadline
+		default:
+			b.runMessage(i)
+			failed = !r.outcome.Acknowledged()
+		}
+		if !r.outcome.Started() {
+			b.logMessage(i)
+		}
+	}
+}
+
+func (b *batch) timeToStart() bool {
+	if b.handlerCx.Err() != nil {
+		return false
+	}
+	return !b.hasDeadline || time.Until(b.deadline) >= b.p.cfg.deadlineMargin
+}
+
+func (b *batch) runMessage(i int) {
+	r := &b.results[i]
+	start := time.Now()
+	r.wait = start.Sub(b.begin)
+	// If the handler ends its goroutine with runtime.Goexit, call never
+	// returns and the message stays decided as a panic.
+	r.outcome, r.err = Panicked, &PanicError{Value: "handler called runtime.Goexit"}
+	defer func() {
+		// Stop before logging: whoever sees the log sees the stop.
+		if b.p.cfg.stopOnFirst && !r.outcome.Acknowledged() {
+			b.stopped.Store(true)
+		}
+		b.logMessage(i)
+	}()
+	err := b.call(b.handlerCx, i)
+	r.duration = time.Since(start)
+	r.err = err
+	var pe *PanicError
+	switch {
+	case err == nil:
+		r.outcome = Succeeded
+	case errors.As(err, &pe):
+		r.outcome = Panicked
+	case IsPermanent(err) && b.p.cfg.deadLetter != nil:
+		if dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err); dlErr != nil {
+			r.outcome, r.err = Failed, errors.Join(err, dlErr)
+		} else {
+			r.outcome = DeadLettered
+		}
+	default:
+		r.outcome = Failed
+	}
+}
+
+func (b *batch) call(ctx context.Context, i int) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return b.p.handler(ctx, b.records[i])
+}
+
+func (b *batch) response() events.SQSEventResponse {
+	failures := []events.SQSBatchItemFailure{}
+	for i := range b.results {
+		if !b.results[i].outcome.Acknowledged() {
+			failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: b.records[i].MessageId})
+		}
+	}
+	return events.SQSEventResponse{BatchItemFailures: failures}
+}
+
+func receiveCount(msg *events.SQSMessage) int {
+	n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+	return n
+}
+
+func (b *batch) logMessage(i int) {
+	if b.log == nil {
+		return
+	}
+	r, msg := &b.results[i], &b.records[i]
+	level := slog.LevelDebug
+	switch r.outcome {
+	case Panicked:
+		level = slog.LevelError
+	case Succeeded:
+	default:
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	if !b.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("message_id", msg.MessageId),
+		slog.String("group_id", msg.Attributes[groupAttribute]),
+		slog.Int("receive_count", receiveCount(msg)),
+		slog.String("outcome", r.outcome.String()),
+		slog.Duration("duration", r.duration),
+		slog.Duration("wait", r.wait),
+	}
+	if r.err != nil {
+		attrs = append(attrs, slog.String("error", r.err.Error()))
+		var pe *PanicError
+		if errors.As(r.err, &pe) && pe.Stack != nil {
+			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+		}
+	}
+	b.log.LogAttrs(ctx, level, "fifo: message", attrs...)
+}
+
+// report logs the batch and calls the metrics hook, after every handler has
+// returned.
+func (b *batch) report(ctx context.Context, took time.Duration) {
+	if b.log != nil {
+		failed := 0
+		for i := range b.results {
+			if !b.results[i].outcome.Acknowledged() {
+				failed++
+			}
+		}
+		b.log.LogAttrs(ctx, slog.LevelInfo, "fifo: batch",
+			slog.Int("records", len(b.records)), slog.Int("lanes", len(b.heads)),
+			slog.Int("failed", failed), slog.Duration("duration", took))
+	}
+	hook := b.p.cfg.metrics
+	if hook == nil {
+		return
+	}
+	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: len(b.heads), Duration: took}
+	for i := range b.records {
+		msg, r := &b.records[i], &b.results[i]
+		m.Messages[i] = MessageMetrics{
+			MessageID:    msg.MessageId,
+			GroupID:      msg.Attributes[groupAttribute],
+			ReceiveCount: receiveCount(msg),
+			Outcome:      r.outcome,
+			Wait:         r.wait,
+			Duration:     r.duration,
+		}
+	}
+	defer func() {
+		if v := recover(); v != nil && b.log != nil {
+			b.log.LogAttrs(ctx, slog.LevelError, "fifo: metrics hook panicked", slog.Any("panic", v))
+		}
+	}()
+	hook(m)
+}

@@ -1,0 +1,687 @@
+package fifo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+)
+
+// waitOrFail waits for ch, failing the test if it takes longer than a
+// generous bound: a channel that never closes is a deadlock, not a slow machine.
+func waitOrFail(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestLanesKeepBatchOrderAndRunInParallel(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "a2", "c1", "b2", "a3", "c2")
+	var rec recorder
+	// Every lane's first message waits until all three lanes have started:
+	// this only completes if the lanes run at the same time.
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	allArrived := make(chan struct{})
+	go func() { arrived.Wait(); close(allArrived) }()
+
+	var running [3]atomic.Int32
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		lane := msg.MessageId[0] - 'a'
+		if running[lane].Add(1) != 1 {
+			t.Errorf("lane %c runs two handlers at once", msg.MessageId[0])
+		}
+		defer running[lane].Add(-1)
+		rec.start(msg.MessageId)
+		if msg.MessageId[1] == '1' {
+			arrived.Done()
+			waitOrFail(t, allArrived, "all lanes to start")
+		}
+		return nil
+	})
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+
+	perLane := map[byte][]string{}
+	for _, id := range rec.Started() {
+		perLane[id[0]] = append(perLane[id[0]], id)
+	}
+	require.Equal(t, []string{"a1", "a2", "a3"}, perLane['a'])
+	require.Equal(t, []string{"b1", "b2"}, perLane['b'])
+	require.Equal(t, []string{"c1", "c2"}, perLane['c'])
+}
+
+func TestMessagesWithoutGroupAreTheirOwnLanes(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "-x", "-y", "-z")
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		arrived.Done()
+		waitOrFail(t, all, "all standard messages to start")
+		return nil
+	})
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+}
+
+func TestConcurrencyBoundsLanesAtOnce(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "c1", "d1", "e1", "a2", "b2")
+	var now, peak atomic.Int32
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for {
+			m := peak.Load()
+			if n <= m || peak.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}, fifo.WithConcurrency(2))
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.LessOrEqual(t, peak.Load(), int32(2))
+}
+
+func TestBoundedConcurrencyStartsLongestLanesFirst(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "c1", "b2", "c2", "c3")
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		return nil
+	}, fifo.WithConcurrency(1))
+	_, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []string{"c1", "c2", "c3", "b1", "b2", "a1"}, rec.Started())
+}
+
+func TestFailureReportsTheRestOfItsLaneWithoutStartingIt(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "a2", "b2", "a3", "b3")
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a2" {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a2", "a3"}, failedIDs(resp))
+	require.NotContains(t, rec.Started(), "a3")
+	require.Subset(t, rec.Started(), []string{"b1", "b2", "b3"}, "other lanes go on")
+}
+
+func TestStopOnFirstFailureStartsNothingNewAndReportsEverythingNotCompleted(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "a2", "b2", "c1")
+	// a1 fails while b1 is running; b1 returns only once the failure is
+	// logged, which happens after the processor has stopped. c1 would take
+	// the slot a's lane frees, but must not start.
+	var logs logBuffer
+	a1Logged := make(chan struct{})
+	var once sync.Once
+	watch := &notifyWriter{w: &logs, match: `"message_id":"a1"`, fn: func() { once.Do(func() { close(a1Logged) }) }}
+	b1Started := make(chan struct{})
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		switch msg.MessageId {
+		case "a1":
+			waitOrFail(t, b1Started, "b1 to start")
+			return errors.New("a1 fails")
+		case "b1":
+			close(b1Started)
+			waitOrFail(t, a1Logged, "a1's failure to be logged")
+		}
+		return nil
+	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(2), fifo.WithLogger(watch.logger()))
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	// b1 was running and succeeded: acknowledged. Nothing else started.
+	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	require.Equal(t, []string{"a1", "a2", "b2", "c1"}, failedIDs(resp))
+}
+
+// notifyWriter calls fn whenever a log line containing match is written.
+type notifyWriter struct {
+	w     *logBuffer
+	match string
+	fn    func()
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	k, err := n.w.Write(p)
+	if strings.Contains(string(p), n.match) {
+		n.fn()
+	}
+	return k, err
+}
+
+func (n *notifyWriter) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(n, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func TestStopOnFirstFailureWithOneSlotIsSequential(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "b1", "a2", "c1")
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "b1" {
+			return errors.New("b1 fails")
+		}
+		return nil
+	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(1))
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	// Longest lane first: a1, a2, then b1 fails and c1 never starts.
+	require.Equal(t, []string{"a1", "a2", "b1"}, rec.Started())
+	require.Equal(t, []string{"b1", "c1"}, failedIDs(resp))
+}
+
+func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "a1", "a2", "b1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			// Use up time until less than the margin remains.
+			dl, _ := ctx.Deadline()
+			time.Sleep(time.Until(dl) - 500*time.Millisecond)
+		}
+		return nil
+	}, fifo.WithDeadlineMargin(1500*time.Millisecond), fifo.WithResponseReserve(100*time.Millisecond))
+	resp, err := p.Process(ctx, ev)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a2"}, failedIDs(resp))
+	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+}
+
+func TestExpiredOrCancelledContextStartsNothing(t *testing.T) {
+	t.Parallel()
+	expired, cancel1 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel1()
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	for name, ctx := range map[string]context.Context{"expired": expired, "cancelled": cancelled} {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int32
+			var m fifo.BatchMetrics
+			p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+				calls.Add(1)
+				return nil
+			}, fifo.WithMetrics(func(b fifo.BatchMetrics) { m = b }))
+			resp, err := p.Process(ctx, batchOf(t, "a1", "b1", "-x"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"a1", "b1", "x"}, failedIDs(resp))
+			require.Zero(t, calls.Load())
+			require.Equal(t, 3, m.Count(fifo.SkippedDeadline))
+		})
+	}
+}
+
+func TestHandlerContextEndsBeforeTheDeadlineAndWhenProcessReturns(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(time.Minute)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var seen context.Context
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		seen = ctx
+		return nil
+	}, fifo.WithResponseReserve(300*time.Millisecond))
+	_, err := p.Process(ctx, batchOf(t, "a1"))
+	require.NoError(t, err)
+	got, ok := seen.Deadline()
+	require.True(t, ok)
+	require.Equal(t, deadline.Add(-300*time.Millisecond), got)
+	require.ErrorIs(t, seen.Err(), context.Canceled, "the handler's context ends when Process returns")
+
+	// Without a deadline the handler still gets a context cancelled on return.
+	_, err = p.Process(context.Background(), batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.ErrorIs(t, seen.Err(), context.Canceled)
+}
+
+func TestHandlerRespectingItsContextIsReportedAndProcessReturnsBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(800 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "a1" {
+			<-ctx.Done() // a long task interrupted by the response reserve
+			return ctx.Err()
+		}
+		return nil
+	}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(400*time.Millisecond))
+	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+	require.True(t, time.Now().Before(deadline), "the partial response is returned before the invocation deadline")
+}
+
+func TestProcessWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var finished atomic.Bool
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		time.Sleep(500 * time.Millisecond) // past the deadline, ignoring ctx
+		finished.Store(true)
+		return nil
+	}, fifo.WithDeadlineMargin(100*time.Millisecond), fifo.WithResponseReserve(50*time.Millisecond))
+	_, err := p.Process(ctx, batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.True(t, finished.Load(), "Process returned while a handler was still running")
+}
+
+func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		switch msg.MessageId {
+		case "a1":
+			panic("kaboom")
+		case "c1":
+			panic(nil) //nolint:govet // a nil panic must be caught too
+		}
+		return nil
+	}, fifo.WithLogger(logs.logger()))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "c1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2", "c1"}, failedIDs(resp))
+
+	var a1 map[string]any
+	for _, r := range logs.Records(t) {
+		if r["message_id"] == "a1" {
+			a1 = r
+		}
+	}
+	require.NotNil(t, a1)
+	require.Equal(t, "ERROR", a1["level"])
+	require.Equal(t, "panicked", a1["outcome"])
+	require.Contains(t, a1["error"], "kaboom")
+	require.Contains(t, a1["stack"], "processor_test.go", "the stack names the panicking handler")
+}
+
+func TestGoexitInAHandlerFailsItsLaneAndTheRestOfTheBatchStillRuns(t *testing.T) {
+	t.Parallel()
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			runtime.Goexit()
+		}
+		return nil
+	}, fifo.WithConcurrency(1))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "c1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+	require.Equal(t, []string{"a1", "b1", "c1"}, rec.Started())
+}
+
+// Not parallel: nothing else runs, so any goroutine left is Process's.
+func TestNoGoroutineOutlivesProcess(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ev := batchOf(t, "a1", "b1", "c1", "a2", "b2", "-x", "-y", "d1", "d2", "e1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, opts := range [][]fifo.Option{
+		nil,
+		{fifo.WithConcurrency(3)},
+		{fifo.WithStopOnFirstFailure()},
+		{fifo.WithDeadLetterQueue(&fakeDLQ{}, "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo")},
+	} {
+		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			switch msg.MessageId {
+			case "b1":
+				return errors.New("fail")
+			case "c1":
+				panic("panic")
+			case "d1":
+				return fifo.Permanent(errors.New("malformed"))
+			case "e1":
+				runtime.Goexit()
+			}
+			time.Sleep(time.Millisecond)
+			return nil
+		}, opts...)
+		_, err := p.Process(ctx, ev)
+		require.NoError(t, err)
+		require.NoError(t, goleak.Find(), "goroutines left after Process returned")
+	}
+}
+
+func TestPermanentErrorWithoutDeadLetterQueueIsAnOrdinaryFailure(t *testing.T) {
+	t.Parallel()
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			return fifo.Permanent(errors.New("malformed body"))
+		}
+		return nil
+	})
+	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+	require.Equal(t, []string{"a1"}, rec.Started())
+}
+
+const dlqURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/commands-dlq.fifo"
+
+func TestPermanentErrorIsDeadLetteredAndItsLaneContinues(t *testing.T) {
+	t.Parallel()
+	dlq := &fakeDLQ{}
+	ev := batchOf(t, "a1", "a2", "b1")
+	str := "v"
+	ev.Records[0].MessageAttributes = map[string]events.SQSMessageAttribute{
+		"tenant": {DataType: "String", StringValue: &str},
+		"blob":   {DataType: "Binary", BinaryValue: []byte{1, 2, 3}},
+	}
+	ev.Records[0].Attributes["AWSTraceHeader"] = "Root=1-abc"
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "3"
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			return fifo.Permanent(errors.New("malformed body:\x00 bad"))
+		}
+		return nil
+	}, fifo.WithDeadLetterQueue(dlq, dlqURL))
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures, "a dead-lettered message is acknowledged")
+	require.ElementsMatch(t, []string{"a1", "a2", "b1"}, rec.Started(), "its lane continues")
+
+	sent := dlq.Sent()
+	require.Len(t, sent, 1)
+	in := sent[0]
+	require.Equal(t, dlqURL, *in.QueueUrl)
+	require.Equal(t, ev.Records[0].Body, *in.MessageBody)
+	require.Equal(t, "a", *in.MessageGroupId)
+	require.Equal(t, "a1", *in.MessageDeduplicationId)
+	require.Equal(t, "v", *in.MessageAttributes["tenant"].StringValue)
+	require.Equal(t, []byte{1, 2, 3}, in.MessageAttributes["blob"].BinaryValue)
+	require.Equal(t, "Root=1-abc", *in.MessageSystemAttributes["AWSTraceHeader"].StringValue)
+	var info fifo.DeadLetterInfo
+	require.NoError(t, json.Unmarshal([]byte(*in.MessageAttributes[fifo.DeadLetterAttribute].StringValue), &info))
+	require.Equal(t, "a1", info.SourceMessageID)
+	require.Equal(t, testQueueARN, info.SourceQueueARN)
+	require.Equal(t, 3, info.ReceiveCount)
+	require.Equal(t, "permanent: malformed body:? bad", info.Error, "characters SQS refuses are replaced")
+}
+
+func TestDeadLetterFailuresLoseNothing(t *testing.T) {
+	t.Parallel()
+	permanent := func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "a1" {
+			return fifo.Permanent(errors.New("malformed"))
+		}
+		return nil
+	}
+	t.Run("send fails", func(t *testing.T) {
+		t.Parallel()
+		var logs logBuffer
+		dlq := &fakeDLQ{err: errors.New("throttled")}
+		p := fifo.New(permanent, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
+		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+		require.Contains(t, logLine(t, &logs, "a1")["error"], "throttled")
+	})
+	t.Run("FIFO source, standard dead-letter queue", func(t *testing.T) {
+		t.Parallel()
+		var logs logBuffer
+		dlq := &fakeDLQ{}
+		p := fifo.New(permanent, fifo.WithDeadLetterQueue(dlq, "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
+			fifo.WithLogger(logs.logger()))
+		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+		require.Empty(t, dlq.Sent())
+		require.Contains(t, logLine(t, &logs, "a1")["error"], "is not a FIFO queue")
+	})
+}
+
+func TestDeadLetterEdgeCases(t *testing.T) {
+	t.Parallel()
+	p := func(dlq *fakeDLQ) *fifo.Processor {
+		return fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			return fifo.Permanent(errors.New("malformed"))
+		}, fifo.WithDeadLetterQueue(dlq, dlqURL))
+	}
+	t.Run("standard source to a FIFO queue groups by message id", func(t *testing.T) {
+		dlq := &fakeDLQ{}
+		resp, err := p(dlq).Process(context.Background(), batchOf(t, "-x"))
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+		require.Equal(t, "x", *dlq.Sent()[0].MessageGroupId)
+	})
+	t.Run("ten attributes leave no room for the error attribute", func(t *testing.T) {
+		dlq := &fakeDLQ{}
+		ev := batchOf(t, "a1")
+		ev.Records[0].MessageAttributes = map[string]events.SQSMessageAttribute{}
+		v := "v"
+		for i := range 10 {
+			ev.Records[0].MessageAttributes[string(rune('a'+i))] = events.SQSMessageAttribute{DataType: "String", StringValue: &v}
+		}
+		resp, err := p(dlq).Process(context.Background(), ev)
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+		attrs := dlq.Sent()[0].MessageAttributes
+		require.Len(t, attrs, 10)
+		require.NotContains(t, attrs, fifo.DeadLetterAttribute)
+	})
+}
+
+func logLine(t *testing.T, logs *logBuffer, messageID string) map[string]any {
+	t.Helper()
+	for _, r := range logs.Records(t) {
+		if r["message_id"] == messageID {
+			return r
+		}
+	}
+	t.Fatalf("no log line for message %s", messageID)
+	return nil
+}
+
+func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(ev *events.SQSEvent){
+		"duplicate message id": func(ev *events.SQSEvent) { ev.Records[2].MessageId = "a1" },
+		"no message id":        func(ev *events.SQSEvent) { ev.Records[1].MessageId = "" },
+		"different queues":     func(ev *events.SQSEvent) { ev.Records[1].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:other.fifo" },
+	}
+	for name, corrupt := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ev := batchOf(t, "a1", "b1", "a2")
+			corrupt(&ev)
+			var calls atomic.Int32
+			var logs logBuffer
+			p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+				calls.Add(1)
+				return nil
+			}, fifo.WithLogger(logs.logger()))
+			resp, err := p.Process(context.Background(), ev)
+			require.ErrorIs(t, err, fifo.ErrInvalidBatch)
+			require.Contains(t, err.Error(), name)
+			var ibe *fifo.InvalidBatchError
+			require.ErrorAs(t, err, &ibe)
+			require.Empty(t, resp.BatchItemFailures)
+			require.Zero(t, calls.Load(), "nothing of an invalid batch runs")
+			require.Equal(t, "ERROR", logs.Records(t)[0]["level"])
+		})
+	}
+}
+
+func TestEmptyBatchGivesAnEmptyResponse(t *testing.T) {
+	t.Parallel()
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		t.Error("handler called for an empty batch")
+		return nil
+	})
+	resp, err := p.Process(context.Background(), events.SQSEvent{})
+	require.NoError(t, err)
+	body, err := json.Marshal(resp)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"batchItemFailures":[]}`, string(body))
+}
+
+func TestResponseNamesEachFailureOnceInBatchOrder(t *testing.T) {
+	t.Parallel()
+	ev := batchOf(t, "c1", "a1", "b1", "-x", "a2", "c2", "-y", "b2")
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		switch msg.MessageId {
+		case "c1", "a1", "y":
+			return errors.New("fail")
+		}
+		return nil
+	})
+	resp, err := p.Process(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []string{"c1", "a1", "a2", "c2", "y"}, failedIDs(resp))
+}
+
+func TestLogsOneRecordPerMessageWithTheHouseFields(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "b1" {
+			return errors.New("nope")
+		}
+		return nil
+	}, fifo.WithLogger(logs.logger()))
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+	ev := batchOf(t, "a1", "b1", "b2")
+	ev.Records[0].Attributes["ApproximateReceiveCount"] = "4"
+	_, err := p.Process(ctx, ev)
+	require.NoError(t, err)
+
+	a1 := logLine(t, &logs, "a1")
+	require.Equal(t, "DEBUG", a1["level"])
+	require.Equal(t, "a", a1["group_id"])
+	require.EqualValues(t, 4, a1["receive_count"])
+	require.Equal(t, "succeeded", a1["outcome"])
+	require.Equal(t, "req-1", a1["aws_request_id"])
+	require.Contains(t, a1, "duration")
+	b1 := logLine(t, &logs, "b1")
+	require.Equal(t, "WARN", b1["level"])
+	require.Equal(t, "nope", b1["error"])
+	require.Equal(t, "skipped_after_failure", logLine(t, &logs, "b2")["outcome"])
+
+	recs := logs.Records(t)
+	last := recs[len(recs)-1]
+	require.Equal(t, "fifo: batch", last["msg"])
+	require.EqualValues(t, 2, last["failed"])
+	require.EqualValues(t, 2, last["lanes"])
+}
+
+func TestMetricsHookSeesEveryMessageAfterEveryHandlerReturned(t *testing.T) {
+	t.Parallel()
+	var running atomic.Int32
+	var calls int
+	var got fifo.BatchMetrics
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		running.Add(1)
+		defer running.Add(-1)
+		time.Sleep(2 * time.Millisecond)
+		if msg.MessageId == "a1" {
+			return errors.New("fail")
+		}
+		return nil
+	}, fifo.WithMetrics(func(m fifo.BatchMetrics) {
+		calls++
+		require.Zero(t, running.Load(), "the hook runs after the handlers")
+		got = m
+	}))
+	_, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "b2"))
+	require.NoError(t, err)
+	require.Equal(t, 1, calls)
+	require.Equal(t, 2, got.Lanes)
+	require.Equal(t, 2, got.Count(fifo.Succeeded))
+	require.Equal(t, 1, got.Count(fifo.Failed))
+	require.Equal(t, 1, got.Count(fifo.SkippedAfterFailure))
+	b2 := got.Messages[3]
+	require.Equal(t, "b2", b2.MessageID)
+	require.Equal(t, "b", b2.GroupID)
+	require.Equal(t, 1, b2.ReceiveCount)
+	require.GreaterOrEqual(t, b2.Duration, 2*time.Millisecond)
+	require.GreaterOrEqual(t, b2.Wait, 2*time.Millisecond, "b2 waited for b1")
+	require.Zero(t, got.Messages[1].Duration, "a2 never ran")
+	require.GreaterOrEqual(t, got.Duration, 4*time.Millisecond)
+}
+
+func TestAPanickingMetricsHookIsRecovered(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error { return nil },
+		fifo.WithMetrics(func(fifo.BatchMetrics) { panic("hook bug") }), fifo.WithLogger(logs.logger()))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	recs := logs.Records(t)
+	require.Equal(t, "fifo: metrics hook panicked", recs[len(recs)-1]["msg"])
+}
+
+func TestInvalidOptionsPanicAtNew(t *testing.T) {
+	t.Parallel()
+	h := func(ctx context.Context, msg events.SQSMessage) error { return nil }
+	cases := map[string]func(){
+		"nil handler":          func() { fifo.New(nil) },
+		"negative concurrency": func() { fifo.New(h, fifo.WithConcurrency(-1)) },
+		"negative margin":      func() { fifo.New(h, fifo.WithDeadlineMargin(-time.Second)) },
+		"reserve over margin":  func() { fifo.New(h, fifo.WithDeadlineMargin(time.Second), fifo.WithResponseReserve(2*time.Second)) },
+		"dead letter without client": func() {
+			fifo.New(h, fifo.WithDeadLetterQueue(nil, dlqURL))
+		},
+		"dead letter without url": func() { fifo.New(h, fifo.WithDeadLetterQueue(&fakeDLQ{}, "")) },
+	}
+	for name, f := range cases {
+		require.Panics(t, f, name)
+	}
+}
+
+func TestPermanentWrapsAndMatches(t *testing.T) {
+	t.Parallel()
+	base := errors.New("bad json")
+	err := fifo.Permanent(base)
+	require.True(t, fifo.IsPermanent(err))
+	require.True(t, fifo.IsPermanent(errors.Join(errors.New("ctx"), err)))
+	require.ErrorIs(t, err, base)
+	require.False(t, fifo.IsPermanent(base))
+	require.NoError(t, fifo.Permanent(nil))
+}
