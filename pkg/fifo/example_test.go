@@ -1,0 +1,104 @@
+package fifo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+)
+
+// commands builds a batch as Lambda delivers it from commands.fifo: each
+// record is "message id/group id".
+func commands(pairs ...[2]string) events.SQSEvent {
+	var ev events.SQSEvent
+	for _, p := range pairs {
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId:      p[0],
+			Body:           `{"type":"job.run","command_id":"` + p[0] + `","job_id":"` + p[1] + `"}`,
+			Attributes:     map[string]string{"MessageGroupId": p[1], "ApproximateReceiveCount": "1"},
+			EventSource:    "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:commands.fifo",
+		})
+	}
+	return ev
+}
+
+// One lane per job: job-42's second command is not started after its first
+// fails, while job-43 and job-44 run to completion at the same time.
+func Example() {
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "cmd-42" {
+			return errors.New("task failed")
+		}
+		return nil
+	})
+	resp, err := p.Process(context.Background(), commands(
+		[2]string{"cmd-42", "job-42"},
+		[2]string{"cmd-43", "job-43"},
+		[2]string{"cmd-42b", "job-42"},
+		[2]string{"cmd-44", "job-44"},
+	))
+	if err != nil {
+		fmt.Println("batch refused:", err)
+		return
+	}
+	for _, f := range resp.BatchItemFailures {
+		fmt.Println("retry", f.ItemIdentifier)
+	}
+	// Output:
+	// retry cmd-42
+	// retry cmd-42b
+}
+
+// The mode AWS documents for FIFO queues: after the first failure nothing
+// else starts, and every message not completed is received again. With one
+// lane at a time the result does not depend on timing.
+func Example_stopOnFirstFailure() {
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "cmd-43" {
+			return errors.New("task failed")
+		}
+		return nil
+	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(1))
+	resp, err := p.Process(context.Background(), commands(
+		[2]string{"cmd-42", "job-42"},
+		[2]string{"cmd-43", "job-43"},
+		[2]string{"cmd-44", "job-44"},
+	))
+	if err != nil {
+		fmt.Println("batch refused:", err)
+		return
+	}
+	for _, f := range resp.BatchItemFailures {
+		fmt.Println("retry", f.ItemIdentifier)
+	}
+	// Output:
+	// retry cmd-43
+	// retry cmd-44
+}
+
+// A malformed command can never succeed: with a dead-letter queue it is moved
+// there and acknowledged, and the commands behind it in its group go on.
+func ExamplePermanent() {
+	dlq := &fakeDLQ{}
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "cmd-42" {
+			return fifo.Permanent(errors.New("malformed body"))
+		}
+		return nil
+	}, fifo.WithDeadLetterQueue(dlq, "https://sqs.eu-west-1.amazonaws.com/123456789012/commands-dlq.fifo"))
+	resp, _ := p.Process(context.Background(), commands(
+		[2]string{"cmd-42", "job-42"},
+		[2]string{"cmd-42b", "job-42"},
+	))
+	fmt.Println("failures:", len(resp.BatchItemFailures))
+	for _, in := range dlq.Sent() {
+		fmt.Println("dead-lettered", *in.MessageDeduplicationId, "in group", *in.MessageGroupId)
+	}
+	// Output:
+	// failures: 0
+	// dead-lettered cmd-42 in group job-42
+}

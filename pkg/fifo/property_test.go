@@ -1,0 +1,255 @@
+package fifo_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"pgregory.net/rapid"
+
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+)
+
+type behaviour int
+
+const (
+	succeed behaviour = iota
+	fail
+	panics
+	permanent
+)
+
+type modelMsg struct {
+	id      string
+	group   string // "" for a standard queue
+	does    behaviour
+	latency time.Duration
+}
+
+type modelRun struct {
+	msgs        []modelMsg
+	strict      bool
+	concurrency int
+	dlq         bool // a dead-letter queue is configured
+	dlqFails    bool
+}
+
+// lanes returns the batch's lanes, each a list of message indexes in batch
+// order, in the order the processor takes them: batch order of their first
+// message, longest first when the concurrency bound is below their number.
+func (r modelRun) lanes() [][]int {
+	var lanes [][]int
+	byGroup := map[string]int{}
+	for i, m := range r.msgs {
+		if k, ok := byGroup[m.group]; ok && m.group != "" {
+			lanes[k] = append(lanes[k], i)
+			continue
+		}
+		byGroup[m.group] = len(lanes)
+		lanes = append(lanes, []int{i})
+	}
+	if r.concurrency > 0 && r.concurrency < len(lanes) {
+		slices.SortStableFunc(lanes, func(a, b []int) int { return cmp.Compare(len(b), len(a)) })
+	}
+	return lanes
+}
+
+func (r modelRun) acknowledged(m modelMsg) bool {
+	return m.does == succeed || (m.does == permanent && r.dlq && !r.dlqFails)
+}
+
+// expect is the reference model. started is nil when the model decides
+// which messages start (every mode but StopOnFirstFailure with parallel
+// lanes, where that depends on timing); otherwise it is the observed set,
+// and the model decides only the response.
+func (r modelRun) expect(started map[string]bool) (failed []string, wantStarted map[string]bool) {
+	wantStarted = map[string]bool{}
+	sequential := r.strict && r.concurrency == 1
+	stopped := false
+	for _, lane := range r.lanes() {
+		laneFailed := false
+		for _, i := range lane {
+			m := r.msgs[i]
+			run := !laneFailed && !(sequential && stopped)
+			if r.strict && !sequential {
+				run = run && started[m.id]
+			}
+			if run {
+				wantStarted[m.id] = true
+				if !r.acknowledged(m) {
+					laneFailed, stopped = true, true
+				}
+			}
+		}
+	}
+	for _, m := range r.msgs {
+		if !wantStarted[m.id] || !r.acknowledged(m) {
+			failed = append(failed, m.id)
+		}
+	}
+	return failed, wantStarted
+}
+
+func drawRun(t *rapid.T) modelRun {
+	n := rapid.IntRange(1, 10).Draw(t, "messages")
+	groups := rapid.IntRange(1, 10).Draw(t, "groups")
+	fifoQueue := rapid.Bool().Draw(t, "fifo")
+	r := modelRun{
+		strict:   rapid.Bool().Draw(t, "strict"),
+		dlq:      rapid.Bool().Draw(t, "dlq"),
+		dlqFails: rapid.Bool().Draw(t, "dlqFails"),
+	}
+	r.concurrency = rapid.IntRange(0, n).Draw(t, "concurrency")
+	for i := range n {
+		m := modelMsg{
+			id:      fmt.Sprintf("m%02d", i),
+			does:    behaviour(rapid.IntRange(0, 9).Draw(t, "does") % 4), // half succeed
+			latency: time.Duration(rapid.IntRange(0, 2000).Draw(t, "latency_us")) * time.Microsecond,
+		}
+		if fifoQueue {
+			m.group = fmt.Sprintf("g%d", rapid.IntRange(0, groups-1).Draw(t, "group"))
+		}
+		if m.does > permanent {
+			m.does = succeed
+		}
+		r.msgs = append(r.msgs, m)
+	}
+	return r
+}
+
+func TestProcessorMatchesReferenceModel(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		r := drawRun(t)
+		ev := events.SQSEvent{}
+		byID := map[string]modelMsg{}
+		for _, m := range r.msgs {
+			attrs := map[string]string{"ApproximateReceiveCount": "1"}
+			if m.group != "" {
+				attrs["MessageGroupId"] = m.group
+			}
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.id, Body: m.id, Attributes: attrs, EventSourceARN: testQueueARN})
+			byID[m.id] = m
+		}
+
+		var (
+			mu          sync.Mutex
+			started     = map[string]bool{}
+			startOrder  = map[string][]string{} // lane key -> ids in start order
+			running     = map[string]int{}
+			overlap     []string
+			now, peak   atomic.Int32
+			laneOfStd   = func(m modelMsg) string { return cmp.Or(m.group, "std:"+m.id) }
+			dlqMessages = &fakeDLQ{}
+		)
+		if r.dlqFails {
+			dlqMessages.err = errors.New("dlq down")
+		}
+		h := func(ctx context.Context, msg events.SQSMessage) error {
+			m := byID[msg.MessageId]
+			lane := laneOfStd(m)
+			mu.Lock()
+			started[m.id] = true
+			startOrder[lane] = append(startOrder[lane], m.id)
+			running[lane]++
+			if running[lane] > 1 {
+				overlap = append(overlap, m.id)
+			}
+			mu.Unlock()
+			c := now.Add(1)
+			for p := peak.Load(); c > p && !peak.CompareAndSwap(p, c); p = peak.Load() {
+			}
+			time.Sleep(m.latency)
+			now.Add(-1)
+			mu.Lock()
+			running[lane]--
+			mu.Unlock()
+			switch m.does {
+			case fail:
+				return errors.New("fail")
+			case panics:
+				panic("panic " + m.id)
+			case permanent:
+				return fifo.Permanent(errors.New("permanent"))
+			}
+			return nil
+		}
+		opts := []fifo.Option{fifo.WithConcurrency(r.concurrency)}
+		if r.strict {
+			opts = append(opts, fifo.WithStopOnFirstFailure())
+		}
+		if r.dlq {
+			opts = append(opts, fifo.WithDeadLetterQueue(dlqMessages, dlqURL))
+		}
+		resp, err := fifo.New(h, opts...).Process(context.Background(), ev)
+		if err != nil {
+			t.Fatalf("Process: %v", err)
+		}
+
+		if len(overlap) > 0 {
+			t.Fatalf("a lane ran two handlers at once: %v", overlap)
+		}
+		if r.concurrency > 0 && int(peak.Load()) > r.concurrency {
+			t.Fatalf("%d handlers ran at once, bound is %d", peak.Load(), r.concurrency)
+		}
+		for lane, ids := range startOrder {
+			var want []string
+			for _, m := range r.msgs {
+				if laneOfStd(m) == lane && started[m.id] {
+					want = append(want, m.id)
+				}
+			}
+			if !slices.Equal(ids, want) {
+				t.Fatalf("lane %s started %v, want batch order %v", lane, ids, want)
+			}
+		}
+		wantFailed, wantStarted := r.expect(started)
+		if !maps.Equal(started, wantStarted) {
+			t.Fatalf("started %v, model started %v", keys(started), keys(wantStarted))
+		}
+		if got := failedIDs(resp); !slices.Equal(got, wantFailed) && !(len(got) == 0 && len(wantFailed) == 0) {
+			t.Fatalf("reported %v, model reports %v", got, wantFailed)
+		}
+		if r.strict && r.concurrency != 1 {
+			// Timing decides how far other lanes got, but a strict run with no
+			// failure at all must have run everything.
+			anyFailed := false
+			for id := range started {
+				if !r.acknowledged(byID[id]) {
+					anyFailed = true
+				}
+			}
+			if !anyFailed && len(started) != len(r.msgs) {
+				t.Fatalf("strict run without a failure started only %v", keys(started))
+			}
+		}
+		var wantDLQ int
+		for id := range started {
+			if m := byID[id]; m.does == permanent && r.dlq && !r.dlqFails {
+				wantDLQ++
+			}
+		}
+		if got := len(dlqMessages.Sent()); got != wantDLQ {
+			t.Fatalf("%d messages dead-lettered, want %d", got, wantDLQ)
+		}
+	})
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
