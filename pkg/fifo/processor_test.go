@@ -523,7 +523,9 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 	cases := map[string]func(ev *events.SQSEvent){
 		"duplicate message id": func(ev *events.SQSEvent) { ev.Records[2].MessageId = "a1" },
 		"no message id":        func(ev *events.SQSEvent) { ev.Records[1].MessageId = "" },
-		"different queues":     func(ev *events.SQSEvent) { ev.Records[1].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:other.fifo" },
+		"different queues": func(ev *events.SQSEvent) {
+			ev.Records[1].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:other.fifo"
+		},
 	}
 	for name, corrupt := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -78,7 +78,7 @@ func (r modelRun) expect(started map[string]bool) (failed []string, wantStarted 
 		laneFailed := false
 		for _, i := range lane {
 			m := r.msgs[i]
-			run := !laneFailed && !(sequential && stopped)
+			run := !laneFailed && (!sequential || !stopped)
 			if r.strict && !sequential {
 				run = run && started[m.id]
 			}
@@ -215,7 +215,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 		if !maps.Equal(started, wantStarted) {
 			t.Fatalf("started %v, model started %v", keys(started), keys(wantStarted))
 		}
-		if got := failedIDs(resp); !slices.Equal(got, wantFailed) && !(len(got) == 0 && len(wantFailed) == 0) {
+		if got := failedIDs(resp); len(got)+len(wantFailed) > 0 && !slices.Equal(got, wantFailed) {
 			t.Fatalf("reported %v, model reports %v", got, wantFailed)
 		}
 		if r.strict && r.concurrency != 1 {

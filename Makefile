@@ -1,0 +1,57 @@
+# fifoworker — every target works on a fresh machine: tools are installed at
+# pinned versions into a cache outside the repository and reused afterwards.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+CACHE ?= $(or $(FIFOWORKER_CACHE),$(HOME)/.cache/fifoworker)
+BIN   := $(CACHE)/bin
+
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT         := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+BENCHSTAT_VERSION     := v0.0.0-20260908200009-22c9c6c9d4da
+BENCHSTAT             := $(BIN)/benchstat-$(BENCHSTAT_VERSION)
+
+GO_TEST_FLAGS ?= -race -count=1
+BENCH_COUNT   ?= 6
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+
+.PHONY: demo
+demo: ## run the whole pipeline on sample jobs on the local AWS stack
+	go run ./cmd/fifoworker demo
+
+.PHONY: test
+test: lint unit ## every test: lint, unit, conformance, integration, template checks
+
+.PHONY: unit
+unit: ## go test with the race detector
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## golangci-lint at the pinned version
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: bench
+bench: $(BENCHSTAT) ## benchmarks, summarised by benchstat
+	mkdir -p bench
+	go test -run '^$$' -bench . -count $(BENCH_COUNT) ./pkg/fifo | tee bench/fifo.txt
+	$(BENCHSTAT) bench/fifo.txt
+
+.PHONY: tools
+tools: $(GOLANGCI_LINT) $(BENCHSTAT) ## install the pinned tools into the cache
+
+# Install into a scratch directory and rename, so that an interrupted build
+# never leaves a half-written tool behind under its final name.
+$(GOLANGCI_LINT):
+	mkdir -p $(BIN)/.install
+	GOBIN=$(BIN)/.install go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/.install/golangci-lint $@
+
+$(BENCHSTAT):
+	mkdir -p $(BIN)/.install
+	GOBIN=$(BIN)/.install go install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	mv $(BIN)/.install/benchstat $@

@@ -1,0 +1,127 @@
+package samtemplate_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+)
+
+// The checks below hold the repository's template.yaml to the rules in
+// DESIGN.md and to AWS's own constraints; they run in make test.
+
+func loadRepoTemplate(t *testing.T) *samtemplate.Template {
+	t.Helper()
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	return tpl
+}
+
+func asInt(t *testing.T, v any) int {
+	t.Helper()
+	switch n := v.(type) {
+	case int:
+		return n
+	case string:
+		var i int
+		for _, c := range n {
+			require.True(t, c >= '0' && c <= '9', "not a number: %q", n)
+			i = i*10 + int(c-'0')
+		}
+		return i
+	}
+	t.Fatalf("not a number: %#v", v)
+	return 0
+}
+
+func getAttTarget(v any) string {
+	m, _ := v.(map[string]any)
+	ga, _ := m["Fn::GetAtt"].([]any)
+	if len(ga) != 2 {
+		return ""
+	}
+	name, _ := ga[0].(string)
+	return name
+}
+
+func TestTemplateQueuesAreConsistentlyFIFOWithFIFODeadLetterQueues(t *testing.T) {
+	t.Parallel()
+	tpl := loadRepoTemplate(t)
+	queues := tpl.OfType("AWS::SQS::Queue")
+	require.NotEmpty(t, queues)
+	for _, name := range queues {
+		p := tpl.Resources[name].Properties
+		isFIFO := p["FifoQueue"] == true
+		qn, _ := p["QueueName"].(map[string]any)["Fn::Sub"].(string)
+		require.Equal(t, isFIFO, strings.HasSuffix(qn, ".fifo"), "%s: a FIFO queue's name ends in .fifo, and only then", name)
+		rp, ok := p["RedrivePolicy"].(map[string]any)
+		if !ok {
+			continue
+		}
+		dlq := getAttTarget(rp["deadLetterTargetArn"])
+		require.Contains(t, tpl.Resources, dlq, "%s: redrive target must be a queue of this template", name)
+		require.Equal(t, isFIFO, tpl.Resources[dlq].Properties["FifoQueue"] == true,
+			"%s: the dead-letter queue of a FIFO queue must be FIFO (and of a standard queue, standard)", name)
+		require.GreaterOrEqual(t, asInt(t, rp["maxReceiveCount"]), 1, name)
+		if isFIFO {
+			require.Equal(t, false, p["ContentBasedDeduplication"], "%s: dedup ids are command/event ids, never the body", name)
+		}
+	}
+}
+
+func TestTemplateCommandsVisibilityIsSixTimesTheWorkerTimeout(t *testing.T) {
+	t.Parallel()
+	tpl := loadRepoTemplate(t)
+	timeout := asInt(t, tpl.Parameters["WorkerTimeoutSeconds"].Default)
+	visibility := asInt(t, tpl.Resources["CommandsQueue"].Properties["VisibilityTimeout"])
+	require.GreaterOrEqual(t, visibility, 6*timeout, "AWS: visibility timeout >= 6 x function timeout")
+}
+
+func TestTemplateJobsTableIsTheOutbox(t *testing.T) {
+	t.Parallel()
+	p := loadRepoTemplate(t).Resources["JobsTable"].Properties
+	require.Equal(t, "PAY_PER_REQUEST", p["BillingMode"])
+	require.Equal(t, []any{map[string]any{"AttributeName": "job_id", "KeyType": "HASH"}}, p["KeySchema"])
+	require.Equal(t, "NEW_AND_OLD_IMAGES", p["StreamSpecification"].(map[string]any)["StreamViewType"])
+	ttl := p["TimeToLiveSpecification"].(map[string]any)
+	require.Equal(t, "expires_at", ttl["AttributeName"])
+	require.Equal(t, true, ttl["Enabled"])
+}
+
+func TestTemplateCandidatesBucketIsPrivateEncryptedAndTLSOnly(t *testing.T) {
+	t.Parallel()
+	tpl := loadRepoTemplate(t)
+	p := tpl.Resources["CandidatesBucket"].Properties
+	block := p["PublicAccessBlockConfiguration"].(map[string]any)
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		require.Equal(t, true, block[k], k)
+	}
+	require.NotNil(t, p["BucketEncryption"])
+	rules := p["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)
+	var aborts bool
+	for _, r := range rules {
+		if _, ok := r.(map[string]any)["AbortIncompleteMultipartUpload"]; ok {
+			aborts = true
+		}
+	}
+	require.True(t, aborts, "a lifecycle rule aborts incomplete multipart uploads")
+
+	var tlsOnly bool
+	for _, name := range tpl.OfType("AWS::S3::BucketPolicy") {
+		pol := tpl.Resources[name].Properties
+		if pol["Bucket"].(map[string]any)["Ref"] != "CandidatesBucket" {
+			continue
+		}
+		for _, s := range pol["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := s.(map[string]any)
+			cond, _ := st["Condition"].(map[string]any)
+			b, _ := cond["Bool"].(map[string]any)
+			if st["Effect"] == "Deny" && b["aws:SecureTransport"] == "false" {
+				tlsOnly = true
+			}
+		}
+	}
+	require.True(t, tlsOnly, "the bucket policy denies requests without TLS")
+}

@@ -1,0 +1,169 @@
+package samtemplate
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Template is a parsed SAM or CloudFormation template.
+type Template struct {
+	Parameters map[string]Parameter
+	Resources  map[string]Resource
+	Outputs    map[string]any
+}
+
+// Parameter is a template parameter.
+type Parameter struct {
+	Type    string
+	Default any
+}
+
+// Resource is one entry of Resources.
+type Resource struct {
+	Type       string
+	Properties map[string]any
+}
+
+// Load reads and parses the template at path.
+func Load(path string) (*Template, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("samtemplate: %w", err)
+	}
+	t, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("samtemplate: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse parses a template.
+func Parse(raw []byte) (*Template, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) == 0 {
+		return nil, fmt.Errorf("empty template")
+	}
+	v, err := value(doc.Content[0])
+	if err != nil {
+		return nil, err
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("template is not a mapping")
+	}
+	t := &Template{Parameters: map[string]Parameter{}, Resources: map[string]Resource{}}
+	if ps, ok := top["Parameters"].(map[string]any); ok {
+		for name, p := range ps {
+			pm, _ := p.(map[string]any)
+			typ, _ := pm["Type"].(string)
+			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"]}
+		}
+	}
+	rs, ok := top["Resources"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("template has no Resources mapping")
+	}
+	for name, r := range rs {
+		rm, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("resource %s is not a mapping", name)
+		}
+		typ, _ := rm["Type"].(string)
+		if typ == "" {
+			return nil, fmt.Errorf("resource %s has no Type", name)
+		}
+		props, _ := rm["Properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		t.Resources[name] = Resource{Type: typ, Properties: props}
+	}
+	t.Outputs, _ = top["Outputs"].(map[string]any)
+	return t, nil
+}
+
+// OfType returns the names of the resources of type typ, sorted.
+func (t *Template) OfType(typ string) []string {
+	var names []string
+	for name, r := range t.Resources {
+		if r.Type == typ {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// intrinsics maps short tags to the long forms of their functions.
+var intrinsics = map[string]string{
+	"!Ref": "Ref", "!Condition": "Condition",
+	"!GetAtt": "Fn::GetAtt", "!Sub": "Fn::Sub", "!Join": "Fn::Join", "!Select": "Fn::Select",
+	"!Split": "Fn::Split", "!If": "Fn::If", "!Equals": "Fn::Equals", "!Not": "Fn::Not",
+	"!And": "Fn::And", "!Or": "Fn::Or", "!FindInMap": "Fn::FindInMap", "!Base64": "Fn::Base64",
+	"!Cidr": "Fn::Cidr", "!GetAZs": "Fn::GetAZs", "!ImportValue": "Fn::ImportValue",
+	"!Transform": "Fn::Transform",
+}
+
+func value(n *yaml.Node) (any, error) {
+	if fn, ok := intrinsics[n.Tag]; ok {
+		inner := *n
+		inner.Tag = ""
+		if n.Kind == yaml.ScalarNode {
+			inner.Tag = "!!str"
+		}
+		v, err := value(&inner)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := v.(string); ok && fn == "Fn::GetAtt" {
+			// !GetAtt Resource.Attribute is Fn::GetAtt: [Resource, Attribute].
+			res, attr, found := strings.Cut(s, ".")
+			if !found {
+				return nil, fmt.Errorf("line %d: !GetAtt %q is not Resource.Attribute", n.Line, s)
+			}
+			v = []any{res, attr}
+		}
+		return map[string]any{fn: v}, nil
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := value(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := value(c)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, v)
+		}
+		return s, nil
+	case yaml.AliasNode:
+		return value(n.Alias)
+	case yaml.ScalarNode:
+		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+			return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
+		}
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
+}

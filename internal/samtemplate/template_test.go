@@ -1,0 +1,45 @@
+package samtemplate_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+)
+
+func TestParseTurnsShortTagsIntoLongForms(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: !Sub "${AWS::StackName}-q.fifo"
+      RedrivePolicy:
+        deadLetterTargetArn: !GetAtt D.Arn
+      Tags:
+        - Key: k
+          Value: !Join ["-", [a, !Ref B]]
+`))
+	require.NoError(t, err)
+	p := tpl.Resources["Q"].Properties
+	require.Equal(t, map[string]any{"Fn::Sub": "${AWS::StackName}-q.fifo"}, p["QueueName"])
+	require.Equal(t, map[string]any{"Fn::GetAtt": []any{"D", "Arn"}}, p["RedrivePolicy"].(map[string]any)["deadLetterTargetArn"])
+	tag := p["Tags"].([]any)[0].(map[string]any)
+	require.Equal(t, map[string]any{"Fn::Join": []any{"-", []any{"a", map[string]any{"Ref": "B"}}}}, tag["Value"])
+}
+
+func TestParseRejectsWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	for name, src := range map[string]string{
+		"unknown tag":        "Resources:\n  Q:\n    Type: X\n    Properties:\n      A: !Frobnicate x\n",
+		"GetAtt without dot": "Resources:\n  Q:\n    Type: X\n    Properties:\n      A: !GetAtt Nope\n",
+		"no resources":       "Description: x\n",
+		"resource sans type": "Resources:\n  Q:\n    Properties: {}\n",
+		"not yaml":           "Resources: [\n",
+	} {
+		_, err := samtemplate.Parse([]byte(src))
+		require.Error(t, err, name)
+	}
+}
