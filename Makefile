@@ -25,11 +25,32 @@ demo: ## run the whole pipeline on sample jobs on the local AWS stack
 	go run ./cmd/fifoworker demo
 
 .PHONY: test
-test: lint unit ## every test: lint, unit, conformance, integration, template checks
+test: lint integration ## every test: lint, unit, conformance, integration, template checks
 
 .PHONY: unit
-unit: ## go test with the race detector
+unit: ## fast tests only (no local stack), with the race detector
 	go test $(GO_TEST_FLAGS) ./...
+
+# Every test, the integration ones included, on a fresh stack of its own that
+# is stopped afterwards whatever happens. If the stack cannot start, nothing
+# runs and the target fails with the reason.
+.PHONY: integration
+integration: bin/fifoworker ## all tests on a fresh local stack (started and stopped here)
+	bin/fifoworker local run --name test-$$$$ -- go test $(GO_TEST_FLAGS) -tags integration ./...
+
+.PHONY: local-up local-down local-status local-deploy
+local-up: bin/fifoworker ## start the dev stack; eval "$$(bin/fifoworker local up)" to use it
+	bin/fifoworker local up
+local-down: bin/fifoworker ## stop the dev stack
+	bin/fifoworker local down
+local-status: bin/fifoworker ## show the dev stack
+	bin/fifoworker local status
+local-deploy: bin/fifoworker ## create template.yaml's resources on the dev stack
+	bin/fifoworker local deploy
+
+.PHONY: bin/fifoworker
+bin/fifoworker:
+	go build -o $@ ./cmd/fifoworker
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint at the pinned version

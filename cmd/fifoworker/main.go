@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ const usage = `usage: fifoworker <command>
 
 commands:
   demo    run the whole pipeline on sample jobs on the local AWS stack
+  local   the local AWS stack: up, down, status, env, deploy, run
   help    show this text
 `
 
@@ -27,6 +29,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "demo":
 		return demo(stdout)
+	case "local":
+		return local(context.Background(), args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -21,3 +21,15 @@ func TestRunDispatchesAndRejectsUnknownCommands(t *testing.T) {
 	require.Equal(t, 2, run(nil, &out, &errOut))
 	require.Contains(t, errOut.String(), "usage:")
 }
+
+func TestOutputVariableNames(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"CommandsQueueUrl":   "FIFOWORKER_COMMANDS_QUEUE_URL",
+		"CommandsDLQUrl":     "FIFOWORKER_COMMANDS_DLQ_URL",
+		"JobsTableStreamArn": "FIFOWORKER_JOBS_TABLE_STREAM_ARN",
+		"S3Bucket":           "FIFOWORKER_S3_BUCKET",
+	} {
+		require.Equal(t, want, outputVar(in), in)
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/fifoworker/fifoworker/internal/localstack"
+)
+
+const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run> [flags]
+
+  up       install (first use) and start the emulators; print the environment to eval
+  down     stop the stack's processes and remove its state
+  status   show each emulator's PID, endpoint and whether it answers
+  env      print the environment of the running stack
+  deploy   create the queues, tables and buckets that template.yaml declares
+  run      start a fresh stack, deploy, run a command in its environment, stop the stack
+
+examples:
+  eval "$(fifoworker local up)"
+  fifoworker local run --name test -- go test -tags integration ./...
+`
+
+func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, localUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("local "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o localstack.Options
+	fs.StringVar(&o.Name, "name", "dev", "stack name (state, ports and logs are per name)")
+	fs.StringVar(&o.CacheDir, "cache", localstack.DefaultCacheDir(), "where tools and stack state live")
+	fs.StringVar(&o.Region, "region", "eu-west-1", "AWS region the stack reports")
+	fs.IntVar(&o.Ports.SQS, "sqs-port", 0, "SQS emulator port (0: a free one)")
+	fs.IntVar(&o.Ports.DynamoDB, "dynamodb-port", 0, "DynamoDB Local port (0: a free one)")
+	fs.IntVar(&o.Ports.S3, "s3-port", 0, "S3 emulator port (0: a free one)")
+	template := fs.String("template", "template.yaml", "deploy, run: the SAM template")
+	stackName := fs.String("stack-name", "fifoworker", "deploy, run: the stack name that ${AWS::StackName} resolves to")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	o.Progress = stderr
+
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
+	}
+	switch args[0] {
+	case "up":
+		start := time.Now()
+		s, err := localstack.Up(ctx, o)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stderr, "localstack: stack %s up in %v\n", s.Name, time.Since(start).Round(time.Millisecond))
+		fmt.Fprint(stdout, s.Shell())
+	case "down":
+		if err := localstack.Down(o); err != nil {
+			return fail(err)
+		}
+	case "env":
+		s, err := localstack.Load(o)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprint(stdout, s.Shell())
+	case "status":
+		s, statuses, err := localstack.Status(ctx, o)
+		if err != nil {
+			return fail(err)
+		}
+		if s.External != "" {
+			fmt.Fprintf(stdout, "stack %s uses AWS_ENDPOINT_URL=%s\n", s.Name, s.External)
+			return 0
+		}
+		code := 0
+		for _, st := range statuses {
+			state := "ready"
+			switch {
+			case !st.Running:
+				state, code = "not running", 1
+			case st.Err != nil:
+				state, code = "not answering: "+st.Err.Error(), 1
+			}
+			fmt.Fprintf(stdout, "%-9s pid %-7d %-24s %s\n", st.Service, st.PID, st.Endpoint, state)
+		}
+		return code
+	case "deploy":
+		s, err := localstack.Load(o)
+		if err != nil {
+			return fail(err)
+		}
+		return deploy(ctx, s, *template, *stackName, stdout, stderr)
+	case "run":
+		return runWithStack(ctx, o, *template, *stackName, fs.Args(), stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "fifoworker: unknown local command %q\n\n%s", args[0], localUsage)
+		return 2
+	}
+	return 0
+}
+
+// runWithStack starts a stack, deploys the template, runs the command with
+// the stack's environment, and stops the stack whatever happens, including
+// on SIGINT/SIGTERM.
+func runWithStack(ctx context.Context, o localstack.Options, template, stackName string, argv []string, stdout, stderr io.Writer) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "fifoworker: local run needs a command after --")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	s, err := localstack.Up(ctx, o)
+	defer func() {
+		if err := localstack.Down(o); err != nil {
+			fmt.Fprintln(stderr, "fifoworker: stopping the stack:", err)
+		}
+	}()
+	if err != nil {
+		fmt.Fprintln(stderr, "fifoworker: the local stack did not start, so nothing was run:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "localstack: stack %s up in %v\n", s.Name, time.Since(start).Round(time.Millisecond))
+	if code := deploy(ctx, s, template, stackName, io.Discard, stderr); code != 0 {
+		return code
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), s.Env()...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() > 0 {
+			return exit.ExitCode()
+		}
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,101 @@
+//go:build integration
+
+package localdeploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/testenv"
+)
+
+// Deploys the repository's template.yaml on the stack under a fresh stack
+// name, twice, and checks that what exists has the template's properties.
+func TestDeployRepositoryTemplateTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	sqsc, ddb, s3c := testenv.SQS(t), testenv.DynamoDB(t), testenv.S3(t)
+	clients := localdeploy.Clients{SQS: sqsc, DynamoDB: ddb, S3: s3c}
+	stack := testenv.Name(t, "dep")
+
+	first, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", clients)
+	require.NoError(t, err)
+	second, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", clients)
+	require.NoError(t, err, "deploying twice is harmless")
+	require.Equal(t, first.Outputs, second.Outputs)
+	require.Contains(t, first.Skipped, "CandidatesBucketPolicy (AWS::S3::BucketPolicy): not emulated locally")
+
+	// Queues: FIFO, with their FIFO dead-letter queue and the template's timeouts.
+	attrs, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(first.Outputs["CommandsQueueUrl"]),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "true", attrs.Attributes["FifoQueue"])
+	require.Equal(t, "360", attrs.Attributes["VisibilityTimeout"])
+	require.Equal(t, "false", attrs.Attributes["ContentBasedDeduplication"])
+	var redrive struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     any    `json:"maxReceiveCount"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive))
+	require.Equal(t, first.Attributes["CommandsDLQ"]["Arn"], redrive.DeadLetterTargetArn)
+	require.Equal(t, "5", fmt.Sprint(redrive.MaxReceiveCount), "a number or a string, as SQS allows")
+	require.Contains(t, first.Outputs["CommandsDLQUrl"], stack+"-commands-dlq.fifo")
+
+	// Table: key, stream, TTL.
+	desc, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(first.Outputs["JobsTableName"])})
+	require.NoError(t, err)
+	require.Equal(t, "job_id", aws.ToString(desc.Table.KeySchema[0].AttributeName))
+	require.True(t, aws.ToBool(desc.Table.StreamSpecification.StreamEnabled))
+	require.Equal(t, ddbtypes.StreamViewTypeNewAndOldImages, desc.Table.StreamSpecification.StreamViewType)
+	require.Equal(t, aws.ToString(desc.Table.LatestStreamArn), first.Outputs["JobsTableStreamArn"])
+	ttl, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(first.Outputs["JobsTableName"])})
+	require.NoError(t, err)
+	require.Equal(t, "expires_at", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
+
+	// Bucket exists.
+	_, err = s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(first.Outputs["CandidatesBucketName"])})
+	require.NoError(t, err)
+}
+
+// A table that exists with another key schema is an error, not a silent reuse.
+func TestDeployRefusesATableWithAnotherKeySchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ddb := testenv.DynamoDB(t)
+	stack := testenv.Name(t, "keys")
+	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(stack + "-JobsTable"),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	require.NoError(t, err)
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  JobsTable:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{AttributeName: job_id, AttributeType: S}]
+      KeySchema: [{AttributeName: job_id, KeyType: HASH}]
+`))
+	require.NoError(t, err)
+	_, err = localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
+	require.ErrorContains(t, err, "exists with another key schema")
+}

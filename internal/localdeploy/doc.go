@@ -1,0 +1,16 @@
+// Package localdeploy creates, on the local stack (or any endpoint), the
+// queues, tables and buckets that template.yaml declares, with the same
+// properties, so that template.yaml stays the single source of truth.
+//
+// Invariants:
+//   - Deploying twice is harmless: existing resources are converged (queue
+//     attributes set again) or checked (a table's key schema must match),
+//     never duplicated.
+//   - Resources are created in dependency order (a dead-letter queue before
+//     the queue whose redrive policy names it).
+//   - Physical names are deterministic: the declared name, or
+//     <stack>-<LogicalId>, so a rerun finds what the last run made.
+//   - What cannot be emulated locally (bucket policies, encryption settings,
+//     functions, which pkg/localesm runs instead) is reported as skipped,
+//     never silently dropped.
+package localdeploy

@@ -1,0 +1,76 @@
+package localdeploy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+)
+
+func TestOrderPutsDependenciesFirstAndFindsCycles(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      RedrivePolicy: {deadLetterTargetArn: !GetAtt D.Arn}
+  D:
+    Type: AWS::SQS::Queue
+  P:
+    Type: AWS::S3::BucketPolicy
+    Properties:
+      Bucket: !Ref B
+      Resource: !Sub "${B.Arn}/*"
+  B:
+    Type: AWS::S3::Bucket
+`))
+	require.NoError(t, err)
+	got, err := order(tpl.Resources)
+	require.NoError(t, err)
+	require.Equal(t, []string{"B", "D", "P", "Q"}, got)
+
+	cyclic, err := samtemplate.Parse([]byte(`
+Resources:
+  A: {Type: X, Properties: {V: !Ref B}}
+  B: {Type: X, Properties: {V: !GetAtt A.Arn}}
+`))
+	require.NoError(t, err)
+	_, err = order(cyclic.Resources)
+	require.ErrorContains(t, err, "dependency cycle")
+}
+
+func TestResolveIntrinsics(t *testing.T) {
+	t.Parallel()
+	tpl := &samtemplate.Template{Parameters: map[string]samtemplate.Parameter{"Timeout": {Default: 60}}}
+	r := &resolver{tpl: tpl, stackName: "st", region: "eu-west-1",
+		refs:  map[string]string{"Q": "http://q"},
+		attrs: map[string]map[string]string{"Q": {"Arn": "arn:q"}}}
+	for _, c := range []struct {
+		in   any
+		want any
+	}{
+		{map[string]any{"Ref": "Timeout"}, "60"},
+		{map[string]any{"Ref": "AWS::StackName"}, "st"},
+		{map[string]any{"Ref": "Q"}, "http://q"},
+		{map[string]any{"Fn::GetAtt": []any{"Q", "Arn"}}, "arn:q"},
+		{map[string]any{"Fn::Sub": "${AWS::StackName}-${AWS::Region}-${Q.Arn}-${!Literal}"}, "st-eu-west-1-arn:q-${Literal}"},
+		{map[string]any{"Fn::Sub": []any{"${X}/${Timeout}", map[string]any{"X": map[string]any{"Ref": "Q"}}}}, "http://q/60"},
+		{map[string]any{"Fn::Join": []any{":", []any{"a", map[string]any{"Ref": "AWS::AccountId"}}}}, "a:" + LocalAccountID},
+		{map[string]any{"Nested": []any{map[string]any{"Ref": "Q"}}}, map[string]any{"Nested": []any{"http://q"}}},
+	} {
+		got, err := r.resolve(c.in)
+		require.NoError(t, err, "%v", c.in)
+		require.Equal(t, c.want, got, "%v", c.in)
+	}
+	for _, bad := range []any{
+		map[string]any{"Ref": "Nope"},
+		map[string]any{"Fn::GetAtt": []any{"Q", "StreamArn"}},
+		map[string]any{"Fn::If": []any{"c", 1, 2}},
+		map[string]any{"Fn::Sub": "${Missing}"},
+	} {
+		_, err := r.resolve(bad)
+		require.Error(t, err, "%v", bad)
+	}
+}

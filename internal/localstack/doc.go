@@ -1,0 +1,20 @@
+// Package localstack installs, starts and stops the local AWS stack the tests
+// and the demo run on: the SQS emulator (fauxqs), DynamoDB Local (with
+// Streams) and the S3 emulator (gofakes3), plus the Lambda runtime interface
+// emulator binary that pkg/localesm drives.
+//
+// Invariants:
+//   - Emulators are installed at pinned versions into a cache outside the
+//     repository, once; an interrupted install never leaves a half-written
+//     tool under its final name.
+//   - Every server listens on 127.0.0.1 (DynamoDB Local has no bind option
+//     and listens on all interfaces; clients still use 127.0.0.1 only).
+//   - A stack has a name; its ports, PIDs and logs live in its own state
+//     directory, so two stacks on one machine never collide. Down stops
+//     exactly the recorded processes, after checking each PID still runs the
+//     program it started.
+//   - When AWS_ENDPOINT_URL is set (a running LocalStack, say), nothing is
+//     started and that endpoint is used.
+//   - Every failure (no Java, a port in use, an emulator that does not come
+//     up) is an error that says what to do; nothing is silently skipped.
+package localstack
