@@ -347,7 +347,7 @@ func allAlive(s *State) bool {
 }
 
 // Down stops the stack's recorded processes (SIGTERM to each process group,
-// SIGKILL after 10 s) and removes its state. Stopping a stack that is not
+// SIGKILL after 10 s) and removes its state directory, logs included. Stopping a stack that is not
 // running is not an error.
 func Down(o Options) error {
 	if err := o.defaults(); err != nil {
@@ -378,7 +378,7 @@ func Down(o Options) error {
 			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
 		}
 	}
-	if err := os.Remove(o.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.RemoveAll(o.stateDir()); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
