@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/fifoworker/fifoworker/internal/localstack"
 )
 
 const usage = `usage: fifoworker <command>
@@ -28,7 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "demo":
-		return demo(stdout)
+		return demo(context.Background(), stdout, stderr)
 	case "local":
 		return local(context.Background(), args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -40,18 +42,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// demo describes the pipeline until the pieces it runs have landed.
-func demo(stdout io.Writer) int {
-	fmt.Fprint(stdout, `fifoworker demo — coming with the pipeline issue. When it lands, it will:
-  1. start the local AWS stack (DynamoDB Local, the SQS and S3 emulators) on 127.0.0.1,
-     installing the pinned emulators on first use;
-  2. create the queues, table and bucket that template.yaml declares;
-  3. submit export-intent-7 and other sample intents, creating job-42 and friends;
-  4. run the relay, worker and projector through the local event source mapping,
+// demo runs what exists of the pipeline on the local stack and says what
+// is still to come.
+func demo(ctx context.Context, stdout, stderr io.Writer) int {
+	fmt.Fprint(stdout, `fifoworker demo: the pipeline lands with a later issue. When it does, this will:
+  1. start the local AWS stack and create what template.yaml declares   (works today, below)
+  2. submit export-intent-7 and other sample intents, creating job-42 and friends;
+  3. run the relay, worker and projector through the local event source mapping,
      including a worker that stalls past its lease so that a second one takes over
      (generation 2 wins, generation 1's late accept changes nothing);
-  5. print each job's history, its accepted candidate and the orphans left to sweep.
-What exists today: pkg/fifo, the ordered-lanes SQS batch processor (make test, make bench).
+  4. print each job's history, its accepted candidate and the orphans left to sweep.
+
 `)
+	o := localstack.Options{Name: "demo", Progress: stderr}
+	s, err := localstack.Up(ctx, o)
+	defer func() { _ = localstack.Down(o) }()
+	if err != nil {
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "Step 1: the local stack is up; deploying template.yaml:")
+	if code := deploy(ctx, s, "template.yaml", "fifoworker", stdout, stderr); code != 0 {
+		return code
+	}
+	fmt.Fprintln(stdout, "\nThe demo stack is stopped again. For a stack that stays up: eval \"$(go run ./cmd/fifoworker local up)\"")
 	return 0
 }
