@@ -1,0 +1,36 @@
+// Package candidate stores the result of one processing attempt as an
+// immutable S3 object, the attempt's candidate. The job store later accepts
+// one candidate by recording its key, SHA-256 and size in the job item;
+// nothing is ever copied to, or overwritten at, a shared result path.
+//
+// Invariants:
+//   - A candidate's key names its job, generation and attempt:
+//     candidates/<job_id>/g<generation, 10 digits>/<attempt_id>.<ext>.
+//     Ids are [A-Za-z0-9_-]{1,128}, so a key cannot leave its job's prefix,
+//     and ParseKey accepts exactly the keys that Key.String builds.
+//   - A key is written at most once: the upload carries If-None-Match: *,
+//     so S3 refuses to replace an object that exists (ErrExists). The one
+//     exception is our own earlier success: when the object at the key
+//     already has the same SHA-256 and size, the write succeeds with
+//     Result.AlreadyExisted set, because the content is exactly what this
+//     write would have stored (an upload whose response was lost, retried).
+//   - A write is spooled to a temporary file while the SHA-256 and size are
+//     computed, and uploaded in one PutObject once the content is complete:
+//     memory use does not grow with the object, and a half-written candidate
+//     never becomes visible. The spool file is gone after Commit or Close,
+//     whatever the outcome.
+//   - Every object carries its job id, generation, attempt id and SHA-256 in
+//     user metadata, and the SHA-256 also as S3's own checksum, which S3
+//     verifies on upload. Head and Open refuse an object whose metadata does
+//     not match its key; a Reader fails instead of returning io.EOF when the
+//     content it read does not match the recorded SHA-256 and size.
+//   - A 409 ConditionalRequestConflict (a concurrent write to the same key)
+//     is retried a bounded number of times with backoff; the retry then
+//     normally meets the winner's object and returns ErrExists.
+//
+// Limits: a candidate is uploaded with a single PutObject, so it is at most
+// 5 GiB (MaxSize), and the spool needs that much free space in its
+// directory (on Lambda, /tmp: 512 MiB unless the function's ephemeral
+// storage is raised, up to 10 GiB). Multipart upload is not implemented;
+// it would be needed only beyond 5 GiB.
+package candidate

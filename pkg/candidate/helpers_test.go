@@ -1,0 +1,91 @@
+package candidate_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type testBundle struct {
+	fake     *fakeS3
+	store    *candidate.Store
+	spoolDir string
+}
+
+// setup returns a store on a fake bucket, spooling into a directory of its
+// own so that spool files can be counted. Conflict retries do not wait
+// unless opts say otherwise.
+func setup(t *testing.T, opts ...candidate.Option) *testBundle {
+	t.Helper()
+	b := &testBundle{fake: newFakeS3(), spoolDir: t.TempDir()}
+	opts = append([]candidate.Option{candidate.WithSpoolDir(b.spoolDir), candidate.WithConflictRetry(candidate.DefaultConflictAttempts, 0)}, opts...)
+	b.store = candidate.New(b.fake, b.fake.bucket, opts...)
+	return b
+}
+
+func mustKey(t testing.TB, job string, generation int64, attempt, ext string) candidate.Key {
+	t.Helper()
+	k, err := candidate.NewKey(job, generation, attempt, ext)
+	require.NoError(t, err)
+	return k
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// spools returns the spool files of dir that still exist or that this
+// process still holds open. A spool is unlinked as soon as it is created
+// where the system allows it, so on Linux the open descriptors
+// (/proc/self/fd) are what show a spool that was not cleaned up.
+func spools(t testing.TB, dir string) []string {
+	t.Helper()
+	var found []string
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		found = append(found, filepath.Join(dir, e.Name()))
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return found // no procfs: only the directory can be checked
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			found = append(found, target+" (open)")
+		}
+	}
+	return found
+}
+
+func requireNoSpools(t testing.TB, dir string) {
+	t.Helper()
+	require.Empty(t, spools(t, dir), "a spool file was left behind")
+}
+
+// createAndWrite starts a candidate and writes content, checking that the
+// spool exists meanwhile: proof that requireNoSpools can see one.
+func (b *testBundle) createAndWrite(ctx context.Context, t *testing.T, key candidate.Key, content []byte) *candidate.Writer {
+	t.Helper()
+	w, err := b.store.Create(ctx, key)
+	require.NoError(t, err)
+	_, err = w.Write(content)
+	require.NoError(t, err)
+	require.Len(t, spools(t, b.spoolDir), 1, "the spool should exist while writing")
+	return w
+}

@@ -1,0 +1,299 @@
+package candidate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+)
+
+func TestOpenReadsAndVerifies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 2, "attempt-b", "json")
+	content := bytes.Repeat([]byte(`{"article":1}`), 10000)
+	res, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
+	require.NoError(t, err)
+
+	r, err := b.store.Open(context.Background(), key)
+	require.NoError(t, err)
+	require.Equal(t, candidate.Info{Key: key, SHA256: res.SHA256, Size: res.Size, ETag: res.ETag, LastModified: r.Info().LastModified}, r.Info())
+	// iotest.TestReader reads in several patterns and checks io.EOF at the end.
+	require.NoError(t, iotest.TestReader(r, content))
+	require.NoError(t, r.Close())
+}
+
+func TestOpenDetectsChangedContent(t *testing.T) {
+	t.Parallel()
+	content := []byte("the accepted result, 40 bytes long......")
+	sdkErr := errors.New("checksum did not match: algorithm SHA256") // what the SDK's reader says
+	tests := []struct {
+		name     string
+		tampered []byte
+		endErr   error
+		wantMsg  string
+	}{
+		{"same size", []byte("the accepted result, 40 bytes long.....!"), nil, "content has sha256"},
+		{"shorter", content[:39], nil, "got 39 bytes, the recorded size is 40"},
+		{"longer", append(append([]byte{}, content...), '!'), nil, "got 41 bytes, the recorded size is 40"},
+		{"empty", []byte{}, nil, "got 0 bytes"},
+		{"the SDK fails the end", []byte("the accepted result, 40 bytes long.....!"), sdkErr, "the S3 client failed the read too: checksum did not match"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			key := mustKey(t, "job-42", 1, "a", "txt")
+			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
+			require.NoError(t, err)
+			b.fake.tamper(t, key.String(), tt.tampered, tt.endErr)
+
+			r, err := b.store.Open(context.Background(), key)
+			require.NoError(t, err)
+			got, err := io.ReadAll(r)
+			require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+			require.ErrorContains(t, err, tt.wantMsg)
+			var ce *candidate.ChecksumError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, key, ce.Key)
+			require.LessOrEqual(t, len(got), len(tt.tampered))
+			_, err = r.Read(make([]byte, 1))
+			require.ErrorIs(t, err, candidate.ErrChecksumMismatch, "the error is sticky")
+			require.ErrorIs(t, r.Close(), candidate.ErrChecksumMismatch, "Close reports it again")
+		})
+	}
+}
+
+// A body that fails before its end is a read error, not a mismatch.
+func TestReadErrorIsNotAMismatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 1, "a", "txt")
+	_, err := b.store.Put(context.Background(), key, strings.NewReader("0123456789"))
+	require.NoError(t, err)
+	reset := errors.New("connection reset")
+	b.fake.tamper(t, key.String(), []byte("01234"), reset)
+	r, err := b.store.Open(context.Background(), key)
+	require.NoError(t, err)
+	_, err = io.ReadAll(r)
+	require.ErrorIs(t, err, reset)
+	require.NotErrorIs(t, err, candidate.ErrChecksumMismatch)
+	require.ErrorContains(t, err, "candidate: read candidates/job-42/g0000000001/a.txt: connection reset")
+	require.NoError(t, r.Close())
+}
+
+// A reader closed early has verified nothing and reports nothing.
+func TestReaderClosedEarly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 1, "a", "txt")
+	_, err := b.store.Put(context.Background(), key, strings.NewReader("0123456789"))
+	require.NoError(t, err)
+	b.fake.tamper(t, key.String(), []byte("012345678!"), nil)
+	r, err := b.store.Open(context.Background(), key)
+	require.NoError(t, err)
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(r, buf)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+}
+
+func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {
+	t.Parallel()
+	content := []byte("x")
+	good := map[string]string{"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": sha256Hex(content)}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for mk, mv := range good {
+			m[mk] = mv
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		meta map[string]string
+		want string
+	}{
+		{"no metadata", nil, "metadata sha256"},
+		{"no sha256", with("sha256", ""), "metadata sha256"},
+		{"upper-case sha256", with("sha256", strings.ToUpper(sha256Hex(content))), "metadata sha256"},
+		{"short sha256", with("sha256", "abc"), "metadata sha256"},
+		{"other job", with("job-id", "job-43"), "metadata job id"},
+		{"other generation", with("generation", "2"), "metadata generation"},
+		{"padded generation", with("generation", "01"), "metadata generation"},
+		{"other attempt", with("attempt-id", "b"), "metadata attempt id"},
+		{"no attempt", with("attempt-id", ""), "metadata attempt id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			key := mustKey(t, "job-42", 1, "a", "txt")
+			b.fake.rawPut(key.String(), content, tt.meta)
+			_, err := b.store.Head(context.Background(), key)
+			require.ErrorIs(t, err, candidate.ErrInvalidMetadata)
+			require.ErrorContains(t, err, tt.want)
+			_, err = b.store.Open(context.Background(), key)
+			require.ErrorIs(t, err, candidate.ErrInvalidMetadata)
+		})
+	}
+	t.Run("control: good metadata", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		key := mustKey(t, "job-42", 1, "a", "txt")
+		b.fake.rawPut(key.String(), content, good)
+		_, err := b.store.Head(context.Background(), key)
+		require.NoError(t, err)
+	})
+}
+
+// S3 verified its own checksum at upload; metadata that contradicts it
+// cannot be trusted.
+func TestS3ChecksumMustAgreeWithMetadata(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 1, "a", "txt")
+	_, err := b.store.Put(context.Background(), key, strings.NewReader("content"))
+	require.NoError(t, err)
+	b.fake.mu.Lock()
+	b.fake.objects[key.String()].checksum = aws.String(base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	b.fake.mu.Unlock()
+	_, err = b.store.Head(context.Background(), key)
+	require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+	_, err = b.store.Open(context.Background(), key)
+	require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+
+	// A multipart object's checksum is a checksum of checksums: not compared.
+	b.fake.mu.Lock()
+	b.fake.objects[key.String()].checksum = aws.String("AAAA-2")
+	b.fake.mu.Unlock()
+	_, err = b.store.Head(context.Background(), key)
+	require.NoError(t, err)
+}
+
+func TestHead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 2, "attempt-b", "json")
+	res, err := b.store.Put(context.Background(), key, strings.NewReader("{}"))
+	require.NoError(t, err)
+	info, err := b.store.Head(context.Background(), key)
+	require.NoError(t, err)
+	require.Equal(t, key, info.Key)
+	require.Equal(t, res.SHA256, info.SHA256)
+	require.Equal(t, int64(2), info.Size)
+	require.Equal(t, res.ETag, info.ETag)
+	require.False(t, info.LastModified.IsZero())
+}
+
+func TestMissingCandidateIsErrNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := mustKey(t, "job-42", 1, "nobody", "json")
+	_, err := b.store.Head(context.Background(), key)
+	require.ErrorIs(t, err, candidate.ErrNotFound)
+	require.ErrorContains(t, err, "candidate: head candidates/job-42/g0000000001/nobody.json")
+	_, err = b.store.Open(context.Background(), key)
+	require.ErrorIs(t, err, candidate.ErrNotFound)
+	require.ErrorContains(t, err, "candidate: open")
+}
+
+func TestOtherErrorsAreNotErrNotFound(t *testing.T) {
+	t.Parallel()
+	fake := newFakeS3()
+	s := candidate.New(fake, "no-such-bucket")
+	key := mustKey(t, "job-42", 1, "a", "json")
+	_, err := s.Head(context.Background(), key)
+	require.ErrorContains(t, err, "NoSuchBucket")
+	require.NotErrorIs(t, err, candidate.ErrNotFound)
+	_, err = s.List(context.Background(), "job-42")
+	require.ErrorContains(t, err, "candidate: list candidates/job-42/: api error NoSuchBucket")
+	require.ErrorContains(t, s.Delete(context.Background(), key), "candidate: delete")
+}
+
+func TestListReturnsEveryGenerationInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // the fake returns two keys per page
+	ctx := context.Background()
+	keys := []candidate.Key{
+		mustKey(t, "job-42", 10, "attempt-d", "json"),
+		mustKey(t, "job-42", 1, "attempt-a", "json"),
+		mustKey(t, "job-42", 2, "attempt-c", "json"),
+		mustKey(t, "job-42", 2, "attempt-b", "csv"),
+		mustKey(t, "job-42", 9, "attempt-e", "json"),
+	}
+	for _, k := range keys {
+		_, err := b.store.Put(ctx, k, strings.NewReader(k.AttemptID))
+		require.NoError(t, err)
+	}
+	// Neighbours that must not be listed: another job whose id extends
+	// job-42's, a job whose id is a prefix of it, and a foreign object.
+	for _, k := range []candidate.Key{mustKey(t, "job-421", 1, "x", "json"), mustKey(t, "job-4", 1, "y", "json")} {
+		_, err := b.store.Put(ctx, k, strings.NewReader("neighbour"))
+		require.NoError(t, err)
+	}
+	b.fake.rawPut("candidates/job-42/notes.txt", []byte("not a candidate"), nil)
+
+	entries, err := b.store.List(ctx, "job-42")
+	require.NoError(t, err)
+	var got []candidate.Key
+	for _, e := range entries {
+		got = append(got, e.Key)
+		require.Equal(t, int64(len(e.Key.AttemptID)), e.Size)
+		require.NotEmpty(t, e.ETag)
+	}
+	require.Equal(t, []candidate.Key{keys[1], keys[3], keys[2], keys[4], keys[0]}, got)
+
+	entries, err = b.store.List(ctx, "job-none")
+	require.NoError(t, err)
+	require.Empty(t, entries)
+
+	_, err = b.store.List(ctx, "../job-42")
+	require.ErrorIs(t, err, candidate.ErrInvalidKey)
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	orphan := mustKey(t, "job-42", 1, "attempt-a", "json")
+	accepted := mustKey(t, "job-42", 2, "attempt-b", "json")
+	for _, k := range []candidate.Key{orphan, accepted} {
+		_, err := b.store.Put(ctx, k, strings.NewReader(k.AttemptID))
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.store.Delete(ctx, orphan))
+	require.NoError(t, b.store.Delete(ctx, orphan), "deleting twice is fine")
+	_, err := b.store.Head(ctx, orphan)
+	require.ErrorIs(t, err, candidate.ErrNotFound)
+	entries, err := b.store.List(ctx, "job-42")
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, accepted, entries[0].Key)
+
+	require.ErrorIs(t, b.store.Delete(ctx, candidate.Key{JobID: "job-42", Generation: 1, AttemptID: "a/../b", Ext: "json"}), candidate.ErrInvalidKey)
+}
+
+func TestOperationsRejectInvalidKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bad := candidate.Key{JobID: "job-42", Generation: 1, AttemptID: "../../x", Ext: "json"}
+	_, err := b.store.Head(context.Background(), bad)
+	require.ErrorIs(t, err, candidate.ErrInvalidKey)
+	_, err = b.store.Open(context.Background(), bad)
+	require.ErrorIs(t, err, candidate.ErrInvalidKey)
+}
