@@ -11,12 +11,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -42,7 +44,10 @@ func requireEndpoint(t testing.TB, service string) {
 		service, endpointVars[service])
 }
 
-// Config loads the SDK configuration from the environment.
+// Config loads the SDK configuration from the environment. Its HTTP
+// transport belongs to the test and its idle connections are closed when the
+// test ends, so goleak sees no keep-alive goroutines (but still sees a
+// response body left open).
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background())
@@ -52,6 +57,14 @@ func Config(t testing.TB) aws.Config {
 	if cfg.Region == "" {
 		t.Fatal("testenv: AWS_REGION is not set")
 	}
+	// The configured client's transport (with any CA bundle applied), owned
+	// by this test from here on.
+	transport := awshttp.NewBuildableClient().GetTransport()
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		transport = bc.GetTransport()
+	}
+	t.Cleanup(transport.CloseIdleConnections)
+	cfg.HTTPClient = &http.Client{Transport: transport}
 	return cfg
 }
 
