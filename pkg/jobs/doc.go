@@ -1,0 +1,40 @@
+// Package jobs is the arbiter of the system: the job item in DynamoDB, its
+// state machine, and the conditional writes that decide every transition —
+// create, claim, renew, accept, fail and cancel. A stale worker's late
+// completion changes nothing, selects no result and publishes nothing; a
+// duplicate message does not displace a live worker.
+//
+// Invariants:
+//   - A job's generation never decreases. Each claim, takeover and
+//     cancellation raises it by one, and each generation is granted to at
+//     most one attempt.
+//   - Every transition raises the version by exactly one and writes the
+//     message it implies into the item's outbox in the same conditional
+//     write ("job-42/v3" is the message of version 3): a message exists if
+//     and only if its transition won. Version 0 (creation) emits the run
+//     command; every later version emits one event, so consumers can detect
+//     gaps. After creation, every transition is one conditional UpdateItem.
+//   - Renew, accept and fail land only while the job is running at the
+//     caller's generation and version. Otherwise nothing is written and the
+//     error says why: ErrStaleGeneration, ErrFinal or ErrNotFound.
+//   - A claim takes over a running job only when its lease ended strictly
+//     before now; a live lease yields ErrLeaseHeld. After the last generation
+//     the recovery policy allows, the takeover write fails the job instead.
+//   - Completed, failed and cancelled are final: nothing changes them, and
+//     they carry a TTL (expires_at, epoch seconds).
+//   - Create is idempotent per (tenant, intent): one job and one command per
+//     intent, however often or concurrently it is retried; the same intent
+//     with another spec is ErrIntentConflict.
+//   - A write whose outcome was unknown (a timeout, a lost response) may be
+//     retried with the same request: a retry that finds its own earlier
+//     write (same attempt, generation and result) returns success, not a
+//     false "stale".
+//   - The decision of every transition, and the classification of every
+//     refusal, is made by one pure function that both stores call, so the
+//     DynamoDB store and the in-memory store cannot drift; jobstest.Run
+//     holds them to the same behaviour.
+//
+// Times are injected (WithClock) and stored as epoch milliseconds. The
+// lease of a Lambda attempt ends at its invocation deadline plus a clock-skew
+// margin (LeaseEnd).
+package jobs

@@ -1,0 +1,348 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// dynamoAPI is the part of the DynamoDB client the store uses.
+type dynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ dynamoAPI = (*dynamodb.Client)(nil)
+
+// DynamoStore is the Store on the Jobs table. Every transition after
+// creation is one conditional UpdateItem that also writes the outbox
+// message; a refused write returns the old item
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), from which the shared state
+// machine tells the error, or recognises the caller's own earlier write,
+// without another request.
+type DynamoStore struct {
+	api   dynamoAPI
+	table string
+	cfg   config
+}
+
+var _ Store = (*DynamoStore)(nil)
+
+// NewDynamoStore returns a store on table, which must have the key schema
+// of template.yaml's JobsTable (hash key job_id, S). It panics on an
+// invalid option.
+func NewDynamoStore(api dynamoAPI, table string, opts ...Option) *DynamoStore {
+	if api == nil || table == "" {
+		panic("jobs: NewDynamoStore needs a client and a table name")
+	}
+	return &DynamoStore{api: api, table: table, cfg: newConfig(opts)}
+}
+
+// maxRounds bounds the writes of one transition. A fenced write needs one;
+// a claim or a cancel that finds the item elsewhere than expected needs a
+// second, and a third only when it lost a race in between.
+const maxRounds = 8
+
+// errConditionFailed marks a write refused by its condition.
+var errConditionFailed = errors.New("condition failed")
+
+// Claim implements Store. From pending it costs one request; a takeover
+// costs two (the first write learns the expired lease from the old item).
+func (s *DynamoStore) Claim(ctx context.Context, req ClaimRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Renew implements Store: one request.
+func (s *DynamoStore) Renew(ctx context.Context, req RenewRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Accept implements Store: one request.
+func (s *DynamoStore) Accept(ctx context.Context, req AcceptRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Fail implements Store: one request.
+func (s *DynamoStore) Fail(ctx context.Context, req FailRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Cancel implements Store: one request for a pending job, two for a
+// running one.
+func (s *DynamoStore) Cancel(ctx context.Context, req CancelRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Get implements Store with a strongly consistent read.
+func (s *DynamoStore) Get(ctx context.Context, id string) (Job, error) {
+	if err := ValidateID(id); err != nil {
+		return Job{}, fmt.Errorf("jobs: get: %w", err)
+	}
+	item, err := s.get(ctx, id)
+	if err != nil {
+		return Job{}, fmt.Errorf("jobs: get %s: %w", id, err)
+	}
+	if item == nil {
+		return Job{}, fmt.Errorf("jobs: get %s: %w", id, ErrNotFound)
+	}
+	j, err := decodeJob(item)
+	if err != nil {
+		return Job{}, fmt.Errorf("jobs: get %s: %w", id, err)
+	}
+	return j, nil
+}
+
+func (s *DynamoStore) get(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{attrJobID: str(key)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+func (s *DynamoStore) getJob(ctx context.Context, id string) (*Job, error) {
+	item, err := s.get(ctx, id)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	j, err := decodeJob(item)
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) {
+	now := s.cfg.now()
+	if err := req.validate(now); err != nil {
+		return Job{}, transitionError(req, err)
+	}
+	cur := req.expect()
+	for range maxRounds {
+		st, err := decide(req, cur, now, &s.cfg)
+		if err != nil {
+			return Job{}, transitionError(req, err)
+		}
+		if st.done {
+			return *cur, nil
+		}
+		next, old, err := s.update(ctx, req.jobID(), &st)
+		if err == nil {
+			return next, transitionError(req, st.after)
+		}
+		if !errors.Is(err, errConditionFailed) {
+			return Job{}, transitionError(req, err)
+		}
+		if st.guard.holds(old) {
+			// The table and guard.holds disagree: a bug, never a retry.
+			return Job{}, transitionError(req, fmt.Errorf("DynamoDB refused a condition the item satisfies (g%d v%d %s)",
+				old.Generation, old.Version, old.Status))
+		}
+		cur = old
+	}
+	return Job{}, transitionError(req, errors.New("the item kept changing; giving up"))
+}
+
+// update makes the write of st. When the condition fails it returns
+// errConditionFailed and the item as it was (nil if there is none).
+func (s *DynamoStore) update(ctx context.Context, id string, st *step) (Job, *Job, error) {
+	out, err := s.api.UpdateItem(ctx, updateInput(s.table, id, st))
+	if err == nil {
+		j, err := decodeJob(out.Attributes)
+		return j, nil, err
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Job{}, nil, err
+	}
+	if len(ccf.Item) > 0 {
+		old, err := decodeJob(ccf.Item)
+		if err != nil {
+			return Job{}, nil, err
+		}
+		return Job{}, &old, errConditionFailed
+	}
+	// No old item: there is none, or the endpoint ignores
+	// ReturnValuesOnConditionCheckFailure. A consistent read tells.
+	old, err := s.getJob(ctx, id)
+	if err != nil {
+		return Job{}, nil, err
+	}
+	return Job{}, old, errConditionFailed
+}
+
+// expression collects placeholders for an expression.
+type expression struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func (e *expression) name(attr string) string {
+	for k, v := range e.names {
+		if v == attr {
+			return k
+		}
+	}
+	k := "#n" + strconv.Itoa(len(e.names))
+	e.names[k] = attr
+	return k
+}
+
+func (e *expression) value(av types.AttributeValue) string {
+	k := ":v" + strconv.Itoa(len(e.values))
+	e.values[k] = av
+	return k
+}
+
+// updateInput renders st as a conditional UpdateItem: the guard as the
+// condition, the patch as SET clauses.
+func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
+	e := &expression{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+	g := st.guard
+	cond := []string{
+		e.name(attrStatus) + " = " + e.value(str(string(g.status))),
+		e.name(attrGeneration) + " = " + e.value(num(g.generation)),
+		e.name(attrVersion) + " = " + e.value(num(g.version)),
+	}
+	if g.owner != "" {
+		cond = append(cond, e.name(attrLeaseOwner)+" = "+e.value(str(g.owner)))
+	}
+	if !g.expiredBefore.IsZero() {
+		cond = append(cond, e.name(attrLeaseExpiresAt)+" < "+e.value(millis(g.expiredBefore)))
+	}
+	var sets []string
+	for _, av := range patchValues(&st.patch) {
+		sets = append(sets, e.name(av.name)+" = "+e.value(av.value))
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(table),
+		Key:                                 map[string]types.AttributeValue{attrJobID: str(id)},
+		ConditionExpression:                 aws.String(strings.Join(cond, " AND ")),
+		UpdateExpression:                    aws.String("SET " + strings.Join(sets, ", ")),
+		ExpressionAttributeNames:            e.names,
+		ExpressionAttributeValues:           e.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// Create implements Store: one TransactWriteItems of two conditional puts,
+// the job and its intent marker. When the intent already has a job, the
+// cancelled transaction returns the marker and one more read returns the
+// job.
+func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+	if err := req.validate(); err != nil {
+		return CreateResult{}, createError(&req, err)
+	}
+	job, marker := newJob(&req, s.cfg.now(), &s.cfg)
+	job = normalize(job)
+	notExists := "attribute_not_exists(#k)"
+	keyName := map[string]string{"#k": attrJobID}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName: aws.String(s.table), Item: jobItem(&job),
+			ConditionExpression: aws.String(notExists), ExpressionAttributeNames: keyName,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{Put: &types.Put{
+			TableName: aws.String(s.table), Item: markerItem(&marker),
+			ConditionExpression: aws.String(notExists), ExpressionAttributeNames: keyName,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+	}}
+	backoff := 10 * time.Millisecond
+	for range maxRounds {
+		_, err := s.api.TransactWriteItems(ctx, in)
+		if err == nil {
+			return CreateResult{Job: job}, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != 2 {
+			return CreateResult{}, createError(&req, err)
+		}
+		jobReason, markerReason := tce.CancellationReasons[0], tce.CancellationReasons[1]
+		if !conditionFailed(jobReason) && !conditionFailed(markerReason) && !conflict(jobReason) && !conflict(markerReason) {
+			return CreateResult{}, createError(&req, err)
+		}
+		res, found, err := s.resolveCreate(ctx, &req, &job, jobReason, markerReason)
+		if err != nil || found {
+			return res, createError(&req, err)
+		}
+		// A concurrent transaction on the same items, or what was in the
+		// way has gone: try again.
+		select {
+		case <-ctx.Done():
+			return CreateResult{}, createError(&req, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+	return CreateResult{}, createError(&req, errors.New("the intent's items kept changing; giving up"))
+}
+
+// resolveCreate reads what cancelled the transaction and lets the state
+// machine's resolveCreate decide. found is false when nothing was in the way.
+func (s *DynamoStore) resolveCreate(ctx context.Context, req *CreateRequest, job *Job,
+	jobReason, markerReason types.CancellationReason,
+) (CreateResult, bool, error) {
+	if conditionFailed(markerReason) {
+		item := markerReason.Item
+		if len(item) == 0 {
+			var err error
+			if item, err = s.get(ctx, IntentKey(req.Tenant, req.IntentID)); err != nil || item == nil {
+				return CreateResult{}, false, err
+			}
+		}
+		m, err := decodeMarker(item)
+		if err != nil {
+			return CreateResult{}, false, err
+		}
+		existing, err := s.getJob(ctx, m.JobID)
+		if err != nil {
+			return CreateResult{}, false, err
+		}
+		res, err := resolveCreate(req, &m, existing)
+		return res, true, err
+	}
+	if conditionFailed(jobReason) {
+		var existing *Job
+		if len(jobReason.Item) > 0 {
+			j, err := decodeJob(jobReason.Item)
+			if err != nil {
+				return CreateResult{}, false, err
+			}
+			existing = &j
+		} else {
+			var err error
+			if existing, err = s.getJob(ctx, job.ID); err != nil || existing == nil {
+				return CreateResult{}, false, err
+			}
+		}
+		res, err := resolveCreate(req, nil, existing)
+		return res, true, err
+	}
+	return CreateResult{}, false, nil
+}
+
+func conditionFailed(r types.CancellationReason) bool {
+	return aws.ToString(r.Code) == "ConditionalCheckFailed"
+}
+
+func conflict(r types.CancellationReason) bool {
+	return aws.ToString(r.Code) == "TransactionConflict"
+}

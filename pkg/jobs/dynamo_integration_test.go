@@ -1,0 +1,395 @@
+//go:build integration
+
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
+)
+
+// requestCounter counts the requests a client sends, by operation, SDK
+// retries included: it sits after the retry middleware.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *requestCounter) install(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("jobstest.countRequests",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			c.n[awsmiddleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+}
+
+// take returns the counts since the last take.
+func (c *requestCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// lostResponse is what the fault injector returns instead of DynamoDB's
+// answer: the request was applied, the caller cannot know. The SDK retries
+// it like a dropped connection.
+type lostResponse struct{}
+
+func (lostResponse) Error() string        { return "injected: response lost after the request was applied" }
+func (lostResponse) RetryableError() bool { return true }
+
+// faultInjector lets the next request of an armed operation reach DynamoDB
+// and then replaces its response with lostResponse.
+type faultInjector struct {
+	mu    sync.Mutex
+	armed map[string]bool
+	fired atomic.Int32
+}
+
+func (f *faultInjector) arm(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed[op] = true
+}
+
+func (f *faultInjector) install(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("jobstest.loseResponse",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleFinalize(ctx, in)
+			op := awsmiddleware.GetOperationName(ctx)
+			f.mu.Lock()
+			fire := f.armed[op]
+			delete(f.armed, op)
+			f.mu.Unlock()
+			if fire {
+				f.fired.Add(1)
+				return middleware.FinalizeOutput{}, md, lostResponse{}
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+type dynamoBundle struct {
+	client  *dynamodb.Client
+	table   string
+	counter *requestCounter
+	faults  *faultInjector
+}
+
+// setupDynamo creates a table like template.yaml's JobsTable, unique to the
+// test, and a client that counts requests and can lose responses.
+func setupDynamo(t *testing.T) *dynamoBundle {
+	t.Helper()
+	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
+	b := &dynamoBundle{counter: &requestCounter{n: map[string]int{}}, faults: &faultInjector{armed: map[string]bool{}}}
+	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, b.counter.install, b.faults.install)
+		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
+		// SDK logs a warning for each refused condition.
+		o.DisableValidateResponseChecksum = true
+	})
+	b.table = testenv.Name(t, "jobs")
+	ctx := t.Context()
+	_, err := b.client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(b.table),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("job_id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("job_id"), KeyType: types.KeyTypeHash}},
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := b.client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(b.table)})
+		require.NoError(t, err)
+	})
+	require.NoError(t, dynamodb.NewTableExistsWaiter(b.client).Wait(ctx,
+		&dynamodb.DescribeTableInput{TableName: aws.String(b.table)}, 30*time.Second))
+	_, err = b.client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(b.table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
+	})
+	require.NoError(t, err)
+	b.counter.take()
+	return b
+}
+
+func TestDynamoStoreConformance(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	jobstest.Run(t, func(t *testing.T, opts ...jobs.Option) jobs.Store {
+		return jobs.NewDynamoStore(b.client, b.table, opts...)
+	})
+}
+
+// TestDynamoLostResponsesAreRecognised applies each fenced write, loses its
+// response, and lets the SDK retry: the retry fails its condition, and the
+// store must recognise its own earlier success instead of reporting it stale.
+func TestDynamoLostResponsesAreRecognised(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	clock := jobstest.NewClock(jobstest.Start)
+	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	ctx := t.Context()
+	id := "job-42-" + strings.ToLower(t.Name()[len(t.Name())-8:])
+
+	// Create: the retried transaction either replays idempotently (client
+	// request token) or finds the intent marker: one job either way.
+	b.faults.arm("TransactWriteItems")
+	created, err := store.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "export-intent-7", Tenant: "t-1"})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), b.faults.fired.Load())
+	require.Equal(t, id, created.Job.ID)
+	t.Logf("create after a lost response: existing=%v, requests %v", created.Existing, b.counter.take())
+	got, err := store.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, created.Job, got)
+
+	lost := func(op string, call func() (jobs.Job, error)) jobs.Job {
+		t.Helper()
+		before, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		b.counter.take()
+		fired := b.faults.fired.Load()
+		b.faults.arm("UpdateItem")
+		j, err := call()
+		require.NoError(t, err, "%s after a lost response", op)
+		require.Equal(t, fired+1, b.faults.fired.Load(), "the fault fired")
+		require.Equal(t, map[string]int{"UpdateItem": 2}, b.counter.take(), "%s: the applied try and the SDK's retry", op)
+		require.Equal(t, before.Version+1, j.Version, "%s applied exactly once", op)
+		after, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, j, after)
+		return j
+	}
+	claimed := lost("claim", func() (jobs.Job, error) {
+		return store.Claim(ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
+	})
+	require.Equal(t, int64(1), claimed.Generation)
+	renewed := lost("renew", func() (jobs.Job, error) {
+		return store.Renew(ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: claimed.Version,
+			LeaseUntil: clock.Now().Add(2 * time.Minute), Progress: 60})
+	})
+	res := jobs.Result{Key: "candidates/" + id + "/g0000000001/attempt-a.json", SHA256: strings.Repeat("0f", 32), Size: 99}
+	accepted := lost("accept", func() (jobs.Job, error) {
+		return store.Accept(ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: renewed.Version,
+			Result: res, Progress: 120})
+	})
+	require.Equal(t, jobs.StatusCompleted, accepted.Status)
+	require.Equal(t, res, accepted.Result)
+
+	// A stale write whose response is lost stays stale: the retry is not
+	// mistaken for success.
+	b.faults.arm("UpdateItem")
+	_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-z", Generation: 1, Version: renewed.Version,
+		Result: jobs.Result{Key: "candidates/other", SHA256: res.SHA256}, Progress: 1})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+
+	// Fail, on a second job.
+	id2 := id + "-2"
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: id2, IntentID: "export-intent-8", Tenant: "t-1"})
+	require.NoError(t, err)
+	id = id2
+	c2 := lost("claim (takeover path unused)", func() (jobs.Job, error) {
+		return store.Claim(ctx, jobs.ClaimRequest{JobID: id2, AttemptID: "attempt-b", LeaseUntil: clock.Now().Add(time.Minute)})
+	})
+	failed := lost("fail", func() (jobs.Job, error) {
+		return store.Fail(ctx, jobs.FailRequest{JobID: id2, AttemptID: "attempt-b", Generation: 1, Version: c2.Version,
+			Failure: jobs.Failure{Code: "source_gone", Message: "410"}})
+	})
+	require.Equal(t, jobs.StatusFailed, failed.Status)
+}
+
+// TestDynamoRequestCounts measures what each operation costs in requests.
+func TestDynamoRequestCounts(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	clock := jobstest.NewClock(jobstest.Start)
+	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	ctx := t.Context()
+	type row struct {
+		op   string
+		want map[string]int
+	}
+	var rows []row
+	measure := func(op string, want map[string]int, call func() error) {
+		t.Helper()
+		b.counter.take()
+		require.NoError(t, call(), op)
+		got := b.counter.take()
+		require.Equal(t, want, got, op)
+		rows = append(rows, row{op, got})
+	}
+	expect := func(sentinel error) func(error) error {
+		return func(err error) error {
+			if errors.Is(err, sentinel) {
+				return nil
+			}
+			return fmt.Errorf("want %w, got %w", sentinel, err)
+		}
+	}
+	create := jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"}
+	var a, bj jobs.Job
+	var err error
+	measure("create", map[string]int{"TransactWriteItems": 1}, func() error { _, err := store.Create(ctx, create); return err })
+	measure("create, same intent again", map[string]int{"TransactWriteItems": 1, "GetItem": 1}, func() error {
+		r, err := store.Create(ctx, create)
+		if err == nil && !r.Existing {
+			return errors.New("not recognised as existing")
+		}
+		return err
+	})
+	measure("claim (pending)", map[string]int{"UpdateItem": 1}, func() error {
+		a, err = store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
+		return err
+	})
+	measure("claim, lease held", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-x", LeaseUntil: clock.Now().Add(time.Minute)})
+		return expect(jobs.ErrLeaseHeld)(err)
+	})
+	measure("renew", map[string]int{"UpdateItem": 1}, func() error {
+		a, err = store.Renew(ctx, jobs.RenewRequest{JobID: "job-42", AttemptID: "attempt-a", Generation: 1, Version: a.Version,
+			LeaseUntil: clock.Now().Add(time.Minute), Progress: 10})
+		return err
+	})
+	clock.Advance(2 * time.Minute)
+	measure("claim (takeover)", map[string]int{"UpdateItem": 2}, func() error {
+		bj, err = store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-b", LeaseUntil: clock.Now().Add(time.Minute)})
+		return err
+	})
+	measure("accept", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-b", Generation: bj.Generation, Version: bj.Version,
+			Result: jobs.Result{Key: "k", SHA256: strings.Repeat("a", 64)}})
+		return err
+	})
+	measure("accept, stale generation", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-a", Generation: 1, Version: a.Version,
+			Result: jobs.Result{Key: "k2", SHA256: strings.Repeat("a", 64)}})
+		return expect(jobs.ErrStaleGeneration)(err)
+	})
+	measure("get", map[string]int{"GetItem": 1}, func() error { _, err := store.Get(ctx, "job-42"); return err })
+	measure("claim, missing job", map[string]int{"UpdateItem": 1, "GetItem": 1}, func() error {
+		_, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-missing", AttemptID: "a", LeaseUntil: clock.Now().Add(time.Minute)})
+		return expect(jobs.ErrNotFound)(err)
+	})
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: "job-43", IntentID: "export-intent-8", Tenant: "t-1"})
+	require.NoError(t, err)
+	measure("cancel (pending)", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Cancel(ctx, jobs.CancelRequest{JobID: "job-43"})
+		return err
+	})
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: "job-44", IntentID: "export-intent-9", Tenant: "t-1"})
+	require.NoError(t, err)
+	_, err = store.Claim(ctx, jobs.ClaimRequest{JobID: "job-44", AttemptID: "attempt-c", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	measure("cancel (running)", map[string]int{"UpdateItem": 2}, func() error {
+		_, err := store.Cancel(ctx, jobs.CancelRequest{JobID: "job-44"})
+		return err
+	})
+	for _, r := range rows {
+		t.Logf("%-28s %v", r.op, r.want)
+	}
+}
+
+// TestDynamoRunningExampleStream follows DESIGN.md's running example on the
+// table's stream: the command is emitted once, every transition emits one
+// message with the next version, and the duplicate create and worker A's
+// late accept leave no record at all.
+func TestDynamoRunningExampleStream(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	clock := jobstest.NewClock(jobstest.Start)
+	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	ctx := t.Context()
+
+	create := jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"}
+	_, err := store.Create(ctx, create)
+	require.NoError(t, err)
+	again, err := store.Create(ctx, create)
+	require.NoError(t, err)
+	require.True(t, again.Existing)
+	a, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Minute)
+	bj, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-b", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	sha := strings.Repeat("5e", 32)
+	_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-b", Generation: 2, Version: bj.Version,
+		Result: jobs.Result{Key: "candidates/job-42/g0000000002/attempt-b.json", SHA256: sha}, Progress: 120})
+	require.NoError(t, err)
+	_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-a", Generation: 1, Version: a.Version,
+		Result: jobs.Result{Key: "candidates/job-42/g0000000001/attempt-a.json", SHA256: sha}, Progress: 100})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+
+	records := streamRecords(t, b)
+	var outbox []string
+	var events []string
+	for _, r := range records {
+		key := r.Dynamodb.Keys["job_id"].(*streamtypes.AttributeValueMemberS).Value
+		events = append(events, string(r.EventName)+" "+key)
+		if key != "job-42" {
+			continue
+		}
+		ob := r.Dynamodb.NewImage["outbox"].(*streamtypes.AttributeValueMemberM).Value
+		outbox = append(outbox, ob["id"].(*streamtypes.AttributeValueMemberS).Value+" "+ob["type"].(*streamtypes.AttributeValueMemberS).Value)
+	}
+	require.ElementsMatch(t, []string{
+		"INSERT job-42", "INSERT " + jobs.IntentKey("t-1", "export-intent-7"),
+		"MODIFY job-42", "MODIFY job-42", "MODIFY job-42",
+	}, events)
+	require.Equal(t, []string{
+		"job-42/v0 job.run", "job-42/v1 job.started", "job-42/v2 job.started", "job-42/v3 job.completed",
+	}, outbox)
+}
+
+// streamRecords reads every record of the table's stream so far.
+func streamRecords(t *testing.T, b *dynamoBundle) []streamtypes.Record {
+	t.Helper()
+	ctx := t.Context()
+	streams := testenv.Streams(t)
+	desc, err := b.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
+	require.NoError(t, err)
+	arn := desc.Table.LatestStreamArn
+	require.NotNil(t, arn)
+	sd, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+	require.NoError(t, err)
+	var records []streamtypes.Record
+	for _, shard := range sd.StreamDescription.Shards {
+		it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: arn, ShardId: shard.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+		})
+		require.NoError(t, err)
+		iter := it.ShardIterator
+		for iter != nil {
+			out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			require.NoError(t, err)
+			if len(out.Records) == 0 {
+				break
+			}
+			records = append(records, out.Records...)
+			iter = out.NextShardIterator
+		}
+	}
+	return records
+}

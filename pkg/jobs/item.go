@@ -1,0 +1,294 @@
+package jobs
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute names of the Jobs table (see DESIGN.md).
+const (
+	attrJobID          = "job_id"
+	attrIntentID       = "intent_id"
+	attrTenant         = "tenant"
+	attrStatus         = "status"
+	attrGeneration     = "generation"
+	attrVersion        = "version"
+	attrLeaseOwner     = "lease_owner"
+	attrLeaseExpiresAt = "lease_expires_at"
+	attrResultKey      = "result_key"
+	attrResultSHA256   = "result_sha256"
+	attrResultSize     = "result_size"
+	attrProgress       = "progress"
+	attrOutbox         = "outbox"
+	attrSpec           = "spec"
+	attrError          = "error"
+	attrCreatedAt      = "created_at"
+	attrUpdatedAt      = "updated_at"
+	attrExpiresAt      = "expires_at"
+
+	// Intent markers only.
+	attrCreatedJobID = "created_job_id"
+	attrSpecSHA256   = "spec_sha256"
+)
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
+
+// seconds encodes a TTL: DynamoDB's TTL reads epoch seconds.
+func seconds(t time.Time) types.AttributeValue { return num(t.Unix()) }
+
+func strMap(m map[string]string) types.AttributeValue {
+	av := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		av[k] = str(v)
+	}
+	return &types.AttributeValueMemberM{Value: av}
+}
+
+func outboxValue(m Message) types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"id": str(m.ID), "type": str(m.Type), "version": num(m.Version), "payload": strMap(m.Payload),
+	}}
+}
+
+func failureValue(f Failure) types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"code": str(f.Code), "message": str(f.Message),
+	}}
+}
+
+// jobItem encodes a job. Zero optional attributes are left out.
+func jobItem(j *Job) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attrJobID:      str(j.ID),
+		attrIntentID:   str(j.IntentID),
+		attrTenant:     str(j.Tenant),
+		attrStatus:     str(string(j.Status)),
+		attrGeneration: num(j.Generation),
+		attrVersion:    num(j.Version),
+		attrProgress:   num(j.Progress),
+		attrOutbox:     outboxValue(j.Outbox),
+		attrCreatedAt:  millis(j.CreatedAt),
+		attrUpdatedAt:  millis(j.UpdatedAt),
+	}
+	if j.LeaseOwner != "" {
+		item[attrLeaseOwner] = str(j.LeaseOwner)
+	}
+	if !j.LeaseExpiresAt.IsZero() {
+		item[attrLeaseExpiresAt] = millis(j.LeaseExpiresAt)
+	}
+	if j.Result != (Result{}) {
+		item[attrResultKey] = str(j.Result.Key)
+		item[attrResultSHA256] = str(j.Result.SHA256)
+		item[attrResultSize] = num(j.Result.Size)
+	}
+	if len(j.Spec) > 0 {
+		item[attrSpec] = strMap(j.Spec)
+	}
+	if j.Error != (Failure{}) {
+		item[attrError] = failureValue(j.Error)
+	}
+	if !j.ExpiresAt.IsZero() {
+		item[attrExpiresAt] = seconds(j.ExpiresAt)
+	}
+	return item
+}
+
+func markerItem(m *intentMarker) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrJobID:        str(m.Key),
+		attrTenant:       str(m.Tenant),
+		attrIntentID:     str(m.IntentID),
+		attrCreatedJobID: str(m.JobID),
+		attrSpecSHA256:   str(m.SpecSHA256),
+		attrCreatedAt:    millis(m.CreatedAt),
+		attrExpiresAt:    seconds(m.ExpiresAt),
+	}
+}
+
+// decoder reads attributes and remembers the first problem.
+type decoder struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (d *decoder) fail(name, want string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("jobs: attribute %s: want %s, have %T", name, want, d.item[name])
+	}
+}
+
+func (d *decoder) str(name string) string {
+	av, ok := d.item[name]
+	if !ok {
+		return ""
+	}
+	s, ok := av.(*types.AttributeValueMemberS)
+	if !ok {
+		d.fail(name, "S")
+		return ""
+	}
+	return s.Value
+}
+
+func (d *decoder) num(name string) int64 {
+	av, ok := d.item[name]
+	if !ok {
+		return 0
+	}
+	n, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail(name, "N")
+		return 0
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		d.fail(name, "an integer N")
+	}
+	return v
+}
+
+func (d *decoder) millis(name string) time.Time {
+	if _, ok := d.item[name]; !ok {
+		return time.Time{}
+	}
+	return time.UnixMilli(d.num(name)).UTC()
+}
+
+func (d *decoder) seconds(name string) time.Time {
+	if _, ok := d.item[name]; !ok {
+		return time.Time{}
+	}
+	return time.Unix(d.num(name), 0).UTC()
+}
+
+// sub decodes a map attribute with another decoder; ok is false when the
+// attribute is absent.
+func (d *decoder) sub(name string) (*decoder, bool) {
+	av, ok := d.item[name]
+	if !ok {
+		return nil, false
+	}
+	m, ok := av.(*types.AttributeValueMemberM)
+	if !ok {
+		d.fail(name, "M")
+		return nil, false
+	}
+	return &decoder{item: m.Value}, true
+}
+
+func (d *decoder) strMap(name string) map[string]string {
+	sd, ok := d.sub(name)
+	if !ok || len(sd.item) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(sd.item))
+	for k := range sd.item {
+		out[k] = sd.str(k)
+	}
+	d.adopt(name, sd)
+	return out
+}
+
+func (d *decoder) adopt(name string, sd *decoder) {
+	if sd.err != nil && d.err == nil {
+		d.err = fmt.Errorf("jobs: attribute %s: %w", name, sd.err)
+	}
+}
+
+// decodeJob decodes a job item.
+func decodeJob(item map[string]types.AttributeValue) (Job, error) {
+	d := &decoder{item: item}
+	j := Job{
+		ID:             d.str(attrJobID),
+		IntentID:       d.str(attrIntentID),
+		Tenant:         d.str(attrTenant),
+		Status:         Status(d.str(attrStatus)),
+		Generation:     d.num(attrGeneration),
+		Version:        d.num(attrVersion),
+		LeaseOwner:     d.str(attrLeaseOwner),
+		LeaseExpiresAt: d.millis(attrLeaseExpiresAt),
+		Result: Result{
+			Key: d.str(attrResultKey), SHA256: d.str(attrResultSHA256), Size: d.num(attrResultSize),
+		},
+		Progress:  d.num(attrProgress),
+		Spec:      d.strMap(attrSpec),
+		CreatedAt: d.millis(attrCreatedAt),
+		UpdatedAt: d.millis(attrUpdatedAt),
+		ExpiresAt: d.seconds(attrExpiresAt),
+	}
+	if od, ok := d.sub(attrOutbox); ok {
+		j.Outbox = Message{ID: od.str("id"), Type: od.str("type"), Version: od.num("version"), Payload: od.strMap("payload")}
+		d.adopt(attrOutbox, od)
+	}
+	if ed, ok := d.sub(attrError); ok {
+		j.Error = Failure{Code: ed.str("code"), Message: ed.str("message")}
+		d.adopt(attrError, ed)
+	}
+	if d.err == nil && (j.ID == "" || j.Status == "") {
+		d.err = fmt.Errorf("jobs: item %q is not a job", j.ID)
+	}
+	return j, d.err
+}
+
+func decodeMarker(item map[string]types.AttributeValue) (intentMarker, error) {
+	d := &decoder{item: item}
+	m := intentMarker{
+		Key:        d.str(attrJobID),
+		Tenant:     d.str(attrTenant),
+		IntentID:   d.str(attrIntentID),
+		JobID:      d.str(attrCreatedJobID),
+		SpecSHA256: d.str(attrSpecSHA256),
+		CreatedAt:  d.millis(attrCreatedAt),
+		ExpiresAt:  d.seconds(attrExpiresAt),
+	}
+	if d.err == nil && m.JobID == "" {
+		d.err = fmt.Errorf("jobs: item %q is not an intent marker", m.Key)
+	}
+	return m, d.err
+}
+
+// patchValues lists what a patch sets, attribute by attribute, for an
+// update expression.
+func patchValues(p *patch) []attrValue {
+	vals := []attrValue{
+		{attrStatus, str(string(p.status))},
+		{attrGeneration, num(p.generation)},
+		{attrVersion, num(p.version)},
+		{attrOutbox, outboxValue(p.outbox)},
+		{attrUpdatedAt, millis(p.updatedAt)},
+	}
+	if p.leaseOwner != nil {
+		vals = append(vals, attrValue{attrLeaseOwner, str(*p.leaseOwner)})
+	}
+	if p.leaseExpiresAt != nil {
+		vals = append(vals, attrValue{attrLeaseExpiresAt, millis(*p.leaseExpiresAt)})
+	}
+	if p.result != nil {
+		vals = append(vals,
+			attrValue{attrResultKey, str(p.result.Key)},
+			attrValue{attrResultSHA256, str(p.result.SHA256)},
+			attrValue{attrResultSize, num(p.result.Size)})
+	}
+	if p.progress != nil {
+		vals = append(vals, attrValue{attrProgress, num(*p.progress)})
+	}
+	if p.failure != nil {
+		vals = append(vals, attrValue{attrError, failureValue(*p.failure)})
+	}
+	if p.expiresAt != nil {
+		vals = append(vals, attrValue{attrExpiresAt, seconds(*p.expiresAt)})
+	}
+	return vals
+}
+
+type attrValue struct {
+	name  string
+	value types.AttributeValue
+}

@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func TestJobItemLayout(t *testing.T) {
+	t.Parallel()
+	j := Job{
+		ID: "job-42", IntentID: "export-intent-7", Tenant: "t-1", Status: StatusCompleted,
+		Generation: 2, Version: 3, LeaseOwner: "attempt-b", LeaseExpiresAt: time.UnixMilli(1793782860123).UTC(),
+		Result:   Result{Key: "candidates/job-42/g0000000002/attempt-b.json", SHA256: "5e", Size: 10},
+		Progress: 120, Outbox: Message{ID: "job-42/v3", Type: EventCompleted, Version: 3, Payload: map[string]string{"attempt_id": "attempt-b"}},
+		Spec:  map[string]string{"source": "articles"},
+		Error: Failure{}, CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782900000).UTC(),
+		ExpiresAt: time.Unix(1796374900, 0).UTC(),
+	}
+	item := jobItem(&j)
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	require.Equal(t, map[string]types.AttributeValue{
+		"job_id": s("job-42"), "intent_id": s("export-intent-7"), "tenant": s("t-1"), "status": s("completed"),
+		"generation": n("2"), "version": n("3"), "lease_owner": s("attempt-b"), "lease_expires_at": n("1793782860123"),
+		"result_key": s("candidates/job-42/g0000000002/attempt-b.json"), "result_sha256": s("5e"), "result_size": n("10"),
+		"progress": n("120"),
+		"outbox": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"id": s("job-42/v3"), "type": s("job.completed"), "version": n("3"),
+			"payload": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"attempt_id": s("attempt-b")}},
+		}},
+		"spec":       &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"source": s("articles")}},
+		"created_at": n("1793782800000"), "updated_at": n("1793782900000"),
+		"expires_at": n("1796374900"), // TTL: epoch seconds
+	}, item)
+	back, err := decodeJob(item)
+	require.NoError(t, err)
+	require.Equal(t, j, back)
+}
+
+func TestJobItemRoundTrip(t *testing.T) {
+	t.Parallel()
+	text := rapid.StringMatching(`[a-z0-9/_-]{1,12}`)
+	strMap := rapid.MapOfN(text, rapid.String(), 0, 3)
+	millis := rapid.Custom(func(t *rapid.T) time.Time {
+		if rapid.Bool().Draw(t, "zero") {
+			return time.Time{}
+		}
+		return time.UnixMilli(rapid.Int64Range(1, 4e12).Draw(t, "ms")).UTC()
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		j := Job{
+			ID: text.Draw(t, "id"), IntentID: rapid.String().Draw(t, "intent"), Tenant: text.Draw(t, "tenant"),
+			Status:     rapid.SampledFrom([]Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled}).Draw(t, "status"),
+			Generation: rapid.Int64Min(0).Draw(t, "g"), Version: rapid.Int64Min(0).Draw(t, "v"),
+			LeaseOwner: rapid.StringMatching(`[a-z0-9-]{0,8}`).Draw(t, "owner"), LeaseExpiresAt: millis.Draw(t, "lease"),
+			Progress:  rapid.Int64Min(0).Draw(t, "progress"),
+			Outbox:    Message{ID: text.Draw(t, "oid"), Type: text.Draw(t, "otype"), Version: rapid.Int64Min(0).Draw(t, "ov")},
+			CreatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "created")).UTC(),
+			UpdatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "updated")).UTC(),
+		}
+		if p := strMap.Draw(t, "payload"); len(p) > 0 {
+			j.Outbox.Payload = p
+		}
+		if s := strMap.Draw(t, "spec"); len(s) > 0 {
+			j.Spec = s
+		}
+		if rapid.Bool().Draw(t, "result") {
+			j.Result = Result{Key: text.Draw(t, "key"), SHA256: text.Draw(t, "sha"), Size: rapid.Int64Min(0).Draw(t, "size")}
+		}
+		if rapid.Bool().Draw(t, "failed") {
+			j.Error = Failure{Code: text.Draw(t, "code"), Message: rapid.String().Draw(t, "msg")}
+		}
+		if rapid.Bool().Draw(t, "ttl") {
+			j.ExpiresAt = time.Unix(rapid.Int64Range(1, 4e9).Draw(t, "expires"), 0).UTC()
+		}
+		back, err := decodeJob(jobItem(&j))
+		require.NoError(t, err)
+		require.Equal(t, j, back)
+	})
+}
+
+func TestDecodeRejectsForeignItems(t *testing.T) {
+	t.Parallel()
+	_, err := decodeJob(map[string]types.AttributeValue{"job_id": &types.AttributeValueMemberS{Value: "job-42"},
+		"status": &types.AttributeValueMemberS{Value: "running"}, "version": &types.AttributeValueMemberS{Value: "3"}})
+	require.ErrorContains(t, err, "attribute version: want N")
+	// An intent marker is not a job.
+	m := intentMarker{Key: IntentKey("t-1", "i"), Tenant: "t-1", IntentID: "i", JobID: "job-42", SpecSHA256: specHash(nil),
+		CreatedAt: time.UnixMilli(1793782800123).UTC(), ExpiresAt: time.Unix(1796374800, 0).UTC()}
+	_, err = decodeJob(markerItem(&m))
+	require.Error(t, err)
+	back, err := decodeMarker(markerItem(&m))
+	require.NoError(t, err)
+	require.Equal(t, m, back)
+}

@@ -1,0 +1,745 @@
+package jobstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// NewStore returns a fresh store configured with opts (always including a
+// clock). Stores returned to different tests may share a table: the suite
+// uses ids and tenants unique to each test.
+type NewStore func(t *testing.T, opts ...jobs.Option) jobs.Store
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore NewStore) {
+	t.Helper()
+	for _, tc := range suite {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore)
+		})
+	}
+}
+
+var suite = []struct {
+	name string
+	run  func(t *testing.T, newStore NewStore)
+}{
+	{"CreateIsIdempotentPerIntent", testCreateIsIdempotentPerIntent},
+	{"CreateDerivesTheJobIDFromTheIntent", testCreateDerivesJobID},
+	{"CreateRefusesATakenJobID", testCreateRefusesTakenJobID},
+	{"CreateRejectsInvalidRequests", testCreateRejectsInvalid},
+	{"ConcurrentCreatesOfOneIntentMakeOneJob", testConcurrentCreates},
+	{"ClaimStartsGenerationOne", testClaimStartsGenerationOne},
+	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
+	{"RetriedWritesRecogniseTheirOwnSuccess", testRetriedWritesRecognised},
+	{"RunningExample", testRunningExample},
+	{"FencedWritesCheckTheVersion", testFencedWritesCheckVersion},
+	{"RenewExtendsTheLeaseAndRecordsProgress", testRenew},
+	{"AcceptAfterExpiryWithoutTakeover", testAcceptAfterExpiry},
+	{"FailEndsTheJob", testFail},
+	{"CancelFencesTheRunningWorker", testCancelFences},
+	{"CancelIsIdempotentAndRefusesEndedJobs", testCancelIdempotent},
+	{"RecoveryPolicyFailsTheJobAfterMaxGenerations", testRecoveryPolicy},
+	{"MissingJob", testMissingJob},
+	{"InvalidRequests", testInvalidRequests},
+	{"ConcurrentClaimsElectOneHolder", testConcurrentClaims},
+	{"HistoryIsLinearizable", testHistoryIsLinearizable},
+}
+
+// bundle is what a test works with.
+type bundle struct {
+	store  jobs.Store
+	clock  *Clock
+	ctx    context.Context
+	tenant string
+	suffix string
+}
+
+func setup(t *testing.T, newStore NewStore, opts ...jobs.Option) *bundle {
+	t.Helper()
+	clock := NewClock(Start)
+	suffix := randomHex(t)
+	return &bundle{
+		store:  newStore(t, append([]jobs.Option{jobs.WithClock(clock.Now)}, opts...)...),
+		clock:  clock,
+		ctx:    t.Context(),
+		tenant: "t-1-" + suffix,
+		suffix: suffix,
+	}
+}
+
+func randomHex(t testing.TB) string {
+	var b [4]byte
+	_, err := rand.Read(b[:])
+	require.NoError(t, err)
+	return hex.EncodeToString(b[:])
+}
+
+// id returns a job id unique to the test, e.g. "job-42-1a2b3c4d".
+func (b *bundle) id(name string) string { return name + "-" + b.suffix }
+
+// create creates a pending job.
+func (b *bundle) create(t *testing.T, name string) jobs.Job {
+	t.Helper()
+	res, err := b.store.Create(b.ctx, jobs.CreateRequest{
+		JobID: b.id(name), IntentID: "intent-" + name, Tenant: b.tenant,
+		Spec: map[string]string{"source": "articles"},
+	})
+	require.NoError(t, err)
+	require.False(t, res.Existing)
+	return res.Job
+}
+
+// claim claims id for attempt with a lease of d from now.
+func (b *bundle) claim(t *testing.T, id, attempt string, d time.Duration) jobs.Job {
+	t.Helper()
+	j, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: attempt, LeaseUntil: b.clock.Now().Add(d)})
+	require.NoError(t, err)
+	return j
+}
+
+func (b *bundle) get(t *testing.T, id string) jobs.Job {
+	t.Helper()
+	j, err := b.store.Get(b.ctx, id)
+	require.NoError(t, err)
+	return j
+}
+
+// requireUnchanged fails unless the job is exactly as before: no write
+// landed, so nothing is published either.
+func (b *bundle) requireUnchanged(t *testing.T, before jobs.Job) {
+	t.Helper()
+	require.Equal(t, before, b.get(t, before.ID), "a refused write changed the job")
+}
+
+func result(attempt string, g int64) jobs.Result {
+	return jobs.Result{
+		Key:    fmt.Sprintf("candidates/job/g%010d/%s.json", g, attempt),
+		SHA256: strings.Repeat("ab", 32),
+		Size:   1234,
+	}
+}
+
+func ms(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
+
+func testCreateIsIdempotentPerIntent(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	req := jobs.CreateRequest{
+		JobID: b.id("job-42"), IntentID: "export-intent-7", Tenant: b.tenant,
+		Spec: map[string]string{"source": "articles", "format": "json"},
+	}
+	first, err := b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	require.False(t, first.Existing)
+	j := first.Job
+	require.Equal(t, req.JobID, j.ID)
+	require.Equal(t, "export-intent-7", j.IntentID)
+	require.Equal(t, b.tenant, j.Tenant)
+	require.Equal(t, jobs.StatusPending, j.Status)
+	require.Zero(t, j.Generation)
+	require.Zero(t, j.Version)
+	require.Equal(t, req.Spec, j.Spec)
+	require.Equal(t, jobs.Message{ID: req.JobID + "/v0", Type: jobs.MessageRun}, j.Outbox)
+	require.Equal(t, ms(Start), j.CreatedAt)
+	require.Equal(t, ms(Start), j.UpdatedAt)
+	require.True(t, j.ExpiresAt.IsZero(), "a live job has no TTL")
+	require.Equal(t, j, b.get(t, j.ID))
+
+	// The same intent again, with a new proposed id: the same job, nothing written.
+	b.clock.Advance(time.Minute)
+	again := req
+	again.JobID = b.id("job-43")
+	second, err := b.store.Create(b.ctx, again)
+	require.NoError(t, err)
+	require.True(t, second.Existing)
+	require.Equal(t, j, second.Job)
+	b.requireUnchanged(t, j)
+	_, err = b.store.Get(b.ctx, again.JobID)
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+
+	// Still the same job after it moved on.
+	claimed := b.claim(t, j.ID, "attempt-a", time.Minute)
+	third, err := b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	require.True(t, third.Existing)
+	require.Equal(t, claimed, third.Job)
+
+	// The same intent with another spec is a conflict, and writes nothing.
+	other := req
+	other.Spec = map[string]string{"source": "articles", "format": "csv"}
+	_, err = b.store.Create(b.ctx, other)
+	require.ErrorIs(t, err, jobs.ErrIntentConflict)
+	b.requireUnchanged(t, claimed)
+
+	// The same intent id of another tenant is another intent.
+	foreign := req
+	foreign.Tenant = b.tenant + "-other"
+	foreign.JobID = b.id("job-44")
+	res, err := b.store.Create(b.ctx, foreign)
+	require.NoError(t, err)
+	require.False(t, res.Existing)
+	require.Equal(t, foreign.JobID, res.Job.ID)
+}
+
+func testCreateDerivesJobID(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	req := jobs.CreateRequest{IntentID: "export-intent-7", Tenant: b.tenant}
+	first, err := b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, jobs.DeriveJobID(b.tenant, "export-intent-7"), first.Job.ID)
+	require.NoError(t, jobs.ValidateID(first.Job.ID))
+	require.Nil(t, first.Job.Spec)
+
+	// An empty spec is the same spec as none.
+	req.Spec = map[string]string{}
+	second, err := b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	require.True(t, second.Existing)
+	require.Equal(t, first.Job, second.Job)
+}
+
+func testCreateRefusesTakenJobID(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	j := b.create(t, "job-42")
+	_, err := b.store.Create(b.ctx, jobs.CreateRequest{JobID: j.ID, IntentID: "another-intent", Tenant: b.tenant})
+	require.ErrorIs(t, err, jobs.ErrJobExists)
+	b.requireUnchanged(t, j)
+	// The refused intent left no marker behind: with a free id it creates.
+	res, err := b.store.Create(b.ctx, jobs.CreateRequest{JobID: b.id("job-43"), IntentID: "another-intent", Tenant: b.tenant})
+	require.NoError(t, err)
+	require.False(t, res.Existing)
+}
+
+func testCreateRejectsInvalid(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	for _, req := range []jobs.CreateRequest{
+		{JobID: "job 42", IntentID: "i", Tenant: b.tenant},
+		{JobID: "job#42", IntentID: "i", Tenant: b.tenant},
+		{JobID: strings.Repeat("j", 129), IntentID: "i", Tenant: b.tenant},
+		{JobID: b.id("job-1"), IntentID: "", Tenant: b.tenant},
+		{JobID: b.id("job-2"), IntentID: "i", Tenant: ""},
+		{JobID: b.id("job-3"), IntentID: "i", Tenant: "t#1"},
+		{JobID: b.id("job-4"), IntentID: "a\nb", Tenant: b.tenant},
+		{JobID: b.id("job-5"), IntentID: "i", Tenant: b.tenant, Spec: map[string]string{"": "x"}},
+	} {
+		_, err := b.store.Create(b.ctx, req)
+		require.ErrorIs(t, err, jobs.ErrInvalid, "%+v", req)
+		if req.JobID != "" && jobs.ValidateID(req.JobID) == nil {
+			_, err = b.store.Get(b.ctx, req.JobID)
+			require.ErrorIs(t, err, jobs.ErrNotFound)
+		}
+	}
+	// The longest valid id works.
+	res, err := b.store.Create(b.ctx, jobs.CreateRequest{JobID: strings.Repeat("j", 120) + b.suffix, IntentID: "i", Tenant: b.tenant})
+	require.NoError(t, err)
+	require.Len(t, res.Job.ID, 128)
+}
+
+func testConcurrentCreates(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	const n = 8
+	results := make([]jobs.CreateResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Every request proposes its own id, as an intake with random ids would.
+			results[i], errs[i] = b.store.Create(b.ctx, jobs.CreateRequest{
+				JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: "export-intent-7", Tenant: b.tenant,
+			})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Equal(t, results[0].Job.ID, results[i].Job.ID)
+		if !results[i].Existing {
+			created++
+		}
+	}
+	require.Equal(t, 1, created, "exactly one create writes the job and its command")
+	for i := range n {
+		if id := b.id(fmt.Sprintf("job-%d", i)); id != results[0].Job.ID {
+			_, err := b.store.Get(b.ctx, id)
+			require.ErrorIs(t, err, jobs.ErrNotFound)
+		}
+	}
+}
+
+func testClaimStartsGenerationOne(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	created := b.create(t, "job-42")
+	b.clock.Advance(time.Second)
+	until := b.clock.Now().Add(15*time.Minute + 5*time.Second + 123*time.Microsecond)
+	j, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: created.ID, AttemptID: "attempt-a", LeaseUntil: until})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusRunning, j.Status)
+	require.Equal(t, int64(1), j.Generation)
+	require.Equal(t, int64(1), j.Version)
+	require.Equal(t, "attempt-a", j.LeaseOwner)
+	require.Equal(t, ms(until), j.LeaseExpiresAt, "leases are stored in epoch milliseconds")
+	require.Zero(t, j.Progress)
+	require.Equal(t, jobs.Message{
+		ID: created.ID + "/v1", Type: jobs.EventStarted, Version: 1,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-a"},
+	}, j.Outbox)
+	require.Equal(t, created.CreatedAt, j.CreatedAt)
+	require.Equal(t, ms(b.clock.Now()), j.UpdatedAt)
+	require.Equal(t, created.Spec, j.Spec)
+	require.Equal(t, j, b.get(t, j.ID))
+}
+
+func testDuplicateClaim(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	a := b.claim(t, id, "attempt-a", time.Minute)
+
+	// A duplicate message, up to and including the last millisecond of the lease.
+	for _, at := range []time.Duration{0, 30 * time.Second, time.Minute} {
+		b.clock.Set(Start.Add(at))
+		_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-b", LeaseUntil: b.clock.Now().Add(time.Minute)})
+		require.ErrorIs(t, err, jobs.ErrLeaseHeld)
+		var held *jobs.LeaseHeldError
+		require.ErrorAs(t, err, &held)
+		require.Equal(t, "attempt-a", held.Owner)
+		require.Equal(t, int64(1), held.Generation)
+		require.Equal(t, a.LeaseExpiresAt, held.Until)
+		require.Contains(t, err.Error(), id)
+		b.requireUnchanged(t, a)
+	}
+
+	// One millisecond later the lease has expired: a takeover.
+	b.clock.Set(a.LeaseExpiresAt.Add(time.Millisecond))
+	j := b.claim(t, id, "attempt-b", time.Minute)
+	require.Equal(t, int64(2), j.Generation)
+	require.Equal(t, int64(2), j.Version)
+	require.Equal(t, "attempt-b", j.LeaseOwner)
+	require.Equal(t, jobs.Message{
+		ID: id + "/v2", Type: jobs.EventStarted, Version: 2,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-b", jobs.PayloadPreviousAttemptID: "attempt-a"},
+	}, j.Outbox)
+}
+
+func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	claim := jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: b.clock.Now().Add(time.Minute)}
+	first, err := b.store.Claim(b.ctx, claim)
+	require.NoError(t, err)
+	// The same claim again, as after a lost response: our own generation back, nothing written.
+	again, err := b.store.Claim(b.ctx, claim)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	b.requireUnchanged(t, first)
+
+	renew := jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 1,
+		LeaseUntil: b.clock.Now().Add(2 * time.Minute), Progress: 50}
+	renewed, err := b.store.Renew(b.ctx, renew)
+	require.NoError(t, err)
+	again, err = b.store.Renew(b.ctx, renew)
+	require.NoError(t, err)
+	require.Equal(t, renewed, again)
+	// Not the same renewal: stale, not recognised.
+	other := renew
+	other.Progress = 60
+	_, err = b.store.Renew(b.ctx, other)
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+
+	accept := jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 2,
+		Result: result("attempt-a", 1), Progress: 120}
+	accepted, err := b.store.Accept(b.ctx, accept)
+	require.NoError(t, err)
+	again, err = b.store.Accept(b.ctx, accept)
+	require.NoError(t, err)
+	require.Equal(t, accepted, again)
+	b.requireUnchanged(t, accepted)
+	// Another result of the same generation is not ours: refused.
+	otherAccept := accept
+	otherAccept.Result.Key += ".2"
+	_, err = b.store.Accept(b.ctx, otherAccept)
+	require.ErrorIs(t, err, jobs.ErrFinal)
+
+	// Fail, on another job.
+	id2 := b.create(t, "job-43").ID
+	b.claim(t, id2, "attempt-c", time.Minute)
+	fail := jobs.FailRequest{JobID: id2, AttemptID: "attempt-c", Generation: 1, Version: 1,
+		Failure: jobs.Failure{Code: "source_gone", Message: "the source returned 410"}}
+	failed, err := b.store.Fail(b.ctx, fail)
+	require.NoError(t, err)
+	again, err = b.store.Fail(b.ctx, fail)
+	require.NoError(t, err)
+	require.Equal(t, failed, again)
+	fail.AttemptID = "attempt-d"
+	_, err = b.store.Fail(b.ctx, fail)
+	require.ErrorIs(t, err, jobs.ErrFinal)
+}
+
+// testRunningExample is DESIGN.md's running example.
+func testRunningExample(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	res, err := b.store.Create(b.ctx, jobs.CreateRequest{JobID: b.id("job-42"), IntentID: "export-intent-7", Tenant: b.tenant})
+	require.NoError(t, err)
+	id := res.Job.ID
+
+	// Worker A claims generation 1 and stalls.
+	a := b.claim(t, id, "attempt-a", time.Minute)
+	require.Equal(t, int64(1), a.Generation)
+
+	// The lease expires, the command is redelivered, worker B claims generation 2.
+	b.clock.Advance(time.Minute + time.Second)
+	bj := b.claim(t, id, "attempt-b", time.Minute)
+	require.Equal(t, int64(2), bj.Generation)
+
+	// B's conditional accept wins and schedules the completion event.
+	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{
+		JobID: id, AttemptID: "attempt-b", Generation: 2, Version: bj.Version,
+		Result: result("attempt-b", 2), Progress: 120,
+	})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCompleted, done.Status)
+	require.Equal(t, int64(2), done.Generation)
+	require.Equal(t, int64(3), done.Version)
+	require.Equal(t, result("attempt-b", 2), done.Result)
+	require.Equal(t, int64(120), done.Progress)
+	require.Equal(t, "attempt-b", done.LeaseOwner)
+	require.Equal(t, jobs.Message{
+		ID: id + "/v3", Type: jobs.EventCompleted, Version: 3,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-b", jobs.PayloadResultKey: result("attempt-b", 2).Key},
+	}, done.Outbox)
+	require.Equal(t, time.Unix(b.clock.Now().Add(jobs.DefaultRetention).Unix(), 0).UTC(), done.ExpiresAt)
+
+	// A wakes up: its late accept changes nothing, selects no result and publishes nothing.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{
+		JobID: id, AttemptID: "attempt-a", Generation: 1, Version: a.Version,
+		Result: result("attempt-a", 1), Progress: 100,
+	})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	var stale *jobs.StaleError
+	require.ErrorAs(t, err, &stale)
+	require.Equal(t, jobs.StaleError{Generation: 2, Version: 3, Status: jobs.StatusCompleted}, *stale)
+	require.Contains(t, err.Error(), fmt.Sprintf("jobs: accept %s g1: stale generation", id))
+	b.requireUnchanged(t, done)
+
+	// Nor can A renew or fail it.
+	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 1,
+		LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	_, err = b.store.Fail(b.ctx, jobs.FailRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 1,
+		Failure: jobs.Failure{Code: "timeout"}})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	// A third delivery of the command finds the job final.
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-c", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	var final *jobs.FinalError
+	require.ErrorAs(t, err, &final)
+	require.Equal(t, jobs.StatusCompleted, final.Status)
+	b.requireUnchanged(t, done)
+}
+
+func testFencedWritesCheckVersion(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	b.claim(t, id, "attempt-a", time.Minute)
+	renewed, err := b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 1,
+		LeaseUntil: b.clock.Now().Add(time.Minute), Progress: 10})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), renewed.Version)
+	// The right generation with a version it has moved past: refused.
+	for _, v := range []int64{1, 3} {
+		_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: v,
+			Result: result("attempt-a", 1)})
+		require.ErrorIs(t, err, jobs.ErrStaleGeneration, "version %d", v)
+		b.requireUnchanged(t, renewed)
+	}
+	// The right generation and version from another attempt: not the holder.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-z", Generation: 1, Version: 2,
+		Result: result("attempt-z", 1)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	b.requireUnchanged(t, renewed)
+	// A generation from the future is no better.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 2, Version: 2,
+		Result: result("attempt-a", 2)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	b.requireUnchanged(t, renewed)
+}
+
+func testRenew(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	b.clock.Advance(30 * time.Second)
+	until := b.clock.Now().Add(time.Minute)
+	r, err := b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		LeaseUntil: until, Progress: 40})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusRunning, r.Status)
+	require.Equal(t, int64(1), r.Generation)
+	require.Equal(t, int64(2), r.Version)
+	require.Equal(t, ms(until), r.LeaseExpiresAt)
+	require.Equal(t, int64(40), r.Progress)
+	require.Equal(t, ms(b.clock.Now()), r.UpdatedAt)
+	require.Equal(t, jobs.Message{ID: id + "/v2", Type: jobs.EventProgress, Version: 2,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-a"}}, r.Outbox)
+
+	// The renewed lease holds off a duplicate past the original lease end.
+	b.clock.Advance(45 * time.Second)
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-b", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrLeaseHeld)
+
+	// A lease that ends before now is refused before anything is sent.
+	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 2,
+		LeaseUntil: b.clock.Now(), Progress: 41})
+	require.ErrorIs(t, err, jobs.ErrInvalid)
+	b.requireUnchanged(t, r)
+}
+
+func testAcceptAfterExpiry(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	// Expired, but nobody took over: the generation is still current.
+	b.clock.Advance(time.Hour)
+	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		Result: result("attempt-a", 1), Progress: 7})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCompleted, done.Status)
+}
+
+func testFail(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	b.clock.Advance(time.Second)
+	f, err := b.store.Fail(b.ctx, jobs.FailRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		Failure: jobs.Failure{Code: "source_gone", Message: "the source returned 410"}})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusFailed, f.Status)
+	require.Equal(t, int64(1), f.Generation)
+	require.Equal(t, int64(2), f.Version)
+	require.Equal(t, jobs.Failure{Code: "source_gone", Message: "the source returned 410"}, f.Error)
+	require.Equal(t, time.Unix(b.clock.Now().Add(jobs.DefaultRetention).Unix(), 0).UTC(), f.ExpiresAt)
+	require.Equal(t, jobs.Message{ID: id + "/v2", Type: jobs.EventFailed, Version: 2,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-a", jobs.PayloadCode: "source_gone"}}, f.Outbox)
+	require.Equal(t, jobs.Result{}, f.Result)
+
+	// A failed job is final for every later transition.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 2,
+		Result: result("attempt-a", 1)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-b", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	var final *jobs.FinalError
+	require.ErrorAs(t, err, &final)
+	require.Equal(t, jobs.FinalError{Status: jobs.StatusFailed, Failure: f.Error}, *final)
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	b.requireUnchanged(t, f)
+}
+
+func testCancelFences(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	c, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id, Reason: "the client withdrew the export"})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCancelled, c.Status)
+	require.Equal(t, int64(2), c.Generation, "cancel bumps the generation")
+	require.Equal(t, int64(2), c.Version)
+	require.Equal(t, jobs.Failure{Code: jobs.CodeCancelled, Message: "the client withdrew the export"}, c.Error)
+	require.Equal(t, jobs.Message{ID: id + "/v2", Type: jobs.EventCancelled, Version: 2,
+		Payload: map[string]string{jobs.PayloadReason: "the client withdrew the export"}}, c.Outbox)
+	require.False(t, c.ExpiresAt.IsZero())
+
+	// The worker still running is fenced.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		Result: result("attempt-a", 1)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	b.requireUnchanged(t, c)
+
+	// A pending job can be cancelled too; its command then finds it final.
+	id2 := b.create(t, "job-43").ID
+	c2, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id2})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCancelled, c2.Status)
+	require.Equal(t, int64(1), c2.Generation)
+	require.Equal(t, int64(1), c2.Version)
+	require.Equal(t, jobs.Message{ID: id2 + "/v1", Type: jobs.EventCancelled, Version: 1}, c2.Outbox)
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id2, AttemptID: "attempt-b", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+}
+
+func testCancelIdempotent(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	c, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id})
+	require.NoError(t, err)
+	again, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id, Reason: "again"})
+	require.NoError(t, err)
+	require.Equal(t, c, again)
+	b.requireUnchanged(t, c)
+
+	id2 := b.create(t, "job-43").ID
+	j := b.claim(t, id2, "attempt-a", time.Minute)
+	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id2, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+		Result: result("attempt-a", 1)})
+	require.NoError(t, err)
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id2})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	b.requireUnchanged(t, done)
+}
+
+func testRecoveryPolicy(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	id := b.create(t, "job-42").ID
+	b.claim(t, id, "attempt-a", time.Minute)
+	b.clock.Advance(2 * time.Minute)
+	g2 := b.claim(t, id, "attempt-b", time.Minute)
+	require.Equal(t, int64(2), g2.Generation)
+	b.clock.Advance(2 * time.Minute)
+
+	// Generation 2 was the last one: the takeover fails the job instead.
+	j, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-c", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	var final *jobs.FinalError
+	require.ErrorAs(t, err, &final)
+	require.Equal(t, jobs.StatusFailed, final.Status)
+	require.Equal(t, jobs.CodeRecoveryExhausted, final.Failure.Code)
+	require.Equal(t, jobs.StatusFailed, j.Status)
+	require.Equal(t, int64(3), j.Generation, "the failing write fences generation 2")
+	require.Equal(t, int64(3), j.Version)
+	require.Equal(t, "attempt-b", j.LeaseOwner)
+	require.Equal(t, jobs.CodeRecoveryExhausted, j.Error.Code)
+	require.Equal(t, jobs.Message{ID: id + "/v3", Type: jobs.EventFailed, Version: 3,
+		Payload: map[string]string{jobs.PayloadCode: jobs.CodeRecoveryExhausted, jobs.PayloadPreviousAttemptID: "attempt-b"}}, j.Outbox)
+	require.Equal(t, j, b.get(t, id))
+
+	// The stalled generation 2 wakes up: fenced.
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-b", Generation: 2, Version: g2.Version,
+		Result: result("attempt-b", 2)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+	// Later deliveries find it final.
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-d", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	b.requireUnchanged(t, j)
+}
+
+func testMissingJob(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.id("job-missing")
+	until := b.clock.Now().Add(time.Minute)
+	_, err := b.store.Get(b.ctx, id)
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "a", LeaseUntil: until})
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, LeaseUntil: until})
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Result: result("a", 1)})
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	_, err = b.store.Fail(b.ctx, jobs.FailRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Failure: jobs.Failure{Code: "x"}})
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id})
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+	// Nothing was created by the attempts.
+	_, err = b.store.Get(b.ctx, id)
+	require.ErrorIs(t, err, jobs.ErrNotFound)
+}
+
+func testInvalidRequests(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	before := b.get(t, id)
+	now := b.clock.Now()
+	good := result("a", 1)
+	for name, call := range map[string]func() error{
+		"claim bad id": func() error {
+			_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: "x/y", AttemptID: "a", LeaseUntil: now.Add(time.Minute)})
+			return err
+		},
+		"claim bad attempt": func() error {
+			_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "", LeaseUntil: now.Add(time.Minute)})
+			return err
+		},
+		"claim past lease": func() error {
+			_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "a", LeaseUntil: now})
+			return err
+		},
+		"accept generation0": func() error {
+			_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Version: 1, Result: good})
+			return err
+		},
+		"accept no result": func() error {
+			_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1})
+			return err
+		},
+		"accept bad sha": func() error {
+			r := good
+			r.SHA256 = "ABC"
+			_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Result: r})
+			return err
+		},
+		"fail no code": func() error {
+			_, err := b.store.Fail(b.ctx, jobs.FailRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1})
+			return err
+		},
+		"renew negative": func() error {
+			_, err := b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, LeaseUntil: now.Add(time.Minute), Progress: -1})
+			return err
+		},
+		"get bad id":    func() error { _, err := b.store.Get(b.ctx, "intent#x#y"); return err },
+		"cancel bad id": func() error { _, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: ""}); return err },
+	} {
+		require.ErrorIs(t, call(), jobs.ErrInvalid, name)
+	}
+	b.requireUnchanged(t, before)
+}
+
+func testConcurrentClaims(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	const n = 8
+	errs := make([]error, n)
+	got := make([]jobs.Job, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got[i], errs[i] = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: fmt.Sprintf("attempt-%d", i),
+				LeaseUntil: b.clock.Now().Add(time.Minute)})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, winner, "two claims won: %d and %d", winner, i)
+			winner = i
+			continue
+		}
+		require.ErrorIs(t, err, jobs.ErrLeaseHeld)
+	}
+	require.NotEqual(t, -1, winner)
+	require.Equal(t, int64(1), got[winner].Generation)
+	require.Equal(t, got[winner], b.get(t, id))
+	var held *jobs.LeaseHeldError
+	for i, err := range errs {
+		if i != winner {
+			require.True(t, errors.As(err, &held))
+			require.Equal(t, got[winner].LeaseOwner, held.Owner)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultMaxGenerations is the default RecoveryPolicy.MaxGenerations. It
+	// is below the commands queue's maxReceiveCount (5), so the claim that
+	// finds the last generation expired fails the job before the command
+	// goes to the dead-letter queue.
+	DefaultMaxGenerations = 3
+	// DefaultRetention is how long a final job stays in the table.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultIntentRetention is how long an intent is remembered.
+	DefaultIntentRetention = 30 * 24 * time.Hour
+	// DefaultClockSkew is the margin LeaseEnd adds to an invocation deadline.
+	DefaultClockSkew = 5 * time.Second
+)
+
+// RecoveryPolicy decides what a claim does with a running job whose lease
+// has expired.
+type RecoveryPolicy struct {
+	// MaxGenerations is how many generations a job may have. A claim that
+	// finds generation MaxGenerations expired fails the job (code
+	// CodeRecoveryExhausted) in the same conditional write that would have
+	// taken it over. Zero means DefaultMaxGenerations.
+	MaxGenerations int64
+}
+
+type config struct {
+	now             func() time.Time
+	recovery        RecoveryPolicy
+	retention       time.Duration
+	intentRetention time.Duration
+}
+
+// Option configures a store. The zero configuration uses the system clock
+// and the defaults above.
+type Option func(*config)
+
+// WithClock sets the clock the store reads "now" from: lease expiry, the
+// item's timestamps and its TTL. Tests inject a controllable one.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithRecovery sets the recovery policy for expired leases.
+func WithRecovery(p RecoveryPolicy) Option { return func(c *config) { c.recovery = p } }
+
+// WithRetention sets how long a final job is kept: its expires_at (TTL) is
+// the time it ended plus d.
+func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+
+// WithIntentRetention sets how long an intent marker is kept after creation;
+// a retried intent after that may create a second job.
+func WithIntentRetention(d time.Duration) Option { return func(c *config) { c.intentRetention = d } }
+
+func newConfig(opts []Option) config {
+	c := config{
+		now:             time.Now,
+		recovery:        RecoveryPolicy{MaxGenerations: DefaultMaxGenerations},
+		retention:       DefaultRetention,
+		intentRetention: DefaultIntentRetention,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.recovery.MaxGenerations == 0 {
+		c.recovery.MaxGenerations = DefaultMaxGenerations
+	}
+	if err := c.Validate(); err != nil {
+		panic(err.Error())
+	}
+	return c
+}
+
+// Validate reports an option that cannot work.
+func (c *config) Validate() error {
+	switch {
+	case c.now == nil:
+		return errors.New("jobs: nil clock")
+	case c.recovery.MaxGenerations < 1:
+		return fmt.Errorf("jobs: RecoveryPolicy.MaxGenerations %d < 1", c.recovery.MaxGenerations)
+	case c.retention <= 0, c.intentRetention <= 0:
+		return errors.New("jobs: retention must be positive")
+	}
+	return nil
+}
+
+// ErrNoDeadline is returned by LeaseEnd for a context without a deadline.
+var ErrNoDeadline = errors.New("jobs: context has no deadline")
+
+// LeaseEnd returns when the lease of an attempt running under ctx ends: the
+// invocation deadline plus a clock-skew margin (DefaultClockSkew when skew
+// is zero). Lambda stops the invocation at its deadline, so a takeover after
+// the lease end cannot race a live handler; the generation fence still
+// covers requests that were already in flight.
+func LeaseEnd(ctx context.Context, skew time.Duration) (time.Time, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}, ErrNoDeadline
+	}
+	if skew < 0 {
+		return time.Time{}, fmt.Errorf("%w: negative clock skew %v", ErrInvalid, skew)
+	}
+	if skew == 0 {
+		skew = DefaultClockSkew
+	}
+	return deadline.Add(skew), nil
+}

@@ -1,0 +1,212 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Store is the arbiter of job state. Every method is one atomic decision:
+// it either applies its transition (and the transition's outbox message) or
+// changes nothing and returns an error matching one of the Err* categories.
+// DynamoStore and MemoryStore implement it and pass the same conformance
+// suite, jobstest.Run.
+type Store interface {
+	// Create creates the job of an intent, or returns the job the intent
+	// already created (Existing set, nothing written). A create retried after
+	// a lost response may report Existing for the job its own first try
+	// wrote; either way there is one job and one command.
+	Create(ctx context.Context, req CreateRequest) (CreateResult, error)
+	// Claim starts a new generation: pending → running, or takes over a
+	// running job whose lease has expired. When the expired generation was
+	// the last the recovery policy allows, the same write fails the job
+	// instead, and Claim returns the failed job with a *FinalError. A claim
+	// by the attempt that already holds the lease returns the job unchanged.
+	Claim(ctx context.Context, req ClaimRequest) (Job, error)
+	// Renew extends the caller's lease and records its progress.
+	Renew(ctx context.Context, req RenewRequest) (Job, error)
+	// Accept selects the caller's candidate as the result: running → completed.
+	Accept(ctx context.Context, req AcceptRequest) (Job, error)
+	// Fail ends the job as failed.
+	Fail(ctx context.Context, req FailRequest) (Job, error)
+	// Cancel ends a pending or running job and fences its worker.
+	Cancel(ctx context.Context, req CancelRequest) (Job, error)
+	// Get reads the job (strongly consistent).
+	Get(ctx context.Context, id string) (Job, error)
+}
+
+// CreateRequest asks for the job of an intent.
+type CreateRequest struct {
+	// JobID is the id of the new job; empty means DeriveJobID(Tenant, IntentID).
+	JobID    string
+	IntentID string // the client's idempotency key
+	// Tenant is the authenticated caller, never a request field. It must
+	// not contain '#'.
+	Tenant string
+	Spec   map[string]string
+}
+
+// CreateResult is the outcome of Create.
+type CreateResult struct {
+	Job Job
+	// Existing is true when the intent had already created the job: nothing
+	// was written and no command was emitted.
+	Existing bool
+}
+
+// ClaimRequest asks for a new generation of a job.
+type ClaimRequest struct {
+	JobID      string
+	AttemptID  string    // unique per attempt, e.g. the Lambda request id
+	LeaseUntil time.Time // see LeaseEnd; must be after now
+}
+
+// RenewRequest extends a lease and reports progress.
+type RenewRequest struct {
+	JobID      string
+	AttemptID  string
+	Generation int64
+	Version    int64 // the version the caller last saw (its claim's or last renewal's)
+	LeaseUntil time.Time
+	Progress   int64
+}
+
+// AcceptRequest selects a candidate as the job's result.
+type AcceptRequest struct {
+	JobID      string
+	AttemptID  string
+	Generation int64
+	Version    int64
+	Result     Result
+	Progress   int64 // the final count
+}
+
+// FailRequest ends a job as failed.
+type FailRequest struct {
+	JobID      string
+	AttemptID  string
+	Generation int64
+	Version    int64
+	Failure    Failure // Code is required
+}
+
+// CancelRequest ends a pending or running job.
+type CancelRequest struct {
+	JobID  string
+	Reason string // optional, recorded as the failure message
+}
+
+const (
+	maxTenant = 256
+	maxIntent = 512
+	maxText   = 4096
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (r *CreateRequest) validate() error {
+	if err := validateText("tenant", r.Tenant, maxTenant); err != nil {
+		return err
+	}
+	for _, c := range r.Tenant {
+		if c == '#' {
+			return fmt.Errorf("%w: tenant %q contains '#'", ErrInvalid, r.Tenant)
+		}
+	}
+	if err := validateText("intent id", r.IntentID, maxIntent); err != nil {
+		return err
+	}
+	if r.JobID != "" {
+		if err := ValidateID(r.JobID); err != nil {
+			return err
+		}
+	}
+	for k := range r.Spec {
+		if k == "" {
+			return fmt.Errorf("%w: spec has an empty key", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func (r *ClaimRequest) validate(now time.Time) error {
+	if err := ValidateID(r.JobID); err != nil {
+		return err
+	}
+	if err := validateAttemptID(r.AttemptID); err != nil {
+		return err
+	}
+	return validateLease(r.LeaseUntil, now)
+}
+
+func validateLease(until, now time.Time) error {
+	if until.UnixMilli() <= now.UnixMilli() {
+		return fmt.Errorf("%w: lease until %s is not after now (%s)", ErrInvalid,
+			until.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+func validateFence(id, attempt string, g, v int64) error {
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	if err := validateAttemptID(attempt); err != nil {
+		return err
+	}
+	// A claim yields generation ≥ 1 and version ≥ 1.
+	if g < 1 || v < 1 {
+		return fmt.Errorf("%w: generation %d and version %d must be at least 1", ErrInvalid, g, v)
+	}
+	return nil
+}
+
+func (r *RenewRequest) validate(now time.Time) error {
+	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
+		return err
+	}
+	if r.Progress < 0 {
+		return fmt.Errorf("%w: negative progress %d", ErrInvalid, r.Progress)
+	}
+	return validateLease(r.LeaseUntil, now)
+}
+
+func (r *AcceptRequest) validate(time.Time) error {
+	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
+		return err
+	}
+	if err := validateText("result key", r.Result.Key, 1024); err != nil {
+		return err
+	}
+	if !sha256Hex.MatchString(r.Result.SHA256) {
+		return fmt.Errorf("%w: result sha256 %q is not 64 lower-case hex digits", ErrInvalid, r.Result.SHA256)
+	}
+	if r.Result.Size < 0 || r.Progress < 0 {
+		return fmt.Errorf("%w: negative size or progress", ErrInvalid)
+	}
+	return nil
+}
+
+func (r *FailRequest) validate(time.Time) error {
+	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
+		return err
+	}
+	if err := validateText("failure code", r.Failure.Code, 256); err != nil {
+		return err
+	}
+	if len(r.Failure.Message) > maxText {
+		return fmt.Errorf("%w: failure message longer than %d bytes", ErrInvalid, maxText)
+	}
+	return nil
+}
+
+func (r *CancelRequest) validate(time.Time) error {
+	if err := ValidateID(r.JobID); err != nil {
+		return err
+	}
+	if len(r.Reason) > maxText {
+		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, maxText)
+	}
+	return nil
+}

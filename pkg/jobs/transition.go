@@ -1,0 +1,377 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// This file is the state machine. Both stores call decide and nothing else
+// to choose a transition, so they cannot drift: the memory store evaluates
+// it under its lock on the current item; the DynamoDB store evaluates it on
+// an expected item, writes, and on a failed condition evaluates it again on
+// the old item DynamoDB returned (ReturnValuesOnConditionCheckFailure).
+
+// guard is the condition of a write: the item is at exactly (status,
+// generation, version), a fenced write's caller holds the lease, and, for a
+// takeover, the lease ended before expiredBefore. Every write bumps the version, so the guard pins the whole
+// item: anything decide read from it is still true when the write lands.
+type guard struct {
+	status        Status
+	generation    int64
+	version       int64
+	owner         string    // empty: no owner condition
+	expiredBefore time.Time // zero: no lease condition
+}
+
+func (g guard) holds(j *Job) bool {
+	if j == nil || j.Status != g.status || j.Generation != g.generation || j.Version != g.version {
+		return false
+	}
+	if g.owner != "" && j.LeaseOwner != g.owner {
+		return false
+	}
+	if !g.expiredBefore.IsZero() {
+		// A missing lease attribute fails "<" in DynamoDB too.
+		return !j.LeaseExpiresAt.IsZero() && j.LeaseExpiresAt.UnixMilli() < g.expiredBefore.UnixMilli()
+	}
+	return true
+}
+
+// patch is what a write sets. Nil fields are left alone.
+type patch struct {
+	status         Status
+	generation     int64
+	version        int64
+	leaseOwner     *string
+	leaseExpiresAt *time.Time
+	result         *Result
+	progress       *int64
+	failure        *Failure
+	expiresAt      *time.Time
+	outbox         Message
+	updatedAt      time.Time
+}
+
+func (p *patch) apply(j Job) Job {
+	j.Status, j.Generation, j.Version = p.status, p.generation, p.version
+	if p.leaseOwner != nil {
+		j.LeaseOwner = *p.leaseOwner
+	}
+	if p.leaseExpiresAt != nil {
+		j.LeaseExpiresAt = *p.leaseExpiresAt
+	}
+	if p.result != nil {
+		j.Result = *p.result
+	}
+	if p.progress != nil {
+		j.Progress = *p.progress
+	}
+	if p.failure != nil {
+		j.Error = *p.failure
+	}
+	if p.expiresAt != nil {
+		j.ExpiresAt = *p.expiresAt
+	}
+	j.Outbox = p.outbox
+	j.UpdatedAt = p.updatedAt
+	return j
+}
+
+// step is decide's answer.
+type step struct {
+	// done: nothing to write, the current item already is the outcome (the
+	// caller's own earlier write, recognised on a retry, or an idempotent
+	// cancel).
+	done  bool
+	guard guard
+	patch patch
+	// after is returned with the item once the write has landed: a claim
+	// that fails the job under the recovery policy reports ErrFinal.
+	after error
+}
+
+// request is one of the transition requests.
+type request interface {
+	jobID() string
+	describe() string // the operation, for error messages: "accept job-42 g2"
+	// expect is the item the first write assumes without reading: the
+	// caller's own generation and version for a fenced write, a fresh
+	// pending job for a claim or a cancel.
+	expect() *Job
+	validate(now time.Time) error
+}
+
+func (r *ClaimRequest) jobID() string  { return r.JobID }
+func (r *RenewRequest) jobID() string  { return r.JobID }
+func (r *AcceptRequest) jobID() string { return r.JobID }
+func (r *FailRequest) jobID() string   { return r.JobID }
+func (r *CancelRequest) jobID() string { return r.JobID }
+
+func (r *ClaimRequest) describe() string { return fmt.Sprintf("claim %s as %s", r.JobID, r.AttemptID) }
+func (r *RenewRequest) describe() string { return fmt.Sprintf("renew %s g%d", r.JobID, r.Generation) }
+func (r *AcceptRequest) describe() string {
+	return fmt.Sprintf("accept %s g%d", r.JobID, r.Generation)
+}
+func (r *FailRequest) describe() string   { return fmt.Sprintf("fail %s g%d", r.JobID, r.Generation) }
+func (r *CancelRequest) describe() string { return "cancel " + r.JobID }
+
+func (r *ClaimRequest) expect() *Job  { return &Job{ID: r.JobID, Status: StatusPending} }
+func (r *CancelRequest) expect() *Job { return &Job{ID: r.JobID, Status: StatusPending} }
+func (r *RenewRequest) expect() *Job  { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
+func (r *AcceptRequest) expect() *Job { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
+func (r *FailRequest) expect() *Job   { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
+
+func fenced(id string, g, v int64, attempt string) *Job {
+	return &Job{ID: id, Status: StatusRunning, Generation: g, Version: v, LeaseOwner: attempt}
+}
+
+// decide is the whole state machine: given the request, the item as it is
+// (nil when there is none) and the time, it returns the write to make, or
+// that the item already is the outcome, or the error that says why the
+// transition is refused. It is pure.
+func decide(req request, cur *Job, now time.Time, cfg *config) (step, error) {
+	now = ms(now)
+	switch r := req.(type) {
+	case *ClaimRequest:
+		return decideClaim(r, cur, now, cfg)
+	case *RenewRequest:
+		if cur != nil && cur.Status == StatusRunning && cur.Generation == r.Generation &&
+			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
+			cur.LeaseExpiresAt.Equal(ms(r.LeaseUntil)) && cur.Progress == r.Progress {
+			return step{done: true}, nil
+		}
+		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+			return step{}, err
+		}
+		until, progress := ms(r.LeaseUntil), r.Progress
+		return step{
+			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+			patch: patch{
+				status: StatusRunning, generation: r.Generation, version: r.Version + 1,
+				leaseExpiresAt: &until, progress: &progress, updatedAt: now,
+				outbox: message(r.JobID, r.Version+1, EventProgress, PayloadAttemptID, r.AttemptID),
+			},
+		}, nil
+	case *AcceptRequest:
+		if cur != nil && cur.Status == StatusCompleted && cur.Generation == r.Generation &&
+			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
+			cur.Result == r.Result && cur.Progress == r.Progress {
+			return step{done: true}, nil
+		}
+		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+			return step{}, err
+		}
+		result, progress, expires := r.Result, r.Progress, ttl(now.Add(cfg.retention))
+		return step{
+			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+			patch: patch{
+				status: StatusCompleted, generation: r.Generation, version: r.Version + 1,
+				result: &result, progress: &progress, expiresAt: &expires, updatedAt: now,
+				outbox: message(r.JobID, r.Version+1, EventCompleted,
+					PayloadAttemptID, r.AttemptID, PayloadResultKey, r.Result.Key),
+			},
+		}, nil
+	case *FailRequest:
+		if cur != nil && cur.Status == StatusFailed && cur.Generation == r.Generation &&
+			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID && cur.Error == r.Failure {
+			return step{done: true}, nil
+		}
+		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+			return step{}, err
+		}
+		failure, expires := r.Failure, ttl(now.Add(cfg.retention))
+		return step{
+			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+			patch: patch{
+				status: StatusFailed, generation: r.Generation, version: r.Version + 1,
+				failure: &failure, expiresAt: &expires, updatedAt: now,
+				outbox: message(r.JobID, r.Version+1, EventFailed,
+					PayloadAttemptID, r.AttemptID, PayloadCode, r.Failure.Code),
+			},
+		}, nil
+	case *CancelRequest:
+		switch {
+		case cur == nil:
+			return step{}, ErrNotFound
+		case cur.Status == StatusCancelled:
+			return step{done: true}, nil
+		case cur.Status.Final():
+			return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
+		}
+		failure, expires := Failure{Code: CodeCancelled, Message: r.Reason}, ttl(now.Add(cfg.retention))
+		var payload []string
+		if r.Reason != "" {
+			payload = []string{PayloadReason, r.Reason}
+		}
+		return step{
+			guard: guard{status: cur.Status, generation: cur.Generation, version: cur.Version},
+			patch: patch{
+				// The generation moves on: a worker still running is fenced.
+				status: StatusCancelled, generation: cur.Generation + 1, version: cur.Version + 1,
+				failure: &failure, expiresAt: &expires, updatedAt: now,
+				outbox: message(r.JobID, cur.Version+1, EventCancelled, payload...),
+			},
+		}, nil
+	}
+	panic(fmt.Sprintf("jobs: decide: unknown request %T", req))
+}
+
+func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, error) {
+	switch {
+	case cur == nil:
+		return step{}, ErrNotFound
+	case cur.Status.Final():
+		return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
+	case cur.Status == StatusRunning && cur.LeaseOwner == r.AttemptID:
+		// Our own claim, applied by an earlier try whose response was lost.
+		return step{done: true}, nil
+	case cur.Status == StatusRunning && cur.LeaseExpiresAt.UnixMilli() >= now.UnixMilli():
+		return step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}
+	}
+	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version}
+	if cur.Status == StatusRunning {
+		g.expiredBefore = now
+		if cur.Generation >= cfg.recovery.MaxGenerations {
+			failure := Failure{Code: CodeRecoveryExhausted, Message: fmt.Sprintf(
+				"lease of generation %d (attempt %s) expired; the recovery policy allows %d generations",
+				cur.Generation, cur.LeaseOwner, cfg.recovery.MaxGenerations)}
+			expires := ttl(now.Add(cfg.retention))
+			return step{
+				guard: g,
+				patch: patch{
+					status: StatusFailed, generation: cur.Generation + 1, version: cur.Version + 1,
+					failure: &failure, expiresAt: &expires, updatedAt: now,
+					outbox: message(r.JobID, cur.Version+1, EventFailed,
+						PayloadCode, CodeRecoveryExhausted, PayloadPreviousAttemptID, cur.LeaseOwner),
+				},
+				after: &FinalError{Status: StatusFailed, Failure: failure},
+			}, nil
+		}
+	}
+	owner, until, progress := r.AttemptID, ms(r.LeaseUntil), int64(0)
+	payload := []string{PayloadAttemptID, r.AttemptID}
+	if cur.Status == StatusRunning {
+		payload = append(payload, PayloadPreviousAttemptID, cur.LeaseOwner)
+	}
+	return step{
+		guard: g,
+		patch: patch{
+			// Progress belongs to a generation: a takeover starts from zero.
+			status: StatusRunning, generation: cur.Generation + 1, version: cur.Version + 1,
+			leaseOwner: &owner, leaseExpiresAt: &until, progress: &progress, updatedAt: now,
+			outbox: message(r.JobID, cur.Version+1, EventStarted, payload...),
+		},
+	}, nil
+}
+
+// fencedGuard is the condition of renew, accept and fail: running at the
+// caller's generation and version, and the caller holds the lease. (The
+// version alone pins the holder; the owner makes a caller's mix-up of
+// attempt ids a refusal rather than a write its retry could not recognise.)
+func fencedGuard(g, v int64, attempt string) guard {
+	return guard{status: StatusRunning, generation: g, version: v, owner: attempt}
+}
+
+// refuseFenced classifies a fenced write (renew, accept, fail) against the
+// current item; nil means the guard holds.
+func refuseFenced(cur *Job, g, v int64, attempt string) error {
+	switch {
+	case cur == nil:
+		return ErrNotFound
+	case cur.Generation != g:
+		return &StaleError{Generation: cur.Generation, Version: cur.Version, Status: cur.Status}
+	case cur.Status.Final():
+		return &FinalError{Status: cur.Status, Failure: cur.Error}
+	case cur.Status != StatusRunning || cur.Version != v || cur.LeaseOwner != attempt:
+		return &StaleError{Generation: cur.Generation, Version: cur.Version, Status: cur.Status}
+	}
+	return nil
+}
+
+func message(jobID string, version int64, typ string, kv ...string) Message {
+	m := Message{ID: OutboxID(jobID, version), Type: typ, Version: version}
+	if len(kv) > 0 {
+		m.Payload = make(map[string]string, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m.Payload[kv[i]] = kv[i+1]
+		}
+	}
+	return m
+}
+
+// intentMarker is the item that makes Create idempotent: keyed
+// "intent#<tenant>#<intent id>", which no job id can equal ('#' is not
+// allowed in job ids, nor in tenants, so the key is unambiguous). It has no
+// outbox attribute, so the relay ignores it.
+type intentMarker struct {
+	Key        string
+	Tenant     string
+	IntentID   string
+	JobID      string // the job the intent created
+	SpecSHA256 string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+}
+
+// IntentKey is the table key of the marker of an intent.
+func IntentKey(tenant, intentID string) string { return "intent#" + tenant + "#" + intentID }
+
+// newJob is what Create writes when nothing is in its way.
+func newJob(req *CreateRequest, now time.Time, cfg *config) (Job, intentMarker) {
+	now = ms(now)
+	id := req.JobID
+	if id == "" {
+		id = DeriveJobID(req.Tenant, req.IntentID)
+	}
+	var spec map[string]string
+	if len(req.Spec) > 0 {
+		spec = make(map[string]string, len(req.Spec))
+		for k, v := range req.Spec {
+			spec[k] = v
+		}
+	}
+	j := Job{
+		ID: id, IntentID: req.IntentID, Tenant: req.Tenant, Status: StatusPending,
+		Spec: spec, CreatedAt: now, UpdatedAt: now,
+		Outbox: message(id, 0, MessageRun),
+	}
+	m := intentMarker{
+		Key: IntentKey(req.Tenant, req.IntentID), Tenant: req.Tenant, IntentID: req.IntentID,
+		JobID: id, SpecSHA256: specHash(req.Spec), CreatedAt: now, ExpiresAt: ttl(now.Add(cfg.intentRetention)),
+	}
+	return j, m
+}
+
+// resolveCreate decides a Create that found something in its way: the
+// intent's marker m with the job it points to, or (m nil) a job that already
+// has the requested id.
+func resolveCreate(req *CreateRequest, m *intentMarker, existing *Job) (CreateResult, error) {
+	hash := specHash(req.Spec)
+	if m != nil {
+		if m.Tenant != req.Tenant || m.IntentID != req.IntentID {
+			return CreateResult{}, fmt.Errorf("intent marker %q belongs to tenant %q intent %q", m.Key, m.Tenant, m.IntentID)
+		}
+		if m.SpecSHA256 != hash {
+			return CreateResult{}, ErrIntentConflict
+		}
+		if existing == nil {
+			return CreateResult{}, fmt.Errorf("%w: the intent's job %s no longer exists", ErrNotFound, m.JobID)
+		}
+		return CreateResult{Job: *existing, Existing: true}, nil
+	}
+	if existing == nil {
+		return CreateResult{}, fmt.Errorf("resolveCreate: nothing in the way")
+	}
+	// No marker (it expired) but the id is taken: by the same intent, when
+	// the id was derived from it.
+	if existing.Tenant != req.Tenant || existing.IntentID != req.IntentID {
+		return CreateResult{}, ErrJobExists
+	}
+	if specHash(existing.Spec) != hash {
+		return CreateResult{}, ErrIntentConflict
+	}
+	return CreateResult{Job: *existing, Existing: true}, nil
+}
+
+// ttl truncates t to the precision of a TTL attribute: epoch seconds.
+func ttl(t time.Time) time.Time { return time.Unix(t.Unix(), 0).UTC() }
