@@ -1,0 +1,171 @@
+package localesm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// Invoker runs one synchronous invocation of a function, like Lambda's
+// Invoke API with the RequestResponse invocation type. Func runs a Go
+// handler in this process; RIE posts to the runtime interface emulator.
+//
+// Invoke returns an error only when the invocation could not be made or its
+// outcome is unknown (the emulator is unreachable, the mapping is stopping);
+// everything the function itself did, including failing and timing out, is
+// in the Result.
+type Invoker interface {
+	Invoke(ctx context.Context, inv Invocation) (Result, error)
+}
+
+// Invocation is what a mapping asks an Invoker to run.
+type Invocation struct {
+	RequestID   string    // the invocation's id; Func passes it as AwsRequestID
+	FunctionARN string    // passed as InvokedFunctionArn
+	Deadline    time.Time // when the function times out
+	Payload     []byte    // the event, as JSON
+}
+
+// Status says how an invocation ended.
+type Status int
+
+const (
+	// StatusOK: the function returned a response (which may still report
+	// failed items).
+	StatusOK Status = iota
+	// StatusFunctionError: the function returned an error, panicked or
+	// crashed. Lambda reports this as X-Amz-Function-Error: Unhandled.
+	StatusFunctionError
+	// StatusTimeout: the function did not return before its deadline.
+	StatusTimeout
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusFunctionError:
+		return "function_error"
+	case StatusTimeout:
+		return "timeout"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Result is the outcome of an invocation.
+type Result struct {
+	Status Status
+	// Payload is the function's response, or for a failure the error
+	// document ({"errorMessage": ..., "errorType": ...}) or the emulator's
+	// timeout message.
+	Payload []byte
+}
+
+// errorDocument is the JSON body the Lambda runtimes return for an error.
+type errorDocument struct {
+	ErrorMessage string   `json:"errorMessage"`
+	ErrorType    string   `json:"errorType"`
+	StackTrace   []string `json:"stackTrace,omitempty"`
+}
+
+func errorResult(status Status, errorType, message string) Result {
+	b, err := json.Marshal(errorDocument{ErrorMessage: message, ErrorType: errorType})
+	if err != nil { // cannot happen: two strings
+		b = []byte(`{"errorType":"Runtime.MarshalError"}`)
+	}
+	return Result{Status: status, Payload: b}
+}
+
+// timeoutResult is the result of an invocation cut off after timeout,
+// worded as Lambda words it.
+func timeoutResult(timeout time.Duration) Result {
+	return errorResult(StatusTimeout, "Sandbox.Timedout", fmt.Sprintf("Task timed out after %.2f seconds", timeout.Seconds()))
+}
+
+func errorTypeName(err error) string {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// Func returns an Invoker that runs fn in this process as the Lambda Go
+// runtime would: the payload is decoded into E, fn runs with a context that
+// carries the invocation's deadline and a lambdacontext.LambdaContext, and
+// its response is encoded as JSON. An error or a panic is a function error;
+// a return after the deadline is a timeout, and its response is discarded as
+// Lambda discards it.
+//
+// Lambda stops a function at its deadline; a goroutine cannot be stopped, so
+// Invoke waits for fn to return even past the deadline. A handler that
+// honours its context returns promptly; one that does not keeps its
+// invocation slot (and its message groups, or its shard) busy until it
+// returns, which is what makes the mapping's guarantees hold for it too.
+// Calls are not serialised: each concurrent invocation is like a separate
+// execution environment.
+func Func[E, R any](fn func(context.Context, E) (R, error)) Invoker {
+	if fn == nil {
+		panic("localesm: Func with a nil handler")
+	}
+	return funcInvoker[E, R]{fn: fn}
+}
+
+type funcInvoker[E, R any] struct {
+	fn func(context.Context, E) (R, error)
+}
+
+func (f funcInvoker[E, R]) Invoke(ctx context.Context, inv Invocation) (Result, error) {
+	var ev E
+	if err := json.Unmarshal(inv.Payload, &ev); err != nil {
+		return errorResult(StatusFunctionError, "Runtime.UnmarshalError", err.Error()), nil
+	}
+	start := time.Now()
+	hctx, cancel := context.WithDeadline(ctx, inv.Deadline)
+	defer cancel()
+	hctx = lambdacontext.NewContext(hctx, &lambdacontext.LambdaContext{
+		AwsRequestID:       inv.RequestID,
+		InvokedFunctionArn: inv.FunctionARN,
+	})
+
+	resp, panicked, err := f.call(hctx, ev)
+	if !time.Now().Before(inv.Deadline) {
+		return timeoutResult(inv.Deadline.Sub(start)), nil
+	}
+	if panicked != nil {
+		return *panicked, nil
+	}
+	if err != nil {
+		return errorResult(StatusFunctionError, errorTypeName(err), err.Error()), nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return errorResult(StatusFunctionError, "Runtime.MarshalError", err.Error()), nil
+	}
+	return Result{Status: StatusOK, Payload: b}, nil
+}
+
+// call runs the handler and turns a panic into a function error, as the Go
+// runtime does.
+func (f funcInvoker[E, R]) call(ctx context.Context, ev E) (resp R, panicked *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b, merr := json.Marshal(errorDocument{
+				ErrorMessage: fmt.Sprint(v),
+				ErrorType:    "Runtime.Panic",
+				StackTrace:   []string{string(debug.Stack())},
+			})
+			if merr != nil {
+				b = []byte(`{"errorType":"Runtime.Panic"}`)
+			}
+			panicked = &Result{Status: StatusFunctionError, Payload: b}
+		}
+	}()
+	resp, err = f.fn(ctx, ev)
+	return resp, nil, err
+}

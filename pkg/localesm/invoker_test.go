@@ -1,0 +1,285 @@
+package localesm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+)
+
+func sqsPayload(t *testing.T, ids ...string) []byte {
+	t.Helper()
+	b, err := json.Marshal(events.SQSEvent{Records: sqsBatch(ids...)})
+	require.NoError(t, err)
+	return b
+}
+
+func TestFuncPassesEventDeadlineAndLambdaContext(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(5 * time.Second)
+	var got struct {
+		ids      []string
+		deadline time.Time
+		lc       *lambdacontext.LambdaContext
+	}
+	inv := Func(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		for _, r := range ev.Records {
+			got.ids = append(got.ids, r.MessageId)
+		}
+		got.deadline, _ = ctx.Deadline()
+		got.lc, _ = lambdacontext.FromContext(ctx)
+		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}}, nil
+	})
+	res, err := inv.Invoke(t.Context(), Invocation{RequestID: "req-1", FunctionARN: DefaultFunctionARN, Deadline: deadline, Payload: sqsPayload(t, "a", "b")})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status)
+	require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":"b"}]}`, string(res.Payload))
+	require.Equal(t, []string{"a", "b"}, got.ids)
+	require.True(t, got.deadline.Equal(deadline), "handler deadline %v, want %v", got.deadline, deadline)
+	require.NotNil(t, got.lc)
+	require.Equal(t, "req-1", got.lc.AwsRequestID)
+	require.Equal(t, DefaultFunctionARN, got.lc.InvokedFunctionArn)
+}
+
+type codedError struct{ code string }
+
+func (e *codedError) Error() string { return "coded: " + e.code }
+
+func TestFuncFailures(t *testing.T) {
+	t.Parallel()
+	type resp = events.SQSEventResponse
+	cases := []struct {
+		name      string
+		fn        func(context.Context, events.SQSEvent) (resp, error)
+		payload   string
+		timeout   time.Duration
+		status    Status
+		errorType string
+	}{
+		{"error", func(context.Context, events.SQSEvent) (resp, error) { return resp{}, &codedError{"x"} }, "", time.Second, StatusFunctionError, "codedError"},
+		{"panic", func(context.Context, events.SQSEvent) (resp, error) { panic("boom") }, "", time.Second, StatusFunctionError, "Runtime.Panic"},
+		{"undecodable event", func(context.Context, events.SQSEvent) (resp, error) { return resp{}, nil }, `{"Records": 7}`, time.Second, StatusFunctionError, "Runtime.UnmarshalError"},
+		{"returns after its deadline", func(ctx context.Context, _ events.SQSEvent) (resp, error) {
+			<-ctx.Done()
+			return resp{}, nil // a success that comes too late is discarded
+		}, "", 50 * time.Millisecond, StatusTimeout, "Sandbox.Timedout"},
+		{"ignores its deadline", func(context.Context, events.SQSEvent) (resp, error) {
+			time.Sleep(100 * time.Millisecond)
+			return resp{}, nil
+		}, "", 20 * time.Millisecond, StatusTimeout, "Sandbox.Timedout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			payload := []byte(tc.payload)
+			if tc.payload == "" {
+				payload = sqsPayload(t, "a")
+			}
+			res, err := Func(tc.fn).Invoke(t.Context(), Invocation{RequestID: "r", Deadline: time.Now().Add(tc.timeout), Payload: payload})
+			require.NoError(t, err)
+			require.Equal(t, tc.status, res.Status)
+			var doc errorDocument
+			require.NoError(t, json.Unmarshal(res.Payload, &doc))
+			require.Equal(t, tc.errorType, doc.ErrorType)
+			require.NotEmpty(t, doc.ErrorMessage)
+		})
+	}
+}
+
+func TestFuncWaitsForAHandlerThatIgnoresItsDeadline(t *testing.T) {
+	t.Parallel()
+	var returned atomic.Bool
+	inv := Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		time.Sleep(80 * time.Millisecond)
+		returned.Store(true)
+		return events.SQSEventResponse{}, nil
+	})
+	_, err := inv.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(10 * time.Millisecond), Payload: sqsPayload(t, "a")})
+	require.NoError(t, err)
+	require.True(t, returned.Load(), "Invoke returned while the handler still ran")
+}
+
+func TestClassifyRIE(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		header, body string
+		status       Status
+	}{
+		{"", `{"batchItemFailures":null}`, StatusOK},
+		{"", `null`, StatusOK},
+		{"", ``, StatusOK},
+		{"", `{"errorMessage":"testbootstrap: asked to fail the batch","errorType":"errorString"}`, StatusFunctionError},
+		{"", `{"errorType":"Runtime.ExitError","errorMessage":"exit status 2","stackTrace":[]}`, StatusFunctionError},
+		{"", `{"errorMessage":"x","errorType":"y","batchItemFailures":[]}`, StatusOK},
+		{"", `Task timed out after 2.00 seconds`, StatusTimeout},
+		{"Unhandled", `{"anything":1}`, StatusFunctionError},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.status, classifyRIE(tc.header, []byte(tc.body)).Status, "header %q body %q", tc.header, tc.body)
+	}
+}
+
+// fakeRIE answers like aws-lambda-rie and records how many invocations
+// overlapped.
+type fakeRIE struct {
+	active, maxActive atomic.Int32
+	delay             time.Duration
+}
+
+func (f *fakeRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := f.active.Add(1)
+	defer f.active.Add(-1)
+	for {
+		m := f.maxActive.Load()
+		if n <= m || f.maxActive.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if r.Method != http.MethodPost || r.URL.Path != rieInvokePath {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var ev events.SQSEvent
+	_ = json.Unmarshal(body, &ev)
+	time.Sleep(f.delay)
+	switch {
+	case len(ev.Records) == 0:
+		http.Error(w, "no records", http.StatusBadRequest)
+	case ev.Records[0].Body == "error":
+		_, _ = io.WriteString(w, `{"errorMessage":"failed","errorType":"errorString"}`)
+	case ev.Records[0].Body == "sleep":
+		select {
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+		}
+	default:
+		_, _ = io.WriteString(w, `{"batchItemFailures":null}`)
+	}
+}
+
+func rieEvent(t *testing.T, body string) []byte {
+	t.Helper()
+	b, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: body}}})
+	require.NoError(t, err)
+	return b
+}
+
+func TestRIEInvoke(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&fakeRIE{})
+	t.Cleanup(srv.Close)
+	rie := NewRIE(strings.TrimPrefix(srv.URL, "http://"))
+	require.Equal(t, srv.URL+rieInvokePath, rie.URL())
+	rie.grace = 50 * time.Millisecond
+	invoke := func(body string) (Result, error) {
+		return rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(100 * time.Millisecond), Payload: rieEvent(t, body)})
+	}
+
+	res, err := invoke("ok")
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status)
+	require.JSONEq(t, `{"batchItemFailures":null}`, string(res.Payload))
+
+	res, err = invoke("error")
+	require.NoError(t, err)
+	require.Equal(t, StatusFunctionError, res.Status)
+
+	res, err = invoke("sleep")
+	require.NoError(t, err)
+	require.Equal(t, StatusTimeout, res.Status, "an emulator that does not answer by the deadline plus grace is a timeout")
+
+	_, err = rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(time.Second), Payload: []byte(`{"Records":[]}`)})
+	require.Error(t, err, "a status other than 200 is an invocation that could not be made")
+}
+
+func TestRIEInvokeUnreachable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close()
+	_, err := NewRIE(addr).Invoke(t.Context(), Invocation{Deadline: time.Now().Add(time.Second), Payload: rieEvent(t, "ok")})
+	require.Error(t, err)
+}
+
+func TestRIESerialisesInvocations(t *testing.T) {
+	t.Parallel()
+	fake := &fakeRIE{delay: 20 * time.Millisecond}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	rie := NewRIE(srv.URL)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			res, err := rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(5 * time.Second), Payload: rieEvent(t, fmt.Sprint("ok-", i))})
+			if err == nil && res.Status != StatusOK {
+				err = errors.New(res.Status.String())
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int32(1), fake.maxActive.Load(), "the emulator handles one invocation at a time")
+}
+
+func TestRIEInvokeStopsWaitingOnCancel(t *testing.T) {
+	t.Parallel()
+	rie := NewRIE("127.0.0.1:1")
+	rie.slot <- struct{}{} // another invocation holds the emulator
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := rie.Invoke(ctx, Invocation{Deadline: time.Now().Add(time.Second), Payload: rieEvent(t, "ok")})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestClaimWithholdsGroupsInFlight(t *testing.T) {
+	t.Parallel()
+	msg := func(id, group string) sqstypes.Message {
+		m := sqstypes.Message{MessageId: aws.String(id), Attributes: map[string]string{}}
+		if group != "" {
+			m.Attributes[groupAttribute] = group
+		}
+		return m
+	}
+	ids := func(msgs []sqstypes.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, *m.MessageId)
+		}
+		return out
+	}
+	r := &sqsRun{inflight: map[string]string{}}
+
+	take, withheld := r.claim("req-1", []sqstypes.Message{msg("a1", "a"), msg("b1", "b"), msg("a2", "a"), msg("s1", "")})
+	require.Equal(t, []string{"a1", "b1", "a2", "s1"}, ids(take), "one invocation may hold several messages of a group")
+	require.Empty(t, withheld)
+
+	take, withheld = r.claim("req-2", []sqstypes.Message{msg("a3", "a"), msg("c1", "c"), msg("a4", "a"), msg("s2", "")})
+	require.Equal(t, []string{"c1", "s2"}, ids(take))
+	require.Equal(t, []string{"a3", "a4"}, withheld, "every message of a group in flight elsewhere is withheld")
+
+	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "a"}}, {Attributes: map[string]string{groupAttribute: "b"}}})
+	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "c"}}}) // not req-1's: kept
+	take, withheld = r.claim("req-3", []sqstypes.Message{msg("a3", "a"), msg("c2", "c")})
+	require.Equal(t, []string{"a3"}, ids(take))
+	require.Equal(t, []string{"c2"}, withheld)
+}

@@ -1,0 +1,120 @@
+package localesm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Outcome is what a mapping made of one invocation.
+type Outcome int
+
+const (
+	// OutcomeSuccess: every record of the batch is done.
+	OutcomeSuccess Outcome = iota
+	// OutcomePartialFailure: the function reported some records as failed
+	// in a valid partial batch response (ReportBatchItemFailures).
+	OutcomePartialFailure
+	// OutcomeFunctionError: the function returned an error, panicked or
+	// crashed. The whole batch failed.
+	OutcomeFunctionError
+	// OutcomeTimeout: the function did not return before its deadline. The
+	// whole batch failed.
+	OutcomeTimeout
+	// OutcomeInvalidResponse: with ReportBatchItemFailures, the response
+	// was malformed or named a record that is not in the batch. The whole
+	// batch failed.
+	OutcomeInvalidResponse
+	// OutcomeInvokeError: the function could not be invoked (or the mapping
+	// stopped while it ran); nothing is known of its outcome, so the batch
+	// is treated as failed.
+	OutcomeInvokeError
+	// OutcomeWithheld (SQS only): every message received belonged to a
+	// message group already in flight; nothing was invoked.
+	OutcomeWithheld
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomePartialFailure:
+		return "partial_failure"
+	case OutcomeFunctionError:
+		return "function_error"
+	case OutcomeTimeout:
+		return "timeout"
+	case OutcomeInvalidResponse:
+		return "invalid_response"
+	case OutcomeInvokeError:
+		return "invoke_error"
+	case OutcomeWithheld:
+		return "withheld"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// ErrInvalidResponse is wrapped by the error recorded for a partial batch
+// response that fails the whole batch: not a JSON object, batchItemFailures
+// not a list, an item without a non-empty string itemIdentifier, or an
+// itemIdentifier that names no record of the batch.
+var ErrInvalidResponse = errors.New("invalid partial batch response")
+
+// parseBatchItemFailures reads the item identifiers of a partial batch
+// response, as Lambda reads them for SQS and for streams. An empty or null
+// response, a response without batchItemFailures, and a null or empty list
+// all mean full success (no identifiers). Keys are matched exactly:
+// Lambda treats "an itemIdentifier with a bad key name" as a failure, and
+// encoding/json's case-insensitive matching would accept one.
+func parseBatchItemFailures(payload []byte) ([]string, error) {
+	trimmed := bytes.TrimSpace(payload)
+	if len(trimmed) == 0 || isNull(trimmed) {
+		return nil, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, fmt.Errorf("%w: not a JSON object: %w", ErrInvalidResponse, err)
+	}
+	raw, ok := top["batchItemFailures"]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("%w: batchItemFailures is not a list", ErrInvalidResponse)
+	}
+	ids := make([]string, 0, len(items))
+	for i, it := range items {
+		var item map[string]json.RawMessage
+		if err := json.Unmarshal(it, &item); err != nil || item == nil {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d] is not an object", ErrInvalidResponse, i)
+		}
+		rawID, ok := item["itemIdentifier"]
+		if !ok {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d] has no itemIdentifier", ErrInvalidResponse, i)
+		}
+		var id *string
+		if err := json.Unmarshal(rawID, &id); err != nil {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is not a string", ErrInvalidResponse, i)
+		}
+		if id == nil || *id == "" {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is null or empty", ErrInvalidResponse, i)
+		}
+		ids = append(ids, *id)
+	}
+	return ids, nil
+}
+
+func isNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
+// failedOutcome maps a failed invocation's status to its outcome.
+func failedOutcome(s Status) (Outcome, bool) {
+	switch s {
+	case StatusFunctionError:
+		return OutcomeFunctionError, true
+	case StatusTimeout:
+		return OutcomeTimeout, true
+	}
+	return OutcomeSuccess, false
+}

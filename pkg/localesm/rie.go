@@ -1,0 +1,138 @@
+package localesm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// rieInvokePath is where the runtime interface emulator accepts invocations
+// (the Lambda Invoke API's path, with the fixed function name "function").
+const rieInvokePath = "/2015-03-31/functions/function/invocations"
+
+// DefaultRIEGrace is how long past the invocation deadline the RIE invoker
+// waits for the emulator's answer before it calls the invocation timed out.
+// The emulator enforces the function timeout itself (start it with
+// AWS_LAMBDA_FUNCTION_TIMEOUT equal to the mapping's FunctionTimeout) and
+// answers "Task timed out after ..." on its own; the grace only covers an
+// emulator that never answers.
+const DefaultRIEGrace = 2 * time.Second
+
+// maxResponse is Lambda's limit on a synchronous response payload (6 MB);
+// anything longer is read no further.
+const maxResponse = 6 << 20
+
+// RIE invokes a bootstrap running under the Lambda runtime interface
+// emulator (aws-lambda-rie) over HTTP. It runs one invocation at a time, as
+// the emulator can only handle one: concurrent Invoke calls queue. The
+// emulator assigns the function its own request id; the mapping's
+// RequestID appears only in the mapping's logs and results.
+type RIE struct {
+	url    string
+	client *http.Client
+	grace  time.Duration
+	slot   chan struct{}
+}
+
+// NewRIE returns an invoker for the emulator listening at addr, given as
+// host:port (its --runtime-interface-emulator-address) or as a base URL.
+func NewRIE(addr string) *RIE {
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &RIE{
+		url:    strings.TrimRight(base, "/") + rieInvokePath,
+		client: &http.Client{},
+		grace:  DefaultRIEGrace,
+		slot:   make(chan struct{}, 1),
+	}
+}
+
+// URL is the address invocations are posted to.
+func (r *RIE) URL() string { return r.url }
+
+// Invoke posts the payload and classifies the answer. The emulator always
+// answers 200 and, unlike Lambda, sets no X-Amz-Function-Error header
+// (checked against aws-lambda-rie): a function error is recognised by its
+// body, the runtime's error document, and a timeout by the emulator's
+// "Task timed out after" message. The header is honoured when present.
+func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
+	select {
+	case r.slot <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("localesm: invoke %s: waiting for the emulator: %w", r.url, ctx.Err())
+	}
+	defer func() { <-r.slot }()
+
+	start := time.Now()
+	hctx, cancel := context.WithDeadline(ctx, inv.Deadline.Add(r.grace))
+	defer cancel()
+	req, err := http.NewRequestWithContext(hctx, http.MethodPost, r.url, bytes.NewReader(inv.Payload))
+	if err != nil {
+		return Result{}, fmt.Errorf("localesm: invoke %s: %w", r.url, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+			return timeoutResult(inv.Deadline.Sub(start)), nil
+		}
+		return Result{}, fmt.Errorf("localesm: invoke %s: %w", r.url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+			return timeoutResult(inv.Deadline.Sub(start)), nil
+		}
+		return Result{}, fmt.Errorf("localesm: invoke %s: read response: %w", r.url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Result{}, fmt.Errorf("localesm: invoke %s: status %d: %s", r.url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return classifyRIE(resp.Header.Get("X-Amz-Function-Error"), body), nil
+}
+
+// classifyRIE tells a response from a function error and a timeout.
+func classifyRIE(functionError string, body []byte) Result {
+	switch {
+	case functionError != "":
+		return Result{Status: StatusFunctionError, Payload: body}
+	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("Task timed out after")):
+		return Result{Status: StatusTimeout, Payload: body}
+	case isErrorDocument(body):
+		return Result{Status: StatusFunctionError, Payload: body}
+	}
+	return Result{Status: StatusOK, Payload: body}
+}
+
+// isErrorDocument reports whether body is a runtime's error document: a
+// JSON object with errorType or errorMessage and no key a runtime does not
+// put there. A function that returns such an object as its response is
+// indistinguishable from a failing one behind the emulator.
+func isErrorDocument(body []byte) bool {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(body, &doc) != nil || len(doc) == 0 {
+		return false
+	}
+	_, hasType := doc["errorType"]
+	_, hasMessage := doc["errorMessage"]
+	if !hasType && !hasMessage {
+		return false
+	}
+	for k := range doc {
+		switch k {
+		case "errorType", "errorMessage", "stackTrace", "cause", "requestId":
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,388 @@
+package localesm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQSAPI is the part of the SQS client an SQSMapping uses.
+type SQSAPI interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// Defaults of SQSConfig.
+const (
+	// DefaultSQSBatchSize is Lambda's default batch size for SQS, and the
+	// most one ReceiveMessage returns.
+	DefaultSQSBatchSize = 10
+	// DefaultMaximumConcurrency is how many invocations run at once when
+	// the configuration sets no bound: the five concurrent batches Lambda
+	// starts an SQS mapping with.
+	DefaultMaximumConcurrency = 5
+	// DefaultPollWait is the ReceiveMessage long-poll wait. Lambda waits 20
+	// seconds; a local mapping waits less so that tests see messages that
+	// become visible again without delay.
+	DefaultPollWait = time.Second
+)
+
+// SQSConfig configures an SQSMapping. Only QueueURL is required; the zero
+// value of every other field selects its documented default.
+type SQSConfig struct {
+	// QueueURL is the queue to poll.
+	QueueURL string
+	// BatchSize is the most messages per invocation, 1 to 10 (default 10).
+	// Lambda allows up to 10,000 for standard queues with a batching window;
+	// this mapping makes one ReceiveMessage call per batch, which returns at
+	// most 10.
+	BatchSize int
+	// MaximumConcurrency bounds the invocations in flight, 2 to 1000 like
+	// Lambda's ScalingConfig (default DefaultMaximumConcurrency).
+	MaximumConcurrency int
+	// FunctionTimeout is the function's timeout (default
+	// DefaultFunctionTimeout). Like Lambda, the mapping refuses a queue
+	// whose visibility timeout is shorter.
+	FunctionTimeout time.Duration
+	// ReportBatchItemFailures enables partial batch responses
+	// (FunctionResponseTypes: [ReportBatchItemFailures]).
+	ReportBatchItemFailures bool
+	// PollWait is the ReceiveMessage long-poll wait, in whole seconds up to
+	// 20 (default DefaultPollWait).
+	PollWait time.Duration
+	// FunctionARN is given to the function as InvokedFunctionArn (default
+	// DefaultFunctionARN).
+	FunctionARN string
+	// Logger receives one record per batch (Info, Warn when it failed) and
+	// one per message (Debug). Default: no logging.
+	Logger *slog.Logger
+	// OnBatch, when set, is called after each batch has been settled
+	// (messages deleted, groups released). It is called from several
+	// goroutines at once and must not block for long.
+	OnBatch func(SQSBatchResult)
+}
+
+// SQSBatchResult describes one settled batch.
+type SQSBatchResult struct {
+	RequestID string
+	Records   []events.SQSMessage // the event's records, in order; empty when nothing was invoked
+	Deleted   []string            // ids of the messages deleted
+	Withheld  []string            // ids of messages received but not invoked: their group was in flight
+	Outcome   Outcome
+	Err       error // why the batch failed, for failures
+}
+
+func (c SQSConfig) withDefaults() SQSConfig {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultSQSBatchSize
+	}
+	if c.MaximumConcurrency == 0 {
+		c.MaximumConcurrency = DefaultMaximumConcurrency
+	}
+	if c.FunctionTimeout == 0 {
+		c.FunctionTimeout = DefaultFunctionTimeout
+	}
+	if c.PollWait == 0 {
+		c.PollWait = DefaultPollWait
+	}
+	if c.FunctionARN == "" {
+		c.FunctionARN = DefaultFunctionARN
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger()
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, after defaults.
+func (c SQSConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.QueueURL == "":
+		return fmt.Errorf("localesm: SQS mapping without a queue URL")
+	case c.BatchSize < 1 || c.BatchSize > 10:
+		return fmt.Errorf("localesm: SQS batch size %d is outside [1, 10] (FIFO queues allow at most 10; one ReceiveMessage returns at most 10)", c.BatchSize)
+	case c.MaximumConcurrency < 2 || c.MaximumConcurrency > 1000:
+		return fmt.Errorf("localesm: maximum concurrency %d is outside [2, 1000]", c.MaximumConcurrency)
+	case c.PollWait < 0 || c.PollWait > 20*time.Second || c.PollWait%time.Second != 0:
+		return fmt.Errorf("localesm: poll wait %v is not a whole number of seconds in [0s, 20s]", c.PollWait)
+	}
+	return validateCommon(c.FunctionTimeout)
+}
+
+// SQSMapping polls an SQS queue and invokes a function with batches of its
+// messages, as Lambda's SQS event source mapping does.
+type SQSMapping struct {
+	client  SQSAPI
+	invoker Invoker
+	cfg     SQSConfig
+}
+
+// NewSQSMapping returns a mapping from the queue to the function behind
+// invoker. It fails when the configuration is invalid.
+func NewSQSMapping(client SQSAPI, invoker Invoker, cfg SQSConfig) (*SQSMapping, error) {
+	if client == nil || invoker == nil {
+		return nil, fmt.Errorf("localesm: NewSQSMapping needs a client and an invoker")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &SQSMapping{client: client, invoker: invoker, cfg: cfg.withDefaults()}, nil
+}
+
+// Run polls until ctx is cancelled, then waits for every invocation in
+// flight to return and settles it, and returns nil. It returns an error
+// without polling when the queue cannot be described or its visibility
+// timeout is shorter than the function timeout.
+func (m *SQSMapping) Run(ctx context.Context) error {
+	q, err := m.describe(ctx)
+	if err != nil {
+		return err
+	}
+	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), inflight: map[string]string{}}
+	return r.loop(ctx)
+}
+
+type queueInfo struct {
+	arn, region string
+}
+
+func (m *SQSMapping) describe(ctx context.Context) (queueInfo, error) {
+	out, err := m.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(m.cfg.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn, sqstypes.QueueAttributeNameVisibilityTimeout},
+	})
+	if err != nil {
+		return queueInfo{}, fmt.Errorf("localesm: describe queue %s: %w", m.cfg.QueueURL, err)
+	}
+	arn := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	region, err := arnRegion(arn)
+	if err != nil {
+		return queueInfo{}, fmt.Errorf("localesm: describe queue %s: %w", m.cfg.QueueURL, err)
+	}
+	vis, err := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)])
+	if err != nil {
+		return queueInfo{}, fmt.Errorf("localesm: describe queue %s: visibility timeout: %w", m.cfg.QueueURL, err)
+	}
+	if time.Duration(vis)*time.Second < m.cfg.FunctionTimeout {
+		return queueInfo{}, fmt.Errorf("localesm: queue %s: visibility timeout %ds is less than the function timeout %v (Lambda refuses such a mapping)",
+			m.cfg.QueueURL, vis, m.cfg.FunctionTimeout)
+	}
+	return queueInfo{arn: arn, region: region}, nil
+}
+
+// sqsRun is the state of one Run.
+type sqsRun struct {
+	m     *SQSMapping
+	queue queueInfo
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]string // message group id -> request id of the invocation holding it
+}
+
+func (r *sqsRun) loop(ctx context.Context) error {
+	slots := make(chan struct{}, r.m.cfg.MaximumConcurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		// Take a slot before receiving: a message received without a free
+		// invocation would wait while its visibility timeout runs.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		msgs, err := r.receive(ctx)
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.LogAttrs(ctx, slog.LevelWarn, "localesm: receive failed", slog.Any("error", err))
+			sleep(ctx, retryBackoff)
+			continue
+		}
+		if len(msgs) == 0 {
+			<-slots
+			continue
+		}
+		requestID := newRequestID()
+		take, withheld := r.claim(requestID, msgs)
+		if len(take) == 0 {
+			<-slots
+			r.settle(ctx, SQSBatchResult{RequestID: requestID, Withheld: withheld, Outcome: OutcomeWithheld}, nil)
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.process(ctx, requestID, take, withheld)
+		})
+	}
+}
+
+func (r *sqsRun) receive(ctx context.Context) ([]sqstypes.Message, error) {
+	out, err := r.m.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(r.m.cfg.QueueURL),
+		MaxNumberOfMessages:         int32(r.m.cfg.BatchSize),
+		WaitTimeSeconds:             int32(r.m.cfg.PollWait / time.Second),
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("localesm: receive from %s: %w", r.m.cfg.QueueURL, err)
+	}
+	return out.Messages, nil
+}
+
+// claim takes for the invocation requestID every message whose group is not
+// held by another invocation, and registers the groups it takes. Messages
+// of a held group are withheld, all of them, so that none of a group's
+// messages is invoked out of order.
+func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) (take []sqstypes.Message, withheld []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, msg := range msgs {
+		group := msg.Attributes[groupAttribute]
+		if group == "" {
+			take = append(take, msg)
+			continue
+		}
+		if holder, held := r.inflight[group]; held && holder != requestID {
+			withheld = append(withheld, deref(msg.MessageId))
+			continue
+		}
+		r.inflight[group] = requestID
+		take = append(take, msg)
+	}
+	return take, withheld
+}
+
+func (r *sqsRun) release(requestID string, records []events.SQSMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range records {
+		group := rec.Attributes[groupAttribute]
+		if r.inflight[group] == requestID {
+			delete(r.inflight, group)
+		}
+	}
+}
+
+func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.Message, withheld []string) {
+	records := make([]events.SQSMessage, len(msgs))
+	for i, msg := range msgs {
+		records[i] = sqsRecord(msg, r.queue.arn, r.queue.region)
+	}
+	result := SQSBatchResult{RequestID: requestID, Records: records, Withheld: withheld}
+	payload, err := json.Marshal(events.SQSEvent{Records: records})
+	if err != nil { // cannot happen: plain strings and maps
+		result.Outcome, result.Err = OutcomeInvokeError, fmt.Errorf("localesm: encode event: %w", err)
+		r.release(requestID, records)
+		r.settle(ctx, result, records)
+		return
+	}
+	res, err := r.m.invoker.Invoke(ctx, Invocation{
+		RequestID:   requestID,
+		FunctionARN: r.m.cfg.FunctionARN,
+		Deadline:    time.Now().Add(r.m.cfg.FunctionTimeout),
+		Payload:     payload,
+	})
+	var d sqsDecision
+	if err != nil {
+		d = sqsDecision{outcome: OutcomeInvokeError, err: err}
+	} else {
+		d = decideSQS(records, res, r.m.cfg.ReportBatchItemFailures)
+	}
+	result.Outcome, result.Err = d.outcome, d.err
+	result.Deleted = r.delete(ctx, requestID, records, d.delete)
+	// Groups are released only once their messages are deleted: until then
+	// the queue's own lock may not be the only thing keeping them in order.
+	r.release(requestID, records)
+	r.settle(ctx, result, records)
+}
+
+// delete deletes the messages at the indexes, in chunks of ten, and returns
+// the ids of those deleted. A stopping mapping still deletes what its
+// function finished.
+func (r *sqsRun) delete(ctx context.Context, requestID string, records []events.SQSMessage, indexes []int) []string {
+	if len(indexes) == 0 {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+	defer cancel()
+	var deleted []string
+	for start := 0; start < len(indexes); start += 10 {
+		chunk := indexes[start:min(start+10, len(indexes))]
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(chunk))
+		for j, i := range chunk {
+			entries[j] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(records[i].ReceiptHandle)}
+		}
+		out, err := r.m.client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.m.cfg.QueueURL), Entries: entries})
+		if err != nil {
+			r.log.LogAttrs(ctx, slog.LevelError, "localesm: delete failed; the messages will be received again",
+				slog.String("aws_request_id", requestID), slog.Int("messages", len(chunk)), slog.Any("error", err))
+			continue
+		}
+		for _, ok := range out.Successful {
+			if i, err := strconv.Atoi(deref(ok.Id)); err == nil && i >= 0 && i < len(records) {
+				deleted = append(deleted, records[i].MessageId)
+			}
+		}
+		for _, f := range out.Failed {
+			r.log.LogAttrs(ctx, slog.LevelError, "localesm: delete failed; the message will be received again",
+				slog.String("aws_request_id", requestID), slog.String("entry", deref(f.Id)),
+				slog.String("code", deref(f.Code)), slog.String("error", deref(f.Message)))
+		}
+	}
+	return deleted
+}
+
+func (r *sqsRun) settle(ctx context.Context, result SQSBatchResult, records []events.SQSMessage) {
+	level := slog.LevelInfo
+	if result.Outcome != OutcomeSuccess {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("aws_request_id", result.RequestID),
+		slog.String("outcome", result.Outcome.String()),
+		slog.Int("records", len(records)),
+		slog.Int("deleted", len(result.Deleted)),
+	}
+	if len(result.Withheld) > 0 {
+		attrs = append(attrs, slog.Any("withheld", result.Withheld))
+	}
+	if result.Err != nil {
+		attrs = append(attrs, slog.Any("error", result.Err))
+	}
+	r.log.LogAttrs(ctx, level, "localesm: batch settled", attrs...)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		deleted := make(map[string]bool, len(result.Deleted))
+		for _, id := range result.Deleted {
+			deleted[id] = true
+		}
+		for _, rec := range records {
+			r.log.LogAttrs(ctx, slog.LevelDebug, "localesm: message",
+				slog.String("aws_request_id", result.RequestID),
+				slog.String("message_id", rec.MessageId),
+				slog.String("group_id", rec.Attributes[groupAttribute]),
+				slog.String("receive_count", rec.Attributes["ApproximateReceiveCount"]),
+				slog.Bool("deleted", deleted[rec.MessageId]))
+		}
+	}
+	if r.m.cfg.OnBatch != nil {
+		r.m.cfg.OnBatch(result)
+	}
+}

@@ -1,0 +1,494 @@
+package localesm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// StreamsAPI is the part of the DynamoDB Streams client a StreamMapping uses.
+type StreamsAPI interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+// MessageSender is the part of the SQS client an on-failure destination
+// uses.
+type MessageSender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var (
+	_ StreamsAPI    = (*dynamodbstreams.Client)(nil)
+	_ MessageSender = (*sqs.Client)(nil)
+)
+
+// StartingPosition is where a stream mapping starts reading the shards
+// that exist when it starts.
+type StartingPosition string
+
+// Starting positions, as Lambda names them.
+const (
+	TrimHorizon StartingPosition = "TRIM_HORIZON" // the oldest record still in the stream (the default)
+	Latest      StartingPosition = "LATEST"       // only records written after the mapping started
+)
+
+// Defaults of StreamConfig.
+const (
+	// DefaultStreamBatchSize is Lambda's default batch size for DynamoDB
+	// Streams.
+	DefaultStreamBatchSize = 100
+	// DefaultPollInterval is how often an idle shard is polled: Lambda
+	// polls stream shards four times a second.
+	DefaultPollInterval = 250 * time.Millisecond
+	// shardRefresh is how often the mapping looks for new shards.
+	shardRefresh = 2 * time.Second
+)
+
+// OnFailureDestination is where a stream mapping sends a record of each
+// batch it discards. Lambda accepts a standard (not FIFO) queue here.
+type OnFailureDestination struct {
+	Client   MessageSender
+	QueueURL string
+}
+
+// StreamConfig configures a StreamMapping. Only StreamARN is required; the
+// zero value of every other field selects its documented default.
+type StreamConfig struct {
+	// StreamARN is the DynamoDB stream to read.
+	StreamARN string
+	// StartingPosition applies to the shards that exist at start (default
+	// TrimHorizon); shards that appear later are read from their start.
+	StartingPosition StartingPosition
+	// BatchSize is the most records per invocation, 1 to 1000 (default
+	// 100). Lambda allows 10,000 with a batching window; this mapping makes
+	// one GetRecords call per batch, which returns at most 1000.
+	BatchSize int
+	// MaximumRetryAttempts bounds the retries of a failed batch: -1 retries
+	// until the mapping stops, N >= 0 discards the rest of the batch after
+	// N retries. Unlike Lambda, whose default is -1, the zero value means
+	// no retry: locally a failing batch should surface at once rather than
+	// hold its shard.
+	MaximumRetryAttempts int
+	// OnFailure, when set, receives an OnFailureRecord for every discarded
+	// batch. Without it a discarded batch is only logged.
+	OnFailure *OnFailureDestination
+	// ReportBatchItemFailures enables partial batch responses.
+	ReportBatchItemFailures bool
+	// FunctionTimeout is the function's timeout (default
+	// DefaultFunctionTimeout).
+	FunctionTimeout time.Duration
+	// FunctionARN is given to the function as InvokedFunctionArn and put in
+	// on-failure records (default DefaultFunctionARN).
+	FunctionARN string
+	// PollInterval is how long an idle shard waits between GetRecords calls,
+	// and a failed batch before its retry (default DefaultPollInterval).
+	PollInterval time.Duration
+	// Region, when set, replaces the awsRegion of every record (DynamoDB
+	// Local reports "ddblocal").
+	Region string
+	// Logger receives one record per invocation (Info, Warn when it
+	// failed) and per discarded batch (Error). Default: no logging.
+	Logger *slog.Logger
+	// OnBatch, when set, is called after each invocation has been settled.
+	// It is called from one goroutine per shard and must not block for
+	// long.
+	OnBatch func(StreamBatchResult)
+}
+
+// StreamBatchResult describes one settled invocation of a stream batch.
+type StreamBatchResult struct {
+	RequestID string
+	ShardID   string
+	Records   []events.DynamoDBEventRecord // the event's records, in order
+	Outcome   Outcome
+	Done      int  // leading records finished (all of them on success)
+	Attempt   int  // 1 for the first invocation of these records, then 2, 3...
+	Discarded bool // the rest of the batch was given up after this attempt
+	Err       error
+}
+
+func (c StreamConfig) withDefaults() StreamConfig {
+	if c.StartingPosition == "" {
+		c.StartingPosition = TrimHorizon
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultStreamBatchSize
+	}
+	if c.FunctionTimeout == 0 {
+		c.FunctionTimeout = DefaultFunctionTimeout
+	}
+	if c.FunctionARN == "" {
+		c.FunctionARN = DefaultFunctionARN
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger()
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, after defaults.
+func (c StreamConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.StreamARN == "":
+		return fmt.Errorf("localesm: stream mapping without a stream ARN")
+	case c.StartingPosition != TrimHorizon && c.StartingPosition != Latest:
+		return fmt.Errorf("localesm: starting position %q is neither %s nor %s", c.StartingPosition, TrimHorizon, Latest)
+	case c.BatchSize < 1 || c.BatchSize > 1000:
+		return fmt.Errorf("localesm: stream batch size %d is outside [1, 1000]", c.BatchSize)
+	case c.MaximumRetryAttempts < -1 || c.MaximumRetryAttempts > 10000:
+		return fmt.Errorf("localesm: maximum retry attempts %d is outside [-1, 10000]", c.MaximumRetryAttempts)
+	case c.PollInterval < 0:
+		return fmt.Errorf("localesm: poll interval %v is negative", c.PollInterval)
+	}
+	if d := c.OnFailure; d != nil {
+		switch {
+		case d.Client == nil || d.QueueURL == "":
+			return fmt.Errorf("localesm: on-failure destination needs a client and a queue URL")
+		case strings.HasSuffix(d.QueueURL, ".fifo"):
+			return fmt.Errorf("localesm: on-failure queue %s is a FIFO queue; Lambda accepts only a standard queue", d.QueueURL)
+		}
+	}
+	if _, err := arnRegion(c.StreamARN); err != nil {
+		return err
+	}
+	return validateCommon(c.FunctionTimeout)
+}
+
+// StreamMapping reads a DynamoDB stream and invokes a function with
+// batches of its records, as Lambda's DynamoDB event source mapping does.
+// It keeps its position in memory only: a new Run starts again from
+// StartingPosition.
+type StreamMapping struct {
+	client  StreamsAPI
+	invoker Invoker
+	cfg     StreamConfig
+}
+
+// NewStreamMapping returns a mapping from the stream to the function behind
+// invoker. It fails when the configuration is invalid.
+func NewStreamMapping(client StreamsAPI, invoker Invoker, cfg StreamConfig) (*StreamMapping, error) {
+	if client == nil || invoker == nil {
+		return nil, fmt.Errorf("localesm: NewStreamMapping needs a client and an invoker")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &StreamMapping{client: client, invoker: invoker, cfg: cfg.withDefaults()}, nil
+}
+
+// Run reads the stream until ctx is cancelled, then waits for every
+// invocation in flight to return and returns nil. It returns an error
+// without reading when the stream cannot be described.
+func (m *StreamMapping) Run(ctx context.Context) error {
+	shards, err := m.describe(ctx)
+	if err != nil {
+		return err
+	}
+	log := m.cfg.Logger.With(slog.String("stream_arn", m.cfg.StreamARN))
+	done := map[string]bool{}
+	started := map[string]bool{}
+	// With LATEST, the shards that exist now start at their tip; a closed
+	// one has no tip to wait at and counts as read.
+	position := map[string]streamtypes.ShardIteratorType{}
+	for _, s := range shards {
+		id := deref(s.ShardId)
+		if m.cfg.StartingPosition == Latest {
+			if s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil {
+				done[id] = true
+				continue
+			}
+			position[id] = streamtypes.ShardIteratorTypeLatest
+		}
+	}
+
+	finished := make(chan string)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ticker := time.NewTicker(shardRefresh)
+	defer ticker.Stop()
+	for {
+		known := make(map[string]bool, len(shards))
+		for _, s := range shards {
+			known[deref(s.ShardId)] = true
+		}
+		for _, s := range shards {
+			id, parent := deref(s.ShardId), deref(s.ParentShardId)
+			if started[id] || done[id] {
+				continue
+			}
+			// A parent no longer described has been trimmed: nothing of it
+			// is left to read first.
+			if parent != "" && known[parent] && !done[parent] {
+				continue
+			}
+			started[id] = true
+			iterType, ok := position[id]
+			if !ok {
+				iterType = streamtypes.ShardIteratorTypeTrimHorizon
+			}
+			w := &shardWorker{m: m, shardID: id, iterType: iterType, log: log.With(slog.String("shard_id", id))}
+			wg.Go(func() {
+				if w.run(ctx) {
+					select {
+					case finished <- id:
+					case <-ctx.Done():
+					}
+				}
+			})
+		}
+		select {
+		case id := <-finished:
+			done[id] = true
+		case <-ticker.C:
+		case <-ctx.Done():
+			return nil
+		}
+		if s, err := m.describe(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.LogAttrs(ctx, slog.LevelWarn, "localesm: describe stream failed", slog.Any("error", err))
+		} else {
+			shards = s
+		}
+	}
+}
+
+func (m *StreamMapping) describe(ctx context.Context) ([]streamtypes.Shard, error) {
+	var shards []streamtypes.Shard
+	var start *string
+	for {
+		out, err := m.client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(m.cfg.StreamARN), ExclusiveStartShardId: start})
+		if err != nil {
+			return nil, fmt.Errorf("localesm: describe stream %s: %w", m.cfg.StreamARN, err)
+		}
+		if out.StreamDescription == nil {
+			return nil, fmt.Errorf("localesm: describe stream %s: no description", m.cfg.StreamARN)
+		}
+		shards = append(shards, out.StreamDescription.Shards...)
+		start = out.StreamDescription.LastEvaluatedShardId
+		if start == nil {
+			return shards, nil
+		}
+	}
+}
+
+// shardWorker reads one shard to its end.
+type shardWorker struct {
+	m        *StreamMapping
+	shardID  string
+	iterType streamtypes.ShardIteratorType
+	log      *slog.Logger
+
+	lastRead string // sequence number of the last record read, for a fresh iterator
+}
+
+// run reads and invokes until the shard is closed and read (it returns
+// true) or ctx is cancelled (false).
+func (w *shardWorker) run(ctx context.Context) bool {
+	it, ok := w.iterator(ctx)
+	if !ok {
+		return false
+	}
+	cfg := w.m.cfg
+	for {
+		out, err := w.m.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(int32(cfg.BatchSize))})
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			var expired *streamtypes.ExpiredIteratorException
+			var trimmed *streamtypes.TrimmedDataAccessException
+			switch {
+			case errors.As(err, &expired):
+			case errors.As(err, &trimmed):
+				w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: records trimmed before they were read; continuing from the oldest", slog.Any("error", err))
+				w.lastRead, w.iterType = "", streamtypes.ShardIteratorTypeTrimHorizon
+			default:
+				w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get records failed", slog.Any("error", err))
+				if !sleep(ctx, retryBackoff) {
+					return false
+				}
+				continue
+			}
+			if it, ok = w.iterator(ctx); !ok {
+				return false
+			}
+			continue
+		}
+		if n := len(out.Records); n > 0 {
+			if d := out.Records[n-1].Dynamodb; d != nil {
+				w.lastRead = deref(d.SequenceNumber)
+			}
+			batch := make([]events.DynamoDBEventRecord, n)
+			for i, r := range out.Records {
+				batch[i] = streamRecord(r, cfg.StreamARN, cfg.Region)
+			}
+			if !w.process(ctx, batch) {
+				return false
+			}
+		}
+		if out.NextShardIterator == nil {
+			return true // closed and read to its end
+		}
+		it = out.NextShardIterator
+		if len(out.Records) == 0 && !sleep(ctx, cfg.PollInterval) {
+			return false
+		}
+	}
+}
+
+// iterator gets a shard iterator, after the last record read when there is
+// one, retrying until it succeeds or ctx is cancelled.
+func (w *shardWorker) iterator(ctx context.Context) (*string, bool) {
+	for {
+		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(w.m.cfg.StreamARN), ShardId: aws.String(w.shardID), ShardIteratorType: w.iterType}
+		if w.lastRead != "" {
+			in.ShardIteratorType, in.SequenceNumber = streamtypes.ShardIteratorTypeAfterSequenceNumber, aws.String(w.lastRead)
+		}
+		out, err := w.m.client.GetShardIterator(ctx, in)
+		if err == nil {
+			return out.ShardIterator, true
+		}
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get shard iterator failed", slog.Any("error", err))
+		if !sleep(ctx, retryBackoff) {
+			return nil, false
+		}
+	}
+}
+
+// process invokes the function with batch until its records are finished
+// or discarded (it returns true) or ctx is cancelled (false).
+func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventRecord) bool {
+	cfg := w.m.cfg
+	invocations := 0
+	for {
+		requestID := newRequestID()
+		payload, err := json.Marshal(events.DynamoDBEvent{Records: batch})
+		if err != nil { // cannot happen: the records are plain data
+			w.log.LogAttrs(ctx, slog.LevelError, "localesm: encode event", slog.Any("error", err))
+			return w.discard(ctx, batch, requestID, invocations, StatusFunctionError)
+		}
+		res, err := w.m.invoker.Invoke(ctx, Invocation{
+			RequestID:   requestID,
+			FunctionARN: cfg.FunctionARN,
+			Deadline:    time.Now().Add(cfg.FunctionTimeout),
+			Payload:     payload,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			// The function did not run: like Lambda, retry without using up
+			// an attempt.
+			w.settle(ctx, StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: OutcomeInvokeError, Attempt: invocations + 1, Err: err})
+			if !sleep(ctx, retryBackoff) {
+				return false
+			}
+			continue
+		}
+		invocations++
+		d := decideStream(batch, res, cfg.ReportBatchItemFailures)
+		result := StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: d.outcome, Done: d.done, Attempt: invocations, Err: d.err}
+		if d.outcome == OutcomeSuccess {
+			w.settle(ctx, result)
+			return true
+		}
+		rest := batch[d.done:]
+		if cfg.MaximumRetryAttempts >= 0 && invocations > cfg.MaximumRetryAttempts {
+			result.Discarded = true
+			w.settle(ctx, result)
+			return w.discard(ctx, rest, requestID, invocations, res.Status)
+		}
+		w.settle(ctx, result)
+		batch = rest
+		if !sleep(ctx, cfg.PollInterval) {
+			return false
+		}
+	}
+}
+
+// discard gives up on batch: it sends its record to the on-failure
+// destination, retrying until that succeeds, so that nothing is dropped
+// unrecorded. It returns false only when ctx is cancelled first.
+func (w *shardWorker) discard(ctx context.Context, batch []events.DynamoDBEventRecord, requestID string, invocations int, last Status) bool {
+	cfg := w.m.cfg
+	attrs := []slog.Attr{
+		slog.String("aws_request_id", requestID),
+		slog.Int("records", len(batch)),
+		slog.String("start_sequence_number", batch[0].Change.SequenceNumber),
+		slog.String("end_sequence_number", batch[len(batch)-1].Change.SequenceNumber),
+		slog.Int("invocations", invocations),
+	}
+	dest := cfg.OnFailure
+	if dest == nil {
+		w.log.LogAttrs(ctx, slog.LevelError, "localesm: retries exhausted; records discarded (no on-failure destination)", attrs...)
+		return true
+	}
+	body, err := json.Marshal(onFailureRecord(batch, w.shardID, cfg.StreamARN, cfg.FunctionARN, requestID, invocations, last, time.Now()))
+	if err != nil { // cannot happen: strings and ints
+		w.log.LogAttrs(ctx, slog.LevelError, "localesm: encode on-failure record", append(attrs, slog.Any("error", err))...)
+		return true
+	}
+	for {
+		sctx, cancel := context.WithTimeout(ctx, ackTimeout)
+		_, err := dest.Client.SendMessage(sctx, &sqs.SendMessageInput{QueueUrl: aws.String(dest.QueueURL), MessageBody: aws.String(string(body))})
+		cancel()
+		if err == nil {
+			w.log.LogAttrs(ctx, slog.LevelError, "localesm: retries exhausted; records discarded, on-failure record sent",
+				append(attrs, slog.String("on_failure_queue_url", dest.QueueURL))...)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: send on-failure record failed; retrying", append(attrs, slog.Any("error", err))...)
+		if !sleep(ctx, retryBackoff) {
+			return false
+		}
+	}
+}
+
+func (w *shardWorker) settle(ctx context.Context, result StreamBatchResult) {
+	level := slog.LevelInfo
+	if result.Outcome != OutcomeSuccess {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("aws_request_id", result.RequestID),
+		slog.String("outcome", result.Outcome.String()),
+		slog.Int("records", len(result.Records)),
+		slog.Int("done", result.Done),
+		slog.Int("attempt", result.Attempt),
+	}
+	if len(result.Records) > 0 {
+		attrs = append(attrs, slog.String("start_sequence_number", result.Records[0].Change.SequenceNumber))
+	}
+	if result.Err != nil {
+		attrs = append(attrs, slog.Any("error", result.Err))
+	}
+	w.log.LogAttrs(ctx, level, "localesm: stream batch settled", attrs...)
+	if w.m.cfg.OnBatch != nil {
+		w.m.cfg.OnBatch(result)
+	}
+}
