@@ -54,7 +54,7 @@ bin/fifoworker:
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint at the pinned version
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags integration ./...
 
 .PHONY: bench
 bench: $(BENCHSTAT) ## benchmarks, summarised by benchstat
