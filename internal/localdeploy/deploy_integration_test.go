@@ -99,3 +99,44 @@ Resources:
 	_, err = localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.ErrorContains(t, err, "exists with another key schema")
 }
+
+// Secondary indexes and TTL declared in a template are created as declared.
+func TestDeployCreatesIndexesAndTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ddb := testenv.DynamoDB(t)
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Views:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      TableName: !Sub "${AWS::StackName}-views"
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions:
+        - {AttributeName: job_id, AttributeType: S}
+        - {AttributeName: tenant, AttributeType: S}
+        - {AttributeName: updated_at, AttributeType: N}
+      KeySchema: [{AttributeName: job_id, KeyType: HASH}]
+      GlobalSecondaryIndexes:
+        - IndexName: by-tenant
+          KeySchema: [{AttributeName: tenant, KeyType: HASH}, {AttributeName: updated_at, KeyType: RANGE}]
+          Projection: {ProjectionType: INCLUDE, NonKeyAttributes: [status]}
+      TimeToLiveSpecification: {AttributeName: gone_at, Enabled: true}
+`))
+	require.NoError(t, err)
+	stack := testenv.Name(t, "gsi")
+	res, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
+	require.NoError(t, err)
+	require.Equal(t, stack+"-views", res.Resources["Views"])
+	desc, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(stack + "-views")})
+	require.NoError(t, err)
+	require.Len(t, desc.Table.GlobalSecondaryIndexes, 1)
+	gsi := desc.Table.GlobalSecondaryIndexes[0]
+	require.Equal(t, "by-tenant", aws.ToString(gsi.IndexName))
+	require.Len(t, gsi.KeySchema, 2)
+	require.Equal(t, ddbtypes.ProjectionTypeInclude, gsi.Projection.ProjectionType)
+	require.Equal(t, []string{"status"}, gsi.Projection.NonKeyAttributes)
+	ttl, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(stack + "-views")})
+	require.NoError(t, err)
+	require.Equal(t, "gone_at", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
+}

@@ -42,3 +42,22 @@ func TestSecondStackDoesNotCollide(t *testing.T) {
 	_, err = testenv.SQS(t).ListQueues(context.Background(), nil)
 	require.NoError(t, err)
 }
+
+// With AWS_ENDPOINT_URL set (a running LocalStack, say), up starts nothing
+// and hands out that endpoint; down has nothing to stop.
+func TestExternalEndpointStartsNothing(t *testing.T) {
+	testenv.SQS(t)
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
+	unique := testenv.Name(t, "e")
+	o := Options{Name: "external-" + unique[len(unique)-8:]}
+	s, err := Up(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = Down(o) })
+	require.Empty(t, s.Processes)
+	require.Contains(t, s.Env(), "AWS_ENDPOINT_URL=http://127.0.0.1:4566")
+	require.FileExists(t, s.RIE, "the runtime interface emulator is still provided")
+	loaded, err := Load(o)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:4566", loaded.External)
+	require.NoError(t, Down(o))
+}
