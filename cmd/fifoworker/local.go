@@ -117,6 +117,12 @@ func runWithStack(ctx context.Context, o localstack.Options, template, stackName
 		fmt.Fprintln(stderr, "fifoworker: local run needs a command after --")
 		return 2
 	}
+	if running, err := localstack.Load(o); err == nil {
+		// Stopping it afterwards would take it away from whoever started it.
+		fmt.Fprintf(stderr, "fifoworker: stack %q is already running (started %s); local run needs a fresh one: use another --name\n",
+			running.Name, running.StartedAt.Format(time.RFC3339))
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +30,17 @@ func TestOutputVariableNames(t *testing.T) {
 	} {
 		require.Equal(t, want, outputVar(in), in)
 	}
+}
+
+func TestLocalRunRefusesAStackThatIsAlreadyRunning(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	state := filepath.Join(cache, "stacks", "busy")
+	require.NoError(t, os.MkdirAll(state, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(state, "state.json"), []byte(`{"name":"busy","region":"eu-west-1"}`), 0o644))
+	var out, errOut bytes.Buffer
+	code := run([]string{"local", "run", "--name", "busy", "--cache", cache, "--", "true"}, &out, &errOut)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut.String(), `stack "busy" is already running`)
+	require.FileExists(t, filepath.Join(state, "state.json"), "the running stack is left alone")
 }
