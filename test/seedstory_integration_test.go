@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
@@ -28,33 +25,6 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
 
-// requests counts the API requests clients send, per "service.Operation",
-// once per attempt (after the SDK's retry layer).
-type requests struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (r *requests) option(service string) func(*middleware.Stack) error {
-	return func(st *middleware.Stack) error {
-		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("count-requests",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				r.mu.Lock()
-				r.n[service+"."+awsmiddleware.GetOperationName(ctx)]++
-				r.mu.Unlock()
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
-	}
-}
-
-func (r *requests) take() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.n
-	r.n = map[string]int{}
-	return out
-}
-
 // world is the deployed template (table, stream, bucket) and the stores on it.
 type world struct {
 	jobs       *jobs.DynamoStore
@@ -62,7 +32,7 @@ type world struct {
 	streams    *dynamodbstreams.Client
 	streamARN  string
 	clock      *jobstest.Clock
-	requests   *requests
+	requests   *testenv.Requests
 }
 
 func setup(t *testing.T) *world {
@@ -70,16 +40,16 @@ func setup(t *testing.T) *world {
 	ctx := context.Background()
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
-	w := &world{clock: jobstest.NewClock(jobstest.Start), requests: &requests{n: map[string]int{}}}
+	w := &world{clock: jobstest.NewClock(jobstest.Start), requests: &testenv.Requests{}}
 	cfg := testenv.Config(t)
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, w.requests.option("dynamodb"))
+		o.APIOptions = append(o.APIOptions, w.requests.Count("dynamodb."))
 		// DynamoDB Local sends no CRC32 on error responses; AWS does.
 		o.DisableValidateResponseChecksum = true
 	})
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = true
-		o.APIOptions = append(o.APIOptions, w.requests.option("s3"))
+		o.APIOptions = append(o.APIOptions, w.requests.Count("s3."))
 	})
 	testenv.DynamoDB(t) // fails clearly if the stack's endpoints are missing
 	testenv.S3(t)
@@ -90,7 +60,7 @@ func setup(t *testing.T) *world {
 	w.candidates = candidate.New(s3c, deployed.Outputs["CandidatesBucketName"])
 	w.streams = testenv.Streams(t)
 	w.streamARN = deployed.Outputs["JobsTableStreamArn"]
-	w.requests.take() // deployment requests are not the job's
+	w.requests.Take() // deployment requests are not the job's
 	return w
 }
 
@@ -242,7 +212,7 @@ func TestHappyPathRequestCost(t *testing.T) {
 		"dynamodb.TransactWriteItems": 1, // create: the job and its intent marker
 		"dynamodb.UpdateItem":         2, // claim, accept
 		"s3.PutObject":                1, // the candidate, If-None-Match: *
-	}, w.requests.take())
+	}, w.requests.Take())
 }
 
 // A stale worker cannot even reach S3's shared space: its candidate key is

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -37,13 +36,10 @@ type integrationBundle struct {
 // endpoint and removes it, with its objects, at the end.
 func setupIntegration(t *testing.T, opts ...candidate.Option) *integrationBundle {
 	t.Helper()
-	// A transport of the test's own, closed at the end (this cleanup,
-	// registered first, runs last): idle keep-alive connections would
-	// outlive the tests and fail goleak, while a response body left open
-	// keeps its connection busy and still does.
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(transport.CloseIdleConnections)
-	client := s3.New(testenv.S3(t).Options(), func(o *s3.Options) { o.HTTPClient = &http.Client{Transport: transport} })
+	// testenv's client closes its idle connections when the test ends
+	// (that cleanup, registered first, runs last), so goleak still sees a
+	// response body left open.
+	client := testenv.S3(t)
 	b := &integrationBundle{client: client, bucket: testenv.Name(t, "cand"), spoolDir: t.TempDir()}
 	in := &s3.CreateBucketInput{Bucket: aws.String(b.bucket)}
 	if region := testenv.Config(t).Region; region != "us-east-1" {

@@ -26,32 +26,6 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
 
-// requestCounter counts the requests a client sends, by operation, SDK
-// retries included: it sits after the retry middleware.
-type requestCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *requestCounter) install(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("jobstest.countRequests",
-		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			c.mu.Lock()
-			c.n[awsmiddleware.GetOperationName(ctx)]++
-			c.mu.Unlock()
-			return next.HandleFinalize(ctx, in)
-		}), middleware.After)
-}
-
-// take returns the counts since the last take.
-func (c *requestCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = map[string]int{}
-	return n
-}
-
 // lostResponse is what the fault injector returns instead of DynamoDB's
 // answer: the request was applied, the caller cannot know. The SDK retries
 // it like a dropped connection.
@@ -94,7 +68,7 @@ func (f *faultInjector) install(stack *middleware.Stack) error {
 type dynamoBundle struct {
 	client  *dynamodb.Client
 	table   string
-	counter *requestCounter
+	counter *testenv.Requests
 	faults  *faultInjector
 }
 
@@ -103,9 +77,9 @@ type dynamoBundle struct {
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
 	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &requestCounter{n: map[string]int{}}, faults: &faultInjector{armed: map[string]bool{}}}
+	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &faultInjector{armed: map[string]bool{}}}
 	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, b.counter.install, b.faults.install)
+		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
@@ -131,7 +105,7 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
 	})
 	require.NoError(t, err)
-	b.counter.take()
+	b.counter.Take()
 	return b
 }
 
@@ -161,7 +135,7 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(1), b.faults.fired.Load())
 	require.Equal(t, id, created.Job.ID)
-	t.Logf("create after a lost response: existing=%v, requests %v", created.Existing, b.counter.take())
+	t.Logf("create after a lost response: existing=%v, requests %v", created.Existing, b.counter.Take())
 	got, err := store.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, created.Job, got)
@@ -170,13 +144,13 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 		t.Helper()
 		before, err := store.Get(ctx, id)
 		require.NoError(t, err)
-		b.counter.take()
+		b.counter.Take()
 		fired := b.faults.fired.Load()
 		b.faults.arm("UpdateItem")
 		j, err := call()
 		require.NoError(t, err, "%s after a lost response", op)
 		require.Equal(t, fired+1, b.faults.fired.Load(), "the fault fired")
-		require.Equal(t, map[string]int{"UpdateItem": 2}, b.counter.take(), "%s: the applied try and the SDK's retry", op)
+		require.Equal(t, map[string]int{"UpdateItem": 2}, b.counter.Take(), "%s: the applied try and the SDK's retry", op)
 		require.Equal(t, before.Version+1, j.Version, "%s applied exactly once", op)
 		after, err := store.Get(ctx, id)
 		require.NoError(t, err)
@@ -235,9 +209,9 @@ func TestDynamoRequestCounts(t *testing.T) {
 	var rows []row
 	measure := func(op string, want map[string]int, call func() error) {
 		t.Helper()
-		b.counter.take()
+		b.counter.Take()
 		require.NoError(t, call(), op)
-		got := b.counter.take()
+		got := b.counter.Take()
 		require.Equal(t, want, got, op)
 		rows = append(rows, row{op, got})
 	}
