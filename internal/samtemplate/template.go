@@ -50,7 +50,8 @@ func Parse(raw []byte) (*Template, error) {
 	if len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty template")
 	}
-	v, err := value(doc.Content[0])
+	w := &walker{budget: maxNodes}
+	v, err := w.value(doc.Content[0], 0)
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +112,31 @@ var intrinsics = map[string]string{
 	"!Transform": "Fn::Transform",
 }
 
-func value(n *yaml.Node) (any, error) {
+// Limits against hostile YAML: a recursive alias would never end, and
+// aliases of aliases can expand a few lines into billions of nodes.
+const (
+	maxDepth = 64
+	maxNodes = 1 << 20
+)
+
+type walker struct {
+	budget int // nodes left to visit
+}
+
+func (w *walker) value(n *yaml.Node, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("line %d: nested deeper than %d levels (a recursive alias?)", n.Line, maxDepth)
+	}
+	if w.budget--; w.budget < 0 {
+		return nil, fmt.Errorf("line %d: more than %d nodes once aliases are expanded", n.Line, maxNodes)
+	}
 	if fn, ok := intrinsics[n.Tag]; ok {
 		inner := *n
 		inner.Tag = ""
 		if n.Kind == yaml.ScalarNode {
 			inner.Tag = "!!str"
 		}
-		v, err := value(&inner)
+		v, err := w.value(&inner, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +154,7 @@ func value(n *yaml.Node) (any, error) {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := value(n.Content[i+1])
+			v, err := w.value(n.Content[i+1], depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -146,7 +164,7 @@ func value(n *yaml.Node) (any, error) {
 	case yaml.SequenceNode:
 		s := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := value(c)
+			v, err := w.value(c, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -154,7 +172,7 @@ func value(n *yaml.Node) (any, error) {
 		}
 		return s, nil
 	case yaml.AliasNode:
-		return value(n.Alias)
+		return w.value(n.Alias, depth+1)
 	case yaml.ScalarNode:
 		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
 			return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)

@@ -1,6 +1,8 @@
 package samtemplate_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,18 @@ func TestParseRejectsWhatItCannotRead(t *testing.T) {
 		_, err := samtemplate.Parse([]byte(src))
 		require.Error(t, err, name)
 	}
+}
+
+func TestParseRefusesRecursiveAndExplodingAliases(t *testing.T) {
+	t.Parallel()
+	_, err := samtemplate.Parse([]byte("a: &x [*x]\n"))
+	require.ErrorContains(t, err, "recursive alias")
+
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	_, err = samtemplate.Parse([]byte(b.String()))
+	require.ErrorContains(t, err, "once aliases are expanded")
 }
