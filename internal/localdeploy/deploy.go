@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -295,8 +296,8 @@ func deployTable(ctx context.Context, r *resolver, logical string, rsc samtempla
 	if err != nil {
 		return nil, err
 	}
-	if err := sameKeys(desc.Table.KeySchema, in.KeySchema); err != nil {
-		return nil, fmt.Errorf("table %s exists with another key schema (%w): delete it or deploy under another stack name", name, err)
+	if err := sameTable(desc.Table, in); err != nil {
+		return nil, fmt.Errorf("table %s exists with %w: delete it or deploy under another stack name", name, err)
 	}
 	if spec.TimeToLiveSpecification != nil && spec.TimeToLiveSpecification.Enabled {
 		ttl, err := api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
@@ -320,10 +321,34 @@ func deployTable(ctx context.Context, r *resolver, logical string, rsc samtempla
 	return skippedProps(p, "SSESpecification", "PointInTimeRecoverySpecification", "Tags", "DeletionProtectionEnabled"), nil
 }
 
-func sameKeys(got, want []ddbtypes.KeySchemaElement) error {
-	g, w := fmt.Sprint(keyStrings(got)), fmt.Sprint(keyStrings(want))
-	if g != w {
-		return fmt.Errorf("has %s, template says %s", g, w)
+// sameTable checks that an existing table is the one the template declares:
+// key schema, stream and index names. (A table's key and stream cannot be
+// converged in place the way queue attributes can.)
+func sameTable(got *ddbtypes.TableDescription, want *dynamodb.CreateTableInput) error {
+	if g, w := fmt.Sprint(keyStrings(got.KeySchema)), fmt.Sprint(keyStrings(want.KeySchema)); g != w {
+		return fmt.Errorf("another key schema (it has %s, the template says %s)", g, w)
+	}
+	gotStream, wantStream := "none", "none"
+	if s := got.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
+		gotStream = string(s.StreamViewType)
+	}
+	if s := want.StreamSpecification; s != nil {
+		wantStream = string(s.StreamViewType)
+	}
+	if gotStream != wantStream {
+		return fmt.Errorf("another stream (it has %s, the template says %s)", gotStream, wantStream)
+	}
+	var gotIdx, wantIdx []string
+	for _, g := range got.GlobalSecondaryIndexes {
+		gotIdx = append(gotIdx, aws.ToString(g.IndexName))
+	}
+	for _, g := range want.GlobalSecondaryIndexes {
+		wantIdx = append(wantIdx, aws.ToString(g.IndexName))
+	}
+	sort.Strings(gotIdx)
+	sort.Strings(wantIdx)
+	if fmt.Sprint(gotIdx) != fmt.Sprint(wantIdx) {
+		return fmt.Errorf("other global secondary indexes (it has %v, the template says %v)", gotIdx, wantIdx)
 	}
 	return nil
 }
@@ -349,10 +374,20 @@ func deployBucket(ctx context.Context, r *resolver, logical string, rsc samtempl
 	if len(name) > 63 {
 		name = strings.TrimRight(name[:63], "-")
 	}
-	if _, err := api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(name)}); err != nil {
-		if _, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	_, err = api.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(name)})
+	var notFound *s3types.NotFound
+	switch {
+	case err == nil: // ours from an earlier run
+	case errors.As(err, &notFound):
+		in := &s3.CreateBucketInput{Bucket: aws.String(name)}
+		if r.region != "us-east-1" { // S3 refuses a location constraint of us-east-1 and requires one elsewhere
+			in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(r.region)}
+		}
+		if _, err := api.CreateBucket(ctx, in); err != nil {
 			return nil, err
 		}
+	default:
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
 	}
 	r.refs[logical] = name
 	r.attrs[logical] = map[string]string{

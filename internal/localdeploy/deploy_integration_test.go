@@ -98,6 +98,21 @@ Resources:
 	require.NoError(t, err)
 	_, err = localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.ErrorContains(t, err, "exists with another key schema")
+
+	// Same key, but no stream: the relay would read nothing.
+	noStream := testenv.Name(t, "nostream")
+	_, err = ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(noStream + "-JobsTable"),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("job_id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("job_id"), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	require.NoError(t, err)
+	withStream, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	_, err = localdeploy.Deploy(ctx, &samtemplate.Template{Resources: map[string]samtemplate.Resource{"JobsTable": withStream.Resources["JobsTable"]}},
+		noStream, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
+	require.ErrorContains(t, err, "another stream (it has none, the template says NEW_AND_OLD_IMAGES)")
 }
 
 // Secondary indexes and TTL declared in a template are created as declared.

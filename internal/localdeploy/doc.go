@@ -3,9 +3,11 @@
 // properties, so that template.yaml stays the single source of truth.
 //
 // Invariants:
-//   - Deploying twice is harmless: existing resources are converged (queue
-//     attributes set again) or checked (a table's key schema must match),
-//     never duplicated.
+//   - Deploying twice is harmless: existing resources are converged (the
+//     template's queue attributes set again, TTL enabled) or checked (a
+//     table's key schema, stream and index names must match, else an error
+//     says to delete it), never duplicated. An attribute removed from the
+//     template is not removed from an existing queue.
 //   - Resources are created in dependency order (a dead-letter queue before
 //     the queue whose redrive policy names it).
 //   - Physical names are deterministic: the declared name, or
