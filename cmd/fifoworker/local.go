@@ -109,17 +109,16 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runWithStack starts a stack, deploys the template, runs the command with
-// the stack's environment, and stops the stack whatever happens, including
-// on SIGINT/SIGTERM.
-func runWithStack(ctx context.Context, o localstack.Options, template, stackName string, argv []string, stdout, stderr io.Writer) int {
-	if len(argv) == 0 {
-		fmt.Fprintln(stderr, "fifoworker: local run needs a command after --")
-		return 2
-	}
+// withFreshStack starts a stack that is not running yet, deploys the
+// template on it, calls fn, and stops the stack whatever happens, SIGINT and
+// SIGTERM included (the emulators run in their own process groups, so
+// without this they would outlive the CLI). A stack of that name that is
+// already running is refused: stopping it afterwards would take it away from
+// whoever started it.
+func withFreshStack(ctx context.Context, o localstack.Options, template, stackName string, deployOut, stderr io.Writer,
+	fn func(ctx context.Context, s *localstack.State) int) int {
 	if running, err := localstack.Load(o); err == nil {
-		// Stopping it afterwards would take it away from whoever started it.
-		fmt.Fprintf(stderr, "fifoworker: stack %q is already running (started %s); local run needs a fresh one: use another --name\n",
+		fmt.Fprintf(stderr, "fifoworker: stack %q is already running (started %s); this needs a fresh one: use another --name, or stop it\n",
 			running.Name, running.StartedAt.Format(time.RFC3339))
 		return 1
 	}
@@ -137,21 +136,32 @@ func runWithStack(ctx context.Context, o localstack.Options, template, stackName
 		return 1
 	}
 	fmt.Fprintf(stderr, "localstack: stack %s up in %v\n", s.Name, time.Since(start).Round(time.Millisecond))
-	if code := deploy(ctx, s, template, stackName, io.Discard, stderr); code != 0 {
+	if code := deploy(ctx, s, template, stackName, deployOut, stderr); code != 0 {
 		return code
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), s.Env()...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() > 0 {
-			return exit.ExitCode()
-		}
-		fmt.Fprintln(stderr, "fifoworker:", err)
-		return 1
+	return fn(ctx, s)
+}
+
+// runWithStack runs a command in the environment of a fresh stack.
+func runWithStack(ctx context.Context, o localstack.Options, template, stackName string, argv []string, stdout, stderr io.Writer) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "fifoworker: local run needs a command after --")
+		return 2
 	}
-	return 0
+	return withFreshStack(ctx, o, template, stackName, io.Discard, stderr, func(ctx context.Context, s *localstack.State) int {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), s.Env()...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 30 * time.Second
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() > 0 {
+				return exit.ExitCode()
+			}
+			fmt.Fprintln(stderr, "fifoworker:", err)
+			return 1
+		}
+		return 0
+	})
 }

@@ -55,16 +55,9 @@ func demo(ctx context.Context, stdout, stderr io.Writer) int {
 
 `)
 	o := localstack.Options{Name: "demo", Progress: stderr}
-	s, err := localstack.Up(ctx, o)
-	defer func() { _ = localstack.Down(o) }()
-	if err != nil {
-		fmt.Fprintln(stderr, "fifoworker:", err)
-		return 1
-	}
-	fmt.Fprintln(stdout, "Step 1: the local stack is up; deploying template.yaml:")
-	if code := deploy(ctx, s, "template.yaml", "fifoworker", stdout, stderr); code != 0 {
-		return code
-	}
-	fmt.Fprintln(stdout, "\nThe demo stack is stopped again. For a stack that stays up: eval \"$(go run ./cmd/fifoworker local up)\"")
-	return 0
+	return withFreshStack(ctx, o, "template.yaml", "fifoworker", stdout, stderr, func(context.Context, *localstack.State) int {
+		fmt.Fprintln(stdout, "\nStep 1 done: the stack above is up and template.yaml is deployed on it; it is stopped again now.")
+		fmt.Fprintln(stdout, "For a stack that stays up: eval \"$(go run ./cmd/fifoworker local up)\"")
+		return 0
+	})
 }
