@@ -53,7 +53,11 @@ type Process struct {
 	PID     int    `json:"pid"`
 	Port    int    `json:"port"`
 	Program string `json:"program"` // what /proc/PID/cmdline must contain for the PID to be ours
-	Log     string `json:"log"`
+	// StartTicks is the process's start time (clock ticks after boot, from
+	// /proc/PID/stat): a PID reused by another process, even of the same
+	// program, has another.
+	StartTicks uint64 `json:"start_ticks"`
+	Log        string `json:"log"`
 }
 
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
@@ -227,9 +231,14 @@ func start(stateDir, service string, port int, program string, args []string) (P
 	if err := cmd.Start(); err != nil {
 		return Process{}, nil, fmt.Errorf("localstack: start %s (%s): %w", service, program, err)
 	}
+	ticks, _, err := procStat(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return Process{}, nil, fmt.Errorf("localstack: start %s: %w", service, err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }() // reaps the child if it dies while we run
-	return Process{Service: service, PID: cmd.Process.Pid, Port: port, Program: filepath.Base(program), Log: logPath}, done, nil
+	return Process{Service: service, PID: cmd.Process.Pid, Port: port, Program: filepath.Base(program), StartTicks: ticks, Log: logPath}, done, nil
 }
 
 func choosePorts(want Ports) (Ports, error) {
@@ -322,19 +331,36 @@ func Load(o Options) (*State, error) {
 	return s, err
 }
 
-// ours reports whether pid still runs the program we started (not a reused PID).
-func ours(p Process) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+// procStat reads a process's start time and state from /proc/PID/stat.
+func procStat(pid int) (startTicks uint64, state string, err error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
+		return 0, "", err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0, "", fmt.Errorf("unreadable /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(raw[i+1:])) // fields 3 (state) onwards
+	if len(fields) < 20 {
+		return 0, "", fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	startTicks, err = strconv.ParseUint(fields[19], 10, 64) // field 22
+	return startTicks, fields[0], err
+}
+
+// ours reports whether pid is still the process we started: same start
+// time, same program, and not a zombie (which has exited and only waits to
+// be reaped).
+func ours(p Process) bool {
+	ticks, state, err := procStat(p.PID)
+	// StartTicks 0: recorded before start times were, checked by program only.
+	if err != nil || state == "Z" || (p.StartTicks != 0 && ticks != p.StartTicks) {
 		return false
 	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID)); err == nil {
-		// A zombie has exited; it only waits to be reaped.
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
-			return false
-		}
-	}
-	return strings.Contains(string(cmdline), p.Program)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+	return err == nil && strings.Contains(string(cmdline), p.Program)
 }
 
 func allAlive(s *State) bool {

@@ -93,7 +93,14 @@ func TestAnEmulatorThatNeverAnswersTimesOut(t *testing.T) {
 
 func TestDownLeavesAReusedPIDAlone(t *testing.T) {
 	t.Parallel()
-	self := Process{PID: os.Getpid(), Program: "not-this-program"}
+	ticks, _, err := procStat(os.Getpid())
+	require.NoError(t, err)
+	me := Process{PID: os.Getpid(), Program: filepath.Base(os.Args[0]), StartTicks: ticks}
+	require.True(t, ours(me), "the recorded process itself")
+	sameProgramLater := me
+	sameProgramLater.StartTicks++
+	require.False(t, ours(sameProgramLater), "a PID reused by the same program, started later, is not ours")
+	self := Process{PID: os.Getpid(), Program: "not-this-program", StartTicks: ticks}
 	require.False(t, ours(self), "a PID that runs another program is not ours")
 	o := Options{Name: "reused", CacheDir: t.TempDir()}
 	require.NoError(t, o.defaults())
