@@ -60,10 +60,12 @@ func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo
 // send copies msg to the dead-letter queue with its group id, body,
 // attributes and cause. The message id is the deduplication id, so a second
 // send of the same message within SQS's five-minute window is dropped.
-func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error) error {
+// withCause is false when the message already had SQS's maximum of ten
+// attributes, leaving no room for the DeadLetterAttribute.
+func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error) (withCause bool, err error) {
 	group := msg.Attributes[groupAttribute]
 	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {
-		return fmt.Errorf("fifo: dead-letter queue %s is not a FIFO queue; a message of FIFO queue %s would lose its order there",
+		return false, fmt.Errorf("fifo: dead-letter queue %s is not a FIFO queue; a message of FIFO queue %s would lose its order there",
 			d.queueURL, msg.EventSourceARN)
 	}
 	in := &sqs.SendMessageInput{
@@ -87,7 +89,8 @@ func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause err
 		v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 		in.MessageAttributes[name] = v
 	}
-	if len(in.MessageAttributes) < maxMessageAttributes {
+	withCause = len(in.MessageAttributes) < maxMessageAttributes
+	if withCause {
 		info, err := json.Marshal(DeadLetterInfo{
 			Error:           sqsSafeText(cause.Error(), maxErrorText),
 			SourceMessageID: msg.MessageId,
@@ -96,16 +99,16 @@ func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause err
 			DeadLetteredAt:  time.Now().UTC(),
 		})
 		if err != nil {
-			return fmt.Errorf("fifo: dead-letter %s: %w", msg.MessageId, err)
+			return false, fmt.Errorf("fifo: dead-letter %s: %w", msg.MessageId, err)
 		}
 		in.MessageAttributes[DeadLetterAttribute] = types.MessageAttributeValue{
 			DataType: aws.String("String"), StringValue: aws.String(string(info)),
 		}
 	}
 	if _, err := d.client.SendMessage(ctx, in); err != nil {
-		return fmt.Errorf("fifo: dead-letter %s to %s: %w", msg.MessageId, d.queueURL, err)
+		return false, fmt.Errorf("fifo: dead-letter %s to %s: %w", msg.MessageId, d.queueURL, err)
 	}
-	return nil
+	return withCause, nil
 }
 
 // sqsSafeText keeps at most limit bytes of s, replacing characters SQS

@@ -104,7 +104,11 @@ func WithLogger(l *slog.Logger) Option {
 // WithMetrics calls hook once per batch, after every handler has returned
 // and before Process returns, with the outcome and timings of each message.
 // The hook never runs on a lane's path, so a slow hook cannot delay a
-// message; a panic in it is recovered and logged.
+// message; a panic in it is recovered and logged. It does delay the
+// response, so it must return quickly (count, or buffer an embedded-metric
+// line): when the handlers have used up the time before the response
+// reserve, the hook is skipped (and a warning logged) rather than risk a
+// Lambda timeout, which would make the whole batch be received again.
 func WithMetrics(hook func(BatchMetrics)) Option {
 	return func(c *config) { c.metrics = hook }
 }

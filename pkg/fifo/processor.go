@@ -259,9 +259,17 @@ func (b *batch) runMessage(i int) {
 	case errors.As(err, &pe):
 		r.outcome = Panicked
 	case IsPermanent(err) && b.p.cfg.deadLetter != nil:
-		if dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err); dlErr != nil {
+		withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err)
+		switch {
+		case dlErr != nil:
 			r.outcome, r.err = Failed, errors.Join(err, dlErr)
-		} else {
+		case !withCause:
+			r.outcome = DeadLettered
+			if b.log != nil {
+				b.log.LogAttrs(context.Background(), slog.LevelWarn, "fifo: dead-lettered without its cause: the message already has 10 attributes",
+					slog.String("message_id", b.records[i].MessageId), slog.String("attribute", DeadLetterAttribute))
+			}
+		default:
 			r.outcome = DeadLettered
 		}
 	default:
@@ -344,6 +352,14 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 	}
 	hook := b.p.cfg.metrics
 	if hook == nil {
+		return
+	}
+	if b.handlerCx.Err() != nil {
+		// The response reserve is spent (or the invocation cancelled): the
+		// response must go now, a hook could make Lambda time the batch out.
+		if b.log != nil {
+			b.log.LogAttrs(ctx, slog.LevelWarn, "fifo: metrics hook skipped: no time left before the deadline")
+		}
 		return
 	}
 	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: len(b.heads), Duration: took}

@@ -237,16 +237,18 @@ func TestExpiredOrCancelledContextStartsNothing(t *testing.T) {
 	for name, ctx := range map[string]context.Context{"expired": expired, "cancelled": cancelled} {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
-			var m fifo.BatchMetrics
+			var logs logBuffer
 			p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
 				calls.Add(1)
 				return nil
-			}, fifo.WithMetrics(func(b fifo.BatchMetrics) { m = b }))
+			}, fifo.WithLogger(logs.logger()))
 			resp, err := p.Process(ctx, batchOf(t, "a1", "b1", "-x"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"a1", "b1", "x"}, failedIDs(resp))
 			require.Zero(t, calls.Load())
-			require.Equal(t, 3, m.Count(fifo.SkippedDeadline))
+			for _, id := range []string{"a1", "b1", "x"} {
+				require.Equal(t, "skipped_deadline", logLine(t, &logs, id)["outcome"], id)
+			}
 		})
 	}
 }
@@ -478,10 +480,11 @@ func TestDeadLetterFailuresLoseNothing(t *testing.T) {
 
 func TestDeadLetterEdgeCases(t *testing.T) {
 	t.Parallel()
+	logs := &logBuffer{}
 	p := func(dlq *fakeDLQ) *fifo.Processor {
 		return fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
 			return fifo.Permanent(errors.New("malformed"))
-		}, fifo.WithDeadLetterQueue(dlq, dlqURL))
+		}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
 	}
 	t.Run("standard source to a FIFO queue groups by message id", func(t *testing.T) {
 		dlq := &fakeDLQ{}
@@ -504,6 +507,7 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 		attrs := dlq.Sent()[0].MessageAttributes
 		require.Len(t, attrs, 10)
 		require.NotContains(t, attrs, fifo.DeadLetterAttribute)
+		require.Equal(t, "fifo: dead-lettered without its cause: the message already has 10 attributes", logLine(t, logs, "a1")["msg"])
 	})
 }
 
@@ -686,4 +690,22 @@ func TestPermanentWrapsAndMatches(t *testing.T) {
 	require.ErrorIs(t, err, base)
 	require.False(t, fifo.IsPermanent(base))
 	require.NoError(t, fifo.Permanent(nil))
+}
+
+func TestMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	var logs logBuffer
+	var called atomic.Bool
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		<-ctx.Done() // runs into the response reserve
+		return nil
+	}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(500*time.Millisecond),
+		fifo.WithMetrics(func(fifo.BatchMetrics) { called.Store(true) }), fifo.WithLogger(logs.logger()))
+	_, err := p.Process(ctx, batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.False(t, called.Load(), "the hook ran with the response reserve spent")
+	recs := logs.Records(t)
+	require.Equal(t, "fifo: metrics hook skipped: no time left before the deadline", recs[len(recs)-1]["msg"])
 }

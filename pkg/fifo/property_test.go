@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -149,6 +150,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			now, peak   atomic.Int32
 			laneOfStd   = func(m modelMsg) string { return cmp.Or(m.group, "std:"+m.id) }
 			dlqMessages = &fakeDLQ{}
+			order       = &eventOrder{ended: map[string]int64{}}
 		)
 		if r.dlqFails {
 			dlqMessages.err = errors.New("dlq down")
@@ -172,6 +174,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			mu.Lock()
 			running[lane]--
 			mu.Unlock()
+			order.end(m.id)
 			switch m.does {
 			case fail:
 				return errors.New("fail")
@@ -182,7 +185,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			}
 			return nil
 		}
-		opts := []fifo.Option{fifo.WithConcurrency(r.concurrency)}
+		opts := []fifo.Option{fifo.WithConcurrency(r.concurrency), fifo.WithLogger(slog.New(order))}
 		if r.strict {
 			opts = append(opts, fifo.WithStopOnFirstFailure())
 		}
@@ -230,6 +233,19 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			if !anyFailed && len(started) != len(r.msgs) {
 				t.Fatalf("strict run without a failure started only %v", keys(started))
 			}
+			// The processor stops before it logs a failure. A lane checks
+			// the stop after its previous handler returned, so a message
+			// whose predecessor returned after that log must not start.
+			if stop, ok := order.firstFailure(); ok {
+				var prev = map[string]string{}
+				for _, m := range r.msgs {
+					lane := laneOfStd(m)
+					if p, has := prev[lane]; has && started[m.id] && order.endedAt(p) > stop {
+						t.Fatalf("strict: %s started although %s, before it in its lane, returned after the stop", m.id, p)
+					}
+					prev[lane] = m.id
+				}
+			}
 		}
 		var wantDLQ int
 		for id := range started {
@@ -241,6 +257,58 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			t.Fatalf("%d messages dead-lettered, want %d", got, wantDLQ)
 		}
 	})
+}
+
+// eventOrder puts handler returns and the processor's failure log lines on
+// one sequence. It is the processor's slog handler.
+type eventOrder struct {
+	mu      sync.Mutex
+	seq     int64
+	ended   map[string]int64
+	failure int64 // sequence of the first failure log line; 0: none
+}
+
+func (e *eventOrder) end(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	e.ended[id] = e.seq
+}
+
+func (e *eventOrder) endedAt(id string) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ended[id]
+}
+
+func (e *eventOrder) firstFailure() (int64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failure, e.failure != 0
+}
+
+func (e *eventOrder) Enabled(context.Context, slog.Level) bool { return true }
+func (e *eventOrder) WithAttrs([]slog.Attr) slog.Handler       { return e }
+func (e *eventOrder) WithGroup(string) slog.Handler            { return e }
+
+func (e *eventOrder) Handle(_ context.Context, r slog.Record) error {
+	failed := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "outcome" {
+			o := a.Value.String()
+			failed = o == fifo.Failed.String() || o == fifo.Panicked.String()
+		}
+		return true
+	})
+	if failed {
+		e.mu.Lock()
+		e.seq++
+		if e.failure == 0 {
+			e.failure = e.seq
+		}
+		e.mu.Unlock()
+	}
+	return nil
 }
 
 func keys(m map[string]bool) []string {
