@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -487,6 +488,10 @@ func CheckHistory(h History, maxGenerations int64, dir string) error {
 	return nil
 }
 
+// SeedEnv names the variable that fixes the history test's seed, to replay
+// a failing run's operations.
+const SeedEnv = "FIFOWORKER_HISTORY_SEED"
+
 // DefaultHistory is the shape the suite runs: small enough for a 2-core
 // machine against DynamoDB Local, large enough for takeovers, stale writes,
 // exhausted recoveries and cancellations to meet.
@@ -495,7 +500,14 @@ var DefaultHistory = HistoryConfig{Jobs: 32, Workers: 8, OpsPerWorker: 40, MaxGe
 func testHistoryIsLinearizable(t *testing.T, newStore NewStore) {
 	cfg := DefaultHistory
 	cfg.Seed = rand.Uint64()
-	t.Logf("seed %d", cfg.Seed)
+	if env := os.Getenv(SeedEnv); env != "" {
+		seed, err := strconv.ParseUint(env, 10, 64)
+		require.NoError(t, err, "%s=%q", SeedEnv, env)
+		cfg.Seed = seed
+	}
+	// The seed fixes each worker's choice of operations; the interleaving
+	// of the goroutines still varies between runs.
+	t.Logf("seed %d (replay the same operations with %s=%d)", cfg.Seed, SeedEnv, cfg.Seed)
 	clock := NewClock(Start)
 	store := newStore(t, jobs.WithClock(clock.Now), jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: cfg.MaxGenerations}))
 	h := RecordHistory(t, store, clock, cfg)
