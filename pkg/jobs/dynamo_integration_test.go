@@ -128,8 +128,9 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	ctx := t.Context()
 	id := "job-42-" + strings.ToLower(t.Name()[len(t.Name())-8:])
 
-	// Create: the retried transaction either replays idempotently (client
-	// request token) or finds the intent marker: one job either way.
+	// Create: the retried transaction either replays idempotently (the SDK
+	// fills in ClientRequestToken itself, and the retry reuses it) or finds
+	// the intent marker: one job either way.
 	b.faults.arm("TransactWriteItems")
 	created, err := store.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "export-intent-7", Tenant: "t-1"})
 	require.NoError(t, err)
