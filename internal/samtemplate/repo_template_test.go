@@ -71,12 +71,37 @@ func TestTemplateQueuesAreConsistentlyFIFOWithFIFODeadLetterQueues(t *testing.T)
 	}
 }
 
-func TestTemplateCommandsVisibilityIsSixTimesTheWorkerTimeout(t *testing.T) {
+// AWS: an SQS event source's visibility timeout should be at least six
+// times the function's timeout. Checked for every function with an SQS
+// event, and for the commands queue against the Globals timeout the worker
+// will inherit.
+func TestTemplateVisibilityIsSixTimesTheFunctionTimeout(t *testing.T) {
 	t.Parallel()
 	tpl := loadRepoTemplate(t)
-	timeout := asInt(t, tpl.Parameters["WorkerTimeoutSeconds"].Default)
-	visibility := asInt(t, tpl.Resources["CommandsQueue"].Properties["VisibilityTimeout"])
-	require.GreaterOrEqual(t, visibility, 6*timeout, "AWS: visibility timeout >= 6 x function timeout")
+	fn, _ := tpl.Globals["Function"].(map[string]any)
+	globalTimeout := asInt(t, fn["Timeout"])
+	visibility := func(queue string) int {
+		return asInt(t, tpl.Resources[queue].Properties["VisibilityTimeout"])
+	}
+	require.GreaterOrEqual(t, visibility("CommandsQueue"), 6*globalTimeout)
+	for _, name := range tpl.OfType("AWS::Serverless::Function") {
+		props := tpl.Resources[name].Properties
+		timeout := globalTimeout
+		if v, ok := props["Timeout"]; ok {
+			timeout = asInt(t, v)
+		}
+		evs, _ := props["Events"].(map[string]any)
+		for evName, ev := range evs {
+			e, _ := ev.(map[string]any)
+			if e["Type"] != "SQS" {
+				continue
+			}
+			ep, _ := e["Properties"].(map[string]any)
+			queue := getAttTarget(ep["Queue"])
+			require.NotEmpty(t, queue, "%s.%s: the queue must be !GetAtt of a queue in this template", name, evName)
+			require.GreaterOrEqual(t, visibility(queue), 6*timeout, "%s.%s: visibility of %s", name, evName, queue)
+		}
+	}
 }
 
 func TestTemplateJobsTableIsTheOutbox(t *testing.T) {

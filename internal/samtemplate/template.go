@@ -11,6 +11,7 @@ import (
 
 // Template is a parsed SAM or CloudFormation template.
 type Template struct {
+	Globals    map[string]any // SAM's Globals section
 	Parameters map[string]Parameter
 	Resources  map[string]Resource
 	Outputs    map[string]any
@@ -87,6 +88,7 @@ func Parse(raw []byte) (*Template, error) {
 		t.Resources[name] = Resource{Type: typ, Properties: props}
 	}
 	t.Outputs, _ = top["Outputs"].(map[string]any)
+	t.Globals, _ = top["Globals"].(map[string]any)
 	return t, nil
 }
 
