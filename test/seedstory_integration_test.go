@@ -53,9 +53,10 @@ func setup(t *testing.T) *world {
 	})
 	testenv.DynamoDB(t) // fails clearly if the stack's endpoints are missing
 	testenv.S3(t)
-	deployed, err := localdeploy.Deploy(ctx, tpl, testenv.Name(t, "seed"), cfg.Region,
-		localdeploy.Clients{SQS: testenv.SQS(t), DynamoDB: ddb, S3: s3c})
+	clients := localdeploy.Clients{SQS: testenv.SQS(t), DynamoDB: ddb, S3: s3c}
+	deployed, err := localdeploy.Deploy(ctx, tpl, testenv.Name(t, "seed"), cfg.Region, clients)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
 	w.jobs = jobs.NewDynamoStore(ddb, deployed.Outputs["JobsTableName"], jobs.WithClock(w.clock.Now))
 	w.candidates = candidate.New(s3c, deployed.Outputs["CandidatesBucketName"])
 	w.streams = testenv.Streams(t)

@@ -25,6 +25,7 @@ type sqsAPI interface {
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 }
 
 type dynamoAPI interface {
@@ -32,11 +33,15 @@ type dynamoAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 }
 
 type s3API interface {
 	CreateBucket(ctx context.Context, in *s3.CreateBucketInput, optFns ...func(*s3.Options)) (*s3.CreateBucketOutput, error)
 	HeadBucket(ctx context.Context, in *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteBucket(ctx context.Context, in *s3.DeleteBucketInput, optFns ...func(*s3.Options)) (*s3.DeleteBucketOutput, error)
 }
 
 var (
@@ -63,6 +68,14 @@ type Result struct {
 	Outputs map[string]string
 	// Skipped lists what was not created or not applied locally, and why.
 	Skipped []string
+	// Created lists the logical ids of what was created or found, in
+	// creation order, with their types: Teardown's input.
+	Created []Created
+}
+
+// Created is one resource a deployment made or found.
+type Created struct {
+	LogicalID, Type, Ref string
 }
 
 // Deploy creates the template's resources for stack stackName in region.
@@ -90,6 +103,9 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 		}
 		if err != nil {
 			return nil, fmt.Errorf("localdeploy: %s (%s): %w", name, rsc.Type, err)
+		}
+		if ref, ok := r.refs[name]; ok {
+			res.Created = append(res.Created, Created{LogicalID: name, Type: rsc.Type, Ref: ref})
 		}
 		for _, s := range skipped {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s (%s): %s", name, rsc.Type, s))
@@ -396,4 +412,55 @@ func deployBucket(ctx context.Context, r *resolver, logical string, rsc samtempl
 	}
 	return skippedProps(p, "PublicAccessBlockConfiguration", "BucketEncryption", "OwnershipControls",
 		"LifecycleConfiguration", "VersioningConfiguration", "Tags"), nil
+}
+
+// Teardown deletes what a deployment created, in reverse order: buckets
+// (emptied first), tables, queues. What is already gone is not an error.
+func Teardown(ctx context.Context, res *Result, c Clients) error {
+	var errs []error
+	for i := len(res.Created) - 1; i >= 0; i-- {
+		cr := res.Created[i]
+		var err error
+		switch cr.Type {
+		case "AWS::SQS::Queue":
+			_, err = c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(cr.Ref)})
+			var gone *sqstypes.QueueDoesNotExist
+			if errors.As(err, &gone) {
+				err = nil
+			}
+		case "AWS::DynamoDB::Table":
+			_, err = c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(cr.Ref)})
+			var gone *ddbtypes.ResourceNotFoundException
+			if errors.As(err, &gone) {
+				err = nil
+			}
+		case "AWS::S3::Bucket":
+			err = emptyAndDeleteBucket(ctx, c.S3, cr.Ref)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("localdeploy: teardown %s (%s): %w", cr.LogicalID, cr.Ref, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func emptyAndDeleteBucket(ctx context.Context, api s3API, bucket string) error {
+	pages := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		var gone *s3types.NoSuchBucket
+		if errors.As(err, &gone) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, obj := range page.Contents {
+			if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: obj.Key}); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := api.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+	return err
 }

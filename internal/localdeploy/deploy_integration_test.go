@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -69,8 +70,23 @@ func TestDeployRepositoryTemplateTwice(t *testing.T) {
 	require.Equal(t, "expires_at", aws.ToString(ttl.TimeToLiveDescription.AttributeName))
 
 	// Bucket exists.
-	_, err = s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(first.Outputs["CandidatesBucketName"])})
+	bucket := aws.String(first.Outputs["CandidatesBucketName"])
+	_, err = s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bucket})
 	require.NoError(t, err)
+
+	// Teardown removes all of it, a non-empty bucket included, and a second
+	// teardown finds nothing to do.
+	_, err = s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("candidates/x"), Body: strings.NewReader("x")})
+	require.NoError(t, err)
+	require.NoError(t, localdeploy.Teardown(ctx, second, clients))
+	_, err = s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bucket})
+	require.Error(t, err)
+	_, err = ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(first.Outputs["JobsTableName"])})
+	var noTable *ddbtypes.ResourceNotFoundException
+	require.ErrorAs(t, err, &noTable)
+	_, err = sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(first.Outputs["CommandsQueueUrl"])})
+	require.Error(t, err)
+	require.NoError(t, localdeploy.Teardown(ctx, second, clients))
 }
 
 // A table that exists with another key schema is an error, not a silent reuse.
@@ -79,6 +95,7 @@ func TestDeployRefusesATableWithAnotherKeySchema(t *testing.T) {
 	ctx := context.Background()
 	ddb := testenv.DynamoDB(t)
 	stack := testenv.Name(t, "keys")
+	t.Cleanup(func() { _, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(stack + "-JobsTable")}) })
 	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(stack + "-JobsTable"),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
@@ -101,6 +118,9 @@ Resources:
 
 	// Same key, but no stream: the relay would read nothing.
 	noStream := testenv.Name(t, "nostream")
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(noStream + "-JobsTable")})
+	})
 	_, err = ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(noStream + "-JobsTable"),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
@@ -142,6 +162,7 @@ Resources:
 	stack := testenv.Name(t, "gsi")
 	res, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = localdeploy.Teardown(context.Background(), res, localdeploy.Clients{DynamoDB: ddb}) })
 	require.Equal(t, stack+"-views", res.Resources["Views"])
 	desc, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(stack + "-views")})
 	require.NoError(t, err)
