@@ -95,7 +95,9 @@ func TestDeployRefusesATableWithAnotherKeySchema(t *testing.T) {
 	ctx := context.Background()
 	ddb := testenv.DynamoDB(t)
 	stack := testenv.Name(t, "keys")
-	t.Cleanup(func() { _, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(stack + "-JobsTable")}) })
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(stack + "-JobsTable")})
+	})
 	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(stack + "-JobsTable"),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
