@@ -56,7 +56,8 @@ func TestStreamConfigValidate(t *testing.T) {
 	d := valid.withDefaults()
 	require.Equal(t, TrimHorizon, d.StartingPosition)
 	require.Equal(t, DefaultStreamBatchSize, d.BatchSize)
-	require.Equal(t, 0, d.MaximumRetryAttempts)
+	require.Nil(t, d.MaximumRetryAttempts)
+	require.Equal(t, retryForever, d.maxRetries(), "the zero value retries until success, like Lambda")
 	require.Equal(t, DefaultPollInterval, d.PollInterval)
 
 	bad := map[string]func(*StreamConfig){
@@ -64,8 +65,11 @@ func TestStreamConfigValidate(t *testing.T) {
 		"not an ARN":         func(c *StreamConfig) { c.StreamARN = "table/x/stream/y" },
 		"odd position":       func(c *StreamConfig) { c.StartingPosition = "AT_TIMESTAMP" },
 		"batch over 1000":    func(c *StreamConfig) { c.BatchSize = 1001 },
-		"retries below -1":   func(c *StreamConfig) { c.MaximumRetryAttempts = -2 },
-		"retries over 10000": func(c *StreamConfig) { c.MaximumRetryAttempts = 10001 },
+		"retries below -1":   func(c *StreamConfig) { c.MaximumRetryAttempts = new(-2) },
+		"retries over 10000": func(c *StreamConfig) { c.MaximumRetryAttempts = new(10001) },
+		// Bounded retries discard records: only with a record of them.
+		"no retry without on-failure":  func(c *StreamConfig) { c.MaximumRetryAttempts = new(0) },
+		"3 retries without on-failure": func(c *StreamConfig) { c.MaximumRetryAttempts = new(3) },
 		"FIFO on-failure": func(c *StreamConfig) {
 			c.OnFailure = &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/q.fifo"}
 		},
@@ -77,16 +81,49 @@ func TestStreamConfigValidate(t *testing.T) {
 		mutate(&c)
 		require.Error(t, c.Validate(), name)
 	}
+	onFailure := &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/stream-failures"}
 	for _, n := range []int{-1, 0, 10000} {
 		c := valid
-		c.MaximumRetryAttempts = n
+		c.MaximumRetryAttempts = &n
+		c.OnFailure = onFailure
 		require.NoError(t, c.Validate(), "retries %d", n)
 	}
 	c := valid
-	c.OnFailure = &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/stream-failures"}
+	c.MaximumRetryAttempts = new(-1)
+	require.NoError(t, c.Validate(), "retrying until success needs no on-failure destination")
+	n := 3
+	c.MaximumRetryAttempts, c.OnFailure = &n, onFailure
+	d = c.withDefaults()
+	n = 7
+	require.Equal(t, 3, d.maxRetries(), "the mapping does not share the caller's int")
+	c = valid
+	c.OnFailure = onFailure
 	c.StartingPosition = Latest
 	require.NoError(t, c.Validate())
 }
+
+func TestSQSMappingConcurrencyFollowsTheInvoker(t *testing.T) {
+	t.Parallel()
+	fn := Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
+	cfg := SQSConfig{QueueURL: "http://127.0.0.1:19324/000000000000/q.fifo"}
+	m, err := NewSQSMapping(&sqs.Client{}, fn, cfg)
+	require.NoError(t, err)
+	require.Equal(t, DefaultMaximumConcurrency, m.Concurrency(), "Func sets no bound")
+	m, err = NewSQSMapping(&sqs.Client{}, NewRIE("127.0.0.1:9001"), cfg)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.Concurrency(), "the emulator runs one invocation at a time")
+	cfg.MaximumConcurrency = 2
+	m, err = NewSQSMapping(&sqs.Client{}, limitedInvoker{Invoker: fn, n: 3}, cfg)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Concurrency(), "a higher bound of the invoker does not raise MaximumConcurrency")
+}
+
+type limitedInvoker struct {
+	Invoker
+	n int
+}
+
+func (l limitedInvoker) MaxConcurrency() int { return l.n }
 
 func TestNewRequestIDIsAVersion4UUID(t *testing.T) {
 	t.Parallel()

@@ -21,18 +21,37 @@
 //     the function still runs) is withheld: it is neither invoked nor
 //     deleted nor made visible, so it returns after its visibility timeout
 //     like any message of a failed batch.
-//   - At most MaximumConcurrency invocations run at once. A batch is
-//     received only when an invocation slot is free, so no message waits in
-//     memory while its visibility timeout runs.
+//   - Limitation: a withheld receive is still a receive. It raises the
+//     message's ApproximateReceiveCount like any other, so a message whose
+//     group is withheld again and again can reach the queue's
+//     maxReceiveCount and be moved to the dead-letter queue without ever
+//     having been invoked. Every receive that withholds messages is logged
+//     at Warn with their message ids, groups and receive counts, and the
+//     batch's SQSBatchResult lists them in Withheld. It happens only when an
+//     invocation outlasts the queue's visibility timeout: the mapping
+//     refuses a visibility timeout shorter than FunctionTimeout, but a
+//     handler that ignores its deadline (Func waits for it), a slow delete,
+//     or a function that changes its messages' visibility can still make
+//     one outlast it.
+//   - At most Concurrency invocations run at once: MaximumConcurrency, or
+//     fewer when the invoker is a ConcurrencyLimiter that runs fewer at
+//     once (RIE runs one). A batch is received only when an invocation slot
+//     is free, and the invoker can start every invocation the mapping
+//     gives it at once, so no message waits in memory, in the mapping or in
+//     the invoker, while its visibility timeout runs. (An RIE shared by two
+//     mappings breaks this: give each mapping its own emulator.)
 //
 // DynamoDB Streams (StreamMapping) invariants:
 //   - Shards are read in order, a child shard only after its parent is
 //     finished; one batch per shard is in flight at a time, and a shard's
 //     records are invoked in sequence-number order.
-//   - A batch is retried until it succeeds, its remaining records are
-//     discarded after MaximumRetryAttempts retries (with a record of the
-//     discarded batch sent to the on-failure queue when one is configured),
-//     or the mapping stops. With ReportBatchItemFailures the mapping resumes
+//   - By default (MaximumRetryAttempts nil, Lambda's -1) a failed batch is
+//     retried until it succeeds or the mapping stops: its shard waits on
+//     it, and no record is ever discarded. With a bounded
+//     MaximumRetryAttempts the remaining records of a batch are discarded
+//     after that many retries, and an OnFailureRecord describing them is
+//     sent to the OnFailure queue, which Validate then requires: no record
+//     is discarded without one. With ReportBatchItemFailures the mapping resumes
 //     from the lowest reported sequence number: the records before it are
 //     done, the retry starts with it. A retry carries the rest of the failed
 //     batch only; it is not topped up with newer records. An invocation that
@@ -41,8 +60,12 @@
 //     tumbling windows, filter criteria, ParallelizationFactor above 1.
 //
 // Both mappings give the function the context a Lambda invocation has: a
-// deadline FunctionTimeout away and a lambdacontext.LambdaContext; the
-// context is also cancelled when the mapping stops. Run returns only after
+// deadline FunctionTimeout after the function starts and a
+// lambdacontext.LambdaContext; the context is also cancelled when the
+// mapping stops. The mapping passes the timeout, not a deadline, in the
+// Invocation: the invoker starts the clock when the function starts, so an
+// invocation that waits for the invoker (a stream shard's turn at an RIE,
+// which runs one invocation at a time) loses none of its budget. Run returns only after
 // every invocation it started has returned and been settled: it leaves no
 // goroutine behind. Work a function finished before the stop is still
 // acknowledged (its messages deleted).

@@ -18,8 +18,8 @@ import (
 )
 
 // Func turns a Go handler into an Invoker: the event goes through JSON as
-// it would over the wire, and the handler gets the invocation's deadline
-// and Lambda context.
+// it would over the wire, and the handler gets a deadline the invocation's
+// Timeout away and the Lambda context.
 func ExampleFunc() {
 	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		lc, _ := lambdacontext.FromContext(ctx)
@@ -28,7 +28,7 @@ func ExampleFunc() {
 	}
 	res, err := localesm.Func(handler).Invoke(context.Background(), localesm.Invocation{
 		RequestID: "req-1",
-		Deadline:  time.Now().Add(3 * time.Second),
+		Timeout:   3 * time.Second,
 		Payload:   []byte(`{"Records":[{"messageId":"cmd-42","body":"{}"}]}`),
 	})
 	if err != nil {

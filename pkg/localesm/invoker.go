@@ -25,10 +25,33 @@ type Invoker interface {
 
 // Invocation is what a mapping asks an Invoker to run.
 type Invocation struct {
-	RequestID   string    // the invocation's id; Func passes it as AwsRequestID
-	FunctionARN string    // passed as InvokedFunctionArn
-	Deadline    time.Time // when the function times out
-	Payload     []byte    // the event, as JSON
+	RequestID   string // the invocation's id; Func passes it as AwsRequestID
+	FunctionARN string // passed as InvokedFunctionArn
+	// Timeout is the function's time budget (default
+	// DefaultFunctionTimeout). It starts when the function starts: an
+	// invoker that makes invocations wait for one another (RIE) computes
+	// the deadline only once the invocation's turn has come, so time spent
+	// waiting is not taken from the function.
+	Timeout time.Duration
+	Payload []byte // the event, as JSON
+}
+
+// timeout is inv.Timeout with its default.
+func (inv Invocation) timeout() time.Duration {
+	if inv.Timeout <= 0 {
+		return DefaultFunctionTimeout
+	}
+	return inv.Timeout
+}
+
+// ConcurrencyLimiter is an optional capability of an Invoker that runs at
+// most MaxConcurrency invocations at once and makes further Invoke calls
+// wait (RIE: 1). An SQSMapping discovers it by type assertion and runs no
+// more invocations than that, so that it never receives a batch the
+// invoker cannot start at once. An Invoker without it (Func) is taken to
+// run any number of invocations at once.
+type ConcurrencyLimiter interface {
+	MaxConcurrency() int
 }
 
 // Status says how an invocation ended.
@@ -97,7 +120,8 @@ func errorTypeName(err error) string {
 
 // Func returns an Invoker that runs fn in this process as the Lambda Go
 // runtime would: the payload is decoded into E, fn runs with a context that
-// carries the invocation's deadline and a lambdacontext.LambdaContext, and
+// carries a deadline the invocation's Timeout away (fn starts at once) and
+// a lambdacontext.LambdaContext, and
 // its response is encoded as JSON. An error or a panic is a function error;
 // a return after the deadline is a timeout, and its response is discarded as
 // Lambda discards it.
@@ -125,8 +149,9 @@ func (f funcInvoker[E, R]) Invoke(ctx context.Context, inv Invocation) (Result, 
 	if err := json.Unmarshal(inv.Payload, &ev); err != nil {
 		return errorResult(StatusFunctionError, "Runtime.UnmarshalError", err.Error()), nil
 	}
-	start := time.Now()
-	hctx, cancel := context.WithDeadline(ctx, inv.Deadline)
+	timeout := inv.timeout()
+	deadline := time.Now().Add(timeout)
+	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	hctx = lambdacontext.NewContext(hctx, &lambdacontext.LambdaContext{
 		AwsRequestID:       inv.RequestID,
@@ -134,8 +159,8 @@ func (f funcInvoker[E, R]) Invoke(ctx context.Context, inv Invocation) (Result, 
 	})
 
 	resp, panicked, err := f.call(hctx, ev)
-	if !time.Now().Before(inv.Deadline) {
-		return timeoutResult(inv.Deadline.Sub(start)), nil
+	if !time.Now().Before(deadline) {
+		return timeoutResult(timeout), nil
 	}
 	if panicked != nil {
 		return *panicked, nil

@@ -30,7 +30,7 @@ func sqsPayload(t *testing.T, ids ...string) []byte {
 
 func TestFuncPassesEventDeadlineAndLambdaContext(t *testing.T) {
 	t.Parallel()
-	deadline := time.Now().Add(5 * time.Second)
+	const timeout = 5 * time.Second
 	var got struct {
 		ids      []string
 		deadline time.Time
@@ -44,12 +44,15 @@ func TestFuncPassesEventDeadlineAndLambdaContext(t *testing.T) {
 		got.lc, _ = lambdacontext.FromContext(ctx)
 		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}}, nil
 	})
-	res, err := inv.Invoke(t.Context(), Invocation{RequestID: "req-1", FunctionARN: DefaultFunctionARN, Deadline: deadline, Payload: sqsPayload(t, "a", "b")})
+	before := time.Now()
+	res, err := inv.Invoke(t.Context(), Invocation{RequestID: "req-1", FunctionARN: DefaultFunctionARN, Timeout: timeout, Payload: sqsPayload(t, "a", "b")})
+	after := time.Now()
 	require.NoError(t, err)
 	require.Equal(t, StatusOK, res.Status)
 	require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":"b"}]}`, string(res.Payload))
 	require.Equal(t, []string{"a", "b"}, got.ids)
-	require.True(t, got.deadline.Equal(deadline), "handler deadline %v, want %v", got.deadline, deadline)
+	require.False(t, got.deadline.Before(before.Add(timeout)), "handler deadline %v is less than the timeout away", got.deadline)
+	require.False(t, got.deadline.After(after.Add(timeout)), "handler deadline %v is more than the timeout away", got.deadline)
 	require.NotNil(t, got.lc)
 	require.Equal(t, "req-1", got.lc.AwsRequestID)
 	require.Equal(t, DefaultFunctionARN, got.lc.InvokedFunctionArn)
@@ -89,7 +92,7 @@ func TestFuncFailures(t *testing.T) {
 			if tc.payload == "" {
 				payload = sqsPayload(t, "a")
 			}
-			res, err := Func(tc.fn).Invoke(t.Context(), Invocation{RequestID: "r", Deadline: time.Now().Add(tc.timeout), Payload: payload})
+			res, err := Func(tc.fn).Invoke(t.Context(), Invocation{RequestID: "r", Timeout: tc.timeout, Payload: payload})
 			require.NoError(t, err)
 			require.Equal(t, tc.status, res.Status)
 			var doc errorDocument
@@ -108,7 +111,7 @@ func TestFuncWaitsForAHandlerThatIgnoresItsDeadline(t *testing.T) {
 		returned.Store(true)
 		return events.SQSEventResponse{}, nil
 	})
-	_, err := inv.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(10 * time.Millisecond), Payload: sqsPayload(t, "a")})
+	_, err := inv.Invoke(t.Context(), Invocation{Timeout: 10 * time.Millisecond, Payload: sqsPayload(t, "a")})
 	require.NoError(t, err)
 	require.True(t, returned.Load(), "Invoke returned while the handler still ran")
 }
@@ -187,7 +190,7 @@ func TestRIEInvoke(t *testing.T) {
 	require.Equal(t, srv.URL+rieInvokePath, rie.URL())
 	rie.grace = 50 * time.Millisecond
 	invoke := func(body string) (Result, error) {
-		return rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(100 * time.Millisecond), Payload: rieEvent(t, body)})
+		return rie.Invoke(t.Context(), Invocation{Timeout: 100 * time.Millisecond, Payload: rieEvent(t, body)})
 	}
 
 	res, err := invoke("ok")
@@ -203,7 +206,7 @@ func TestRIEInvoke(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusTimeout, res.Status, "an emulator that does not answer by the deadline plus grace is a timeout")
 
-	_, err = rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(time.Second), Payload: []byte(`{"Records":[]}`)})
+	_, err = rie.Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: []byte(`{"Records":[]}`)})
 	require.Error(t, err, "a status other than 200 is an invocation that could not be made")
 }
 
@@ -212,7 +215,7 @@ func TestRIEInvokeUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close()
-	_, err := NewRIE(addr).Invoke(t.Context(), Invocation{Deadline: time.Now().Add(time.Second), Payload: rieEvent(t, "ok")})
+	_, err := NewRIE(addr).Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: rieEvent(t, "ok")})
 	require.Error(t, err)
 }
 
@@ -226,7 +229,7 @@ func TestRIESerialisesInvocations(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := range 8 {
 		wg.Go(func() {
-			res, err := rie.Invoke(t.Context(), Invocation{Deadline: time.Now().Add(5 * time.Second), Payload: rieEvent(t, fmt.Sprint("ok-", i))})
+			res, err := rie.Invoke(t.Context(), Invocation{Timeout: 5 * time.Second, Payload: rieEvent(t, fmt.Sprint("ok-", i))})
 			if err == nil && res.Status != StatusOK {
 				err = errors.New(res.Status.String())
 			}
@@ -241,20 +244,61 @@ func TestRIESerialisesInvocations(t *testing.T) {
 	require.Equal(t, int32(1), fake.maxActive.Load(), "the emulator handles one invocation at a time")
 }
 
+func TestFuncZeroTimeoutIsTheDefault(t *testing.T) {
+	t.Parallel()
+	var left time.Duration
+	inv := Func(func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
+		deadline, _ := ctx.Deadline()
+		left = time.Until(deadline)
+		return events.SQSEventResponse{}, nil
+	})
+	res, err := inv.Invoke(t.Context(), Invocation{Payload: sqsPayload(t, "a")})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status)
+	require.Greater(t, left, DefaultFunctionTimeout-time.Second)
+	require.LessOrEqual(t, left, DefaultFunctionTimeout)
+}
+
+// TestRIEConcurrentInvocationsEachGetTheirFullTimeout: the emulator runs
+// one invocation at a time; an invocation waiting for its turn does not
+// spend its function's time budget.
+func TestRIEConcurrentInvocationsEachGetTheirFullTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	rie := newSerialRIE(t, timeout) // each function takes 90% of the timeout
+	require.Equal(t, 1, rie.MaxConcurrency())
+	results := make(chan Result, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			res, err := rie.Invoke(t.Context(), Invocation{Timeout: timeout, Payload: rieEvent(t, "ok")})
+			if err != nil {
+				res = Result{Status: StatusFunctionError, Payload: []byte(err.Error())}
+			}
+			results <- res
+		})
+	}
+	wg.Wait()
+	close(results)
+	for res := range results {
+		require.Equal(t, StatusOK, res.Status, "%s", res.Payload)
+	}
+}
+
 func TestRIEInvokeStopsWaitingOnCancel(t *testing.T) {
 	t.Parallel()
 	rie := NewRIE("127.0.0.1:1")
 	rie.slot <- struct{}{} // another invocation holds the emulator
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := rie.Invoke(ctx, Invocation{Deadline: time.Now().Add(time.Second), Payload: rieEvent(t, "ok")})
+	_, err := rie.Invoke(ctx, Invocation{Timeout: time.Second, Payload: rieEvent(t, "ok")})
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestClaimWithholdsGroupsInFlight(t *testing.T) {
 	t.Parallel()
 	msg := func(id, group string) sqstypes.Message {
-		m := sqstypes.Message{MessageId: aws.String(id), Attributes: map[string]string{}}
+		m := sqstypes.Message{MessageId: aws.String(id), Attributes: map[string]string{receiveCountAttribute: "3"}}
 		if group != "" {
 			m.Attributes[groupAttribute] = group
 		}
@@ -275,11 +319,12 @@ func TestClaimWithholdsGroupsInFlight(t *testing.T) {
 
 	take, withheld = r.claim("req-2", []sqstypes.Message{msg("a3", "a"), msg("c1", "c"), msg("a4", "a"), msg("s2", "")})
 	require.Equal(t, []string{"c1", "s2"}, ids(take))
-	require.Equal(t, []string{"a3", "a4"}, withheld, "every message of a group in flight elsewhere is withheld")
+	require.Equal(t, []WithheldMessage{{MessageID: "a3", GroupID: "a", ReceiveCount: 3}, {MessageID: "a4", GroupID: "a", ReceiveCount: 3}}, withheld,
+		"every message of a group in flight elsewhere is withheld")
 
 	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "a"}}, {Attributes: map[string]string{groupAttribute: "b"}}})
 	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "c"}}}) // not req-1's: kept
 	take, withheld = r.claim("req-3", []sqstypes.Message{msg("a3", "a"), msg("c2", "c")})
 	require.Equal(t, []string{"a3"}, ids(take))
-	require.Equal(t, []string{"c2"}, withheld)
+	require.Equal(t, []WithheldMessage{{MessageID: "c2", GroupID: "c", ReceiveCount: 3}}, withheld)
 }

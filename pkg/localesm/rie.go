@@ -16,8 +16,9 @@ import (
 // (the Lambda Invoke API's path, with the fixed function name "function").
 const rieInvokePath = "/2015-03-31/functions/function/invocations"
 
-// DefaultRIEGrace is how long past the invocation deadline the RIE invoker
-// waits for the emulator's answer before it calls the invocation timed out.
+// DefaultRIEGrace is how long past the invocation's Timeout, counted from
+// when its request is sent, the RIE invoker waits for the emulator's answer
+// before it calls the invocation timed out.
 // The emulator enforces the function timeout itself (start it with
 // AWS_LAMBDA_FUNCTION_TIMEOUT equal to the mapping's FunctionTimeout) and
 // answers "Task timed out after ..." on its own; the grace only covers an
@@ -30,9 +31,15 @@ const maxResponse = 6 << 20
 
 // RIE invokes a bootstrap running under the Lambda runtime interface
 // emulator (aws-lambda-rie) over HTTP. It runs one invocation at a time, as
-// the emulator can only handle one: concurrent Invoke calls queue. The
-// emulator assigns the function its own request id; the mapping's
-// RequestID appears only in the mapping's logs and results.
+// the emulator can only handle one: concurrent Invoke calls queue, and an
+// invocation's Timeout starts only when its turn comes, as the emulator's
+// own timeout does. MaxConcurrency reports 1, so an SQSMapping runs one
+// invocation at a time and receives no batch that would have to queue.
+// Give each mapping its own emulator: mappings sharing one still get each
+// invocation's full time budget, but their invocations wait for each
+// other, and SQS messages received meanwhile wait while their visibility
+// timeout runs. The emulator assigns the function its own request id; the
+// mapping's RequestID appears only in the mapping's logs and results.
 type RIE struct {
 	url    string
 	client *http.Client
@@ -58,6 +65,12 @@ func NewRIE(addr string) *RIE {
 // URL is the address invocations are posted to.
 func (r *RIE) URL() string { return r.url }
 
+// MaxConcurrency is 1: the emulator runs one invocation at a time. It makes
+// RIE a ConcurrencyLimiter.
+func (r *RIE) MaxConcurrency() int { return cap(r.slot) }
+
+var _ ConcurrencyLimiter = (*RIE)(nil)
+
 // Invoke posts the payload and classifies the answer. The emulator always
 // answers 200 and, unlike Lambda, sets no X-Amz-Function-Error header
 // (checked against aws-lambda-rie): a function error is recognised by its
@@ -71,8 +84,10 @@ func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
 	}
 	defer func() { <-r.slot }()
 
-	start := time.Now()
-	hctx, cancel := context.WithDeadline(ctx, inv.Deadline.Add(r.grace))
+	// The function's time budget starts now that it is its turn, not when
+	// Invoke was called.
+	timeout := inv.timeout()
+	hctx, cancel := context.WithDeadline(ctx, time.Now().Add(timeout+r.grace))
 	defer cancel()
 	req, err := http.NewRequestWithContext(hctx, http.MethodPost, r.url, bytes.NewReader(inv.Payload))
 	if err != nil {
@@ -82,7 +97,7 @@ func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
 	resp, err := r.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-			return timeoutResult(inv.Deadline.Sub(start)), nil
+			return timeoutResult(timeout), nil
 		}
 		return Result{}, fmt.Errorf("localesm: invoke %s: %w", r.url, err)
 	}
@@ -90,7 +105,7 @@ func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
-			return timeoutResult(inv.Deadline.Sub(start)), nil
+			return timeoutResult(timeout), nil
 		}
 		return Result{}, fmt.Errorf("localesm: invoke %s: read response: %w", r.url, err)
 	}

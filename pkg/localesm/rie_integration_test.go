@@ -68,8 +68,10 @@ func freePort(t *testing.T) int {
 
 // startRIE builds the test bootstrap and runs it under the emulator on free
 // loopback ports. It returns the emulator's invocation address and the file
-// the bootstrap logs its records to. The emulator is stopped, by its pid,
-// when the test ends; it stops the bootstrap it started.
+// the bootstrap logs its records to. The emulator runs in its own process
+// group with the bootstrap it starts; when the test ends the group is sent
+// SIGTERM (the emulator stops its runtime on TERM) and, if it has not
+// exited within 5s, SIGKILL, so that no bootstrap outlives the test.
 func startRIE(t *testing.T, functionTimeout time.Duration) (addr, recordLog string) {
 	t.Helper()
 	rie := rieBinary(t)
@@ -91,18 +93,23 @@ func startRIE(t *testing.T, functionTimeout time.Duration) (addr, recordLog stri
 		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(functionTimeout/time.Second)),
 		"TESTBOOTSTRAP_LOG="+recordLog)
 	cmd.Stdout, cmd.Stderr = output, output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
+	pgid := cmd.Process.Pid // Setpgid: the emulator leads its own group
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // the emulator kills its runtime on TERM
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		var exit error // a TERM exit status is expected; it matters only to explain a failure
 		select {
 		case exit = <-done:
 		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-pgid, syscall.SIGKILL) // the emulator and its bootstrap
 			exit = <-done
 		}
+		// A bootstrap the emulator did not stop before it exited is still in
+		// the group: it must not outlive the test.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		_ = output.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(output.Name()); err == nil {
@@ -155,6 +162,7 @@ func TestRIESmoke(t *testing.T) {
 		FunctionTimeout: timeout, OnBatch: onBatch,
 	})
 	require.NoError(t, err)
+	require.Equal(t, 1, m.Concurrency(), "one invocation at a time, as the emulator runs them")
 	stop := start(t, m.Run)
 
 	dead := receiveN(t, client, q.dlqURL, 3, 45*time.Second)

@@ -50,7 +50,9 @@ type SQSConfig struct {
 	// most 10.
 	BatchSize int
 	// MaximumConcurrency bounds the invocations in flight, 2 to 1000 like
-	// Lambda's ScalingConfig (default DefaultMaximumConcurrency).
+	// Lambda's ScalingConfig (default DefaultMaximumConcurrency). An
+	// invoker that is a ConcurrencyLimiter lowers it to its own bound (RIE:
+	// 1); SQSMapping.Concurrency reports the bound in force.
 	MaximumConcurrency int
 	// FunctionTimeout is the function's timeout (default
 	// DefaultFunctionTimeout). Like Lambda, the mapping refuses a queue
@@ -59,14 +61,16 @@ type SQSConfig struct {
 	// ReportBatchItemFailures enables partial batch responses
 	// (FunctionResponseTypes: [ReportBatchItemFailures]).
 	ReportBatchItemFailures bool
-	// PollWait is the ReceiveMessage long-poll wait, in whole seconds up to
-	// 20 (default DefaultPollWait).
+	// PollWait is the ReceiveMessage long-poll wait, a whole number of
+	// seconds from 1s to 20s (default DefaultPollWait). Zero selects the
+	// default, so short polling (a wait of 0) cannot be configured.
 	PollWait time.Duration
 	// FunctionARN is given to the function as InvokedFunctionArn (default
 	// DefaultFunctionARN).
 	FunctionARN string
-	// Logger receives one record per batch (Info, Warn when it failed) and
-	// one per message (Debug). Default: no logging.
+	// Logger receives one record per batch (Info, Warn when it failed),
+	// one per receive that withheld messages (Warn) and one per message
+	// (Debug). Default: no logging.
 	Logger *slog.Logger
 	// OnBatch, when set, is called after each batch has been settled
 	// (messages deleted, groups released). It is called from several
@@ -79,9 +83,24 @@ type SQSBatchResult struct {
 	RequestID string
 	Records   []events.SQSMessage // the event's records, in order; empty when nothing was invoked
 	Deleted   []string            // ids of the messages deleted
-	Withheld  []string            // ids of messages received but not invoked: their group was in flight
-	Outcome   Outcome
-	Err       error // why the batch failed, for failures
+	// Withheld are the messages received with the batch but not invoked:
+	// their group was in flight. Each such receive counts toward the
+	// queue's maxReceiveCount (see the package documentation).
+	Withheld []WithheldMessage
+	Outcome  Outcome
+	Err      error // why the batch failed, for failures
+}
+
+// WithheldMessage is a message an SQSMapping received but did not invoke
+// because another invocation of the mapping held its message group.
+type WithheldMessage struct {
+	MessageID string
+	GroupID   string
+	// ReceiveCount is the message's ApproximateReceiveCount, this receive
+	// included (0 when the queue did not report it). When it reaches the
+	// queue's maxReceiveCount the message can be moved to the dead-letter
+	// queue without ever having been invoked.
+	ReceiveCount int
 }
 
 func (c SQSConfig) withDefaults() SQSConfig {
@@ -117,7 +136,7 @@ func (c SQSConfig) Validate() error {
 	case c.MaximumConcurrency < 2 || c.MaximumConcurrency > 1000:
 		return fmt.Errorf("localesm: maximum concurrency %d is outside [2, 1000]", c.MaximumConcurrency)
 	case c.PollWait < 0 || c.PollWait > 20*time.Second || c.PollWait%time.Second != 0:
-		return fmt.Errorf("localesm: poll wait %v is not a whole number of seconds in [0s, 20s]", c.PollWait)
+		return fmt.Errorf("localesm: poll wait %v is not a whole number of seconds in [1s, 20s] (zero selects the default, %v)", c.PollWait, DefaultPollWait)
 	}
 	return validateCommon(c.FunctionTimeout)
 }
@@ -125,9 +144,10 @@ func (c SQSConfig) Validate() error {
 // SQSMapping polls an SQS queue and invokes a function with batches of its
 // messages, as Lambda's SQS event source mapping does.
 type SQSMapping struct {
-	client  SQSAPI
-	invoker Invoker
-	cfg     SQSConfig
+	client      SQSAPI
+	invoker     Invoker
+	cfg         SQSConfig
+	concurrency int // cfg.MaximumConcurrency, lowered to the invoker's bound
 }
 
 // NewSQSMapping returns a mapping from the queue to the function behind
@@ -139,8 +159,22 @@ func NewSQSMapping(client SQSAPI, invoker Invoker, cfg SQSConfig) (*SQSMapping, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &SQSMapping{client: client, invoker: invoker, cfg: cfg.withDefaults()}, nil
+	cfg = cfg.withDefaults()
+	m := &SQSMapping{client: client, invoker: invoker, cfg: cfg, concurrency: cfg.MaximumConcurrency}
+	if l, ok := invoker.(ConcurrencyLimiter); ok {
+		if n := l.MaxConcurrency(); n >= 1 && n < m.concurrency {
+			m.concurrency = n
+		}
+	}
+	return m, nil
 }
+
+// Concurrency is the most invocations the mapping runs at once: the
+// configuration's MaximumConcurrency, or the invoker's MaxConcurrency when
+// the invoker is a ConcurrencyLimiter with a lower bound. The mapping
+// receives a batch only when one of these slots is free, so a batch never
+// waits inside the invoker.
+func (m *SQSMapping) Concurrency() int { return m.concurrency }
 
 // Run polls until ctx is cancelled, then waits for every invocation in
 // flight to return and settles it, and returns nil. It returns an error
@@ -152,6 +186,10 @@ func (m *SQSMapping) Run(ctx context.Context) error {
 		return err
 	}
 	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), inflight: map[string]string{}}
+	if m.concurrency < m.cfg.MaximumConcurrency {
+		r.log.LogAttrs(ctx, slog.LevelInfo, "localesm: the invoker runs fewer invocations at once than MaximumConcurrency; the mapping runs that many",
+			slog.Int("maximum_concurrency", m.cfg.MaximumConcurrency), slog.Int("concurrency", m.concurrency))
+	}
 	return r.loop(ctx)
 }
 
@@ -194,12 +232,14 @@ type sqsRun struct {
 }
 
 func (r *sqsRun) loop(ctx context.Context) error {
-	slots := make(chan struct{}, r.m.cfg.MaximumConcurrency)
+	slots := make(chan struct{}, r.m.concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		// Take a slot before receiving: a message received without a free
-		// invocation would wait while its visibility timeout runs.
+		// invocation would wait while its visibility timeout runs. There
+		// are no more slots than the invoker can run at once (Concurrency),
+		// so an invocation never waits inside the invoker either.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -221,6 +261,9 @@ func (r *sqsRun) loop(ctx context.Context) error {
 		}
 		requestID := newRequestID()
 		take, withheld := r.claim(requestID, msgs)
+		if len(withheld) > 0 {
+			r.warnWithheld(ctx, requestID, withheld)
+		}
 		if len(take) == 0 {
 			<-slots
 			r.settle(ctx, SQSBatchResult{RequestID: requestID, Withheld: withheld, Outcome: OutcomeWithheld}, nil)
@@ -251,7 +294,7 @@ func (r *sqsRun) receive(ctx context.Context) ([]sqstypes.Message, error) {
 // held by another invocation, and registers the groups it takes. Messages
 // of a held group are withheld, all of them, so that none of a group's
 // messages is invoked out of order.
-func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) (take []sqstypes.Message, withheld []string) {
+func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) (take []sqstypes.Message, withheld []WithheldMessage) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, msg := range msgs {
@@ -261,13 +304,29 @@ func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) (take []sqstyp
 			continue
 		}
 		if holder, held := r.inflight[group]; held && holder != requestID {
-			withheld = append(withheld, deref(msg.MessageId))
+			count, _ := strconv.Atoi(msg.Attributes[receiveCountAttribute])
+			withheld = append(withheld, WithheldMessage{MessageID: deref(msg.MessageId), GroupID: group, ReceiveCount: count})
 			continue
 		}
 		r.inflight[group] = requestID
 		take = append(take, msg)
 	}
 	return take, withheld
+}
+
+// warnWithheld says which messages a receive withheld: each withheld
+// receive uses up one of the message's receives, and a message withheld
+// often enough is moved to the dead-letter queue without being invoked.
+func (r *sqsRun) warnWithheld(ctx context.Context, requestID string, withheld []WithheldMessage) {
+	ids := make([]string, len(withheld))
+	groups := make([]string, len(withheld))
+	counts := make([]int, len(withheld))
+	for i, w := range withheld {
+		ids[i], groups[i], counts[i] = w.MessageID, w.GroupID, w.ReceiveCount
+	}
+	r.log.LogAttrs(ctx, slog.LevelWarn, "localesm: messages withheld: their group is in flight; the receive counts toward the queue's maxReceiveCount",
+		slog.String("aws_request_id", requestID),
+		slog.Any("message_ids", ids), slog.Any("group_ids", groups), slog.Any("receive_counts", counts))
 }
 
 func (r *sqsRun) release(requestID string, records []events.SQSMessage) {
@@ -281,7 +340,7 @@ func (r *sqsRun) release(requestID string, records []events.SQSMessage) {
 	}
 }
 
-func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.Message, withheld []string) {
+func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.Message, withheld []WithheldMessage) {
 	records := make([]events.SQSMessage, len(msgs))
 	for i, msg := range msgs {
 		records[i] = sqsRecord(msg, r.queue.arn, r.queue.region)
@@ -297,7 +356,7 @@ func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.
 	res, err := r.m.invoker.Invoke(ctx, Invocation{
 		RequestID:   requestID,
 		FunctionARN: r.m.cfg.FunctionARN,
-		Deadline:    time.Now().Add(r.m.cfg.FunctionTimeout),
+		Timeout:     r.m.cfg.FunctionTimeout,
 		Payload:     payload,
 	})
 	var d sqsDecision
@@ -362,7 +421,7 @@ func (r *sqsRun) settle(ctx context.Context, result SQSBatchResult, records []ev
 		slog.Int("deleted", len(result.Deleted)),
 	}
 	if len(result.Withheld) > 0 {
-		attrs = append(attrs, slog.Any("withheld", result.Withheld))
+		attrs = append(attrs, slog.Int("withheld", len(result.Withheld)))
 	}
 	if result.Err != nil {
 		attrs = append(attrs, slog.Any("error", result.Err))
@@ -378,7 +437,7 @@ func (r *sqsRun) settle(ctx context.Context, result SQSBatchResult, records []ev
 				slog.String("aws_request_id", result.RequestID),
 				slog.String("message_id", rec.MessageId),
 				slog.String("group_id", rec.Attributes[groupAttribute]),
-				slog.String("receive_count", rec.Attributes["ApproximateReceiveCount"]),
+				slog.String("receive_count", rec.Attributes[receiveCountAttribute]),
 				slog.Bool("deleted", deleted[rec.MessageId]))
 		}
 	}

@@ -340,11 +340,14 @@ func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 
 	withheld := make(chan struct{})
 	var closeOnce sync.Once
+	var firstWithheld localesm.WithheldMessage // written before withheld is closed
 	var log sqsLog
 	onBatch := func(r localesm.SQSBatchResult) {
 		log.onBatch(r)
-		if slices.Contains(r.Withheld, id) {
-			closeOnce.Do(func() { close(withheld) })
+		for _, w := range r.Withheld {
+			if w.MessageID == id {
+				closeOnce.Do(func() { firstWithheld = w; close(withheld) })
+			}
 		}
 	}
 	var mu sync.Mutex
@@ -383,6 +386,8 @@ func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the message was never received while its group was in flight")
 	}
+	require.Equal(t, localesm.WithheldMessage{MessageID: id, GroupID: "job-42", ReceiveCount: 2}, firstWithheld,
+		"the withheld receive used up a receive")
 	eventually(t, 20*time.Second, "the message to be processed and deleted", func() bool { return queueEmpty(t, client, q.url) })
 	stop()
 

@@ -11,6 +11,10 @@ import (
 // groupAttribute is the system attribute naming a FIFO message's group.
 const groupAttribute = "MessageGroupId"
 
+// receiveCountAttribute is the system attribute counting a message's
+// receives.
+const receiveCountAttribute = "ApproximateReceiveCount"
+
 // sqsRecord builds the event record Lambda builds from a received message:
 // every system attribute SQS returned, the message attributes in Lambda's
 // JSON shape (empty lists rather than null), and the source's ARN and

@@ -76,14 +76,17 @@ type StreamConfig struct {
 	// 100). Lambda allows 10,000 with a batching window; this mapping makes
 	// one GetRecords call per batch, which returns at most 1000.
 	BatchSize int
-	// MaximumRetryAttempts bounds the retries of a failed batch: -1 retries
-	// until the mapping stops, N >= 0 discards the rest of the batch after
-	// N retries. Unlike Lambda, whose default is -1, the zero value means
-	// no retry: locally a failing batch should surface at once rather than
-	// hold its shard.
-	MaximumRetryAttempts int
-	// OnFailure, when set, receives an OnFailureRecord for every discarded
-	// batch. Without it a discarded batch is only logged.
+	// MaximumRetryAttempts bounds the retries of a failed batch. Nil (the
+	// default) or a pointer to -1 is Lambda's default: the batch is retried
+	// every PollInterval until it succeeds or the mapping stops, and its
+	// shard waits on it meanwhile; nothing is discarded. A pointer to N,
+	// 0 to 10000, gives up after N retries (new(0): no retry): the rest of
+	// the batch is discarded and an OnFailureRecord of it is sent to
+	// OnFailure, which is then required. Write it as new(2).
+	MaximumRetryAttempts *int
+	// OnFailure receives an OnFailureRecord for every discarded batch. It is
+	// required with a bounded MaximumRetryAttempts, so that no batch is
+	// discarded without a record of it.
 	OnFailure *OnFailureDestination
 	// ReportBatchItemFailures enables partial batch responses.
 	ReportBatchItemFailures bool
@@ -116,11 +119,27 @@ type StreamBatchResult struct {
 	Outcome   Outcome
 	Done      int  // leading records finished (all of them on success)
 	Attempt   int  // 1 for the first invocation of these records, then 2, 3...
-	Discarded bool // the rest of the batch was given up after this attempt
+	Discarded bool // the rest of the batch was given up after this attempt (bounded MaximumRetryAttempts only)
 	Err       error
 }
 
+// retryForever is MaximumRetryAttempts' value for retrying until success.
+const retryForever = -1
+
+// maxRetries is MaximumRetryAttempts with its default: retryForever or the
+// bound.
+func (c StreamConfig) maxRetries() int {
+	if c.MaximumRetryAttempts == nil {
+		return retryForever
+	}
+	return *c.MaximumRetryAttempts
+}
+
 func (c StreamConfig) withDefaults() StreamConfig {
+	if p := c.MaximumRetryAttempts; p != nil { // the mapping keeps its own copy of the caller's int
+		n := *p
+		c.MaximumRetryAttempts = &n
+	}
 	if c.StartingPosition == "" {
 		c.StartingPosition = TrimHorizon
 	}
@@ -152,8 +171,11 @@ func (c StreamConfig) Validate() error {
 		return fmt.Errorf("localesm: starting position %q is neither %s nor %s", c.StartingPosition, TrimHorizon, Latest)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
 		return fmt.Errorf("localesm: stream batch size %d is outside [1, 1000]", c.BatchSize)
-	case c.MaximumRetryAttempts < -1 || c.MaximumRetryAttempts > 10000:
-		return fmt.Errorf("localesm: maximum retry attempts %d is outside [-1, 10000]", c.MaximumRetryAttempts)
+	case c.maxRetries() < retryForever || c.maxRetries() > 10000:
+		return fmt.Errorf("localesm: maximum retry attempts %d is outside [-1, 10000]", c.maxRetries())
+	case c.maxRetries() != retryForever && c.OnFailure == nil:
+		return fmt.Errorf("localesm: maximum retry attempts %d without an on-failure destination would discard records unrecorded: "+
+			"set OnFailure, or leave MaximumRetryAttempts nil to retry until success", c.maxRetries())
 	case c.PollInterval < 0:
 		return fmt.Errorf("localesm: poll interval %v is negative", c.PollInterval)
 	}
@@ -392,7 +414,7 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 		res, err := w.m.invoker.Invoke(ctx, Invocation{
 			RequestID:   requestID,
 			FunctionARN: cfg.FunctionARN,
-			Deadline:    time.Now().Add(cfg.FunctionTimeout),
+			Timeout:     cfg.FunctionTimeout,
 			Payload:     payload,
 		})
 		if err != nil {
@@ -415,7 +437,7 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 			return true
 		}
 		rest := batch[d.done:]
-		if cfg.MaximumRetryAttempts >= 0 && invocations > cfg.MaximumRetryAttempts {
+		if retries := cfg.maxRetries(); retries != retryForever && invocations > retries {
 			result.Discarded = true
 			w.settle(ctx, result)
 			return w.discard(ctx, rest, requestID, invocations, res.Status)
@@ -430,7 +452,9 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 
 // discard gives up on batch: it sends its record to the on-failure
 // destination, retrying until that succeeds, so that nothing is dropped
-// unrecorded. It returns false only when ctx is cancelled first.
+// unrecorded. It returns false only when ctx is cancelled first. Validate
+// requires the destination whenever retries are bounded; it can be missing
+// only for an event that cannot be encoded, which cannot happen.
 func (w *shardWorker) discard(ctx context.Context, batch []events.DynamoDBEventRecord, requestID string, invocations int, last Status) bool {
 	cfg := w.m.cfg
 	attrs := []slog.Attr{

@@ -51,7 +51,7 @@ func TestStreamResumesFromTheFirstFailedRecord(t *testing.T) {
 		return resp, nil
 	}
 	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
-		StreamARN: streamARN, ReportBatchItemFailures: true, MaximumRetryAttempts: -1, BatchSize: 10,
+		StreamARN: streamARN, ReportBatchItemFailures: true, BatchSize: 10, // retried until success: the default
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
 	})
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestStreamRetriesExhaustedSendsOnFailureRecord(t *testing.T) {
 	}
 	const functionARN = "arn:aws:lambda:eu-west-1:000000000000:function:relay"
 	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
-		StreamARN: streamARN, MaximumRetryAttempts: 1, BatchSize: 10, FunctionARN: functionARN,
+		StreamARN: streamARN, MaximumRetryAttempts: new(1), BatchSize: 10, FunctionARN: functionARN,
 		OnFailure:       &localesm.OnFailureDestination{Client: sqsClient, QueueURL: failures.url},
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
 	})

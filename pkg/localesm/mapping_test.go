@@ -1,0 +1,386 @@
+package localesm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+)
+
+// serialRIE is a fake aws-lambda-rie: like the real emulator it runs one
+// invocation at a time (a request waits for the one before it) and starts
+// the function's timeout when the function starts, answering "Task timed
+// out" when the function takes longer. Every function takes delay.
+type serialRIE struct {
+	mu      sync.Mutex // held while "the function" runs
+	delay   time.Duration
+	timeout time.Duration
+}
+
+func (f *serialRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.delay >= f.timeout {
+		time.Sleep(f.timeout)
+		_, _ = fmt.Fprintf(w, "Task timed out after %.2f seconds", f.timeout.Seconds())
+		return
+	}
+	select {
+	case <-time.After(f.delay):
+	case <-r.Context().Done():
+		return
+	}
+	_, _ = io.WriteString(w, `{"batchItemFailures":[]}`)
+}
+
+// newSerialRIE serves a serialRIE whose functions take 90% of timeout and
+// returns an RIE invoker for it, with a grace short enough that the
+// invoker, not the fake, would notice a lost time budget.
+func newSerialRIE(t *testing.T, timeout time.Duration) *RIE {
+	t.Helper()
+	srv := httptest.NewServer(&serialRIE{delay: timeout * 9 / 10, timeout: timeout})
+	t.Cleanup(srv.Close)
+	rie := NewRIE(srv.URL)
+	rie.grace = timeout / 10
+	return rie
+}
+
+// fakeSQS is a FIFO queue in memory. Each ReceiveMessage delivers the next
+// message of deliveries (one per call: tests use BatchSize 1); it counts the
+// messages received and not yet settled, which the test reports back
+// through settled.
+type fakeSQS struct {
+	mu          sync.Mutex
+	deliveries  []sqstypes.Message
+	deleted     []string
+	outstanding int // messages received and not yet settled
+	maxOut      int
+}
+
+func fifoMessage(id, group string, receiveCount int) sqstypes.Message {
+	return sqstypes.Message{
+		MessageId:     aws.String(id),
+		ReceiptHandle: aws.String(fmt.Sprintf("rh-%s-%d", id, receiveCount)),
+		Body:          aws.String("body-" + id),
+		Attributes: map[string]string{
+			groupAttribute:            group,
+			"ApproximateReceiveCount": strconv.Itoa(receiveCount),
+		},
+	}
+}
+
+func (f *fakeSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
+		string(sqstypes.QueueAttributeNameQueueArn):          testQueueARN,
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): "30",
+	}}, nil
+}
+
+func (f *fakeSQS) ReceiveMessage(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	if len(f.deliveries) > 0 {
+		msg := f.deliveries[0]
+		f.deliveries = f.deliveries[1:]
+		f.outstanding++
+		f.maxOut = max(f.maxOut, f.outstanding)
+		f.mu.Unlock()
+		return &sqs.ReceiveMessageOutput{Messages: []sqstypes.Message{msg}}, nil
+	}
+	f.mu.Unlock()
+	select { // a short long poll
+	case <-time.After(5 * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &sqs.ReceiveMessageOutput{}, nil
+}
+
+func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		f.deleted = append(f.deleted, aws.ToString(e.ReceiptHandle))
+		out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func (f *fakeSQS) deliver(msgs ...sqstypes.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deliveries = append(f.deliveries, msgs...)
+}
+
+func (f *fakeSQS) settled(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outstanding -= n
+}
+
+func (f *fakeSQS) maxOutstanding() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxOut
+}
+
+var _ SQSAPI = (*fakeSQS)(nil)
+
+// runMapping runs a mapping until the test ends and checks that Run
+// returns nil when it is stopped.
+func runMapping(t *testing.T, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker: the emulator runs
+// one invocation at a time. Two messages that each take 90% of the function
+// timeout both succeed, and the mapping never holds a received message the
+// invoker cannot run yet (its visibility timeout would run meanwhile).
+func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	q := &fakeSQS{}
+	q.deliver(fifoMessage("m1", "g1", 1), fifoMessage("m2", "g2", 1))
+	var mu sync.Mutex
+	outcomes := map[string]Outcome{}
+	m, err := NewSQSMapping(q, newSerialRIE(t, timeout), SQSConfig{
+		QueueURL: "http://sqs.local/000000000000/q.fifo", BatchSize: 1, FunctionTimeout: timeout,
+		OnBatch: func(r SQSBatchResult) {
+			q.settled(len(r.Records) + len(r.Withheld))
+			mu.Lock()
+			defer mu.Unlock()
+			for _, rec := range r.Records {
+				outcomes[rec.MessageId] = r.Outcome
+			}
+		},
+	})
+	require.NoError(t, err)
+	stop := runMapping(t, m.Run)
+	waitFor(t, 10*time.Second, "both invocations to settle", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(outcomes) == 2
+	})
+	stop()
+	require.Equal(t, map[string]Outcome{"m1": OutcomeSuccess, "m2": OutcomeSuccess}, outcomes,
+		"a function that finishes within its timeout is not reported as timed out")
+	require.Equal(t, 1, q.maxOutstanding(), "a message was received while the invoker was busy")
+}
+
+// TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker: two shards share
+// one emulator; their invocations take turns, and each gets its full
+// timeout.
+func TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	f := &fakeStreams{
+		shards:    []fakeShard{{id: "a", keys: []string{"a1"}}, {id: "b", keys: []string{"b1"}}},
+		iterTypes: map[string][]streamtypes.ShardIteratorType{},
+	}
+	var mu sync.Mutex
+	var results []StreamBatchResult
+	m, err := NewStreamMapping(f, newSerialRIE(t, timeout), StreamConfig{
+		StreamARN: testStreamARN, FunctionTimeout: timeout, PollInterval: 5 * time.Millisecond,
+		OnBatch: func(r StreamBatchResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		},
+	})
+	require.NoError(t, err)
+	stop := runMapping(t, m.Run)
+	waitFor(t, 10*time.Second, "both shards' batches to settle", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) >= 2
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range results[:2] {
+		require.Equal(t, OutcomeSuccess, r.Outcome, "shard %s", r.ShardID)
+	}
+}
+
+// TestStreamZeroValueRetriesUntilSuccess: like Lambda's default, a failing
+// batch is retried (its shard waits) until it succeeds; nothing is dropped.
+func TestStreamZeroValueRetriesUntilSuccess(t *testing.T) {
+	t.Parallel()
+	f := &fakeStreams{
+		shards:    []fakeShard{{id: "s", keys: []string{"k1", "k2"}}},
+		iterTypes: map[string][]streamtypes.ShardIteratorType{},
+	}
+	var mu sync.Mutex
+	calls := 0
+	var invoked [][]string
+	var results []StreamBatchResult
+	handler := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		var keys []string
+		for _, r := range ev.Records {
+			keys = append(keys, r.Change.Keys["job_id"].String())
+		}
+		invoked = append(invoked, keys)
+		if calls <= 3 {
+			return events.DynamoDBEventResponse{}, fmt.Errorf("failure %d", calls)
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		StreamARN: testStreamARN, PollInterval: 5 * time.Millisecond,
+		OnBatch: func(r StreamBatchResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		},
+	})
+	require.NoError(t, err)
+	stop := runMapping(t, m.Run)
+	waitFor(t, 10*time.Second, "the batch to succeed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) > 0 && results[len(results)-1].Outcome == OutcomeSuccess
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, [][]string{{"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}}, invoked)
+	for i, r := range results {
+		require.False(t, r.Discarded, "result %d discarded", i)
+		require.Equal(t, i+1, r.Attempt)
+	}
+}
+
+// logCapture is a slog handler that keeps its records.
+type logCapture struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (c *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return c } // the mappings' fixed attributes do not matter here
+func (c *logCapture) WithGroup(string) slog.Handler            { return c }
+func (c *logCapture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records = append(c.records, r.Clone())
+	return nil
+}
+
+// find returns the attributes of the first record at level with message
+// msg.
+func (c *logCapture) find(level slog.Level, msg string) (map[string]slog.Value, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.records {
+		if r.Level == level && r.Message == msg {
+			attrs := map[string]slog.Value{}
+			r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value; return true })
+			return attrs, true
+		}
+	}
+	return nil, false
+}
+
+// TestSQSWithheldMessagesAreLoggedAsWarnings: a message received again while
+// its group is in flight is withheld, which uses up one of its receives; the
+// mapping says so at Warn with the message ids and groups.
+func TestSQSWithheldMessagesAreLoggedAsWarnings(t *testing.T) {
+	t.Parallel()
+	q := &fakeSQS{}
+	q.deliver(fifoMessage("m1", "g1", 1))
+	logs := &logCapture{}
+	const withheldMsg = "localesm: messages withheld: their group is in flight; the receive counts toward the queue's maxReceiveCount"
+	release := make(chan struct{})
+	var once sync.Once
+	handler := func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
+		once.Do(func() { q.deliver(fifoMessage("m1", "g1", 2)) }) // its visibility timeout ran out
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return events.SQSEventResponse{}, nil
+	}
+	var mu sync.Mutex
+	var results []SQSBatchResult
+	m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		QueueURL: "http://sqs.local/000000000000/q.fifo", BatchSize: 1, FunctionTimeout: 5 * time.Second,
+		Logger: slog.New(logs),
+		OnBatch: func(r SQSBatchResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, r)
+		},
+	})
+	require.NoError(t, err)
+	stop := runMapping(t, m.Run)
+	waitFor(t, 10*time.Second, "the withheld warning", func() bool {
+		_, ok := logs.find(slog.LevelWarn, withheldMsg)
+		return ok
+	})
+	close(release)
+	stop()
+	attrs, _ := logs.find(slog.LevelWarn, withheldMsg)
+	require.Equal(t, []string{"m1"}, attrs["message_ids"].Any())
+	require.Equal(t, []string{"g1"}, attrs["group_ids"].Any())
+	require.Equal(t, []int{2}, attrs["receive_counts"].Any())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, results, 2)
+	require.Equal(t, OutcomeWithheld, results[0].Outcome)
+	require.Empty(t, results[0].Records)
+	require.Equal(t, []WithheldMessage{{MessageID: "m1", GroupID: "g1", ReceiveCount: 2}}, results[0].Withheld)
+	require.Equal(t, OutcomeSuccess, results[1].Outcome)
+	require.Equal(t, []string{"m1"}, results[1].Deleted)
+}
+
+func TestSQSPollWaitErrorNamesTheConfigurableRange(t *testing.T) {
+	t.Parallel()
+	for _, wait := range []time.Duration{-time.Second, 21 * time.Second, 1500 * time.Millisecond} {
+		err := SQSConfig{QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate()
+		require.ErrorContains(t, err, "[1s, 20s]", "poll wait %v", wait)
+		require.NotContains(t, err.Error(), "[0s", "poll wait %v", wait)
+	}
+	for _, wait := range []time.Duration{0, time.Second, 20 * time.Second} {
+		require.NoError(t, SQSConfig{QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate(), "poll wait %v", wait)
+	}
+}
