@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/ids"
 )
 
 // Prefix is the part of every candidate key before the job id.
@@ -12,7 +14,7 @@ const Prefix = "candidates/"
 // Limits of the parts of a key.
 const (
 	// MaxIDLength is the longest job id or attempt id, in bytes.
-	MaxIDLength = 128
+	MaxIDLength = ids.MaxLen
 	// MaxExtLength is the longest extension.
 	MaxExtLength = 16
 	// MaxGeneration is the largest generation that fits the key's ten
@@ -43,13 +45,13 @@ func NewKey(jobID string, generation int64, attemptID, ext string) (Key, error) 
 
 // Validate reports the first invalid part of k, wrapping ErrInvalidKey.
 func (k Key) Validate() error {
-	if reason := idProblem(k.JobID); reason != "" {
+	if reason := ids.Problem(k.JobID); reason != "" {
 		return fmt.Errorf("candidate: job id %q %s: %w", k.JobID, reason, ErrInvalidKey)
 	}
 	if k.Generation < 1 || k.Generation > MaxGeneration {
 		return fmt.Errorf("candidate: generation %d is outside 1..%d: %w", k.Generation, int64(MaxGeneration), ErrInvalidKey)
 	}
-	if reason := idProblem(k.AttemptID); reason != "" {
+	if reason := ids.Problem(k.AttemptID); reason != "" {
 		return fmt.Errorf("candidate: attempt id %q %s: %w", k.AttemptID, reason, ErrInvalidKey)
 	}
 	if reason := extProblem(k.Ext); reason != "" {
@@ -80,7 +82,7 @@ func (k Key) String() string {
 // JobPrefix returns the prefix under which every candidate of the job lies,
 // ending in a slash so that job-4's prefix does not cover job-42's keys.
 func JobPrefix(jobID string) (string, error) {
-	if reason := idProblem(jobID); reason != "" {
+	if reason := ids.Problem(jobID); reason != "" {
 		return "", fmt.Errorf("candidate: job id %q %s: %w", jobID, reason, ErrInvalidKey)
 	}
 	return Prefix + jobID + "/", nil
@@ -120,25 +122,6 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
-// idProblem says what is wrong with a job id or attempt id, or "" if nothing.
-// The alphabet has no slash and no dot, so an id can neither add a path
-// segment nor be "..".
-func idProblem(id string) string {
-	switch {
-	case id == "":
-		return "is empty"
-	case len(id) > MaxIDLength:
-		return fmt.Sprintf("is %d bytes long, more than %d", len(id), MaxIDLength)
-	}
-	for i := range len(id) {
-		c := id[i]
-		if !isAlnum(c) && c != '-' && c != '_' {
-			return fmt.Sprintf("has byte %q at offset %d; only A-Z a-z 0-9 _ - are allowed", c, i)
-		}
-	}
-	return ""
-}
-
 func extProblem(ext string) string {
 	switch {
 	case ext == "":
@@ -152,10 +135,6 @@ func extProblem(ext string) string {
 		}
 	}
 	return ""
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 func allDigits(s string) bool {

@@ -5,13 +5,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/fifoworker/fifoworker/internal/ids"
 )
 
 // Status is where a job is in its life: pending → running → completed,
@@ -114,14 +115,12 @@ func OutboxID(jobID string, version int64) string {
 	return jobID + "/v" + strconv.FormatInt(version, 10)
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
 // ValidateID reports whether id can be a job id: 1 to 128 characters from
 // [A-Za-z0-9_-]. Job ids become parts of S3 keys and FIFO group ids, and the
 // rule keeps them apart from the table's intent markers ("intent#…").
 func ValidateID(id string) error {
-	if !idPattern.MatchString(id) {
-		return fmt.Errorf("%w: job id %q must match [A-Za-z0-9_-]{1,128}", ErrInvalid, id)
+	if p := ids.Problem(id); p != "" {
+		return fmt.Errorf("%w: job id %q %s: ids are [A-Za-z0-9_-]{1,128}", ErrInvalid, id, p)
 	}
 	return nil
 }
@@ -129,8 +128,8 @@ func ValidateID(id string) error {
 // validateAttemptID applies the job id rule to attempt ids: they become
 // parts of candidate keys too.
 func validateAttemptID(id string) error {
-	if !idPattern.MatchString(id) {
-		return fmt.Errorf("%w: attempt id %q must match [A-Za-z0-9_-]{1,128}", ErrInvalid, id)
+	if p := ids.Problem(id); p != "" {
+		return fmt.Errorf("%w: attempt id %q %s: ids are [A-Za-z0-9_-]{1,128}", ErrInvalid, id, p)
 	}
 	return nil
 }
