@@ -15,6 +15,10 @@
 //     program it started.
 //   - When AWS_ENDPOINT_URL is set (a running LocalStack, say), nothing is
 //     started and that endpoint is used.
+//   - Starting emulators is Linux only (proc_linux.go): a stack recognises its
+//     own processes by their start time in /proc/PID/stat, so "down" never
+//     signals a reused PID. Elsewhere Up refuses with an error that says so,
+//     unless AWS_ENDPOINT_URL names an external stack.
 //   - Every failure (no Java, a port in use, an emulator that does not come
 //     up) is an error that says what to do; nothing is silently skipped.
 package localstack

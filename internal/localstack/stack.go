@@ -163,6 +163,9 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no emulators\n", ext)
 		return s, save(o, s)
 	}
+	if err := supported(); err != nil {
+		return nil, err
+	}
 	tools, err := Install(ctx, o.CacheDir, o.Progress)
 	if err != nil {
 		return nil, err
@@ -227,7 +230,7 @@ func start(stateDir, service string, port int, program string, args []string) (P
 	cmd.Dir = stateDir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownProcessGroup()
 	if err := cmd.Start(); err != nil {
 		return Process{}, nil, fmt.Errorf("localstack: start %s (%s): %w", service, program, err)
 	}
@@ -331,38 +334,6 @@ func Load(o Options) (*State, error) {
 	return s, err
 }
 
-// procStat reads a process's start time and state from /proc/PID/stat.
-func procStat(pid int) (startTicks uint64, state string, err error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
-		return 0, "", fmt.Errorf("unreadable /proc/%d/stat", pid)
-	}
-	fields := strings.Fields(string(raw[i+1:])) // fields 3 (state) onwards
-	if len(fields) < 20 {
-		return 0, "", fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	startTicks, err = strconv.ParseUint(fields[19], 10, 64) // field 22
-	return startTicks, fields[0], err
-}
-
-// ours reports whether pid is still the process we started: same start
-// time, same program, and not a zombie (which has exited and only waits to
-// be reaped).
-func ours(p Process) bool {
-	ticks, state, err := procStat(p.PID)
-	// StartTicks 0: recorded before start times were, checked by program only.
-	if err != nil || state == "Z" || (p.StartTicks != 0 && ticks != p.StartTicks) {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
-	return err == nil && strings.Contains(string(cmdline), p.Program)
-}
-
 func allAlive(s *State) bool {
 	for _, p := range s.Processes {
 		if !ours(p) {
@@ -391,7 +362,7 @@ func Down(o Options) error {
 		if !ours(p) {
 			continue
 		}
-		if err := syscall.Kill(-p.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := signalGroup(p.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("localstack: stop %s (pid %d): %w", p.Service, p.PID, err))
 		}
 	}
@@ -401,7 +372,7 @@ func Down(o Options) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if ours(p) {
-			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+			_ = signalGroup(p.PID, syscall.SIGKILL)
 		}
 	}
 	if err := os.RemoveAll(o.stateDir()); err != nil {
