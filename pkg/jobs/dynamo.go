@@ -13,14 +13,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// dynamoAPI is the part of the DynamoDB client the store uses.
-type dynamoAPI interface {
+// DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:
+// *dynamodb.Client implements it, and a test may pass a fake (which
+// jobstest.Run must then hold to the same behaviour as the real table).
+type DynamoDBAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-var _ dynamoAPI = (*dynamodb.Client)(nil)
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
 
 // DynamoStore is the Store on the Jobs table. Every transition after
 // creation is one conditional UpdateItem that also writes the outbox
@@ -29,7 +31,7 @@ var _ dynamoAPI = (*dynamodb.Client)(nil)
 // machine tells the error, or recognises the caller's own earlier write,
 // without another request.
 type DynamoStore struct {
-	api   dynamoAPI
+	api   DynamoDBAPI
 	table string
 	cfg   config
 }
@@ -39,7 +41,7 @@ var _ Store = (*DynamoStore)(nil)
 // NewDynamoStore returns a store on table, which must have the key schema
 // of template.yaml's JobsTable (hash key job_id, S). It panics on an
 // invalid option.
-func NewDynamoStore(api dynamoAPI, table string, opts ...Option) *DynamoStore {
+func NewDynamoStore(api DynamoDBAPI, table string, opts ...Option) *DynamoStore {
 	if api == nil || table == "" {
 		panic("jobs: NewDynamoStore needs a client and a table name")
 	}
