@@ -1,16 +1,18 @@
 package samtemplate_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
 // The checks below hold the repository's template.yaml to the rules in
-// DESIGN.md and to AWS's own constraints; they run in make test.
+// docs/ARCHITECTURE.md and to AWS's own constraints; they run in make test.
 
 func loadRepoTemplate(t *testing.T) *samtemplate.Template {
 	t.Helper()
@@ -149,4 +151,54 @@ func TestTemplateCandidatesBucketIsPrivateEncryptedAndTLSOnly(t *testing.T) {
 		}
 	}
 	require.True(t, tlsOnly, "the bucket policy denies requests without TLS")
+}
+
+// receiveBudgetProblem checks the rule that relates a job's generations to
+// its command's receives. Every claim needs a receive, and the receive after
+// the last generation's lease ends is the one whose takeover writes the job
+// failed; so the commands queue must allow at least maxGenerations+1
+// receives, or SQS dead-letters a command whose job could still have been
+// recovered (or failed) by a worker. Receives that claim nothing (skipped at
+// the deadline, a live lease held by another attempt) use up the margin; a
+// command that runs out of receives anyway reaches the DLQ with its job
+// still pending or running, and the sweeper's nudge re-issues it (pkg/jobs'
+// doc.go).
+func receiveBudgetProblem(tpl *samtemplate.Template, maxGenerations int) string {
+	rp, _ := tpl.Resources["CommandsQueue"].Properties["RedrivePolicy"].(map[string]any)
+	if rp == nil {
+		return "the commands queue has no redrive policy"
+	}
+	var receives int
+	switch n := rp["maxReceiveCount"].(type) {
+	case int:
+		receives = n
+	default:
+		return fmt.Sprintf("the commands queue's maxReceiveCount %#v is not a number", rp["maxReceiveCount"])
+	}
+	if receives < maxGenerations+1 {
+		return fmt.Sprintf("the commands queue's maxReceiveCount %d is below MaxGenerations+1 = %d: "+
+			"SQS would dead-letter a command before its job's generations are used up", receives, maxGenerations+1)
+	}
+	return ""
+}
+
+func TestTemplateCommandsAllowEveryGenerationAReceive(t *testing.T) {
+	t.Parallel()
+	tpl := loadRepoTemplate(t)
+	maxGenerations := int(jobs.DefaultMaxGenerations)
+	if p, ok := tpl.Parameters["MaxGenerations"]; ok { // the worker's setting, once it has one
+		maxGenerations = asInt(t, p.Default)
+	}
+	require.Empty(t, receiveBudgetProblem(tpl, maxGenerations))
+
+	// The check can fail: the same template with one receive too few.
+	tight, err := samtemplate.Parse(fmt.Appendf(nil, `
+Resources:
+  CommandsQueue:
+    Type: AWS::SQS::Queue
+    Properties:
+      RedrivePolicy: {deadLetterTargetArn: x, maxReceiveCount: %d}
+`, maxGenerations))
+	require.NoError(t, err)
+	require.Contains(t, receiveBudgetProblem(tight, maxGenerations), "below MaxGenerations+1")
 }
