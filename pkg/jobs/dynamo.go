@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:
@@ -52,6 +54,13 @@ func NewDynamoStore(api DynamoDBAPI, table string, opts ...Option) *DynamoStore 
 // a claim or a cancel that finds the item elsewhere than expected needs a
 // second, and a third only when it lost a race in between.
 const maxRounds = 8
+
+// The wait before Create's next round after a conflicting transaction:
+// 10 ms doubled per round, jittered, at most a second.
+const (
+	createRetryBase = 10 * time.Millisecond
+	createRetryMax  = time.Second
+)
 
 // errConditionFailed marks a write refused by its condition.
 var errConditionFailed = errors.New("condition failed")
@@ -267,8 +276,7 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 	}}
-	backoff := 10 * time.Millisecond
-	for range maxRounds {
+	for round := 1; round <= maxRounds; round++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
 			return CreateResult{Job: job}, nil
@@ -287,12 +295,9 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 		}
 		// A concurrent transaction on the same items, or what was in the
 		// way has gone: try again.
-		select {
-		case <-ctx.Done():
-			return CreateResult{}, createError(&req, ctx.Err())
-		case <-time.After(backoff):
+		if err := backoff.Sleep(ctx, backoff.Delay(createRetryBase, createRetryMax, round)); err != nil {
+			return CreateResult{}, createError(&req, err)
 		}
-		backoff *= 2
 	}
 	return CreateResult{}, createError(&req, errors.New("the intent's items kept changing; giving up"))
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -60,4 +64,54 @@ func TestNewDynamoStoreTakesTheExportedInterface(t *testing.T) {
 	_, err := store.Get(t.Context(), "job-42")
 	require.ErrorIs(t, err, jobs.ErrNotFound)
 	require.Equal(t, "jobs", asked)
+}
+
+// conflict is how DynamoDB cancels a transaction that raced another on the
+// same items.
+func conflict() error {
+	reason := types.CancellationReason{Code: aws.String("TransactionConflict")}
+	return &types.TransactionCanceledException{Message: aws.String("conflict"),
+		CancellationReasons: []types.CancellationReason{reason, reason}}
+}
+
+// TestDynamoCreateBacksOffBetweenConflicts: a create whose transaction keeps
+// conflicting tries a bounded number of times, waiting a jittered, doubling,
+// capped delay between tries, and stops waiting when its context ends.
+func TestDynamoCreateBacksOffBetweenConflicts(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var calls []time.Time
+		api := &fakeDynamo{t: t, transact: func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+			calls = append(calls, time.Now())
+			return nil, conflict()
+		}}
+		store := jobs.NewDynamoStore(api, "jobs")
+		start := time.Now()
+		_, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
+		require.ErrorContains(t, err, "kept changing; giving up")
+		require.Len(t, calls, 8, "a bounded number of tries")
+		// The wait after try r is 10 ms doubled r-1 times, at most 1 s, of
+		// which the upper half is random.
+		require.Equal(t, start, calls[0], "the first try does not wait")
+		end := time.Now()
+		for r, at := range calls {
+			next := end
+			if r+1 < len(calls) {
+				next = calls[r+1]
+			}
+			nominal := min(10*time.Millisecond<<r, time.Second)
+			require.GreaterOrEqual(t, next.Sub(at), nominal/2, "wait after try %d", r+1)
+			require.LessOrEqual(t, next.Sub(at), nominal, "wait after try %d", r+1)
+		}
+
+		// A context that ends during a wait ends the create at once.
+		calls = nil
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		_, err = store.Create(ctx, jobs.CreateRequest{JobID: "job-43", IntentID: "export-intent-8", Tenant: "t-1"})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Less(t, len(calls), 8)
+		require.Equal(t, 15*time.Millisecond, time.Since(start))
+	})
 }

@@ -3,8 +3,9 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"time"
+
+	"github.com/fifoworker/fifoworker/internal/checksum"
 )
 
 // Store is the arbiter of job state. Every method is one atomic decision:
@@ -103,8 +104,6 @@ const (
 	maxText   = 4096
 )
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
 func (r *CreateRequest) validate() error {
 	if err := validateText("tenant", r.Tenant, maxTenant); err != nil {
 		return err
@@ -179,7 +178,7 @@ func (r *AcceptRequest) validate(time.Time) error {
 	if err := validateText("result key", r.Result.Key, 1024); err != nil {
 		return err
 	}
-	if !sha256Hex.MatchString(r.Result.SHA256) {
+	if !checksum.IsSHA256Hex(r.Result.SHA256) {
 		return fmt.Errorf("%w: result sha256 %q is not 64 lower-case hex digits", ErrInvalid, r.Result.SHA256)
 	}
 	if r.Result.Size < 0 || r.Progress < 0 {
