@@ -128,92 +128,109 @@ func fenced(id string, g, v int64, attempt string) *Job {
 // decide is the whole state machine: given the request, the item as it is
 // (nil when there is none) and the time, it returns the write to make, or
 // that the item already is the outcome, or the error that says why the
-// transition is refused. It is pure.
+// transition is refused. It is pure, and so is each decide* function it
+// hands a request to: one per transition.
 func decide(req request, cur *Job, now time.Time, cfg *config) (step, error) {
 	now = ms(now)
 	switch r := req.(type) {
 	case *ClaimRequest:
 		return decideClaim(r, cur, now, cfg)
 	case *RenewRequest:
-		if cur != nil && cur.Status == StatusRunning && cur.Generation == r.Generation &&
-			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
-			cur.LeaseExpiresAt.Equal(ms(r.LeaseUntil)) && cur.Progress == r.Progress {
-			return step{done: true}, nil
-		}
-		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
-			return step{}, err
-		}
-		until, progress := ms(r.LeaseUntil), r.Progress
-		return step{
-			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
-			patch: patch{
-				status: StatusRunning, generation: r.Generation, version: r.Version + 1,
-				leaseExpiresAt: &until, progress: &progress, updatedAt: now,
-				outbox: message(r.JobID, r.Version+1, EventProgress, PayloadAttemptID, r.AttemptID),
-			},
-		}, nil
+		return decideRenew(r, cur, now)
 	case *AcceptRequest:
-		if cur != nil && cur.Status == StatusCompleted && cur.Generation == r.Generation &&
-			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
-			cur.Result == r.Result && cur.Progress == r.Progress {
-			return step{done: true}, nil
-		}
-		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
-			return step{}, err
-		}
-		result, progress, expires := r.Result, r.Progress, ttl(now.Add(cfg.retention))
-		return step{
-			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
-			patch: patch{
-				status: StatusCompleted, generation: r.Generation, version: r.Version + 1,
-				result: &result, progress: &progress, expiresAt: &expires, updatedAt: now,
-				outbox: message(r.JobID, r.Version+1, EventCompleted,
-					PayloadAttemptID, r.AttemptID, PayloadResultKey, r.Result.Key),
-			},
-		}, nil
+		return decideAccept(r, cur, now, cfg)
 	case *FailRequest:
-		if cur != nil && cur.Status == StatusFailed && cur.Generation == r.Generation &&
-			cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID && cur.Error == r.Failure {
-			return step{done: true}, nil
-		}
-		if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
-			return step{}, err
-		}
-		failure, expires := r.Failure, ttl(now.Add(cfg.retention))
-		return step{
-			guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
-			patch: patch{
-				status: StatusFailed, generation: r.Generation, version: r.Version + 1,
-				failure: &failure, expiresAt: &expires, updatedAt: now,
-				outbox: message(r.JobID, r.Version+1, EventFailed,
-					PayloadAttemptID, r.AttemptID, PayloadCode, r.Failure.Code),
-			},
-		}, nil
+		return decideFail(r, cur, now, cfg)
 	case *CancelRequest:
-		switch {
-		case cur == nil:
-			return step{}, ErrNotFound
-		case cur.Status == StatusCancelled:
-			return step{done: true}, nil
-		case cur.Status.Final():
-			return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
-		}
-		failure, expires := Failure{Code: CodeCancelled, Message: r.Reason}, ttl(now.Add(cfg.retention))
-		var payload []string
-		if r.Reason != "" {
-			payload = []string{PayloadReason, r.Reason}
-		}
-		return step{
-			guard: guard{status: cur.Status, generation: cur.Generation, version: cur.Version},
-			patch: patch{
-				// The generation moves on: a worker still running is fenced.
-				status: StatusCancelled, generation: cur.Generation + 1, version: cur.Version + 1,
-				failure: &failure, expiresAt: &expires, updatedAt: now,
-				outbox: message(r.JobID, cur.Version+1, EventCancelled, payload...),
-			},
-		}, nil
+		return decideCancel(r, cur, now, cfg)
 	}
 	panic(fmt.Sprintf("jobs: decide: unknown request %T", req))
+}
+
+func decideRenew(r *RenewRequest, cur *Job, now time.Time) (step, error) {
+	if cur != nil && cur.Status == StatusRunning && cur.Generation == r.Generation &&
+		cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
+		cur.LeaseExpiresAt.Equal(ms(r.LeaseUntil)) && cur.Progress == r.Progress {
+		return step{done: true}, nil
+	}
+	if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+		return step{}, err
+	}
+	until, progress := ms(r.LeaseUntil), r.Progress
+	return step{
+		guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+		patch: patch{
+			status: StatusRunning, generation: r.Generation, version: r.Version + 1,
+			leaseExpiresAt: &until, progress: &progress, updatedAt: now,
+			outbox: message(r.JobID, r.Version+1, EventProgress, PayloadAttemptID, r.AttemptID),
+		},
+	}, nil
+}
+
+func decideAccept(r *AcceptRequest, cur *Job, now time.Time, cfg *config) (step, error) {
+	if cur != nil && cur.Status == StatusCompleted && cur.Generation == r.Generation &&
+		cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
+		cur.Result == r.Result && cur.Progress == r.Progress {
+		return step{done: true}, nil
+	}
+	if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+		return step{}, err
+	}
+	result, progress, expires := r.Result, r.Progress, ttl(now.Add(cfg.retention))
+	return step{
+		guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+		patch: patch{
+			status: StatusCompleted, generation: r.Generation, version: r.Version + 1,
+			result: &result, progress: &progress, expiresAt: &expires, updatedAt: now,
+			outbox: message(r.JobID, r.Version+1, EventCompleted,
+				PayloadAttemptID, r.AttemptID, PayloadResultKey, r.Result.Key),
+		},
+	}, nil
+}
+
+func decideFail(r *FailRequest, cur *Job, now time.Time, cfg *config) (step, error) {
+	if cur != nil && cur.Status == StatusFailed && cur.Generation == r.Generation &&
+		cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID && cur.Error == r.Failure {
+		return step{done: true}, nil
+	}
+	if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
+		return step{}, err
+	}
+	failure, expires := r.Failure, ttl(now.Add(cfg.retention))
+	return step{
+		guard: fencedGuard(r.Generation, r.Version, r.AttemptID),
+		patch: patch{
+			status: StatusFailed, generation: r.Generation, version: r.Version + 1,
+			failure: &failure, expiresAt: &expires, updatedAt: now,
+			outbox: message(r.JobID, r.Version+1, EventFailed,
+				PayloadAttemptID, r.AttemptID, PayloadCode, r.Failure.Code),
+		},
+	}, nil
+}
+
+func decideCancel(r *CancelRequest, cur *Job, now time.Time, cfg *config) (step, error) {
+	switch {
+	case cur == nil:
+		return step{}, ErrNotFound
+	case cur.Status == StatusCancelled:
+		return step{done: true}, nil
+	case cur.Status.Final():
+		return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
+	}
+	failure, expires := Failure{Code: CodeCancelled, Message: r.Reason}, ttl(now.Add(cfg.retention))
+	var payload []string
+	if r.Reason != "" {
+		payload = []string{PayloadReason, r.Reason}
+	}
+	return step{
+		guard: guard{status: cur.Status, generation: cur.Generation, version: cur.Version},
+		patch: patch{
+			// The generation moves on: a worker still running is fenced.
+			status: StatusCancelled, generation: cur.Generation + 1, version: cur.Version + 1,
+			failure: &failure, expiresAt: &expires, updatedAt: now,
+			outbox: message(r.JobID, cur.Version+1, EventCancelled, payload...),
+		},
+	}, nil
 }
 
 func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, error) {
