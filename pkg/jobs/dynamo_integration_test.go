@@ -287,7 +287,7 @@ func TestDynamoRequestCounts(t *testing.T) {
 	}
 }
 
-// TestDynamoRunningExampleStream follows DESIGN.md's running example on the
+// TestDynamoRunningExampleStream follows the running example (Example) on the
 // table's stream: the command is emitted once, every transition emits one
 // message with the next version, and the duplicate create and worker A's
 // late accept leave no record at all.

@@ -8,7 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Attribute names of the Jobs table (see DESIGN.md).
+// Attribute names of the Jobs table. The item layout is documented on Job
+// and in docs/ARCHITECTURE.md; template.yaml's JobsTable declares the key
+// (job_id) and the TTL attribute (expires_at).
 const (
 	attrJobID          = "job_id"
 	attrIntentID       = "intent_id"

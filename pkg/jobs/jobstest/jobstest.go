@@ -387,7 +387,9 @@ func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, jobs.ErrFinal)
 }
 
-// testRunningExample is DESIGN.md's running example.
+// testRunningExample is the project's running example: worker A claims
+// job-42 and stalls, its lease expires, B takes over and accepts, and A's
+// late writes change nothing.
 func testRunningExample(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	res, err := b.store.Create(b.ctx, jobs.CreateRequest{JobID: b.id("job-42"), IntentID: "export-intent-7", Tenant: b.tenant})
