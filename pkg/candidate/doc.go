@@ -22,8 +22,16 @@
 //   - Every object carries its job id, generation, attempt id and SHA-256 in
 //     user metadata, and the SHA-256 also as S3's own checksum, which S3
 //     verifies on upload. Head and Open refuse an object whose metadata does
-//     not match its key; a Reader fails instead of returning io.EOF when the
-//     content it read does not match the recorded SHA-256 and size.
+//     not match its key.
+//   - A Reader checks the content against the recorded SHA-256 and size in
+//     the Read that completes the size, looking one byte further for a body
+//     that goes on: a mismatch is an error from that Read (with no data),
+//     never io.EOF, even for a caller that reads exactly Info().Size bytes
+//     and stops. Close reports a mismatch again, and checks the end itself
+//     when the whole size was read but the end was not seen. A Reader closed
+//     before the whole size was read has checked nothing and reports
+//     nothing: reading only the head of a candidate is legitimate, and
+//     claiming corruption there would be a guess.
 //   - A 409 ConditionalRequestConflict (a concurrent write to the same key)
 //     is retried a bounded number of times with backoff; the retry then
 //     normally meets the winner's object and returns ErrExists.

@@ -49,6 +49,9 @@ type fakeObject struct {
 	// endErr, when set, ends the body GetObject returns instead of io.EOF,
 	// as the SDK's checksum-validating reader does on a mismatch.
 	endErr error
+	// pauseAt, when positive, makes the body return (0, nil) once after
+	// that many bytes: a body that has not shown whether more follows.
+	pauseAt int
 }
 
 func newFakeS3() *fakeS3 {
@@ -144,6 +147,10 @@ func (f *fakeS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*
 		return nil, &types.NoSuchKey{Message: aws.String("injected by fakeS3")}
 	}
 	var body io.Reader = bytes.NewReader(obj.body)
+	if obj.pauseAt > 0 {
+		at := min(obj.pauseAt, len(obj.body))
+		body = io.MultiReader(bytes.NewReader(obj.body[:at]), &pauseOnce{}, bytes.NewReader(obj.body[at:]))
+	}
 	if obj.endErr != nil {
 		body = io.MultiReader(body, errReader{obj.endErr})
 	}
@@ -248,6 +255,30 @@ func (f *fakeS3) tamper(t testing.TB, key string, body []byte, endErr error) {
 		t.Fatalf("tamper: no object at %s", key)
 	}
 	obj.body, obj.endErr = body, endErr
+}
+
+// pauseAfter makes the body GetObject returns for key pause once, returning
+// (0, nil), after n bytes.
+func (f *fakeS3) pauseAfter(t testing.TB, key string, n int) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	obj := f.objects[key]
+	if obj == nil {
+		t.Fatalf("pauseAfter: no object at %s", key)
+	}
+	obj.pauseAt = n
+}
+
+// pauseOnce reads nothing, once without an error and then with io.EOF.
+type pauseOnce struct{ done bool }
+
+func (p *pauseOnce) Read([]byte) (int, error) {
+	if p.done {
+		return 0, io.EOF
+	}
+	p.done = true
+	return 0, nil
 }
 
 // rawPut stores an object as any other S3 client could, bypassing Store.

@@ -247,7 +247,7 @@ func TestIntegrationChecksumIsStored(t *testing.T) {
 }
 
 // An object at a candidate key whose bytes do not match its recorded hash
-// fails at the end of reading, whether or not it also carries an S3
+// fails once its size has been read, whether or not it also carries an S3
 // checksum (which the SDK checks too). The emulator does not verify
 // checksums on upload, which is what lets these objects be made.
 func TestIntegrationDetectsWrongContent(t *testing.T) {
@@ -273,6 +273,13 @@ func TestIntegrationDetectsWrongContent(t *testing.T) {
 		} else {
 			require.NotContains(t, err.Error(), "the S3 client failed the read too")
 		}
+
+		// A caller that reads exactly the size and stops learns it too.
+		r, err := b.store.Open(t.Context(), key)
+		require.NoError(t, err)
+		_, err = io.ReadFull(r, make([]byte, r.Info().Size))
+		require.ErrorIs(t, err, candidate.ErrChecksumMismatch, tt.attempt)
+		require.ErrorIs(t, r.Close(), candidate.ErrChecksumMismatch, tt.attempt)
 	}
 
 	other := mustKey(t, "job-42", 1, "worker-b", "txt")

@@ -15,10 +15,18 @@ import (
 )
 
 // Reader streams a candidate's content and checks it against the recorded
-// SHA-256 and size: at the end of the content, Read returns a
-// *ChecksumError (ErrChecksumMismatch) instead of io.EOF when they do not
-// match, and Close returns that error again. A Reader closed before the end
-// has checked nothing. It is not safe for concurrent use.
+// SHA-256 and size. The check is made by the Read that completes the
+// recorded size, so a caller that reads exactly Info().Size bytes (with
+// io.ReadFull, say) and never asks for more still learns of a mismatch; that
+// Read also looks one byte past the size, so a body longer than recorded is
+// a mismatch too. A mismatch is a *ChecksumError (ErrChecksumMismatch),
+// returned without data, instead of io.EOF.
+//
+// Close returns a mismatch again, and finds the one a Read could not (the
+// whole size was read, but the end of the body was not seen). A Reader
+// closed before the whole size was read has checked nothing and reports
+// nothing: reading only the head of a candidate is legitimate. A Reader is
+// not safe for concurrent use.
 type Reader struct {
 	info Info
 	body io.ReadCloser
@@ -55,24 +63,59 @@ func (s *Store) Open(ctx context.Context, key Key) (*Reader, error) {
 func (r *Reader) Info() Info { return r.info }
 
 // Read reads the content. It returns io.EOF only after the whole content
-// has been read and matched its recorded SHA-256 and size.
+// has been read and matched its recorded SHA-256 and size. A Read that
+// returns a *ChecksumError returns no data with it: io.ReadFull, for one,
+// drops an error that comes with the last bytes it asked for.
 func (r *Reader) Read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
 	n, err := r.body.Read(p)
-	r.hash.Write(p[:n])
-	r.read += int64(n)
+	r.count(p[:n])
+	if err == nil && r.read == r.info.Size {
+		// The whole recorded size is here: judge it now, since a caller
+		// that asked for exactly that much may never call Read again.
+		err = r.probe()
+	}
+	r.err = r.judge(err)
+	if errors.Is(r.err, ErrChecksumMismatch) {
+		return 0, r.err
+	}
+	return n, r.err
+}
+
+func (r *Reader) count(b []byte) {
+	r.hash.Write(b)
+	r.read += int64(len(b))
+}
+
+// probe reads one byte past the recorded size: io.EOF there is the end the
+// check needs, a byte is a body longer than recorded.
+func (r *Reader) probe() error {
+	var b [1]byte
+	n, err := r.body.Read(b[:])
+	r.count(b[:n])
+	return err
+}
+
+// judge returns the verdict on what has been read, given the body's last
+// error: nil while the content goes on, io.EOF or a *ChecksumError at its
+// end, or the body's error.
+func (r *Reader) judge(bodyErr error) error {
 	switch {
 	case r.read > r.info.Size:
-		err = r.mismatch()
-	case errors.Is(err, io.EOF):
-		err = r.verify()
-	case err != nil:
-		err = r.bodyFailed(err)
+		return r.mismatch()
+	case bodyErr == nil && r.read == r.info.Size:
+		// The body has not shown its end yet, but content that does not
+		// match is wrong whatever follows.
+		return r.contentMismatch()
+	case bodyErr == nil:
+		return nil
+	case errors.Is(bodyErr, io.EOF):
+		return r.verify()
+	default:
+		return r.bodyFailed(bodyErr)
 	}
-	r.err = err
-	return n, err
 }
 
 // verify runs at the end of the body.
@@ -80,10 +123,19 @@ func (r *Reader) verify() error {
 	if r.read != r.info.Size {
 		return r.mismatch()
 	}
+	if err := r.contentMismatch(); err != nil {
+		return err
+	}
+	return io.EOF
+}
+
+// contentMismatch compares the hash of the whole size, once read, with the
+// recorded one.
+func (r *Reader) contentMismatch() error {
 	if got := hex.EncodeToString(r.hash.Sum(nil)); got != r.info.SHA256 {
 		return &ChecksumError{Key: r.info.Key, Want: r.info.SHA256, Got: got, WantSize: r.info.Size, GotSize: r.read}
 	}
-	return io.EOF
+	return nil
 }
 
 // bodyFailed wraps an error from the body. The SDK checks S3's own
@@ -104,13 +156,27 @@ func (r *Reader) mismatch() error {
 }
 
 // Close releases the connection. It returns the mismatch Read reported, if
-// any, so that a caller checking only Close still learns of it.
+// any, so that a caller checking only Close still learns of it. When the
+// whole recorded size has been read but the end of the body has not been
+// seen (or the size is 0 and nothing was read), Close looks for that end
+// first, and reports a body that goes on past the size or content that
+// does not match its SHA-256. Before the whole size has been read it checks
+// nothing.
 func (r *Reader) Close() error {
-	err := r.body.Close()
-	if errors.Is(r.err, ErrChecksumMismatch) {
-		return r.err
+	var found error // an outcome no Read has returned
+	if r.err == nil && r.read == r.info.Size {
+		r.err = r.judge(r.probe())
+		if !errors.Is(r.err, io.EOF) {
+			found = r.err
+		}
 	}
-	if err != nil {
+	err := r.body.Close()
+	switch {
+	case errors.Is(r.err, ErrChecksumMismatch):
+		return r.err
+	case found != nil:
+		return found
+	case err != nil:
 		return fmt.Errorf("candidate: close %s: %w", r.info.Key, err)
 	}
 	return nil

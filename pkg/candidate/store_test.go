@@ -91,20 +91,114 @@ func TestReadErrorIsNotAMismatch(t *testing.T) {
 	require.NoError(t, r.Close())
 }
 
-// A reader closed early has verified nothing and reports nothing.
-func TestReaderClosedEarly(t *testing.T) {
+// A caller that reads exactly Info().Size bytes and stops, as io.ReadFull
+// does, never sees io.EOF: the Read that completes the size must report a
+// mismatch, and Close reports it again.
+func TestReadingExactlyTheSizeDetectsAMismatch(t *testing.T) {
+	t.Parallel()
+	content := []byte("the accepted result, 40 bytes long......")
+	tests := []struct {
+		name     string
+		tampered []byte
+		pauseAt  int // the body pauses once after this many bytes; 0: never
+		wantMsg  string
+	}{
+		{"same size", []byte("the accepted result, 40 bytes long.....!"), 0, "content has sha256"},
+		{"same size, the body pauses before its end", []byte("the accepted result, 40 bytes long.....!"), 40, "content has sha256"},
+		{"longer", append(append([]byte{}, content...), "and more"...), 0, "got 41 bytes, the recorded size is 40"},
+		{"shorter", content[:39], 0, "got 39 bytes, the recorded size is 40"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			key := mustKey(t, "job-42", 1, "a", "txt")
+			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
+			require.NoError(t, err)
+			b.fake.tamper(t, key.String(), tt.tampered, nil)
+			if tt.pauseAt > 0 {
+				b.fake.pauseAfter(t, key.String(), tt.pauseAt)
+			}
+
+			r, err := b.store.Open(context.Background(), key)
+			require.NoError(t, err)
+			_, err = io.ReadFull(r, make([]byte, r.Info().Size))
+			require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+			require.ErrorContains(t, err, tt.wantMsg)
+			require.ErrorIs(t, r.Close(), candidate.ErrChecksumMismatch, "Close reports it again")
+		})
+	}
+}
+
+// When the whole size was read but the body did not show its end, Close
+// looks for it; before the whole size was read, Close checks nothing.
+func TestCloseChecksTheEndOnlyAfterTheWholeSize(t *testing.T) {
+	t.Parallel()
+	content := []byte("0123456789")
+	tests := []struct {
+		name     string
+		tampered []byte // nil: the genuine content
+		pauseAt  int
+		read     int // bytes read before Close
+		wantErr  string
+	}{
+		{"whole size read, more follows after a pause", []byte("0123456789 and more"), 10, 10, "got 11 bytes, the recorded size is 10"},
+		{"whole size read, the end follows after a pause", nil, 10, 10, ""},
+		{"head of a good candidate", nil, 0, 4, ""},
+		{"head of a corrupt candidate: nothing could be checked", []byte("012345678!"), 0, 4, ""},
+		{"head of a longer candidate: nothing could be checked", []byte("0123456789 and more"), 0, 4, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			key := mustKey(t, "job-42", 1, "a", "txt")
+			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
+			require.NoError(t, err)
+			if tt.tampered != nil {
+				b.fake.tamper(t, key.String(), tt.tampered, nil)
+			}
+			if tt.pauseAt > 0 {
+				b.fake.pauseAfter(t, key.String(), tt.pauseAt)
+			}
+			r, err := b.store.Open(context.Background(), key)
+			require.NoError(t, err)
+			got := make([]byte, tt.read)
+			_, err = io.ReadFull(r, got)
+			require.NoError(t, err)
+			require.Equal(t, content[:tt.read], got)
+			err = r.Close()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+// An empty candidate is read whole without a single Read: Close checks it.
+func TestCloseChecksAnEmptyCandidateNeverRead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	key := mustKey(t, "job-42", 1, "a", "txt")
-	_, err := b.store.Put(context.Background(), key, strings.NewReader("0123456789"))
-	require.NoError(t, err)
-	b.fake.tamper(t, key.String(), []byte("012345678!"), nil)
-	r, err := b.store.Open(context.Background(), key)
-	require.NoError(t, err)
-	buf := make([]byte, 4)
-	_, err = io.ReadFull(r, buf)
+	good := mustKey(t, "job-42", 1, "a", "txt")
+	grown := mustKey(t, "job-42", 1, "b", "txt")
+	for _, k := range []candidate.Key{good, grown} {
+		_, err := b.store.Put(context.Background(), k, strings.NewReader(""))
+		require.NoError(t, err)
+	}
+	b.fake.tamper(t, grown.String(), []byte("!"), nil)
+
+	r, err := b.store.Open(context.Background(), good)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
+
+	r, err = b.store.Open(context.Background(), grown)
+	require.NoError(t, err)
+	err = r.Close()
+	require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
+	require.ErrorContains(t, err, "got 1 bytes, the recorded size is 0")
 }
 
 func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {

@@ -1,0 +1,5 @@
+package candidate
+
+import "github.com/fifoworker/fifoworker/pkg/jobs"
+
+var _ = jobs.ErrFinal
