@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,7 +49,7 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		if err := Sleep(ctx, time.Hour); err != context.DeadlineExceeded {
+		if err := Sleep(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Sleep = %v, want DeadlineExceeded", err)
 		}
 		if waited := time.Since(start); waited != time.Second {
@@ -60,7 +61,7 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		if waited := time.Since(start); waited != time.Second+time.Minute {
 			t.Fatalf("waited %v in all, want 1m1s", waited)
 		}
-		if err := Sleep(ctx, 0); err != context.DeadlineExceeded {
+		if err := Sleep(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Sleep(0) on an ended context = %v, want its error", err)
 		}
 	})
