@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
 // fakeS3 is an in-memory bucket with S3's conditional-put semantics, for
@@ -53,6 +55,10 @@ type fakeObject struct {
 	// that many bytes: a body that has not shown whether more follows.
 	pauseAt int
 }
+
+// The fake is a candidate.S3API like *s3.Client: callers outside the
+// package can name the interface the store takes.
+var _ candidate.S3API = (*fakeS3)(nil)
 
 func newFakeS3() *fakeS3 {
 	return &fakeS3{bucket: "candidates-test", objects: map[string]*fakeObject{}, pageSize: 2}

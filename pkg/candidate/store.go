@@ -16,8 +16,9 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// s3API is the part of the S3 client the store uses.
-type s3API interface {
+// S3API is the part of the S3 client a Store calls; *s3.Client has it.
+// Tests and wrappers (metrics, fault injection) implement it too.
+type S3API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
@@ -25,7 +26,7 @@ type s3API interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-var _ s3API = (*s3.Client)(nil)
+var _ S3API = (*s3.Client)(nil)
 
 // User metadata keys (x-amz-meta-*). The SDK returns them in lower case.
 const (
@@ -38,7 +39,7 @@ const (
 // Store writes and reads the candidates of one bucket. It is safe for
 // concurrent use.
 type Store struct {
-	api    s3API
+	api    S3API
 	bucket string
 	cfg    config
 }
@@ -46,7 +47,7 @@ type Store struct {
 // New returns a Store on bucket. client is usually an *s3.Client. It panics
 // when client is nil, bucket is empty or an option is invalid: all are
 // programming errors, found at cold start.
-func New(client s3API, bucket string, opts ...Option) *Store {
+func New(client S3API, bucket string, opts ...Option) *Store {
 	if client == nil {
 		panic("candidate: New with a nil S3 client")
 	}
