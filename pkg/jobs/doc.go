@@ -36,5 +36,9 @@
 //
 // Times are injected (WithClock) and stored as epoch milliseconds. The
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew
-// margin (LeaseEnd).
+// margin (LeaseEnd). Leases are bounded: a claim or renewal whose lease would
+// end more than MaxLambdaTimeout (15 minutes, the longest invocation) plus
+// the store's margin (WithClockSkew, default 5 s, at most MaxClockSkew)
+// after the store's now is refused with ErrInvalid, so a stalled holder can
+// always be taken over.
 package jobs

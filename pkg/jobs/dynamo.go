@@ -140,7 +140,7 @@ func (s *DynamoStore) getJob(ctx context.Context, id string) (*Job, error) {
 
 func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) {
 	now := s.cfg.now()
-	if err := req.validate(now); err != nil {
+	if err := req.validate(now, &s.cfg); err != nil {
 		return Job{}, transitionError(req, err)
 	}
 	cur := req.expect()

@@ -103,7 +103,7 @@ func (s *MemoryStore) transition(ctx context.Context, req request) (Job, error) 
 		return Job{}, transitionError(req, err)
 	}
 	now := s.cfg.now()
-	if err := req.validate(now); err != nil {
+	if err := req.validate(now, &s.cfg); err != nil {
 		return Job{}, transitionError(req, err)
 	}
 	s.mu.Lock()

@@ -18,8 +18,25 @@ const (
 	DefaultRetention = 30 * 24 * time.Hour
 	// DefaultIntentRetention is how long an intent is remembered.
 	DefaultIntentRetention = 30 * 24 * time.Hour
-	// DefaultClockSkew is the margin LeaseEnd adds to an invocation deadline.
+	// DefaultClockSkew is the margin LeaseEnd adds to an invocation deadline,
+	// and the store's margin beyond MaxLambdaTimeout (WithClockSkew).
 	DefaultClockSkew = 5 * time.Second
+)
+
+// Bounds of a lease.
+const (
+	// MaxLambdaTimeout is the longest a Lambda invocation runs. A lease ends
+	// at most this long plus the clock-skew margin after the store's now: a
+	// longer one is refused (ErrInvalid), since no invocation outlives it
+	// and a job held by it could not be recovered by any takeover.
+	MaxLambdaTimeout = 15 * time.Minute
+	// MaxClockSkew bounds the clock-skew margin (WithClockSkew, LeaseEnd).
+	// Lambda hosts keep time with the Amazon Time Sync Service, far closer
+	// than a second; the 5-second default covers that and requests in
+	// flight. A margin of more than a minute is no longer about skew: it
+	// delays every takeover of a stalled job by as much, and a command
+	// redelivered within it spends a receive on "lease held".
+	MaxClockSkew = time.Minute
 )
 
 // RecoveryPolicy decides what a claim does with a running job whose lease
@@ -37,6 +54,7 @@ type config struct {
 	recovery        RecoveryPolicy
 	retention       time.Duration
 	intentRetention time.Duration
+	clockSkew       time.Duration
 }
 
 // Option configures a store. The zero configuration uses the system clock
@@ -58,18 +76,28 @@ func WithRetention(d time.Duration) Option { return func(c *config) { c.retentio
 // a retried intent after that may create a second job.
 func WithIntentRetention(d time.Duration) Option { return func(c *config) { c.intentRetention = d } }
 
+// WithClockSkew sets the clock-skew margin the store allows beyond
+// MaxLambdaTimeout: a claim or renewal may ask for a lease ending at most
+// MaxLambdaTimeout + d after now. Zero means DefaultClockSkew; d must not
+// be negative nor exceed MaxClockSkew. Use the same margin with LeaseEnd.
+func WithClockSkew(d time.Duration) Option { return func(c *config) { c.clockSkew = d } }
+
 func newConfig(opts []Option) config {
 	c := config{
 		now:             time.Now,
 		recovery:        RecoveryPolicy{MaxGenerations: DefaultMaxGenerations},
 		retention:       DefaultRetention,
 		intentRetention: DefaultIntentRetention,
+		clockSkew:       DefaultClockSkew,
 	}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.recovery.MaxGenerations == 0 {
 		c.recovery.MaxGenerations = DefaultMaxGenerations
+	}
+	if c.clockSkew == 0 {
+		c.clockSkew = DefaultClockSkew
 	}
 	if err := c.Validate(); err != nil {
 		panic(err.Error())
@@ -86,8 +114,15 @@ func (c *config) Validate() error {
 		return fmt.Errorf("jobs: RecoveryPolicy.MaxGenerations %d < 1", c.recovery.MaxGenerations)
 	case c.retention <= 0, c.intentRetention <= 0:
 		return errors.New("jobs: retention must be positive")
+	case c.clockSkew < 0 || c.clockSkew > MaxClockSkew:
+		return fmt.Errorf("jobs: clock skew %v is outside 0 to %v", c.clockSkew, MaxClockSkew)
 	}
 	return nil
+}
+
+// leaseLimit is the latest end of a lease granted at now.
+func (c *config) leaseLimit(now time.Time) time.Time {
+	return now.Add(MaxLambdaTimeout + c.clockSkew)
 }
 
 // ErrNoDeadline is returned by LeaseEnd for a context without a deadline.
@@ -95,16 +130,18 @@ var ErrNoDeadline = errors.New("jobs: context has no deadline")
 
 // LeaseEnd returns when the lease of an attempt running under ctx ends: the
 // invocation deadline plus a clock-skew margin (DefaultClockSkew when skew
-// is zero). Lambda stops the invocation at its deadline, so a takeover after
-// the lease end cannot race a live handler; the generation fence still
-// covers requests that were already in flight.
+// is zero; at most MaxClockSkew). Lambda stops the invocation at its
+// deadline, so a takeover after the lease end cannot race a live handler;
+// the generation fence still covers requests that were already in flight.
+// A store refuses a lease beyond MaxLambdaTimeout plus its own margin, so
+// skew must not exceed the store's (WithClockSkew).
 func LeaseEnd(ctx context.Context, skew time.Duration) (time.Time, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return time.Time{}, ErrNoDeadline
 	}
-	if skew < 0 {
-		return time.Time{}, fmt.Errorf("%w: negative clock skew %v", ErrInvalid, skew)
+	if skew < 0 || skew > MaxClockSkew {
+		return time.Time{}, fmt.Errorf("%w: clock skew %v is outside 0 to %v", ErrInvalid, skew, MaxClockSkew)
 	}
 	if skew == 0 {
 		skew = DefaultClockSkew

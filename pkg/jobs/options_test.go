@@ -24,8 +24,16 @@ func TestLeaseEndIsTheDeadlinePlusSkew(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, deadline.Add(time.Second), end)
 
+	end, err = jobs.LeaseEnd(ctx, jobs.MaxClockSkew)
+	require.NoError(t, err)
+	require.Equal(t, deadline.Add(time.Minute), end)
+
 	_, err = jobs.LeaseEnd(ctx, -time.Second)
 	require.ErrorIs(t, err, jobs.ErrInvalid)
+	// A margin of an hour is not clock skew: the store would refuse the lease.
+	_, err = jobs.LeaseEnd(ctx, time.Hour)
+	require.ErrorIs(t, err, jobs.ErrInvalid)
+	require.ErrorContains(t, err, "clock skew 1h0m0s is outside 0 to 1m0s")
 	_, err = jobs.LeaseEnd(context.Background(), 0)
 	require.ErrorIs(t, err, jobs.ErrNoDeadline)
 }
@@ -36,7 +44,12 @@ func TestInvalidOptionsPanic(t *testing.T) {
 	require.Panics(t, func() { jobs.NewMemoryStore(jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: -1})) })
 	require.Panics(t, func() { jobs.NewMemoryStore(jobs.WithRetention(0)) })
 	require.Panics(t, func() { jobs.NewDynamoStore(nil, "jobs") })
+	require.PanicsWithValue(t, "jobs: clock skew -1s is outside 0 to 1m0s",
+		func() { jobs.NewMemoryStore(jobs.WithClockSkew(-time.Second)) })
+	require.PanicsWithValue(t, "jobs: clock skew 1m0.001s is outside 0 to 1m0s",
+		func() { jobs.NewMemoryStore(jobs.WithClockSkew(jobs.MaxClockSkew + time.Millisecond)) })
 	require.NotPanics(t, func() { jobs.NewMemoryStore() })
+	require.NotPanics(t, func() { jobs.NewMemoryStore(jobs.WithClockSkew(jobs.MaxClockSkew)) })
 }
 
 func TestMemoryStoreHonoursContext(t *testing.T) {

@@ -58,9 +58,11 @@ type CreateResult struct {
 
 // ClaimRequest asks for a new generation of a job.
 type ClaimRequest struct {
-	JobID      string
-	AttemptID  string    // unique per attempt, e.g. the Lambda request id
-	LeaseUntil time.Time // see LeaseEnd; must be after now
+	JobID     string
+	AttemptID string // unique per attempt, e.g. the Lambda request id
+	// LeaseUntil is when the lease ends (see LeaseEnd): after now, and at
+	// most MaxLambdaTimeout plus the store's clock-skew margin after it.
+	LeaseUntil time.Time
 }
 
 // RenewRequest extends a lease and reports progress.
@@ -68,8 +70,8 @@ type RenewRequest struct {
 	JobID      string
 	AttemptID  string
 	Generation int64
-	Version    int64 // the version the caller last saw (its claim's or last renewal's)
-	LeaseUntil time.Time
+	Version    int64     // the version the caller last saw (its claim's or last renewal's)
+	LeaseUntil time.Time // the new lease end, bounded like ClaimRequest.LeaseUntil
 	Progress   int64
 }
 
@@ -129,20 +131,27 @@ func (r *CreateRequest) validate() error {
 	return nil
 }
 
-func (r *ClaimRequest) validate(now time.Time) error {
+func (r *ClaimRequest) validate(now time.Time, cfg *config) error {
 	if err := ValidateID(r.JobID); err != nil {
 		return err
 	}
 	if err := validateAttemptID(r.AttemptID); err != nil {
 		return err
 	}
-	return validateLease(r.LeaseUntil, now)
+	return validateLease(r.LeaseUntil, now, cfg)
 }
 
-func validateLease(until, now time.Time) error {
+// validateLease accepts a lease that ends after now and at most
+// MaxLambdaTimeout plus the clock-skew margin after it, at the stored
+// precision.
+func validateLease(until, now time.Time, cfg *config) error {
 	if until.UnixMilli() <= now.UnixMilli() {
 		return fmt.Errorf("%w: lease until %s is not after now (%s)", ErrInvalid,
 			until.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+	}
+	if limit := cfg.leaseLimit(now); until.UnixMilli() > limit.UnixMilli() {
+		return fmt.Errorf("%w: lease until %s ends after %s: no Lambda invocation runs longer than %v, plus a clock-skew margin of %v",
+			ErrInvalid, until.Format(time.RFC3339Nano), limit.Format(time.RFC3339Nano), MaxLambdaTimeout, cfg.clockSkew)
 	}
 	return nil
 }
@@ -161,17 +170,17 @@ func validateFence(id, attempt string, g, v int64) error {
 	return nil
 }
 
-func (r *RenewRequest) validate(now time.Time) error {
+func (r *RenewRequest) validate(now time.Time, cfg *config) error {
 	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
 		return err
 	}
 	if r.Progress < 0 {
 		return fmt.Errorf("%w: negative progress %d", ErrInvalid, r.Progress)
 	}
-	return validateLease(r.LeaseUntil, now)
+	return validateLease(r.LeaseUntil, now, cfg)
 }
 
-func (r *AcceptRequest) validate(time.Time) error {
+func (r *AcceptRequest) validate(time.Time, *config) error {
 	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
 		return err
 	}
@@ -187,7 +196,7 @@ func (r *AcceptRequest) validate(time.Time) error {
 	return nil
 }
 
-func (r *FailRequest) validate(time.Time) error {
+func (r *FailRequest) validate(time.Time, *config) error {
 	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
 		return err
 	}
@@ -200,7 +209,7 @@ func (r *FailRequest) validate(time.Time) error {
 	return nil
 }
 
-func (r *CancelRequest) validate(time.Time) error {
+func (r *CancelRequest) validate(time.Time, *config) error {
 	if err := ValidateID(r.JobID); err != nil {
 		return err
 	}

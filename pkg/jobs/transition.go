@@ -98,7 +98,7 @@ type request interface {
 	// caller's own generation and version for a fenced write, a fresh
 	// pending job for a claim or a cancel.
 	expect() *Job
-	validate(now time.Time) error
+	validate(now time.Time, cfg *config) error
 }
 
 func (r *ClaimRequest) jobID() string  { return r.JobID }
