@@ -32,7 +32,8 @@ type fakeS3 struct {
 	mu       sync.Mutex
 	objects  map[string]*fakeObject
 	failPuts []error
-	puts     int  // PutObject calls
+	puts     int // PutObject calls
+	putTimes []time.Time
 	discard  bool // keep only the hash of bodies (large-object tests)
 	pageSize int  // ListObjectsV2 page size, small to exercise pagination
 	// putStarted, when set, is closed by the first PutObject call, which
@@ -81,6 +82,7 @@ func (f *fakeS3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func
 	}
 	f.mu.Lock()
 	f.puts++
+	f.putTimes = append(f.putTimes, time.Now())
 	started := f.putStarted
 	f.putStarted = nil
 	f.mu.Unlock()
@@ -237,6 +239,13 @@ func (f *fakeS3) putCalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.puts
+}
+
+// putCallTimes returns when each PutObject call was made.
+func (f *fakeS3) putCallTimes() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.putTimes...)
 }
 
 // object returns a copy of the object at key, or nil.

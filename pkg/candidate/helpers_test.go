@@ -2,8 +2,6 @@ package candidate_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,11 +39,6 @@ func mustKey(t testing.TB, job string, generation int64, attempt, ext string) ca
 	k, err := candidate.NewKey(job, generation, attempt, ext)
 	require.NoError(t, err)
 	return k
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // spools returns the spool files of dir that still exist or that this

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
@@ -109,7 +110,7 @@ func TestIntegrationKeyIsWrittenOnce(t *testing.T) {
 
 	first, err := b.store.Put(t.Context(), key, strings.NewReader(`{"articles":120}`))
 	require.NoError(t, err)
-	require.Equal(t, sha256Hex([]byte(`{"articles":120}`)), first.SHA256)
+	require.Equal(t, checksum.SHA256Hex([]byte(`{"articles":120}`)), first.SHA256)
 	require.Equal(t, int64(16), first.Size)
 	require.NotEmpty(t, first.ETag)
 	require.False(t, first.AlreadyExisted)
@@ -220,7 +221,7 @@ func TestIntegrationConcurrentWritersOfOneKey(t *testing.T) {
 	require.False(t, results[winner].AlreadyExisted)
 	want := fmt.Sprintf("writer %d", winner)
 	require.Equal(t, []byte(want), b.rawGet(t, key.String()))
-	require.Equal(t, sha256Hex([]byte(want)), results[winner].SHA256)
+	require.Equal(t, checksum.SHA256Hex([]byte(want)), results[winner].SHA256)
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -241,7 +242,7 @@ func TestIntegrationChecksumIsStored(t *testing.T) {
 	sum := sha256.Sum256(content)
 	require.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), aws.ToString(out.ChecksumSHA256))
 	require.Equal(t, map[string]string{
-		"job-id": "job-42", "generation": "1", "attempt-id": "worker-a", "sha256": sha256Hex(content),
+		"job-id": "job-42", "generation": "1", "attempt-id": "worker-a", "sha256": checksum.SHA256Hex(content),
 	}, out.Metadata)
 	require.Equal(t, "application/json", aws.ToString(out.ContentType))
 }
@@ -255,7 +256,7 @@ func TestIntegrationDetectsWrongContent(t *testing.T) {
 	b := setupIntegration(t)
 	genuine := sha256.Sum256([]byte("genuine content"))
 	meta := func(attempt string) map[string]string {
-		return map[string]string{"job-id": "job-42", "generation": "1", "attempt-id": attempt, "sha256": sha256Hex([]byte("genuine content"))}
+		return map[string]string{"job-id": "job-42", "generation": "1", "attempt-id": attempt, "sha256": checksum.SHA256Hex([]byte("genuine content"))}
 	}
 	for _, tt := range []struct {
 		attempt, checksum string
@@ -283,7 +284,7 @@ func TestIntegrationDetectsWrongContent(t *testing.T) {
 	}
 
 	other := mustKey(t, "job-42", 1, "worker-b", "txt")
-	b.rawPut(t, other.String(), []byte("x"), map[string]string{"sha256": sha256Hex([]byte("x"))}, "")
+	b.rawPut(t, other.String(), []byte("x"), map[string]string{"sha256": checksum.SHA256Hex([]byte("x"))}, "")
 	_, err := b.store.Head(t.Context(), other)
 	require.ErrorIs(t, err, candidate.ErrInvalidMetadata)
 }
@@ -306,7 +307,7 @@ func TestIntegrationLargeCandidate(t *testing.T) {
 	res, err := w.Commit()
 	require.NoError(t, err)
 	require.Equal(t, int64(len(content)), res.Size)
-	require.Equal(t, sha256Hex(content), res.SHA256)
+	require.Equal(t, checksum.SHA256Hex(content), res.SHA256)
 
 	body, err := b.readAll(t, key)
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package candidate
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -15,7 +14,8 @@ const (
 	DefaultConflictAttempts = 5
 	// DefaultConflictBackoff is the wait before the first retry after a
 	// 409; each further retry waits about twice as long, at most
-	// maxConflictBackoff.
+	// maxConflictBackoff, and the upper half of each wait is random
+	// (internal/backoff).
 	DefaultConflictBackoff = 50 * time.Millisecond
 	maxConflictBackoff     = 2 * time.Second
 	spoolBufferSize        = 64 << 10
@@ -50,21 +50,6 @@ func (c *config) Validate() error {
 		return fmt.Errorf("candidate: conflict backoff %v is negative", c.conflictBackoff)
 	}
 	return nil
-}
-
-// backoff returns the wait before the given retry (1 for the first): the
-// base doubled per retry up to a cap, of which the upper half is random so
-// that writers that collided once do not collide again in step.
-func (c *config) backoff(retry int) time.Duration {
-	d := c.conflictBackoff
-	for i := 1; i < retry && d < maxConflictBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxConflictBackoff)
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // WithSpoolDir sets the directory of the temporary spool files (default:

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/fifoworker/fifoworker/internal/checksum"
 )
 
 // S3API is the part of the S3 client a Store calls; *s3.Client has it.
@@ -164,7 +166,7 @@ func infoFrom(key Key, meta map[string]string, size *int64, etag *string, modifi
 		return Info{}, fmt.Errorf("candidate: %s: %s: %w", key, fmt.Sprintf(format, args...), ErrInvalidMetadata)
 	}
 	sum := lower[metaSHA256]
-	if !isSHA256Hex(sum) {
+	if !checksum.IsSHA256Hex(sum) {
 		return bad("metadata sha256 %q is not a hex SHA-256", sum)
 	}
 	if got := lower[metaJobID]; got != key.JobID {
@@ -188,18 +190,6 @@ func infoFrom(key Key, meta map[string]string, size *int64, etag *string, modifi
 		}
 	}
 	return Info{Key: key, SHA256: sum, Size: *size, ETag: aws.ToString(etag), LastModified: aws.ToTime(modified)}, nil
-}
-
-func isSHA256Hex(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // S3 error codes this package acts on.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
@@ -204,7 +205,7 @@ func TestCloseChecksAnEmptyCandidateNeverRead(t *testing.T) {
 func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {
 	t.Parallel()
 	content := []byte("x")
-	good := map[string]string{"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": sha256Hex(content)}
+	good := map[string]string{"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": checksum.SHA256Hex(content)}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
 		for mk, mv := range good {
@@ -224,7 +225,7 @@ func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {
 	}{
 		{"no metadata", nil, "metadata sha256"},
 		{"no sha256", with("sha256", ""), "metadata sha256"},
-		{"upper-case sha256", with("sha256", strings.ToUpper(sha256Hex(content))), "metadata sha256"},
+		{"upper-case sha256", with("sha256", strings.ToUpper(checksum.SHA256Hex(content))), "metadata sha256"},
 		{"short sha256", with("sha256", "abc"), "metadata sha256"},
 		{"other job", with("job-id", "job-43"), "metadata job id"},
 		{"other generation", with("generation", "2"), "metadata generation"},

@@ -13,12 +13,13 @@ import (
 	"mime"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
 )
 
 // Result describes a stored candidate: what the job store records when it
@@ -184,7 +185,12 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// upload sends the spool in one PutObject, retrying on 409.
+// upload sends the spool in one PutObject, retrying on 409. The retry is
+// this loop rather than the SDK's retryer: it holds for any S3API, not only
+// an *s3.Client; its attempts count 409s alone, where the retryer's
+// MaxAttempts also counts throttling and 5xx retries of the same call; and
+// it takes nothing from the client-wide retry quota that every other call
+// of the client draws on.
 func (s *Store) upload(ctx context.Context, key Key, spool io.ReaderAt, size int64, sum [sha256.Size]byte) (Result, error) {
 	hexSum := hex.EncodeToString(sum[:])
 	contentType := mime.TypeByExtension("." + key.Ext)
@@ -216,7 +222,7 @@ func (s *Store) upload(ctx context.Context, key Key, spool io.ReaderAt, size int
 		case isAPIError(err, codePreconditionFailed, 412):
 			return s.existing(ctx, key, hexSum, size)
 		case isAPIError(err, codeConflict, 409) && attempt < s.cfg.conflictAttempts:
-			if err := sleep(ctx, s.cfg.backoff(attempt)); err != nil {
+			if err := backoff.Sleep(ctx, backoff.Delay(s.cfg.conflictBackoff, maxConflictBackoff, attempt)); err != nil {
 				return Result{}, fmt.Errorf("candidate: put %s: waiting to retry after a conflict: %w", key, err)
 			}
 		case isAPIError(err, codeConflict, 409):
@@ -253,19 +259,5 @@ func signWithHash(sum string) func(*s3.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(mw, middleware.After)
 		})
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
@@ -28,7 +30,7 @@ func TestPutStoresContentHashAndMetadata(t *testing.T) {
 	res, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
 	require.NoError(t, err)
 	require.Equal(t, key, res.Key)
-	require.Equal(t, sha256Hex(content), res.SHA256)
+	require.Equal(t, checksum.SHA256Hex(content), res.SHA256)
 	require.Equal(t, int64(len(content)), res.Size)
 	require.NotEmpty(t, res.ETag)
 	require.False(t, res.AlreadyExisted)
@@ -37,7 +39,7 @@ func TestPutStoresContentHashAndMetadata(t *testing.T) {
 	require.NotNil(t, obj)
 	require.Equal(t, content, obj.body)
 	require.Equal(t, map[string]string{
-		"job-id": "job-42", "generation": "2", "attempt-id": "attempt-b", "sha256": sha256Hex(content),
+		"job-id": "job-42", "generation": "2", "attempt-id": "attempt-b", "sha256": checksum.SHA256Hex(content),
 	}, obj.meta)
 	sum := sha256.Sum256(content)
 	require.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), *obj.checksum, "S3 checksum")
@@ -61,7 +63,7 @@ func TestWriterAcceptsManySmallWrites(t *testing.T) {
 	require.Equal(t, int64(want.Len()), w.Size())
 	res, err := w.Commit()
 	require.NoError(t, err)
-	require.Equal(t, sha256Hex(want.Bytes()), res.SHA256)
+	require.Equal(t, checksum.SHA256Hex(want.Bytes()), res.SHA256)
 	require.Equal(t, want.Bytes(), b.fake.object(t, key.String()).body)
 }
 
@@ -72,7 +74,7 @@ func TestEmptyCandidate(t *testing.T) {
 	res, err := b.store.Put(context.Background(), key, strings.NewReader(""))
 	require.NoError(t, err)
 	require.Equal(t, int64(0), res.Size)
-	require.Equal(t, sha256Hex(nil), res.SHA256)
+	require.Equal(t, checksum.SHA256Hex(nil), res.SHA256)
 	r, err := b.store.Open(context.Background(), key)
 	require.NoError(t, err)
 	got, err := io.ReadAll(r)
@@ -284,28 +286,53 @@ func TestConflictThenExists(t *testing.T) {
 	b := setup(t)
 	key := mustKey(t, "job-42", 1, "a", "txt")
 	b.fake.rawPut(key.String(), []byte("winner"), map[string]string{
-		"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": sha256Hex([]byte("winner")),
+		"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": checksum.SHA256Hex([]byte("winner")),
 	})
 	b.fake.failNextPuts(apiError("ConditionalRequestConflict"))
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("loser"))
 	var exists *candidate.ExistsError
 	require.ErrorAs(t, err, &exists)
-	require.Equal(t, sha256Hex([]byte("winner")), exists.SHA256)
+	require.Equal(t, checksum.SHA256Hex([]byte("winner")), exists.SHA256)
 	require.Equal(t, 2, b.fake.putCalls())
 }
 
 func TestConflictBackoffStopsWithContext(t *testing.T) {
 	t.Parallel()
-	b := setup(t, candidate.WithConflictRetry(5, time.Hour))
-	b.fake.failNextPuts(apiError("ConditionalRequestConflict"))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := b.store.Put(ctx, mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Less(t, time.Since(start), 10*time.Second)
-	require.Equal(t, 1, b.fake.putCalls())
-	requireNoSpools(t, b.spoolDir)
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, candidate.WithConflictRetry(5, time.Hour))
+		b.fake.failNextPuts(apiError("ConditionalRequestConflict"))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := b.store.Put(ctx, mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "waiting to retry after a conflict")
+		require.Equal(t, 50*time.Millisecond, time.Since(start), "the wait ends with the context, not the hour")
+		require.Equal(t, 1, b.fake.putCalls())
+		requireNoSpools(t, b.spoolDir)
+	})
+}
+
+// WithConflictRetry(attempts, backoff): attempts sends in all, the first
+// retry after about backoff (its upper half random), each next one after
+// about twice as long.
+func TestConflictRetryWaitsAsConfigured(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const base = 100 * time.Millisecond
+		b := setup(t, candidate.WithConflictRetry(4, base))
+		conflict := apiError("ConditionalRequestConflict")
+		b.fake.failNextPuts(conflict, conflict, conflict, conflict)
+		_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
+		require.ErrorContains(t, err, "still conflicting after 4 attempts")
+		times := b.fake.putCallTimes()
+		require.Len(t, times, 4)
+		for i, full := range []time.Duration{base, 2 * base, 4 * base} {
+			wait := times[i+1].Sub(times[i])
+			require.GreaterOrEqual(t, wait, full/2, "wait before retry %d", i+1)
+			require.LessOrEqual(t, wait, full, "wait before retry %d", i+1)
+		}
+	})
 }
 
 func TestExistingObjectWithOtherContentIsErrExists(t *testing.T) {
@@ -321,7 +348,7 @@ func TestExistingObjectWithOtherContentIsErrExists(t *testing.T) {
 	require.ErrorAs(t, err, &exists)
 	require.Equal(t, key, exists.Key)
 	require.Equal(t, first.SHA256, exists.SHA256)
-	require.Equal(t, sha256Hex([]byte("second")), exists.Ours)
+	require.Equal(t, checksum.SHA256Hex([]byte("second")), exists.Ours)
 	require.Equal(t, []byte("first"), b.fake.object(t, key.String()).body, "the first object is unchanged")
 	requireNoSpools(t, b.spoolDir)
 }
@@ -350,7 +377,7 @@ func TestExistingForeignObjectIsErrExists(t *testing.T) {
 	b := setup(t)
 	key := mustKey(t, "job-42", 1, "a", "json")
 	b.fake.rawPut(key.String(), []byte("same"), map[string]string{
-		"job-id": "job-42", "generation": "1", "attempt-id": "other", "sha256": sha256Hex([]byte("same")),
+		"job-id": "job-42", "generation": "1", "attempt-id": "other", "sha256": checksum.SHA256Hex([]byte("same")),
 	})
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("same"))
 	require.ErrorIs(t, err, candidate.ErrExists)
