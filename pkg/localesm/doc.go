@@ -14,13 +14,22 @@
 //     the batch (or otherwise malformed) deletes nothing. Whatever is not
 //     deleted is left to the visibility timeout and the queue's redrive
 //     policy, exactly as with Lambda.
-//   - No two invocations in flight share a message group. The queue's FIFO
-//     group lock already keeps a group in one batch at a time; the mapping
-//     also tracks the groups of its invocations in flight, and a message of
-//     such a group that arrives anyway (its visibility timeout ran out while
-//     the function still runs) is withheld: it is neither invoked nor
-//     deleted nor made visible, so it returns after its visibility timeout
-//     like any message of a failed batch.
+//   - No two invocations in flight share a message group, and a group's
+//     messages run in order. The queue's FIFO group lock already keeps a
+//     group in one batch at a time; the mapping also tracks the groups of
+//     its batches, from the receive until the batch's outcome has been
+//     applied (its deletes answered). A message of such a group that
+//     arrives while the batch's function still runs (its visibility
+//     timeout ran out) is withheld: it is neither invoked nor deleted nor
+//     made visible, so it returns after its visibility timeout like any
+//     message of a failed batch. One that arrives after the function has
+//     returned is not withheld: SQS unlocks a group the moment the delete
+//     of its last message in flight lands, before the delete's answer
+//     arrives, so it is the group's next message (or one of the batch's
+//     own, back after its visibility timeout). Its batch takes the group
+//     over and is invoked once the previous batch's outcome has been
+//     applied, so no message runs before its predecessor's outcome is
+//     settled.
 //   - Limitation: a withheld receive is still a receive. It raises the
 //     message's ApproximateReceiveCount like any other, so a message whose
 //     group is withheld again and again can reach the queue's
@@ -30,16 +39,20 @@
 //     batch's SQSBatchResult lists them in Withheld. It happens only when an
 //     invocation outlasts the queue's visibility timeout: the mapping
 //     refuses a visibility timeout shorter than FunctionTimeout, but a
-//     handler that ignores its deadline (Func waits for it), a slow delete,
-//     or a function that changes its messages' visibility can still make
-//     one outlast it.
+//     handler that ignores its deadline (Func waits for it), a slow delete
+//     of the group's previous batch (which the next batch waits for), or a
+//     function that changes its messages' visibility can still make one
+//     outlast it.
 //   - At most Concurrency invocations run at once: MaximumConcurrency, or
 //     fewer when the invoker is a ConcurrencyLimiter that runs fewer at
 //     once (RIE runs one). A batch is received only when an invocation slot
 //     is free, and the invoker can start every invocation the mapping
 //     gives it at once, so no message waits in memory, in the mapping or in
-//     the invoker, while its visibility timeout runs. (An RIE shared by two
-//     mappings breaks this: give each mapping its own emulator.)
+//     the invoker, while its visibility timeout runs, except for the one
+//     wait above: a batch that took a group over waits for the previous
+//     batch's deletes to be answered (bounded by their 10 s timeout). (An
+//     RIE shared by two mappings breaks this: give each mapping its own
+//     emulator.)
 //
 // DynamoDB Streams (StreamMapping) invariants:
 //   - Shards are read in order, a child shard only after its parent is

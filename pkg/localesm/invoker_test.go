@@ -295,10 +295,14 @@ func TestRIEInvokeStopsWaitingOnCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func TestClaimWithholdsGroupsInFlight(t *testing.T) {
+// TestClaimWithholdsGroupsInFlightAndTakesOverReturnedOnes: a group held
+// by a batch whose function still runs is withheld; one held by a batch
+// whose function has returned (its deletes are on the way) is taken over,
+// after that batch's settlement.
+func TestClaimWithholdsGroupsInFlightAndTakesOverReturnedOnes(t *testing.T) {
 	t.Parallel()
 	msg := func(id, group string) sqstypes.Message {
-		m := sqstypes.Message{MessageId: aws.String(id), Attributes: map[string]string{receiveCountAttribute: "3"}}
+		m := sqstypes.Message{MessageId: aws.String(id), ReceiptHandle: aws.String("rh-" + id), Attributes: map[string]string{receiveCountAttribute: "3"}}
 		if group != "" {
 			m.Attributes[groupAttribute] = group
 		}
@@ -311,20 +315,33 @@ func TestClaimWithholdsGroupsInFlight(t *testing.T) {
 		}
 		return out
 	}
-	r := &sqsRun{inflight: map[string]string{}}
+	r := &sqsRun{groups: map[string]*sqsClaim{}}
 
-	take, withheld := r.claim("req-1", []sqstypes.Message{msg("a1", "a"), msg("b1", "b"), msg("a2", "a"), msg("s1", "")})
-	require.Equal(t, []string{"a1", "b1", "a2", "s1"}, ids(take), "one invocation may hold several messages of a group")
-	require.Empty(t, withheld)
+	b1 := r.claim("req-1", []sqstypes.Message{msg("a1", "a"), msg("b1", "b"), msg("a2", "a"), msg("s1", "")})
+	require.Equal(t, []string{"a1", "b1", "a2", "s1"}, ids(b1.take), "one invocation may hold several messages of a group")
+	require.Empty(t, b1.withheld)
+	require.Empty(t, b1.after)
 
-	take, withheld = r.claim("req-2", []sqstypes.Message{msg("a3", "a"), msg("c1", "c"), msg("a4", "a"), msg("s2", "")})
-	require.Equal(t, []string{"c1", "s2"}, ids(take))
-	require.Equal(t, []WithheldMessage{{MessageID: "a3", GroupID: "a", ReceiveCount: 3}, {MessageID: "a4", GroupID: "a", ReceiveCount: 3}}, withheld,
-		"every message of a group in flight elsewhere is withheld")
+	b2 := r.claim("req-2", []sqstypes.Message{msg("a3", "a"), msg("c1", "c"), msg("a4", "a"), msg("s2", "")})
+	require.Equal(t, []string{"c1", "s2"}, ids(b2.take))
+	require.Equal(t, []WithheldMessage{{MessageID: "a3", GroupID: "a", ReceiveCount: 3}, {MessageID: "a4", GroupID: "a", ReceiveCount: 3}}, b2.withheld,
+		"every message of a group whose invocation still runs is withheld")
 
-	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "a"}}, {Attributes: map[string]string{groupAttribute: "b"}}})
-	r.release("req-1", []events.SQSMessage{{Attributes: map[string]string{groupAttribute: "c"}}}) // not req-1's: kept
-	take, withheld = r.claim("req-3", []sqstypes.Message{msg("a3", "a"), msg("c2", "c")})
-	require.Equal(t, []string{"a3"}, ids(take))
-	require.Equal(t, []WithheldMessage{{MessageID: "c2", GroupID: "c", ReceiveCount: 3}}, withheld)
+	r.returned(b1) // its function has returned; its deletes are on the way
+	b3 := r.claim("req-3", []sqstypes.Message{msg("a3", "a"), msg("c2", "c")})
+	require.Equal(t, []string{"a3"}, ids(b3.take), "a group whose invocation has returned is taken over")
+	require.Len(t, b3.after, 1)
+	require.Equal(t, []WithheldMessage{{MessageID: "c2", GroupID: "c", ReceiveCount: 3}}, b3.withheld)
+	select {
+	case <-b3.after[0]:
+		t.Fatal("the taken-over batch is settled before its predecessor's outcome was applied")
+	default:
+	}
+
+	r.release(b1)
+	<-b3.after[0] // closed: b3 may run
+	require.Same(t, b3, r.groups["a"], "the group stays with the batch that took it over")
+	b4 := r.claim("req-4", []sqstypes.Message{msg("b2", "b")})
+	require.Equal(t, []string{"b2"}, ids(b4.take), "a released group is free")
+	require.Empty(t, b4.after)
 }

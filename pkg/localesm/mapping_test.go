@@ -7,16 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,87 +56,6 @@ func newSerialRIE(t *testing.T, timeout time.Duration) *RIE {
 	return rie
 }
 
-// fakeSQS is a FIFO queue in memory. Each ReceiveMessage delivers the next
-// message of deliveries (one per call: tests use BatchSize 1); it counts the
-// messages received and not yet settled, which the test reports back
-// through settled.
-type fakeSQS struct {
-	mu          sync.Mutex
-	deliveries  []sqstypes.Message
-	deleted     []string
-	outstanding int // messages received and not yet settled
-	maxOut      int
-}
-
-func fifoMessage(id, group string, receiveCount int) sqstypes.Message {
-	return sqstypes.Message{
-		MessageId:     aws.String(id),
-		ReceiptHandle: aws.String(fmt.Sprintf("rh-%s-%d", id, receiveCount)),
-		Body:          aws.String("body-" + id),
-		Attributes: map[string]string{
-			groupAttribute:            group,
-			"ApproximateReceiveCount": strconv.Itoa(receiveCount),
-		},
-	}
-}
-
-func (f *fakeSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
-		string(sqstypes.QueueAttributeNameQueueArn):          testQueueARN,
-		string(sqstypes.QueueAttributeNameVisibilityTimeout): "30",
-	}}, nil
-}
-
-func (f *fakeSQS) ReceiveMessage(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	f.mu.Lock()
-	if len(f.deliveries) > 0 {
-		msg := f.deliveries[0]
-		f.deliveries = f.deliveries[1:]
-		f.outstanding++
-		f.maxOut = max(f.maxOut, f.outstanding)
-		f.mu.Unlock()
-		return &sqs.ReceiveMessageOutput{Messages: []sqstypes.Message{msg}}, nil
-	}
-	f.mu.Unlock()
-	select { // a short long poll
-	case <-time.After(5 * time.Millisecond):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return &sqs.ReceiveMessageOutput{}, nil
-}
-
-func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := &sqs.DeleteMessageBatchOutput{}
-	for _, e := range in.Entries {
-		f.deleted = append(f.deleted, aws.ToString(e.ReceiptHandle))
-		out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
-	}
-	return out, nil
-}
-
-func (f *fakeSQS) deliver(msgs ...sqstypes.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deliveries = append(f.deliveries, msgs...)
-}
-
-func (f *fakeSQS) settled(n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.outstanding -= n
-}
-
-func (f *fakeSQS) maxOutstanding() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.maxOut
-}
-
-var _ SQSAPI = (*fakeSQS)(nil)
-
 // runMapping runs a mapping until the test ends and checks that Run
 // returns nil when it is stopped.
 func runMapping(t *testing.T, run func(context.Context) error) (stop func()) {
@@ -176,14 +92,14 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
-	q := &fakeSQS{}
-	q.deliver(fifoMessage("m1", "g1", 1), fifoMessage("m2", "g2", 1))
+	q := newFakeQueue(30 * time.Second)
+	q.send("m1", "g1")
+	q.send("m2", "g2")
 	var mu sync.Mutex
 	outcomes := map[string]Outcome{}
 	m, err := NewSQSMapping(q, newSerialRIE(t, timeout), SQSConfig{
-		QueueURL: "http://sqs.local/000000000000/q.fifo", BatchSize: 1, FunctionTimeout: timeout,
+		QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: timeout,
 		OnBatch: func(r SQSBatchResult) {
-			q.settled(len(r.Records) + len(r.Withheld))
 			mu.Lock()
 			defer mu.Unlock()
 			for _, rec := range r.Records {
@@ -201,7 +117,7 @@ func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 	stop()
 	require.Equal(t, map[string]Outcome{"m1": OutcomeSuccess, "m2": OutcomeSuccess}, outcomes,
 		"a function that finishes within its timeout is not reported as timed out")
-	require.Equal(t, 1, q.maxOutstanding(), "a message was received while the invoker was busy")
+	require.Equal(t, 1, q.inFlightMax(), "a message was received while the invoker was busy")
 }
 
 // TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker: two shards share
@@ -326,51 +242,111 @@ func (c *logCapture) find(level slog.Level, msg string) (map[string]slog.Value, 
 // mapping says so at Warn with the message ids and groups.
 func TestSQSWithheldMessagesAreLoggedAsWarnings(t *testing.T) {
 	t.Parallel()
-	q := &fakeSQS{}
-	q.deliver(fifoMessage("m1", "g1", 1))
-	logs := &logCapture{}
-	const withheldMsg = "localesm: messages withheld: their group is in flight; the receive counts toward the queue's maxReceiveCount"
-	release := make(chan struct{})
-	var once sync.Once
-	handler := func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
-		once.Do(func() { q.deliver(fifoMessage("m1", "g1", 2)) }) // its visibility timeout ran out
-		select {
-		case <-release:
-		case <-ctx.Done():
+	synctest.Test(t, func(t *testing.T) {
+		q := newFakeQueue(30 * time.Second)
+		q.send("m1", "g1")
+		logs := &logCapture{}
+		const withheldMsg = "localesm: messages withheld: their group is in flight; the receive counts toward the queue's maxReceiveCount"
+		withheld := make(chan struct{})
+		var once sync.Once
+		handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			if ev.Records[0].Attributes[receiveCountAttribute] == "1" {
+				q.expire("m1") // its visibility timeout ran out while the function runs
+				select {
+				case <-withheld:
+				case <-ctx.Done():
+				}
+			}
+			return events.SQSEventResponse{}, nil
 		}
-		return events.SQSEventResponse{}, nil
-	}
-	var mu sync.Mutex
-	var results []SQSBatchResult
-	m, err := NewSQSMapping(q, Func(handler), SQSConfig{
-		QueueURL: "http://sqs.local/000000000000/q.fifo", BatchSize: 1, FunctionTimeout: 5 * time.Second,
-		Logger: slog.New(logs),
-		OnBatch: func(r SQSBatchResult) {
+		var mu sync.Mutex
+		var results []SQSBatchResult
+		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: 5 * time.Second,
+			Logger: slog.New(logs),
+			OnBatch: func(r SQSBatchResult) {
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+				if r.Outcome == OutcomeWithheld {
+					once.Do(func() { close(withheld) })
+				}
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "m1 to be deleted", func() bool { return len(q.deleted()) == 1 })
+		stop()
+		attrs, ok := logs.find(slog.LevelWarn, withheldMsg)
+		require.True(t, ok, "no warning")
+		require.Equal(t, []string{"m1"}, attrs["message_ids"].Any())
+		require.Equal(t, []string{"g1"}, attrs["group_ids"].Any())
+		require.Equal(t, []int{2}, attrs["receive_counts"].Any())
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, results, 2)
+		require.Equal(t, OutcomeWithheld, results[0].Outcome)
+		require.Empty(t, results[0].Records)
+		require.Equal(t, []WithheldMessage{{MessageID: "m1", GroupID: "g1", ReceiveCount: 2}}, results[0].Withheld)
+		require.Equal(t, OutcomeSuccess, results[1].Outcome)
+		require.Equal(t, []string{"m1"}, results[1].Deleted)
+	})
+}
+
+// TestSQSNextMessageOfAGroupIsNotWithheldWhileItsPredecessorIsDeleted: SQS
+// unlocks a group the moment the delete of its last message in flight
+// lands, so a receive waiting on another connection gets the group's next
+// message before the delete's answer arrives. That message is the group's
+// next one, not a stray: it runs as soon as its predecessor's outcome has
+// been applied, and is not withheld for a visibility timeout (which, for
+// the commands queue, is 360 s, and uses up a receive).
+func TestSQSNextMessageOfAGroupIsNotWithheldWhileItsPredecessorIsDeleted(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const deleteLatency = 50 * time.Millisecond
+		q := newFakeQueue(360 * time.Second)
+		q.deleteLatency = deleteLatency
+		q.send("m1", "g1")
+		q.send("m2", "g1")
+		var mu sync.Mutex
+		invoked := map[string][]time.Time{}
+		settled := map[string]time.Time{}
+		var withheld []WithheldMessage
+		handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			results = append(results, r)
-		},
+			for _, rec := range ev.Records {
+				invoked[rec.MessageId] = append(invoked[rec.MessageId], time.Now())
+			}
+			return events.SQSEventResponse{}, nil
+		}
+		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+			QueueURL: testQueueURL, BatchSize: 1, MaximumConcurrency: 2, FunctionTimeout: 60 * time.Second, ReportBatchItemFailures: true,
+			OnBatch: func(r SQSBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				withheld = append(withheld, r.Withheld...)
+				for _, id := range r.Deleted {
+					settled[id] = time.Now()
+				}
+			},
+		})
+		require.NoError(t, err)
+		start := time.Now()
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Hour, "both messages to be deleted", func() bool { return len(q.deleted()) == 2 })
+		stop()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []time.Time{start}, invoked["m1"])
+		require.Len(t, invoked["m2"], 1, "m2 invoked more than once")
+		require.Equal(t, deleteLatency, invoked["m2"][0].Sub(start),
+			"m2 must run as soon as m1's delete is answered, not after a visibility timeout")
+		require.Empty(t, withheld, "the group's next message was withheld")
+		require.Equal(t, []string{"m1", "m2"}, q.deleted())
+		require.False(t, invoked["m2"][0].Before(settled["m1"]), "m2 ran before m1's outcome was applied")
 	})
-	require.NoError(t, err)
-	stop := runMapping(t, m.Run)
-	waitFor(t, 10*time.Second, "the withheld warning", func() bool {
-		_, ok := logs.find(slog.LevelWarn, withheldMsg)
-		return ok
-	})
-	close(release)
-	stop()
-	attrs, _ := logs.find(slog.LevelWarn, withheldMsg)
-	require.Equal(t, []string{"m1"}, attrs["message_ids"].Any())
-	require.Equal(t, []string{"g1"}, attrs["group_ids"].Any())
-	require.Equal(t, []int{2}, attrs["receive_counts"].Any())
-	mu.Lock()
-	defer mu.Unlock()
-	require.Len(t, results, 2)
-	require.Equal(t, OutcomeWithheld, results[0].Outcome)
-	require.Empty(t, results[0].Records)
-	require.Equal(t, []WithheldMessage{{MessageID: "m1", GroupID: "g1", ReceiveCount: 2}}, results[0].Withheld)
-	require.Equal(t, OutcomeSuccess, results[1].Outcome)
-	require.Equal(t, []string{"m1"}, results[1].Deleted)
 }
 
 func TestSQSPollWaitErrorNamesTheConfigurableRange(t *testing.T) {

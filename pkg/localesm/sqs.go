@@ -185,7 +185,7 @@ func (m *SQSMapping) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), inflight: map[string]string{}}
+	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), groups: map[string]*sqsClaim{}}
 	if m.concurrency < m.cfg.MaximumConcurrency {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "localesm: the invoker runs fewer invocations at once than MaximumConcurrency; the mapping runs that many",
 			slog.Int("maximum_concurrency", m.cfg.MaximumConcurrency), slog.Int("concurrency", m.concurrency))
@@ -227,8 +227,25 @@ type sqsRun struct {
 	queue queueInfo
 	log   *slog.Logger
 
-	mu       sync.Mutex
-	inflight map[string]string // message group id -> request id of the invocation holding it
+	mu sync.Mutex
+	// groups maps a message group id to the batch holding it, from the
+	// receive that took the group's messages until the batch's outcome has
+	// been applied (its deletes answered).
+	groups map[string]*sqsClaim
+}
+
+// sqsClaim is one invocation's claim on the messages of a receive.
+type sqsClaim struct {
+	requestID string
+	take      []sqstypes.Message // the messages to invoke, in the order received
+	withheld  []WithheldMessage
+	// after holds the settlements this batch waits for before it is
+	// invoked: those of the batches whose groups it took over.
+	after []<-chan struct{}
+	// returned (guarded by sqsRun.mu) is set once the batch's function has
+	// returned, before anything of its outcome is sent to SQS.
+	returned bool
+	settled  chan struct{} // closed once the batch's outcome has been applied
 }
 
 func (r *sqsRun) loop(ctx context.Context) error {
@@ -259,19 +276,18 @@ func (r *sqsRun) loop(ctx context.Context) error {
 			<-slots
 			continue
 		}
-		requestID := newRequestID()
-		take, withheld := r.claim(requestID, msgs)
-		if len(withheld) > 0 {
-			r.warnWithheld(ctx, requestID, withheld)
+		b := r.claim(newRequestID(), msgs)
+		if len(b.withheld) > 0 {
+			r.warnWithheld(ctx, b.requestID, b.withheld)
 		}
-		if len(take) == 0 {
+		if len(b.take) == 0 {
 			<-slots
-			r.settle(ctx, SQSBatchResult{RequestID: requestID, Withheld: withheld, Outcome: OutcomeWithheld}, nil)
+			r.settle(ctx, SQSBatchResult{RequestID: b.requestID, Withheld: b.withheld, Outcome: OutcomeWithheld}, nil)
 			continue
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r.process(ctx, requestID, take, withheld)
+			r.process(ctx, b)
 		})
 	}
 }
@@ -290,28 +306,39 @@ func (r *sqsRun) receive(ctx context.Context) ([]sqstypes.Message, error) {
 	return out.Messages, nil
 }
 
-// claim takes for the invocation requestID every message whose group is not
-// held by another invocation, and registers the groups it takes. Messages
-// of a held group are withheld, all of them, so that none of a group's
-// messages is invoked out of order.
-func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) (take []sqstypes.Message, withheld []WithheldMessage) {
+// claim makes the batch requestID of a receive's messages. A message whose
+// group no other batch holds is taken, and its group is held by the new
+// batch. A message whose group another batch holds is:
+//   - withheld, with every other message of that group in the receive,
+//     while that batch's function has not returned: its visibility timeout
+//     ran out while the group was in flight, and invoking it could run it
+//     beside its predecessors or ahead of them;
+//   - taken, once that batch's function has returned: SQS unlocks a group
+//     as soon as the last delete of its messages lands, before the delete's
+//     answer arrives, so this is the group's next message (or one of the
+//     batch's own, back after its visibility timeout). The new batch takes
+//     the group over and waits for the other's outcome to be applied
+//     before it is invoked, so that the group's order holds.
+func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) *sqsClaim {
+	b := &sqsClaim{requestID: requestID, settled: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, msg := range msgs {
 		group := msg.Attributes[groupAttribute]
-		if group == "" {
-			take = append(take, msg)
-			continue
+		if group != "" {
+			if holder, held := r.groups[group]; held && holder != b {
+				if !holder.returned {
+					count, _ := strconv.Atoi(msg.Attributes[receiveCountAttribute])
+					b.withheld = append(b.withheld, WithheldMessage{MessageID: deref(msg.MessageId), GroupID: group, ReceiveCount: count})
+					continue
+				}
+				b.after = append(b.after, holder.settled)
+			}
+			r.groups[group] = b
 		}
-		if holder, held := r.inflight[group]; held && holder != requestID {
-			count, _ := strconv.Atoi(msg.Attributes[receiveCountAttribute])
-			withheld = append(withheld, WithheldMessage{MessageID: deref(msg.MessageId), GroupID: group, ReceiveCount: count})
-			continue
-		}
-		r.inflight[group] = requestID
-		take = append(take, msg)
+		b.take = append(b.take, msg)
 	}
-	return take, withheld
+	return b
 }
 
 // warnWithheld says which messages a receive withheld: each withheld
@@ -329,36 +356,57 @@ func (r *sqsRun) warnWithheld(ctx context.Context, requestID string, withheld []
 		slog.Any("message_ids", ids), slog.Any("group_ids", groups), slog.Any("receive_counts", counts))
 }
 
-func (r *sqsRun) release(requestID string, records []events.SQSMessage) {
+// returned records that b's function has returned. It comes before any
+// call that applies the outcome: a delete (or anything else that ends a
+// message's flight) unlocks the group in SQS the moment it lands, and a
+// receive on another connection may see the group's next message before
+// its answer arrives here.
+func (r *sqsRun) returned(b *sqsClaim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, rec := range records {
-		group := rec.Attributes[groupAttribute]
-		if r.inflight[group] == requestID {
-			delete(r.inflight, group)
-		}
-	}
+	b.returned = true
 }
 
-func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.Message, withheld []WithheldMessage) {
-	records := make([]events.SQSMessage, len(msgs))
-	for i, msg := range msgs {
+// release lets go of the groups b still holds, once b's outcome has been
+// applied, and lets the batches that took over its groups go ahead.
+func (r *sqsRun) release(b *sqsClaim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, msg := range b.take {
+		group := msg.Attributes[groupAttribute]
+		if group != "" && r.groups[group] == b {
+			delete(r.groups, group)
+		}
+	}
+	close(b.settled)
+}
+
+func (r *sqsRun) process(ctx context.Context, b *sqsClaim) {
+	// The batches whose groups b took over have returned; their deletes
+	// are on the way and bounded by ackTimeout.
+	for _, settled := range b.after {
+		<-settled
+	}
+	records := make([]events.SQSMessage, len(b.take))
+	for i, msg := range b.take {
 		records[i] = sqsRecord(msg, r.queue.arn, r.queue.region)
 	}
-	result := SQSBatchResult{RequestID: requestID, Records: records, Withheld: withheld}
+	result := SQSBatchResult{RequestID: b.requestID, Records: records, Withheld: b.withheld}
 	payload, err := json.Marshal(events.SQSEvent{Records: records})
 	if err != nil { // cannot happen: plain strings and maps
 		result.Outcome, result.Err = OutcomeInvokeError, fmt.Errorf("localesm: encode event: %w", err)
-		r.release(requestID, records)
+		r.returned(b)
+		r.release(b)
 		r.settle(ctx, result, records)
 		return
 	}
 	res, err := r.m.invoker.Invoke(ctx, Invocation{
-		RequestID:   requestID,
+		RequestID:   b.requestID,
 		FunctionARN: r.m.cfg.FunctionARN,
 		Timeout:     r.m.cfg.FunctionTimeout,
 		Payload:     payload,
 	})
+	r.returned(b)
 	var d sqsDecision
 	if err != nil {
 		d = sqsDecision{outcome: OutcomeInvokeError, err: err}
@@ -366,10 +414,8 @@ func (r *sqsRun) process(ctx context.Context, requestID string, msgs []sqstypes.
 		d = decideSQS(records, res, r.m.cfg.ReportBatchItemFailures)
 	}
 	result.Outcome, result.Err = d.outcome, d.err
-	result.Deleted = r.delete(ctx, requestID, records, d.delete)
-	// Groups are released only once their messages are deleted: until then
-	// the queue's own lock may not be the only thing keeping them in order.
-	r.release(requestID, records)
+	result.Deleted = r.delete(ctx, b.requestID, records, d.delete)
+	r.release(b)
 	r.settle(ctx, result, records)
 }
 
