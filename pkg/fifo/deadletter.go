@@ -62,7 +62,7 @@ func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo
 // send of the same message within SQS's five-minute window is dropped.
 // withCause is false when the message already had SQS's maximum of ten
 // attributes, leaving no room for the DeadLetterAttribute.
-func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error) (withCause bool, err error) {
+func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error, now time.Time) (withCause bool, err error) {
 	group := msg.Attributes[groupAttribute]
 	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {
 		return false, fmt.Errorf("fifo: dead-letter queue %s is not a FIFO queue; a message of FIFO queue %s would lose its order there",
@@ -96,7 +96,7 @@ func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause err
 			SourceMessageID: msg.MessageId,
 			SourceQueueARN:  msg.EventSourceARN,
 			ReceiveCount:    receiveCount(msg),
-			DeadLetteredAt:  time.Now().UTC(),
+			DeadLetteredAt:  now.UTC(),
 		})
 		if err != nil {
 			return false, fmt.Errorf("fifo: dead-letter %s: %w", msg.MessageId, err)

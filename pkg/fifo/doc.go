@@ -9,7 +9,10 @@
 //     reported without being started. With StopOnFirstFailure, a failure
 //     anywhere stops every message that has not started yet.
 //   - No message starts when less than the deadline margin remains before
-//     the context's deadline; every message not completed is reported.
+//     the context's deadline; every message not completed is reported. A
+//     message skipped for the deadline skips the rest of its lane too,
+//     without another look at the clock: the deadline is wall-clock time
+//     (Lambda's has no monotonic reading), and the wall clock can step back.
 //   - A panic in a handler is a failure of that message, never a crash.
 //   - Process returns only after every handler it started has returned, and
 //     cancels the handlers' context on return: no goroutine outlives it.

@@ -124,3 +124,50 @@ func (f *fakeDLQ) Sent() []*sqs.SendMessageInput {
 	defer f.mu.Unlock()
 	return append([]*sqs.SendMessageInput(nil), f.sent...)
 }
+
+// hookHandler is a slog.Handler that calls fn with each record before the
+// next handler (if any) writes it: a test can act at the moment something is
+// logged, or make the logger panic.
+type hookHandler struct {
+	next slog.Handler
+	fn   func(r slog.Record)
+}
+
+func (h hookHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next == nil || h.next.Enabled(ctx, l)
+}
+
+func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.fn(r)
+	if h.next == nil {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h hookHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithAttrs(as)
+	}
+	return h
+}
+
+func (h hookHandler) WithGroup(name string) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithGroup(name)
+	}
+	return h
+}
+
+// attr returns the value of the record's attribute key, as a string.
+func attr(r slog.Record, key string) string {
+	var v string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
+}

@@ -29,12 +29,16 @@ type config struct {
 	deadLetter      *deadLetter
 	logger          *slog.Logger
 	metrics         func(BatchMetrics)
+	// now reads the clock: time.Now, or a test's clock that can step back
+	// as the wall clock can (export_test.go).
+	now func() time.Time
 }
 
 func defaultConfig() config {
 	return config{
 		deadlineMargin:  DefaultDeadlineMargin,
 		responseReserve: DefaultResponseReserve,
+		now:             time.Now,
 	}
 }
 

@@ -24,7 +24,8 @@ const (
 	// this one could start.
 	SkippedStopped
 	// SkippedDeadline: too little time remained before the deadline, or the
-	// context was cancelled, before the message could start.
+	// context was cancelled, before the message, or an earlier message of
+	// its lane, could start.
 	SkippedDeadline
 	numOutcomes
 )

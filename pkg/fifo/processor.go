@@ -99,7 +99,7 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		records: records,
 		results: make([]result, n),
 		next:    make([]int, n),
-		begin:   time.Now(),
+		begin:   p.cfg.now(),
 		log:     p.cfg.logger,
 	}
 	b.deadline, b.hasDeadline = ctx.Deadline()
@@ -184,7 +184,7 @@ func (b *batch) run(ctx context.Context) {
 			b.results[i].outcome = SkippedAfterFailure
 		}
 	}
-	b.report(ctx, time.Since(b.begin))
+	b.report(ctx, b.p.cfg.now().Sub(b.begin))
 }
 
 // work takes lanes until none is left. Handlers run on this goroutine; a
@@ -207,20 +207,27 @@ func (b *batch) work() {
 	}
 }
 
+// runLane runs the lane that starts at head. Once a message of the lane is
+// not acknowledged, the rest of the lane is skipped for the same reason,
+// without asking again: after a deadline skip in particular, a later time
+// check could pass, because the deadline is wall-clock time (Lambda's has no
+// monotonic reading) and the wall clock can step back.
 func (b *batch) runLane(head int) {
-	failed := false
+	rest := pending // what the rest of the lane becomes; pending: it runs on
 	for i := head; i >= 0; i = b.next[i] {
 		r := &b.results[i]
 		switch {
-		case failed:
-			r.outcome = SkippedAfterFailure
+		case rest != pending:
+			r.outcome = rest
 		case b.p.cfg.stopOnFirst && b.stopped.Load():
 			r.outcome = SkippedStopped
 		case !b.timeToStart():
-			r.outcome = SkippedDeadline
+			r.outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
 			b.runMessage(i)
-			failed = !r.outcome.Acknowledged()
+			if !r.outcome.Acknowledged() {
+				rest = SkippedAfterFailure
+			}
 		}
 		if !r.outcome.Started() {
 			b.logMessage(i)
@@ -232,12 +239,12 @@ func (b *batch) timeToStart() bool {
 	if b.handlerCx.Err() != nil {
 		return false
 	}
-	return !b.hasDeadline || time.Until(b.deadline) >= b.p.cfg.deadlineMargin
+	return !b.hasDeadline || b.deadline.Sub(b.p.cfg.now()) >= b.p.cfg.deadlineMargin
 }
 
 func (b *batch) runMessage(i int) {
 	r := &b.results[i]
-	start := time.Now()
+	start := b.p.cfg.now()
 	r.wait = start.Sub(b.begin)
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the message stays decided as a panic.
@@ -250,7 +257,7 @@ func (b *batch) runMessage(i int) {
 		b.logMessage(i)
 	}()
 	err := b.call(b.handlerCx, i)
-	r.duration = time.Since(start)
+	r.duration = b.p.cfg.now().Sub(start)
 	r.err = err
 	var pe *PanicError
 	switch {
@@ -259,7 +266,7 @@ func (b *batch) runMessage(i int) {
 	case errors.As(err, &pe):
 		r.outcome = Panicked
 	case IsPermanent(err) && b.p.cfg.deadLetter != nil:
-		withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err)
+		withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err, b.p.cfg.now())
 		switch {
 		case dlErr != nil:
 			r.outcome, r.err = Failed, errors.Join(err, dlErr)

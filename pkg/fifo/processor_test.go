@@ -228,6 +228,40 @@ func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
 	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
 }
 
+// The Lambda deadline is wall-clock time, which can step back. Once a
+// message is skipped for the deadline, the rest of its lane is skipped
+// without another look at the clock.
+func TestADeadlineSkipSkipsTheRestOfItsLaneWhenTheClockStepsBack(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(time.Hour) // far enough for the handlers' real context
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var left atomic.Int64 // what the clock says remains before the deadline
+	left.Store(int64(time.Minute))
+	clock := func() time.Time { return deadline.Add(-time.Duration(left.Load())) }
+
+	var logs logBuffer
+	stepBack := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+		if attr(r, "message_id") == "a2" && attr(r, "outcome") == fifo.SkippedDeadline.String() {
+			left.Store(int64(time.Minute)) // the clock steps back once a2 is skipped
+		}
+	}}
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			left.Store(int64(500 * time.Millisecond)) // a1 used up the time, inside the 1 s margin
+		}
+		return nil
+	}, fifo.WithClock(clock), fifo.WithLogger(slog.New(stepBack)))
+	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "a3"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1"}, rec.Started())
+	require.Equal(t, []string{"a2", "a3"}, failedIDs(resp))
+	require.Equal(t, "skipped_deadline", logLine(t, &logs, "a2")["outcome"])
+	require.Equal(t, "skipped_deadline", logLine(t, &logs, "a3")["outcome"])
+}
+
 func TestExpiredOrCancelledContextStartsNothing(t *testing.T) {
 	t.Parallel()
 	expired, cancel1 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
