@@ -1,0 +1,109 @@
+// Package lambdawire is what every function's main.go shares: its settings
+// from the environment, read all at once so that a misconfigured function
+// names every problem in one cold-start error, the AWS configuration, and
+// the JSON logger. It holds no logic of the pipeline.
+package lambdawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Env reads settings and collects what is wrong with them.
+type Env struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+// NewEnv reads the process environment.
+func NewEnv() *Env { return &Env{lookup: os.LookupEnv} }
+
+// NewEnvFrom reads m instead of the process environment (for tests).
+func NewEnvFrom(m map[string]string) *Env {
+	return &Env{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
+}
+
+// String returns a required setting.
+func (e *Env) String(name string) string {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		e.errs = append(e.errs, fmt.Errorf("%s is not set", name))
+	}
+	return v
+}
+
+// StringOr returns an optional setting, or def.
+func (e *Env) StringOr(name, def string) string {
+	if v, ok := e.lookup(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Int returns an optional integer setting within [lo, hi], or def.
+func (e *Env) Int(name string, def, lo, hi int) int {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not an integer in [%d, %d]", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+// Duration returns an optional duration setting (Go syntax, "90s") within
+// [lo, hi], or def.
+func (e *Env) Duration(name string, def, lo, hi time.Duration) time.Duration {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration in [%v, %v]", name, v, lo, hi))
+		return def
+	}
+	return d
+}
+
+// Err returns every problem found so far, or nil.
+func (e *Env) Err() error {
+	if len(e.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("lambdawire: misconfigured function: %w", errors.Join(e.errs...))
+}
+
+// Logger is the functions' logger: JSON lines on stdout, which Lambda sends
+// to CloudWatch Logs.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
+}
+
+// AWSConfig loads the SDK's default configuration (region, credentials and
+// the AWS_ENDPOINT_URL_* variables the local stack sets).
+func AWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("lambdawire: AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Fatal logs err and exits: a function that cannot start must fail its
+// init, which Lambda reports, rather than run half-configured.
+func Fatal(log *slog.Logger, err error) {
+	log.Error("init failed", "error", err)
+	os.Exit(1)
+}
