@@ -19,7 +19,18 @@
 //     error says why: ErrStaleGeneration, ErrFinal or ErrNotFound.
 //   - A claim takes over a running job only when its lease ended strictly
 //     before now; a live lease yields ErrLeaseHeld. After the last generation
-//     the recovery policy allows, the takeover write fails the job instead.
+//     the recovery policy allows, the takeover write fails the job instead,
+//     and a retry of that claim gets the same answer: the failed job with a
+//     *FinalError.
+//   - A claim is never answered with a lease that is already over. The
+//     holder's own claim (a retry after a lost response) is recognised only
+//     while its lease is live; once the lease has ended, the holder's claim
+//     is a takeover like anyone's: a new generation, or the failure of the
+//     job under the recovery policy. A refusal would leave the job on an
+//     ended lease until another delivery comes, though the caller is alive
+//     to run it; extending the ended lease in place would let a generation
+//     survive a gap in its lease, while a new generation fences whatever
+//     ran under the ended one (an earlier try's requests still in flight).
 //   - Completed, failed and cancelled are final: nothing changes them, and
 //     they carry a TTL (expires_at, epoch seconds).
 //   - Create is idempotent per (tenant, intent): one job and one command per

@@ -150,7 +150,7 @@ func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) 
 			return Job{}, transitionError(req, err)
 		}
 		if st.done {
-			return *cur, nil
+			return *cur, transitionError(req, st.after)
 		}
 		next, old, err := s.update(ctx, req.jobID(), &st)
 		if err == nil {

@@ -95,7 +95,7 @@ const (
 
 // Payload keys.
 const (
-	PayloadAttemptID         = "attempt_id"
+	PayloadAttemptID         = "attempt_id"          // the attempt whose request made the transition
 	PayloadPreviousAttemptID = "previous_attempt_id" // takeover: whose lease expired
 	PayloadResultKey         = "result_key"
 	PayloadCode              = "code"

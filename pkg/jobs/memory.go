@@ -114,7 +114,7 @@ func (s *MemoryStore) transition(ctx context.Context, req request) (Job, error) 
 		return Job{}, transitionError(req, err)
 	}
 	if st.done {
-		return clone(*cur), nil
+		return clone(*cur), transitionError(req, st.after)
 	}
 	if !st.guard.holds(cur) {
 		// decide only plans writes whose guard the item it saw satisfies.

@@ -22,8 +22,10 @@ type Store interface {
 	// Claim starts a new generation: pending → running, or takes over a
 	// running job whose lease has expired. When the expired generation was
 	// the last the recovery policy allows, the same write fails the job
-	// instead, and Claim returns the failed job with a *FinalError. A claim
-	// by the attempt that already holds the lease returns the job unchanged.
+	// instead, and Claim returns the failed job with a *FinalError (so does
+	// a retry of that claim). A claim by the attempt that holds a live lease
+	// returns the job unchanged; once that lease has expired, the attempt's
+	// claim is a takeover like any other.
 	Claim(ctx context.Context, req ClaimRequest) (Job, error)
 	// Renew extends the caller's lease and records its progress.
 	Renew(ctx context.Context, req RenewRequest) (Job, error)

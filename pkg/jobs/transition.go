@@ -85,8 +85,9 @@ type step struct {
 	done  bool
 	guard guard
 	patch patch
-	// after is returned with the item once the write has landed: a claim
-	// that fails the job under the recovery policy reports ErrFinal.
+	// after is returned with the item once the write has landed, or with
+	// the item that already is the outcome: a claim that fails the job under
+	// the recovery policy (and its retry) reports ErrFinal.
 	after error
 }
 
@@ -233,43 +234,47 @@ func decideCancel(r *CancelRequest, cur *Job, now time.Time, cfg *config) (step,
 	}, nil
 }
 
+// decideClaim grants the next generation, or recognises the caller's own
+// claim. An attempt's own claim is recognised only while its lease is live:
+// once the lease has ended the attempt holds nothing any other claimer does
+// not, so its claim is a takeover like theirs (a new generation, or the
+// failure of the job under the recovery policy), never an answer that it
+// still holds a lease that is over.
 func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, error) {
 	switch {
 	case cur == nil:
 		return step{}, ErrNotFound
+	case exhaustedBy(cur, r.AttemptID):
+		// Our own claim failed the job under the recovery policy, applied by
+		// an earlier try whose response was lost: the same answer again.
+		return step{done: true, after: &FinalError{Status: cur.Status, Failure: cur.Error}}, nil
 	case cur.Status.Final():
 		return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
-	case cur.Status == StatusRunning && cur.LeaseOwner == r.AttemptID:
-		// Our own claim, applied by an earlier try whose response was lost.
-		return step{done: true}, nil
 	case cur.Status == StatusRunning && cur.LeaseExpiresAt.UnixMilli() >= now.UnixMilli():
-		return step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}
-	}
-	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version}
-	if cur.Status == StatusRunning {
-		g.expiredBefore = now
-		if cur.Generation >= cfg.recovery.MaxGenerations {
-			failure := Failure{Code: CodeRecoveryExhausted, Message: fmt.Sprintf(
-				"lease of generation %d (attempt %s) expired; the recovery policy allows %d generations",
-				cur.Generation, cur.LeaseOwner, cfg.recovery.MaxGenerations)}
-			expires := ttl(now.Add(cfg.retention))
-			return step{
-				guard: g,
-				patch: patch{
-					status: StatusFailed, generation: cur.Generation + 1, version: cur.Version + 1,
-					failure: &failure, expiresAt: &expires, updatedAt: now,
-					outbox: message(r.JobID, cur.Version+1, EventFailed,
-						PayloadCode, CodeRecoveryExhausted, PayloadPreviousAttemptID, cur.LeaseOwner),
-				},
-				after: &FinalError{Status: StatusFailed, Failure: failure},
-			}, nil
+		if cur.LeaseOwner == r.AttemptID {
+			// Our own claim, applied by an earlier try whose response was
+			// lost, and its lease is live.
+			return step{done: true}, nil
 		}
+		return step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}
+	case cur.Status == StatusRunning && cur.Generation >= cfg.recovery.MaxGenerations:
+		// The lease has ended, whoever held it (the caller too): a
+		// takeover, and the last generation has been used.
+		return exhaust(r, cur, now, cfg), nil
 	}
-	owner, until, progress := r.AttemptID, ms(r.LeaseUntil), int64(0)
+	return startGeneration(r, cur, now), nil
+}
+
+// startGeneration grants the next generation to the claim: from pending, or as the
+// takeover of a running job whose lease has ended.
+func startGeneration(r *ClaimRequest, cur *Job, now time.Time) step {
+	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version}
 	payload := []string{PayloadAttemptID, r.AttemptID}
 	if cur.Status == StatusRunning {
+		g.expiredBefore = now
 		payload = append(payload, PayloadPreviousAttemptID, cur.LeaseOwner)
 	}
+	owner, until, progress := r.AttemptID, ms(r.LeaseUntil), int64(0)
 	return step{
 		guard: g,
 		patch: patch{
@@ -278,7 +283,35 @@ func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, e
 			leaseOwner: &owner, leaseExpiresAt: &until, progress: &progress, updatedAt: now,
 			outbox: message(r.JobID, cur.Version+1, EventStarted, payload...),
 		},
-	}, nil
+	}
+}
+
+// exhaust is the takeover beyond the recovery policy: the write fails the
+// job, fencing the expired generation. Its event names the claim that made
+// it (PayloadAttemptID), so a retry of that claim is recognised.
+func exhaust(r *ClaimRequest, cur *Job, now time.Time, cfg *config) step {
+	failure := Failure{Code: CodeRecoveryExhausted, Message: fmt.Sprintf(
+		"lease of generation %d (attempt %s) expired; the recovery policy allows %d generations",
+		cur.Generation, cur.LeaseOwner, cfg.recovery.MaxGenerations)}
+	expires := ttl(now.Add(cfg.retention))
+	return step{
+		guard: guard{status: StatusRunning, generation: cur.Generation, version: cur.Version, expiredBefore: now},
+		patch: patch{
+			status: StatusFailed, generation: cur.Generation + 1, version: cur.Version + 1,
+			failure: &failure, expiresAt: &expires, updatedAt: now,
+			outbox: message(r.JobID, cur.Version+1, EventFailed, PayloadAttemptID, r.AttemptID,
+				PayloadCode, CodeRecoveryExhausted, PayloadPreviousAttemptID, cur.LeaseOwner),
+		},
+		after: &FinalError{Status: StatusFailed, Failure: failure},
+	}
+}
+
+// exhaustedBy reports whether the job was failed by attempt's claim under
+// the recovery policy. A final job never changes, so its outbox still holds
+// that write's event.
+func exhaustedBy(cur *Job, attempt string) bool {
+	return cur.Status == StatusFailed && cur.Error.Code == CodeRecoveryExhausted &&
+		cur.Outbox.Type == EventFailed && cur.Outbox.Payload[PayloadAttemptID] == attempt
 }
 
 // fencedGuard is the condition of renew, accept and fail: running at the

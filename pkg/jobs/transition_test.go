@@ -61,8 +61,9 @@ func genRequest(t *rapid.T, cur *Job, now time.Time) request {
 // TestDecideProperties checks the state machine on random states and
 // requests: a planned write's guard holds on the item it was planned from,
 // it moves the version by one and never the generation back, its outbox is
-// the new version's, and the same request retried after the write landed
-// is recognised instead of refused.
+// the new version's, the same request retried after the write landed is
+// recognised and gets the same answer, and a claim is never answered with a
+// lease that is already over.
 func TestDecideProperties(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig([]Option{WithRecovery(RecoveryPolicy{MaxGenerations: 3})})
@@ -83,6 +84,10 @@ func TestDecideProperties(t *testing.T) {
 		}
 		if st.done {
 			require.NotNil(t, cur)
+			if _, ok := req.(*ClaimRequest); ok && st.after == nil {
+				require.GreaterOrEqual(t, cur.LeaseExpiresAt.UnixMilli(), now.UnixMilli(),
+					"a recognised claim is answered with a live lease")
+			}
 			return
 		}
 		require.True(t, st.guard.holds(cur), "guard %+v on %+v", st.guard, cur)
@@ -100,12 +105,22 @@ func TestDecideProperties(t *testing.T) {
 		}
 
 		retry, err := decide(req, &next, now, &cfg)
-		if st.after != nil {
-			require.ErrorIs(t, err, ErrFinal)
-			return
-		}
 		require.NoError(t, err, "retry of %s after it landed", req.describe())
 		require.True(t, retry.done, "retry of %s after it landed is recognised", req.describe())
+		require.Equal(t, st.after, retry.after, "retry of %s after it landed gets the same answer", req.describe())
+		if c, ok := req.(*ClaimRequest); ok && st.after == nil {
+			require.GreaterOrEqual(t, next.LeaseExpiresAt.UnixMilli(), now.UnixMilli(),
+				"a claim never grants a lease that is already over")
+			// The same attempt asking again once that lease is over is a
+			// takeover, never told that it still holds the lease.
+			later := ms(next.LeaseExpiresAt.Add(time.Millisecond))
+			again := *c
+			again.LeaseUntil = later.Add(time.Minute)
+			st, err := decide(&again, &next, later, &cfg)
+			require.NoError(t, err)
+			require.False(t, st.done, "own claim after its lease ended")
+			require.Equal(t, next.Generation+1, st.patch.apply(next).Generation)
+		}
 	})
 }
 

@@ -90,9 +90,12 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 	case "claim":
 		switch out.Kind {
 		case "ok":
-			if s.Status == jobs.StatusRunning && s.Owner == in.AttemptID {
-				return out.State == s, s // recognised retry
+			if s.Status == jobs.StatusRunning && s.Owner == in.AttemptID && s.Until >= in.NowLo && out.State == s {
+				// A recognised retry: only while its lease is live.
+				return true, s
 			}
+			// A claim from pending, or a takeover of an ended lease (the
+			// caller's own included).
 			next := State{Status: jobs.StatusRunning, G: s.G + 1, V: s.V + 1, Owner: in.AttemptID, Until: in.Until}
 			ok := s.Status == jobs.StatusPending ||
 				(s.Status == jobs.StatusRunning && s.Until < in.NowHi && s.G < maxGenerations)
@@ -107,7 +110,7 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 			}
 			next := s
 			next.Status, next.G, next.V = jobs.StatusFailed, s.G+1, s.V+1
-			ok := s.Status == jobs.StatusRunning && s.Owner != in.AttemptID && s.Until < in.NowHi &&
+			ok := s.Status == jobs.StatusRunning && s.Until < in.NowHi &&
 				s.G >= maxGenerations && out.Status == jobs.StatusFailed
 			return ok, next
 		}

@@ -36,7 +36,8 @@ type History struct {
 // renew, accept, fail, cancel and read them while the clock advances in
 // steps that make leases expire mid-attempt. Stalled workers keep going with
 // their old generation, and some requests are sent twice, as after a lost
-// response. It records each operation's call and return, inputs and
+// response (a claim sometimes later, with a new lease end, after its first
+// lease has ended). It records each operation's call and return, inputs and
 // outputs. An error no Store may return fails the test.
 func RecordHistory(t *testing.T, store jobs.Store, clock *Clock, cfg HistoryConfig) History {
 	t.Helper()
@@ -214,9 +215,22 @@ func (w *worker) attempt(id string) int {
 	if err != nil {
 		return ops
 	}
-	if w.rng.IntN(10) == 0 { // the same claim again, as after a lost response
-		_, _ = w.record(w.client, w.rng, in, func() (jobs.Job, error) { return w.store.Claim(w.ctx, claim) })
+	if w.rng.IntN(10) == 0 { // the claim again, as after a lost response
+		again, againIn := claim, in
+		if w.rng.IntN(2) == 0 {
+			// Retried later with the lease end computed anew: by then the
+			// first lease may have ended, and the claim is a takeover.
+			if w.rng.IntN(2) == 0 {
+				w.clock.Advance(lease)
+			}
+			again.LeaseUntil = w.clock.Now().Add(lease)
+			againIn.Until = again.LeaseUntil.UnixMilli()
+		}
+		r, err := w.record(w.client, w.rng, againIn, func() (jobs.Job, error) { return w.store.Claim(w.ctx, again) })
 		ops++
+		if err == nil {
+			j = r
+		}
 	}
 	g, v := j.Generation, j.Version
 	for range w.rng.IntN(4) {

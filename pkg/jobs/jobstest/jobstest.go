@@ -44,6 +44,7 @@ var suite = []struct {
 	{"ClaimStartsGenerationOne", testClaimStartsGenerationOne},
 	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
 	{"RetriedWritesRecogniseTheirOwnSuccess", testRetriedWritesRecognised},
+	{"OwnClaimAfterItsLeaseEndedIsATakeover", testOwnClaimAfterLeaseEnded},
 	{"RunningExample", testRunningExample},
 	{"FencedWritesCheckTheVersion", testFencedWritesCheckVersion},
 	{"RenewExtendsTheLeaseAndRecordsProgress", testRenew},
@@ -388,6 +389,48 @@ func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, jobs.ErrFinal)
 }
 
+func testOwnClaimAfterLeaseEnded(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	id := b.create(t, "job-42").ID
+	first := b.claim(t, id, "attempt-a", time.Minute)
+
+	// While its lease is live, the attempt's claim with another lease end is
+	// its own claim: recognised, and the lease is still the one granted.
+	b.clock.Advance(30 * time.Second)
+	again := b.claim(t, id, "attempt-a", 2*time.Minute)
+	require.Equal(t, first, again)
+	b.requireUnchanged(t, first)
+
+	// Once the lease has ended, the same attempt holds nothing: its claim is
+	// a takeover like anyone's, and it is never told it holds a lease that
+	// is over.
+	b.clock.Set(first.LeaseExpiresAt.Add(time.Millisecond))
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	require.Equal(t, jobs.StatusRunning, j.Status)
+	require.Equal(t, int64(2), j.Generation, "the ended generation is fenced")
+	require.Equal(t, int64(2), j.Version)
+	require.Equal(t, "attempt-a", j.LeaseOwner)
+	require.Equal(t, ms(b.clock.Now().Add(time.Minute)), j.LeaseExpiresAt)
+	require.Equal(t, jobs.Message{
+		ID: id + "/v2", Type: jobs.EventStarted, Version: 2,
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-a", jobs.PayloadPreviousAttemptID: "attempt-a"},
+	}, j.Outbox)
+	require.Equal(t, j, b.get(t, id))
+	// Writes with the ended generation are stale.
+	_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: first.Version,
+		Result: result("attempt-a", 1)})
+	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
+
+	// At the last generation the same rule applies: the claim fails the job.
+	b.clock.Set(j.LeaseExpiresAt.Add(time.Millisecond))
+	failed, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	require.ErrorIs(t, err, jobs.ErrFinal)
+	require.Equal(t, jobs.StatusFailed, failed.Status)
+	require.Equal(t, jobs.CodeRecoveryExhausted, failed.Error.Code)
+	require.Equal(t, int64(3), failed.Generation)
+	require.Equal(t, failed, b.get(t, id))
+}
+
 // testRunningExample is the project's running example: worker A claims
 // job-42 and stalls, its lease expires, B takes over and accepts, and A's
 // late writes change nothing.
@@ -667,7 +710,8 @@ func testRecoveryPolicy(t *testing.T, newStore NewStore) {
 	b.clock.Advance(2 * time.Minute)
 
 	// Generation 2 was the last one: the takeover fails the job instead.
-	j, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-c", LeaseUntil: b.clock.Now().Add(time.Minute)})
+	claim := jobs.ClaimRequest{JobID: id, AttemptID: "attempt-c", LeaseUntil: b.clock.Now().Add(time.Minute)}
+	j, err := b.store.Claim(b.ctx, claim)
 	require.ErrorIs(t, err, jobs.ErrFinal)
 	var final *jobs.FinalError
 	require.ErrorAs(t, err, &final)
@@ -679,8 +723,19 @@ func testRecoveryPolicy(t *testing.T, newStore NewStore) {
 	require.Equal(t, "attempt-b", j.LeaseOwner)
 	require.Equal(t, jobs.CodeRecoveryExhausted, j.Error.Code)
 	require.Equal(t, jobs.Message{ID: id + "/v3", Type: jobs.EventFailed, Version: 3,
-		Payload: map[string]string{jobs.PayloadCode: jobs.CodeRecoveryExhausted, jobs.PayloadPreviousAttemptID: "attempt-b"}}, j.Outbox)
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-c", jobs.PayloadCode: jobs.CodeRecoveryExhausted,
+			jobs.PayloadPreviousAttemptID: "attempt-b"}}, j.Outbox)
 	require.Equal(t, j, b.get(t, id))
+
+	// The same claim retried, as after a lost response: the same answer,
+	// the failed job with its *FinalError, and nothing written.
+	b.clock.Advance(time.Second)
+	retried, err := b.store.Claim(b.ctx, claim)
+	require.Equal(t, j, retried)
+	var retriedFinal *jobs.FinalError
+	require.ErrorAs(t, err, &retriedFinal)
+	require.Equal(t, *final, *retriedFinal)
+	b.requireUnchanged(t, j)
 
 	// The stalled generation 2 wakes up: fenced.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-b", Generation: 2, Version: g2.Version,
