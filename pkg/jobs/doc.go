@@ -45,6 +45,39 @@
 //     DynamoDB store and the in-memory store cannot drift; jobstest.Run
 //     holds them to the same behaviour.
 //
+// # Generations and the commands queue
+//
+// Every receive of a job's command counts toward the commands queue's
+// maxReceiveCount, but only some receives claim. A receive withheld behind
+// a failed message of its lane, one skipped because too little time was
+// left before the deadline, and one answered ErrLeaseHeld each spend a
+// receive and no generation. Taking a job through
+// all MaxGenerations generations to the claim that fails it takes
+// MaxGenerations + 1 receives that claim, so maxReceiveCount must be at
+// least MaxGenerations + 1 plus a margin for receives that do not claim
+// (DefaultMaxGenerations is 3 against the commands queue's maxReceiveCount
+// of 5 in template.yaml: a margin of one). No margin is enough in every case: the receives that do
+// not claim have no bound. So the rule is:
+//
+//   - A command can reach the dead-letter queue before its job's generations
+//     are exhausted, with the job still pending or running on an expired
+//     lease.
+//   - A command that reaches the dead-letter queue must not strand its job.
+//     The sweeper (pkg/sweeper) nudges stuck jobs: a pending job with no
+//     claim, or a running job whose lease has expired, unchanged for longer
+//     than a threshold, gets a fenced transition (conditional on the status,
+//     generation and version the sweeper read, and for a running job on its
+//     lease having ended) that raises the version and writes a fresh job.run
+//     command into the outbox; the relay sends it like the first. A nudge
+//     does not raise the generation: the claim its command leads to does, so
+//     the recovery policy's limit still ends a job that keeps stalling.
+//   - So a job ends only by accept, fail, cancel or the recovery policy; a
+//     command in the dead-letter queue is an alarm, not the end of its job.
+//
+// A nudge's version emits a command, not an event: consumers that check
+// event versions for gaps must count it as such, which pkg/sweeper settles
+// with the nudge itself.
+//
 // Times are injected (WithClock) and stored as epoch milliseconds. The
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew
 // margin (LeaseEnd). Leases are bounded: a claim or renewal whose lease would

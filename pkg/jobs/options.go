@@ -9,10 +9,12 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultMaxGenerations is the default RecoveryPolicy.MaxGenerations. It
-	// is below the commands queue's maxReceiveCount (5), so the claim that
-	// finds the last generation expired fails the job before the command
-	// goes to the dead-letter queue.
+	// DefaultMaxGenerations is the default RecoveryPolicy.MaxGenerations.
+	// The commands queue's maxReceiveCount must be at least MaxGenerations
+	// + 1 plus a margin for receives that do not claim, and even then a
+	// command can reach the dead-letter queue first: see "Generations and
+	// the commands queue" in the package documentation. The template's
+	// checks read this constant.
 	DefaultMaxGenerations = 3
 	// DefaultRetention is how long a final job stays in the table.
 	DefaultRetention = 30 * 24 * time.Hour
