@@ -14,6 +14,13 @@
 //     the batch (or otherwise malformed) deletes nothing. Whatever is not
 //     deleted is left to the visibility timeout and the queue's redrive
 //     policy, exactly as with Lambda.
+//   - SQSBatchResult.Deleted lists what was really deleted. The mapping
+//     keeps the receipt handle of each message's latest receive; a
+//     message received again before its batch's delete landed (its
+//     visibility timeout ran out) is not listed, though SQS answers that
+//     delete with success: a delete with an older receipt handle may leave
+//     the message in the queue (AWS documents it; fauxqs always leaves
+//     it), and the message runs again under its new handle.
 //   - No two invocations in flight share a message group, and a group's
 //     messages run in order. The queue's FIFO group lock already keeps a
 //     group in one batch at a time; the mapping also tracks the groups of

@@ -315,7 +315,7 @@ func TestClaimWithholdsGroupsInFlightAndTakesOverReturnedOnes(t *testing.T) {
 		}
 		return out
 	}
-	r := &sqsRun{groups: map[string]*sqsClaim{}}
+	r := &sqsRun{groups: map[string]*sqsClaim{}, receipts: map[string]*receipt{}}
 
 	b1 := r.claim("req-1", []sqstypes.Message{msg("a1", "a"), msg("b1", "b"), msg("a2", "a"), msg("s1", "")})
 	require.Equal(t, []string{"a1", "b1", "a2", "s1"}, ids(b1.take), "one invocation may hold several messages of a group")

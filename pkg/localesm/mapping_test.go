@@ -284,12 +284,72 @@ func TestSQSWithheldMessagesAreLoggedAsWarnings(t *testing.T) {
 		require.Equal(t, []int{2}, attrs["receive_counts"].Any())
 		mu.Lock()
 		defer mu.Unlock()
-		require.Len(t, results, 2)
+		require.Len(t, results, 3)
 		require.Equal(t, OutcomeWithheld, results[0].Outcome)
 		require.Empty(t, results[0].Records)
 		require.Equal(t, []WithheldMessage{{MessageID: "m1", GroupID: "g1", ReceiveCount: 2}}, results[0].Withheld)
 		require.Equal(t, OutcomeSuccess, results[1].Outcome)
+		require.Empty(t, results[1].Deleted, "the first invocation's delete used the receipt handle the withheld receive replaced")
+		require.Equal(t, OutcomeSuccess, results[2].Outcome)
+		require.Equal(t, "3", results[2].Records[0].Attributes[receiveCountAttribute], "back after the withheld receive's visibility timeout")
+		require.Equal(t, []string{"m1"}, results[2].Deleted)
+	})
+}
+
+// TestSQSDeletedListsOnlyMessagesReallyDeleted: a message received again
+// while its batch's delete is on the way (its visibility timeout ran out
+// just then) is not deleted by that delete, whose receipt handle is no
+// longer the latest, though SQS answers it with success. The batch does not
+// report it deleted; the batch that received it again runs it after the
+// first one's outcome has been applied, and deletes it.
+func TestSQSDeletedListsOnlyMessagesReallyDeleted(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := newFakeQueue(30 * time.Second)
+		q.send("m1", "g1")
+		var once sync.Once
+		q.beforeDelete = func() {
+			once.Do(func() {
+				q.expire("m1")
+				synctest.Wait() // the mapping receives m1 again before the delete lands
+			})
+		}
+		var mu sync.Mutex
+		var steps []string
+		var results []SQSBatchResult
+		handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			steps = append(steps, "invoke "+ev.Records[0].Attributes[receiveCountAttribute])
+			return events.SQSEventResponse{}, nil
+		}
+		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: 5 * time.Second,
+			OnBatch: func(r SQSBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+				steps = append(steps, "settled "+r.Records[0].Attributes[receiveCountAttribute])
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "m1 to be deleted", func() bool { return len(q.deleted()) == 1 })
+		stop()
+
+		mu.Lock()
+		defer mu.Unlock()
+		var reported []string
+		for _, r := range results {
+			require.Equal(t, OutcomeSuccess, r.Outcome)
+			reported = append(reported, r.Deleted...)
+		}
+		require.Equal(t, q.deleted(), reported, "Deleted must list exactly the deletions the queue made")
+		require.Len(t, results, 2)
+		require.Empty(t, results[0].Deleted, "deleted with a receipt handle a later receive replaced")
 		require.Equal(t, []string{"m1"}, results[1].Deleted)
+		require.Equal(t, []string{"invoke 1", "settled 1", "invoke 2", "settled 2"}, steps,
+			"the message received again runs after the first invocation's outcome has been applied")
 	})
 }
 

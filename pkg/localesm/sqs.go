@@ -82,7 +82,14 @@ type SQSConfig struct {
 type SQSBatchResult struct {
 	RequestID string
 	Records   []events.SQSMessage // the event's records, in order; empty when nothing was invoked
-	Deleted   []string            // ids of the messages deleted
+	// Deleted are the ids of the messages this batch deleted, in batch
+	// order: those whose delete SQS answered with success and was made
+	// with the receipt handle of the message's latest receive. A message
+	// the mapping received again before its delete landed is left out even
+	// though SQS answered success: AWS documents that a DeleteMessage
+	// without the most recent receipt handle succeeds but may leave the
+	// message in the queue, and fauxqs always leaves it.
+	Deleted []string
 	// Withheld are the messages received with the batch but not invoked:
 	// their group was in flight. Each such receive counts toward the
 	// queue's maxReceiveCount (see the package documentation).
@@ -185,7 +192,7 @@ func (m *SQSMapping) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), groups: map[string]*sqsClaim{}}
+	r := &sqsRun{m: m, queue: q, log: m.cfg.Logger.With(slog.String("queue_url", m.cfg.QueueURL)), groups: map[string]*sqsClaim{}, receipts: map[string]*receipt{}}
 	if m.concurrency < m.cfg.MaximumConcurrency {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "localesm: the invoker runs fewer invocations at once than MaximumConcurrency; the mapping runs that many",
 			slog.Int("maximum_concurrency", m.cfg.MaximumConcurrency), slog.Int("concurrency", m.concurrency))
@@ -232,6 +239,18 @@ type sqsRun struct {
 	// receive that took the group's messages until the batch's outcome has
 	// been applied (its deletes answered).
 	groups map[string]*sqsClaim
+	// receipts maps the id of every message a batch holds to the receipt
+	// handle of its latest receive. SQS answers a delete made with an
+	// older handle with success, but may not delete the message (AWS
+	// documents it; fauxqs never does): only a delete made with the latest
+	// handle counts as a deletion.
+	receipts map[string]*receipt
+}
+
+// receipt is the latest receipt handle of a message that batches hold.
+type receipt struct {
+	latest  string
+	holders int // batches holding the message; the entry goes with the last
 }
 
 // sqsClaim is one invocation's claim on the messages of a receive.
@@ -319,11 +338,18 @@ func (r *sqsRun) receive(ctx context.Context) ([]sqstypes.Message, error) {
 //     batch's own, back after its visibility timeout). The new batch takes
 //     the group over and waits for the other's outcome to be applied
 //     before it is invoked, so that the group's order holds.
+//
+// Every receive, withheld or not, makes the message's receipt handle the
+// latest one: a batch that still holds an older one no longer deletes it.
 func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) *sqsClaim {
 	b := &sqsClaim{requestID: requestID, settled: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, msg := range msgs {
+		id, handle := deref(msg.MessageId), deref(msg.ReceiptHandle)
+		if rc, ok := r.receipts[id]; ok {
+			rc.latest = handle
+		}
 		group := msg.Attributes[groupAttribute]
 		if group != "" {
 			if holder, held := r.groups[group]; held && holder != b {
@@ -337,6 +363,12 @@ func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) *sqsClaim {
 			r.groups[group] = b
 		}
 		b.take = append(b.take, msg)
+		rc, ok := r.receipts[id]
+		if !ok {
+			rc = &receipt{latest: handle}
+			r.receipts[id] = rc
+		}
+		rc.holders++
 	}
 	return b
 }
@@ -367,8 +399,9 @@ func (r *sqsRun) returned(b *sqsClaim) {
 	b.returned = true
 }
 
-// release lets go of the groups b still holds, once b's outcome has been
-// applied, and lets the batches that took over its groups go ahead.
+// release lets go of the groups and receipt handles b still holds, once
+// b's outcome has been applied, and lets the batches that took over its
+// groups go ahead.
 func (r *sqsRun) release(b *sqsClaim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -377,8 +410,23 @@ func (r *sqsRun) release(b *sqsClaim) {
 		if group != "" && r.groups[group] == b {
 			delete(r.groups, group)
 		}
+		id := deref(msg.MessageId)
+		if rc, ok := r.receipts[id]; ok {
+			if rc.holders--; rc.holders == 0 {
+				delete(r.receipts, id)
+			}
+		}
 	}
 	close(b.settled)
+}
+
+// latest reports whether handle is the receipt handle of the latest receive
+// of the message id.
+func (r *sqsRun) latest(id, handle string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rc, ok := r.receipts[id]
+	return ok && rc.latest == handle
 }
 
 func (r *sqsRun) process(ctx context.Context, b *sqsClaim) {
@@ -420,15 +468,25 @@ func (r *sqsRun) process(ctx context.Context, b *sqsClaim) {
 }
 
 // delete deletes the messages at the indexes, in chunks of ten, and returns
-// the ids of those deleted. A stopping mapping still deletes what its
-// function finished.
+// the ids of those deleted, in batch order. A stopping mapping still
+// deletes what its function finished.
+//
+// A delete SQS answers with success counts only when it was made with the
+// message's latest receipt handle. A message received again since its
+// batch received it (its visibility timeout ran out) was received before
+// the delete landed: it cannot be received once deleted. SQS then says
+// the delete succeeded but may not have deleted it, so it is not reported
+// deleted; it will be invoked again (or was withheld) under its new
+// handle. A receive whose answer is still on its way when the delete is
+// answered cannot be seen here; the mapping's receives are sequential, so
+// that is at most one.
 func (r *sqsRun) delete(ctx context.Context, requestID string, records []events.SQSMessage, indexes []int) []string {
 	if len(indexes) == 0 {
 		return nil
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer cancel()
-	var deleted []string
+	done := make([]bool, len(records))
 	for start := 0; start < len(indexes); start += 10 {
 		chunk := indexes[start:min(start+10, len(indexes))]
 		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(chunk))
@@ -442,14 +500,28 @@ func (r *sqsRun) delete(ctx context.Context, requestID string, records []events.
 			continue
 		}
 		for _, ok := range out.Successful {
-			if i, err := strconv.Atoi(deref(ok.Id)); err == nil && i >= 0 && i < len(records) {
-				deleted = append(deleted, records[i].MessageId)
+			i, err := strconv.Atoi(deref(ok.Id))
+			if err != nil || i < 0 || i >= len(records) {
+				continue
 			}
+			if !r.latest(records[i].MessageId, records[i].ReceiptHandle) {
+				r.log.LogAttrs(ctx, slog.LevelWarn, "localesm: message received again before its delete landed; a delete with an older receipt handle may not delete it",
+					slog.String("aws_request_id", requestID), slog.String("message_id", records[i].MessageId),
+					slog.String("group_id", records[i].Attributes[groupAttribute]))
+				continue
+			}
+			done[i] = true
 		}
 		for _, f := range out.Failed {
 			r.log.LogAttrs(ctx, slog.LevelError, "localesm: delete failed; the message will be received again",
 				slog.String("aws_request_id", requestID), slog.String("entry", deref(f.Id)),
 				slog.String("code", deref(f.Code)), slog.String("error", deref(f.Message)))
+		}
+	}
+	var deleted []string
+	for i, ok := range done {
+		if ok {
+			deleted = append(deleted, records[i].MessageId)
 		}
 	}
 	return deleted

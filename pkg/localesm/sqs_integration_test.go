@@ -399,6 +399,20 @@ func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 	for _, c := range counts[1:] {
 		require.NotEqual(t, "2", c, "the withheld receive (the second) was invoked")
 	}
+	// The withheld receive replaced the first invocation's receipt handle:
+	// its delete succeeded without deleting, and only the invocation that
+	// held the latest handle reports the message deleted.
+	_, results := log.snapshot()
+	var reported []string
+	for _, r := range results {
+		for _, rec := range r.Records {
+			if rec.Attributes["ApproximateReceiveCount"] == "1" {
+				require.Empty(t, r.Deleted, "deleted with a receipt handle a later receive replaced")
+			}
+		}
+		reported = append(reported, r.Deleted...)
+	}
+	require.Equal(t, []string{id}, reported, "reported deleted once, by the invocation that deleted it")
 }
 
 func TestSQSEventRecordsAsLambdaBuildsThem(t *testing.T) {

@@ -27,6 +27,9 @@ type fakeQueue struct {
 	// deleteLatency is how long the answer to a DeleteMessageBatch takes to
 	// arrive after its deletes have been applied.
 	deleteLatency time.Duration
+	// beforeDelete, when set, is called at the start of every
+	// DeleteMessageBatch, before its deletes are applied.
+	beforeDelete func()
 
 	mu          sync.Mutex
 	msgs        []*fakeMessage          // in the order sent
@@ -171,9 +174,15 @@ func (q *fakeQueue) receive(now time.Time, limit int) []sqstypes.Message {
 }
 
 // DeleteMessageBatch applies the deletes, then answers after
-// deleteLatency. A handle the queue never issued fails its entry, as
-// ReceiptHandleIsInvalid.
+// deleteLatency. Only the receipt handle of a message's latest receive
+// deletes it; an older one succeeds without deleting, as AWS documents
+// ("the request will still succeed, but the message might not be
+// deleted") and as fauxqs does. A handle the queue never issued fails its
+// entry, as ReceiptHandleIsInvalid.
 func (q *fakeQueue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	if q.beforeDelete != nil {
+		q.beforeDelete()
+	}
 	out := &sqs.DeleteMessageBatchOutput{}
 	q.mu.Lock()
 	for _, e := range in.Entries {
@@ -182,7 +191,7 @@ func (q *fakeQueue) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessag
 			out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("ReceiptHandleIsInvalid"), SenderFault: true})
 			continue
 		}
-		if !m.deleted {
+		if !m.deleted && m.handle == aws.ToString(e.ReceiptHandle) {
 			m.deleted = true
 			q.deletions = append(q.deletions, m.id)
 		}
