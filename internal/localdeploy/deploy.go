@@ -113,6 +113,10 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 	}
 	for name, out := range tpl.Outputs {
 		om, _ := out.(map[string]any)
+		if missing := notCreated(om["Value"], tpl.Resources, r.refs); missing != "" {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("output %s: refers to %s, which is not deployed locally", name, missing))
+			continue
+		}
 		v, err := r.resolve(om["Value"])
 		if err != nil {
 			return nil, fmt.Errorf("localdeploy: output %s: %w", name, err)
@@ -120,6 +124,21 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 		res.Outputs[name] = fmt.Sprint(v)
 	}
 	return res, nil
+}
+
+// notCreated names a resource v refers to that this deployment did not
+// create (an API or a function), or returns "".
+func notCreated(v any, resources map[string]samtemplate.Resource, created map[string]string) string {
+	deps := map[string]bool{}
+	dependencies(v, resources, deps)
+	names := make([]string, 0, len(deps))
+	for d := range deps {
+		if _, ok := created[d]; !ok {
+			names = append(names, d)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func (r *resolver) props(rsc samtemplate.Resource) (map[string]any, error) {

@@ -74,3 +74,29 @@ func TestResolveIntrinsics(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 	}
 }
+
+func TestNotCreatedNamesTheResourcesAnOutputNeedsThatWereNotDeployed(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Api:
+    Type: AWS::Serverless::HttpApi
+  Fn:
+    Type: AWS::Serverless::Function
+  Q:
+    Type: AWS::SQS::Queue
+Outputs:
+  Url:
+    Value: !Sub "https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${Fn.Arn}"
+  Queue:
+    Value: !Ref Q
+  Region:
+    Value: !Ref AWS::Region
+`))
+	require.NoError(t, err)
+	created := map[string]string{"Q": "http://127.0.0.1/q"}
+	value := func(name string) any { return tpl.Outputs[name].(map[string]any)["Value"] }
+	require.Equal(t, "Api, Fn", notCreated(value("Url"), tpl.Resources, created))
+	require.Empty(t, notCreated(value("Queue"), tpl.Resources, created))
+	require.Empty(t, notCreated(value("Region"), tpl.Resources, created), "pseudo parameters are not resources")
+}
