@@ -27,6 +27,7 @@ type Parameter struct {
 type Resource struct {
 	Type       string
 	Properties map[string]any
+	Metadata   map[string]any // SAM reads BuildMethod here
 }
 
 // Load reads and parses the template at path.
@@ -85,7 +86,8 @@ func Parse(raw []byte) (*Template, error) {
 		if props == nil {
 			props = map[string]any{}
 		}
-		t.Resources[name] = Resource{Type: typ, Properties: props}
+		meta, _ := rm["Metadata"].(map[string]any)
+		t.Resources[name] = Resource{Type: typ, Properties: props, Metadata: meta}
 	}
 	t.Outputs, _ = top["Outputs"].(map[string]any)
 	t.Globals, _ = top["Globals"].(map[string]any)
