@@ -44,6 +44,10 @@
 //     refusal, is made by one pure function that both stores call, so the
 //     DynamoDB store and the in-memory store cannot drift; jobstest.Run
 //     holds them to the same behaviour.
+//   - The item has one decoder, FromItem, which the stores and every other
+//     reader use; FromStreamImage converts a Lambda stream image to SDK
+//     attribute values and hands it to FromItem, so the relay, the
+//     projector's recovery and the sweeper read items and images alike.
 //
 // # Generations and the commands queue
 //

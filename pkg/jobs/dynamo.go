@@ -104,7 +104,7 @@ func (s *DynamoStore) Get(ctx context.Context, id string) (Job, error) {
 	if item == nil {
 		return Job{}, fmt.Errorf("jobs: get %s: %w", id, ErrNotFound)
 	}
-	j, err := decodeJob(item)
+	j, err := FromItem(item)
 	if err != nil {
 		return Job{}, fmt.Errorf("jobs: get %s: %w", id, err)
 	}
@@ -131,7 +131,7 @@ func (s *DynamoStore) getJob(ctx context.Context, id string) (*Job, error) {
 	if err != nil || item == nil {
 		return nil, err
 	}
-	j, err := decodeJob(item)
+	j, err := FromItem(item)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) 
 func (s *DynamoStore) update(ctx context.Context, id string, st *step) (Job, *Job, error) {
 	out, err := s.api.UpdateItem(ctx, updateInput(s.table, id, st))
 	if err == nil {
-		j, err := decodeJob(out.Attributes)
+		j, err := FromItem(out.Attributes)
 		return j, nil, err
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -182,7 +182,7 @@ func (s *DynamoStore) update(ctx context.Context, id string, st *step) (Job, *Jo
 		return Job{}, nil, err
 	}
 	if len(ccf.Item) > 0 {
-		old, err := decodeJob(ccf.Item)
+		old, err := FromItem(ccf.Item)
 		if err != nil {
 			return Job{}, nil, err
 		}
@@ -329,7 +329,7 @@ func (s *DynamoStore) resolveCreate(ctx context.Context, req *CreateRequest, job
 	if conditionFailed(jobReason) {
 		var existing *Job
 		if len(jobReason.Item) > 0 {
-			j, err := decodeJob(jobReason.Item)
+			j, err := FromItem(jobReason.Item)
 			if err != nil {
 				return CreateResult{}, false, err
 			}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -117,13 +118,41 @@ func markerItem(m *intentMarker) map[string]types.AttributeValue {
 // decoder reads attributes and remembers the first problem.
 type decoder struct {
 	item map[string]types.AttributeValue
+	path string // where item is: "" for the item itself, "outbox." for its outbox
 	err  error
 }
 
 func (d *decoder) fail(name, want string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("jobs: attribute %s: want %s, have %T", name, want, d.item[name])
+		d.err = fmt.Errorf("jobs: attribute %s%s: want %s, have %s", d.path, name, want, typeName(d.item[name]))
 	}
+}
+
+// typeName is DynamoDB's name of av's type.
+func typeName(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return fmt.Sprintf("N %s", v.Value)
+	case *types.AttributeValueMemberB:
+		return "B"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberM:
+		return "M"
+	case *types.AttributeValueMemberL:
+		return "L"
+	case *types.AttributeValueMemberSS:
+		return "SS"
+	case *types.AttributeValueMemberNS:
+		return "NS"
+	case *types.AttributeValueMemberBS:
+		return "BS"
+	}
+	return fmt.Sprintf("%T", av)
 }
 
 func (d *decoder) str(name string) string {
@@ -182,7 +211,7 @@ func (d *decoder) sub(name string) (*decoder, bool) {
 		d.fail(name, "M")
 		return nil, false
 	}
-	return &decoder{item: m.Value}, true
+	return &decoder{item: m.Value, path: d.path + name + "."}, true
 }
 
 func (d *decoder) strMap(name string) map[string]string {
@@ -194,18 +223,29 @@ func (d *decoder) strMap(name string) map[string]string {
 	for k := range sd.item {
 		out[k] = sd.str(k)
 	}
-	d.adopt(name, sd)
+	d.adopt(sd)
 	return out
 }
 
-func (d *decoder) adopt(name string, sd *decoder) {
+func (d *decoder) adopt(sd *decoder) {
 	if sd.err != nil && d.err == nil {
-		d.err = fmt.Errorf("jobs: attribute %s: %w", name, sd.err)
+		d.err = sd.err
 	}
 }
 
-// decodeJob decodes a job item.
-func decodeJob(item map[string]types.AttributeValue) (Job, error) {
+// ErrNotJob is returned by FromItem and FromStreamImage for an item that is
+// not a job: an intent marker, or no item at all (the missing new image of a
+// stream record for a deleted item). A stream reader skips those.
+var ErrNotJob = errors.New("not a job item")
+
+// FromItem decodes an item of the Jobs table, as the SDK returns it, into a
+// Job; the Job carries the message its last transition emitted (Outbox). It
+// is the one decoder of the item: the stores, the relay, the projector's
+// recovery and the sweeper all read items with it (stream images through
+// FromStreamImage). An item that is not a job is an error matching
+// ErrNotJob; an attribute of the wrong type, or an unknown status, is an
+// error naming it.
+func FromItem(item map[string]types.AttributeValue) (Job, error) {
 	d := &decoder{item: item}
 	j := Job{
 		ID:             d.str(attrJobID),
@@ -227,14 +267,23 @@ func decodeJob(item map[string]types.AttributeValue) (Job, error) {
 	}
 	if od, ok := d.sub(attrOutbox); ok {
 		j.Outbox = Message{ID: od.str("id"), Type: od.str("type"), Version: od.num("version"), Payload: od.strMap("payload")}
-		d.adopt(attrOutbox, od)
+		d.adopt(od)
 	}
 	if ed, ok := d.sub(attrError); ok {
 		j.Error = Failure{Code: ed.str("code"), Message: ed.str("message")}
-		d.adopt(attrError, ed)
+		d.adopt(ed)
 	}
-	if d.err == nil && (j.ID == "" || j.Status == "") {
-		d.err = fmt.Errorf("jobs: item %q is not a job", j.ID)
+	if d.err == nil {
+		switch j.Status {
+		case "":
+			d.err = fmt.Errorf("jobs: item %q: %w", j.ID, ErrNotJob)
+		case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled:
+			if j.ID == "" {
+				d.err = fmt.Errorf("jobs: item without %s: %w", attrJobID, ErrNotJob)
+			}
+		default:
+			d.err = fmt.Errorf("jobs: job %q: attribute %s: unknown status %q", j.ID, attrStatus, j.Status)
+		}
 	}
 	return j, d.err
 }

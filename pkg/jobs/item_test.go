@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -36,13 +37,81 @@ func TestJobItemLayout(t *testing.T) {
 		"created_at": n("1793782800000"), "updated_at": n("1793782900000"),
 		"expires_at": n("1796374900"), // TTL: epoch seconds
 	}, item)
-	back, err := decodeJob(item)
+	back, err := FromItem(item)
 	require.NoError(t, err)
 	require.Equal(t, j, back)
 }
 
 func TestJobItemRoundTrip(t *testing.T) {
 	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		j := anyJob.Draw(t, "job")
+		back, err := FromItem(jobItem(&j))
+		require.NoError(t, err)
+		require.Equal(t, j, back)
+	})
+}
+
+// TestStreamImageDecodesLikeTheItem: the stream image of an item, as Lambda
+// delivers it, decodes to the job the item holds.
+func TestStreamImageDecodesLikeTheItem(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		j := anyJob.Draw(t, "job")
+		back, err := FromStreamImage(streamImage(t, jobItem(&j)))
+		require.NoError(t, err)
+		require.Equal(t, j, back)
+	})
+}
+
+func TestStreamValueConvertsEveryType(t *testing.T) {
+	t.Parallel()
+	image := map[string]events.DynamoDBAttributeValue{
+		"s": events.NewStringAttribute("x"), "n": events.NewNumberAttribute("-1.5e3"), "b": events.NewBinaryAttribute([]byte{0, 1}),
+		"bool": events.NewBooleanAttribute(true), "null": events.NewNullAttribute(),
+		"ss": events.NewStringSetAttribute([]string{"a", "b"}), "ns": events.NewNumberSetAttribute([]string{"1", "2"}),
+		"bs": events.NewBinarySetAttribute([][]byte{{1}, {2}}),
+		"m":  events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"k": events.NewStringAttribute("v")}),
+		"em": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{}),
+		"l":  events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewNumberAttribute("1"), events.NewListAttribute(nil)}),
+	}
+	item, err := streamItem(image, "")
+	require.NoError(t, err)
+	require.Equal(t, map[string]types.AttributeValue{
+		"s": &types.AttributeValueMemberS{Value: "x"}, "n": &types.AttributeValueMemberN{Value: "-1.5e3"},
+		"b": &types.AttributeValueMemberB{Value: []byte{0, 1}}, "bool": &types.AttributeValueMemberBOOL{Value: true},
+		"null": &types.AttributeValueMemberNULL{Value: true},
+		"ss":   &types.AttributeValueMemberSS{Value: []string{"a", "b"}}, "ns": &types.AttributeValueMemberNS{Value: []string{"1", "2"}},
+		"bs": &types.AttributeValueMemberBS{Value: [][]byte{{1}, {2}}},
+		"m":  &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}},
+		"em": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
+		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{
+			&types.AttributeValueMemberN{Value: "1"}, &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+		}},
+	}, item)
+}
+
+// streamImage is the stream image of an item: what Lambda would deliver
+// for it. (It encodes; FromStreamImage is the only decoder.)
+func streamImage(t require.TestingT, item map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	image := make(map[string]events.DynamoDBAttributeValue, len(item))
+	for k, av := range item {
+		switch v := av.(type) {
+		case *types.AttributeValueMemberS:
+			image[k] = events.NewStringAttribute(v.Value)
+		case *types.AttributeValueMemberN:
+			image[k] = events.NewNumberAttribute(v.Value)
+		case *types.AttributeValueMemberM:
+			image[k] = events.NewMapAttribute(streamImage(t, v.Value))
+		default:
+			require.Failf(t, "unexpected attribute type", "%s: %T", k, av)
+		}
+	}
+	return image
+}
+
+// anyJob draws a job with any field values the item can hold.
+var anyJob = rapid.Custom(func(t *rapid.T) Job {
 	text := rapid.StringMatching(`[a-z0-9/_-]{1,12}`)
 	strMap := rapid.MapOfN(text, rapid.String(), 0, 3)
 	millis := rapid.Custom(func(t *rapid.T) time.Time {
@@ -51,47 +120,43 @@ func TestJobItemRoundTrip(t *testing.T) {
 		}
 		return time.UnixMilli(rapid.Int64Range(1, 4e12).Draw(t, "ms")).UTC()
 	})
-	rapid.Check(t, func(t *rapid.T) {
-		j := Job{
-			ID: text.Draw(t, "id"), IntentID: rapid.String().Draw(t, "intent"), Tenant: text.Draw(t, "tenant"),
-			Status:     rapid.SampledFrom([]Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled}).Draw(t, "status"),
-			Generation: rapid.Int64Min(0).Draw(t, "g"), Version: rapid.Int64Min(0).Draw(t, "v"),
-			LeaseOwner: rapid.StringMatching(`[a-z0-9-]{0,8}`).Draw(t, "owner"), LeaseExpiresAt: millis.Draw(t, "lease"),
-			Progress:  rapid.Int64Min(0).Draw(t, "progress"),
-			Outbox:    Message{ID: text.Draw(t, "oid"), Type: text.Draw(t, "otype"), Version: rapid.Int64Min(0).Draw(t, "ov")},
-			CreatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "created")).UTC(),
-			UpdatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "updated")).UTC(),
-		}
-		if p := strMap.Draw(t, "payload"); len(p) > 0 {
-			j.Outbox.Payload = p
-		}
-		if s := strMap.Draw(t, "spec"); len(s) > 0 {
-			j.Spec = s
-		}
-		if rapid.Bool().Draw(t, "result") {
-			j.Result = Result{Key: text.Draw(t, "key"), SHA256: text.Draw(t, "sha"), Size: rapid.Int64Min(0).Draw(t, "size")}
-		}
-		if rapid.Bool().Draw(t, "failed") {
-			j.Error = Failure{Code: text.Draw(t, "code"), Message: rapid.String().Draw(t, "msg")}
-		}
-		if rapid.Bool().Draw(t, "ttl") {
-			j.ExpiresAt = time.Unix(rapid.Int64Range(1, 4e9).Draw(t, "expires"), 0).UTC()
-		}
-		back, err := decodeJob(jobItem(&j))
-		require.NoError(t, err)
-		require.Equal(t, j, back)
-	})
-}
+	j := Job{
+		ID: text.Draw(t, "id"), IntentID: rapid.String().Draw(t, "intent"), Tenant: text.Draw(t, "tenant"),
+		Status:     rapid.SampledFrom([]Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled}).Draw(t, "status"),
+		Generation: rapid.Int64Min(0).Draw(t, "g"), Version: rapid.Int64Min(0).Draw(t, "v"),
+		LeaseOwner: rapid.StringMatching(`[a-z0-9-]{0,8}`).Draw(t, "owner"), LeaseExpiresAt: millis.Draw(t, "lease"),
+		Progress:  rapid.Int64Min(0).Draw(t, "progress"),
+		Outbox:    Message{ID: text.Draw(t, "oid"), Type: text.Draw(t, "otype"), Version: rapid.Int64Min(0).Draw(t, "ov")},
+		CreatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "created")).UTC(),
+		UpdatedAt: time.UnixMilli(rapid.Int64Range(0, 4e12).Draw(t, "updated")).UTC(),
+	}
+	if p := strMap.Draw(t, "payload"); len(p) > 0 {
+		j.Outbox.Payload = p
+	}
+	if s := strMap.Draw(t, "spec"); len(s) > 0 {
+		j.Spec = s
+	}
+	if rapid.Bool().Draw(t, "result") {
+		j.Result = Result{Key: text.Draw(t, "key"), SHA256: text.Draw(t, "sha"), Size: rapid.Int64Min(0).Draw(t, "size")}
+	}
+	if rapid.Bool().Draw(t, "failed") {
+		j.Error = Failure{Code: text.Draw(t, "code"), Message: rapid.String().Draw(t, "msg")}
+	}
+	if rapid.Bool().Draw(t, "ttl") {
+		j.ExpiresAt = time.Unix(rapid.Int64Range(1, 4e9).Draw(t, "expires"), 0).UTC()
+	}
+	return j
+})
 
 func TestDecodeRejectsForeignItems(t *testing.T) {
 	t.Parallel()
-	_, err := decodeJob(map[string]types.AttributeValue{"job_id": &types.AttributeValueMemberS{Value: "job-42"},
+	_, err := FromItem(map[string]types.AttributeValue{"job_id": &types.AttributeValueMemberS{Value: "job-42"},
 		"status": &types.AttributeValueMemberS{Value: "running"}, "version": &types.AttributeValueMemberS{Value: "3"}})
 	require.ErrorContains(t, err, "attribute version: want N")
 	// An intent marker is not a job.
 	m := intentMarker{Key: IntentKey("t-1", "i"), Tenant: "t-1", IntentID: "i", JobID: "job-42", SpecSHA256: specHash(nil),
 		CreatedAt: time.UnixMilli(1793782800123).UTC(), ExpiresAt: time.Unix(1796374800, 0).UTC()}
-	_, err = decodeJob(markerItem(&m))
+	_, err = FromItem(markerItem(&m))
 	require.Error(t, err)
 	back, err := decodeMarker(markerItem(&m))
 	require.NoError(t, err)

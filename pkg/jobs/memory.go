@@ -128,7 +128,7 @@ func (s *MemoryStore) transition(ctx context.Context, req request) (Job, error) 
 // normalize gives j the form it has after a round trip through the table:
 // stored precision, absent empty maps.
 func normalize(j Job) Job {
-	n, err := decodeJob(jobItem(&j))
+	n, err := FromItem(jobItem(&j))
 	if err != nil {
 		panic(err)
 	}
