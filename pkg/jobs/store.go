@@ -60,8 +60,11 @@ type CreateResult struct {
 
 // ClaimRequest asks for a new generation of a job.
 type ClaimRequest struct {
-	JobID     string
-	AttemptID string // unique per attempt, e.g. the Lambda request id
+	JobID string
+	// AttemptID names one delivery of one command in one invocation, e.g.
+	// "<aws_request_id>_<message_id>": never the request id alone, which
+	// every message of a batch shares.
+	AttemptID string
 	// LeaseUntil is when the lease ends (see LeaseEnd): after now, and at
 	// most MaxLambdaTimeout plus the store's clock-skew margin after it.
 	LeaseUntil time.Time
