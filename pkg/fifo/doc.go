@@ -13,7 +13,13 @@
 //     message skipped for the deadline skips the rest of its lane too,
 //     without another look at the clock: the deadline is wall-clock time
 //     (Lambda's has no monotonic reading), and the wall clock can step back.
-//   - A panic in a handler is a failure of that message, never a crash.
+//   - A panic in a handler is a failure of that message, never a crash. So
+//     is a panic in code the processor calls for the message: the
+//     dead-letter client, the logger (even on the line of a message whose
+//     handler succeeded: the message is received again, which loses
+//     nothing), a method of the handler's error. A panic in the metrics
+//     hook, or in logging about the batch, is contained and changes no
+//     outcome.
 //   - Process returns only after every handler it started has returned, and
 //     cancels the handlers' context on return: no goroutine outlives it.
 //   - The response names each failed message once, in batch order, and

@@ -51,10 +51,40 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
-// PanicError is the failure recorded for a handler that panicked.
+// PanicError is the failure recorded for a message whose handler panicked,
+// or whose processing panicked in code the processor called for it: the
+// dead-letter client, the logger, a method of the handler's error.
 type PanicError struct {
-	Value any    // what the handler panicked with
-	Stack []byte // the goroutine's stack at the panic
+	Value any       // what was panicked with
+	Stack []byte    // the goroutine's stack at the panic
+	In    PanicSite // what panicked; the zero value is the handler
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
+func (e *PanicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.In, e.Value) }
+
+// PanicSite says what panicked.
+type PanicSite uint8
+
+// The sites of a panic.
+const (
+	PanicInHandler      PanicSite = iota // the Handler
+	PanicInDeadLetter                    // the dead-letter client's SendMessage
+	PanicInLogger                        // the slog.Logger given to WithLogger
+	PanicInMetrics                       // the hook given to WithMetrics
+	PanicInHandlerError                  // a method of the error the handler returned
+)
+
+var panicSites = [...]string{
+	PanicInHandler:      "handler",
+	PanicInDeadLetter:   "dead-letter send",
+	PanicInLogger:       "logger",
+	PanicInMetrics:      "metrics hook",
+	PanicInHandlerError: "handler's error",
+}
+
+func (s PanicSite) String() string {
+	if int(s) < len(panicSites) {
+		return panicSites[s]
+	}
+	return "unknown"
+}

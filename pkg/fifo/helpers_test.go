@@ -102,16 +102,21 @@ func (l *logBuffer) Records(t testing.TB) []map[string]any {
 	return out
 }
 
-// fakeDLQ records SendMessage calls; err, if set, is returned instead.
+// fakeDLQ records SendMessage calls; err, if set, is returned instead, and
+// panics, if set, is panicked with.
 type fakeDLQ struct {
-	mu   sync.Mutex
-	sent []*sqs.SendMessageInput
-	err  error
+	mu     sync.Mutex
+	sent   []*sqs.SendMessageInput
+	err    error
+	panics any
 }
 
 func (f *fakeDLQ) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics != nil {
+		panic(f.panics)
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -171,3 +176,11 @@ func attr(r slog.Record, key string) string {
 	})
 	return v
 }
+
+// panickingHandler is a slog.Handler all of whose methods panic.
+type panickingHandler struct{}
+
+func (panickingHandler) Enabled(context.Context, slog.Level) bool  { panic("Enabled bug") }
+func (panickingHandler) Handle(context.Context, slog.Record) error { panic("Handle bug") }
+func (panickingHandler) WithAttrs([]slog.Attr) slog.Handler        { panic("WithAttrs bug") }
+func (panickingHandler) WithGroup(string) slog.Handler             { panic("WithGroup bug") }

@@ -100,7 +100,9 @@ func WithDeadLetterQueue(client DeadLetterSender, queueURL string) Option {
 
 // WithLogger logs one record per message (message_id, group_id,
 // receive_count, duration, outcome) and one per batch. Successes are logged
-// at Debug, failures at Warn, panics and invalid batches at Error.
+// at Debug, failures at Warn, panics and invalid batches at Error. A logger
+// that panics on a message's line fails that message, as a panicking
+// handler would; a panic anywhere else in it is contained.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }

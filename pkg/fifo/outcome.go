@@ -16,7 +16,8 @@ const (
 	// Failed: the handler returned an error (or a permanent error that could
 	// not be dead-lettered).
 	Failed
-	// Panicked: the handler panicked.
+	// Panicked: the handler panicked, or the dead-letter client or the
+	// logger panicked while handling the message (see PanicError.In).
 	Panicked
 	// SkippedAfterFailure: an earlier message of the same lane failed.
 	SkippedAfterFailure

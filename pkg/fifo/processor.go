@@ -51,9 +51,7 @@ func New(h Handler, opts ...Option) *Processor {
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	b, err := p.newBatch(ctx, ev.Records)
 	if err != nil {
-		if p.cfg.logger != nil {
-			p.cfg.logger.LogAttrs(ctx, slog.LevelError, "fifo: batch refused", requestAttr(ctx), slog.Int("records", len(ev.Records)), slog.Any("error", err))
-		}
+		logContained(ctx, p.cfg.logger, slog.LevelError, "fifo: batch refused", requestAttr(ctx), slog.Int("records", len(ev.Records)), slog.Any("error", err))
 		return events.SQSEventResponse{}, err
 	}
 	b.run(ctx)
@@ -68,7 +66,10 @@ const groupAttribute = "MessageGroupId"
 const pending = numOutcomes
 
 type result struct {
-	outcome  Outcome
+	outcome Outcome
+	// noCause: dead-lettered without the DeadLetterAttribute, for want of
+	// room among the message's attributes.
+	noCause  bool
 	err      error
 	wait     time.Duration
 	duration time.Duration
@@ -147,7 +148,9 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		slices.SortStableFunc(b.heads, func(x, y int) int { return length[y] - length[x] })
 	}
 	if b.log != nil {
-		b.log = b.log.With(requestAttr(ctx))
+		// A logger that panics here keeps logging without the request id,
+		// where each of its panics is contained too.
+		_ = contained(PanicInLogger, func() { b.log = b.log.With(requestAttr(ctx)) })
 	}
 	return b, nil
 }
@@ -188,8 +191,9 @@ func (b *batch) run(ctx context.Context) {
 }
 
 // work takes lanes until none is left. Handlers run on this goroutine; a
-// panic is recovered in call, and if a handler ends the goroutine with
-// runtime.Goexit a replacement worker takes over the remaining lanes.
+// panic is recovered (in call, decide and logOutcome), and if a handler ends
+// the goroutine with runtime.Goexit a replacement worker takes over the
+// remaining lanes.
 func (b *batch) work() {
 	exited := true
 	defer func() {
@@ -230,7 +234,7 @@ func (b *batch) runLane(head int) {
 			}
 		}
 		if !r.outcome.Started() {
-			b.logMessage(i)
+			b.logOutcome(i)
 		}
 	}
 }
@@ -249,48 +253,69 @@ func (b *batch) runMessage(i int) {
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the message stays decided as a panic.
 	r.outcome, r.err = Panicked, &PanicError{Value: "handler called runtime.Goexit"}
-	defer func() {
-		// Stop before logging: whoever sees the log sees the stop.
-		if b.p.cfg.stopOnFirst && !r.outcome.Acknowledged() {
-			b.stopped.Store(true)
-		}
-		b.logMessage(i)
-	}()
+	defer b.logOutcome(i)
 	err := b.call(b.handlerCx, i)
 	r.duration = b.p.cfg.now().Sub(start)
-	r.err = err
-	var pe *PanicError
-	switch {
-	case err == nil:
-		r.outcome = Succeeded
-	case errors.As(err, &pe):
-		r.outcome = Panicked
-	case IsPermanent(err) && b.p.cfg.deadLetter != nil:
-		withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err, b.p.cfg.now())
-		switch {
-		case dlErr != nil:
-			r.outcome, r.err = Failed, errors.Join(err, dlErr)
-		case !withCause:
-			r.outcome = DeadLettered
-			if b.log != nil {
-				b.log.LogAttrs(context.Background(), slog.LevelWarn, "fifo: dead-lettered without its cause: the message already has 10 attributes",
-					slog.String("message_id", b.records[i].MessageId), slog.String("attribute", DeadLetterAttribute))
-			}
-		default:
-			r.outcome = DeadLettered
-		}
-	default:
-		r.outcome = Failed
-	}
+	b.decide(i, err)
 }
 
 func (b *batch) call(ctx context.Context, i int) (err error) {
+	if pe := contained(PanicInHandler, func() { err = b.p.handler(ctx, b.records[i]) }); pe != nil {
+		return pe
+	}
+	return err
+}
+
+// decide sets message i's outcome from its handler's error, dead-lettering
+// the message when that is due. It runs code the processor does not
+// control, the error's methods and the dead-letter client, and a panic there
+// fails the message as a handler's panic does.
+func (b *batch) decide(i int, err error) {
+	r := &b.results[i]
+	r.outcome, r.err = Failed, err
+	in := PanicInHandlerError
+	pe := contained(in, func() {
+		var hp *PanicError
+		switch {
+		case err == nil:
+			r.outcome = Succeeded
+		case errors.As(err, &hp):
+			r.outcome = Panicked
+		case IsPermanent(err) && b.p.cfg.deadLetter != nil:
+			in = PanicInDeadLetter
+			// Decided as a panic until send returns: a Goexit in the
+			// client leaves it so.
+			r.outcome, r.err = Panicked, errors.Join(err, &PanicError{In: in, Value: "called runtime.Goexit"})
+			withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err, b.p.cfg.now())
+			if dlErr != nil {
+				r.outcome, r.err = Failed, errors.Join(err, dlErr)
+				return
+			}
+			r.outcome, r.err, r.noCause = DeadLettered, err, !withCause
+		}
+	})
+	switch {
+	case pe == nil:
+	case in == PanicInHandlerError:
+		// The error itself panicked: any later use of it would too.
+		r.outcome, r.err = Panicked, pe
+	default:
+		pe.In = in
+		r.outcome, r.err = Panicked, errors.Join(err, pe)
+	}
+}
+
+// contained calls f, which runs code the processor does not control, and
+// returns a panic in it as a *PanicError (in says what panicked) instead of
+// letting it end the invocation.
+func contained(in PanicSite, f func()) (pe *PanicError) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+			pe = &PanicError{In: in, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return b.p.handler(ctx, b.records[i])
+	f()
+	return nil
 }
 
 func (b *batch) response() events.SQSEventResponse {
@@ -308,39 +333,75 @@ func receiveCount(msg *events.SQSMessage) int {
 	return n
 }
 
-func (b *batch) logMessage(i int) {
-	if b.log == nil {
-		return
-	}
-	r, msg := &b.results[i], &b.records[i]
-	level := slog.LevelDebug
-	switch r.outcome {
-	case Panicked:
-		level = slog.LevelError
-	case Succeeded:
-	default:
-		level = slog.LevelWarn
-	}
-	ctx := context.Background()
-	if !b.log.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("message_id", msg.MessageId),
-		slog.String("group_id", msg.Attributes[groupAttribute]),
-		slog.Int("receive_count", receiveCount(msg)),
-		slog.String("outcome", r.outcome.String()),
-		slog.Duration("duration", r.duration),
-		slog.Duration("wait", r.wait),
-	}
-	if r.err != nil {
-		attrs = append(attrs, slog.String("error", r.err.Error()))
-		var pe *PanicError
-		if errors.As(r.err, &pe) && pe.Stack != nil {
-			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+// logOutcome logs message i's outcome. A started message that failed under
+// StopOnFirstFailure stops the batch first: whoever sees the log sees the
+// stop. A panic in the logger fails the message, as a handler's panic does
+// (an acknowledged message becomes Panicked, and its lane fails with it),
+// and the failure is logged, with its stack, if the logger still works.
+func (b *batch) logOutcome(i int) {
+	r := &b.results[i]
+	for again := false; ; again = true {
+		if b.p.cfg.stopOnFirst && r.outcome.Started() && !r.outcome.Acknowledged() {
+			b.stopped.Store(true)
 		}
+		pe := b.logMessage(i)
+		if pe == nil || again {
+			return // a logger that panics twice has nothing more to say
+		}
+		if r.outcome.Acknowledged() {
+			r.outcome = Panicked
+		}
+		r.err = errors.Join(r.err, pe)
 	}
-	b.log.LogAttrs(ctx, level, "fifo: message", attrs...)
+}
+
+func (b *batch) logMessage(i int) *PanicError {
+	if b.log == nil {
+		return nil
+	}
+	return contained(PanicInLogger, func() {
+		r, msg := &b.results[i], &b.records[i]
+		ctx := context.Background()
+		if r.outcome == DeadLettered && r.noCause && b.log.Enabled(ctx, slog.LevelWarn) {
+			b.log.LogAttrs(ctx, slog.LevelWarn, "fifo: dead-lettered without its cause: the message already has 10 attributes",
+				slog.String("message_id", msg.MessageId), slog.String("attribute", DeadLetterAttribute))
+		}
+		level := slog.LevelDebug
+		switch r.outcome {
+		case Panicked:
+			level = slog.LevelError
+		case Succeeded:
+		default:
+			level = slog.LevelWarn
+		}
+		if !b.log.Enabled(ctx, level) {
+			return
+		}
+		attrs := []slog.Attr{
+			slog.String("message_id", msg.MessageId),
+			slog.String("group_id", msg.Attributes[groupAttribute]),
+			slog.Int("receive_count", receiveCount(msg)),
+			slog.String("outcome", r.outcome.String()),
+			slog.Duration("duration", r.duration),
+			slog.Duration("wait", r.wait),
+		}
+		if r.err != nil {
+			attrs = append(attrs, slog.String("error", r.err.Error()))
+			var pe *PanicError
+			if errors.As(r.err, &pe) && pe.Stack != nil {
+				attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+			}
+		}
+		b.log.LogAttrs(ctx, level, "fifo: message", attrs...)
+	})
+}
+
+// logContained logs with l, if there is one; a panic in the logger is
+// dropped, as nothing is left to fail for it.
+func logContained(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs ...slog.Attr) {
+	if l != nil {
+		_ = contained(PanicInLogger, func() { l.LogAttrs(ctx, level, msg, attrs...) })
+	}
 }
 
 // report logs the batch and calls the metrics hook, after every handler has
@@ -353,7 +414,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 				failed++
 			}
 		}
-		b.log.LogAttrs(ctx, slog.LevelInfo, "fifo: batch",
+		logContained(ctx, b.log, slog.LevelInfo, "fifo: batch",
 			slog.Int("records", len(b.records)), slog.Int("lanes", len(b.heads)),
 			slog.Int("failed", failed), slog.Duration("duration", took))
 	}
@@ -364,9 +425,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 	if b.handlerCx.Err() != nil {
 		// The response reserve is spent (or the invocation cancelled): the
 		// response must go now, a hook could make Lambda time the batch out.
-		if b.log != nil {
-			b.log.LogAttrs(ctx, slog.LevelWarn, "fifo: metrics hook skipped: no time left before the deadline")
-		}
+		logContained(ctx, b.log, slog.LevelWarn, "fifo: metrics hook skipped: no time left before the deadline")
 		return
 	}
 	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: len(b.heads), Duration: took}
@@ -381,10 +440,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 			Duration:     r.duration,
 		}
 	}
-	defer func() {
-		if v := recover(); v != nil && b.log != nil {
-			b.log.LogAttrs(ctx, slog.LevelError, "fifo: metrics hook panicked", slog.Any("panic", v))
-		}
-	}()
-	hook(m)
+	if pe := contained(PanicInMetrics, func() { hook(m) }); pe != nil {
+		logContained(ctx, b.log, slog.LevelError, "fifo: metrics hook panicked", slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)))
+	}
 }

@@ -545,6 +545,101 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 	})
 }
 
+// A dead-letter client that panics fails the message like a handler that
+// panics: reported with the rest of its lane, logged with the stack; the
+// batch goes on.
+func TestAPanickingDeadLetterClientFailsItsMessage(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	var rec recorder
+	dlq := &fakeDLQ{panics: "dlq client bug"}
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		if msg.MessageId == "a1" {
+			return fifo.Permanent(errors.New("malformed"))
+		}
+		return nil
+	}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	a1 := logLine(t, &logs, "a1")
+	require.Equal(t, "ERROR", a1["level"])
+	require.Equal(t, "panicked", a1["outcome"])
+	require.Contains(t, a1["error"], "permanent: malformed")
+	require.Contains(t, a1["error"], "dead-letter send panicked: dlq client bug")
+	require.Contains(t, a1["stack"], "helpers_test.go", "the stack names the client")
+	require.Equal(t, "skipped_after_failure", logLine(t, &logs, "a2")["outcome"])
+}
+
+// A logger that panics while logging a message fails that message like a
+// handler's panic, even one whose handler succeeded: it is reported with
+// the rest of its lane, and logged with the stack if the logger still works.
+func TestAPanickingLoggerFailsTheMessageItWasLogging(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	var rec recorder
+	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+		if attr(r, "message_id") == "a1" && attr(r, "outcome") == fifo.Succeeded.String() {
+			panic("log bug")
+		}
+	}}
+	var metrics fifo.BatchMetrics
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		return nil
+	}, fifo.WithLogger(slog.New(flaky)), fifo.WithMetrics(func(m fifo.BatchMetrics) { metrics = m }))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	a1 := logLine(t, &logs, "a1")
+	require.Equal(t, "ERROR", a1["level"])
+	require.Equal(t, "panicked", a1["outcome"])
+	require.Contains(t, a1["error"], "logger panicked: log bug")
+	require.Contains(t, a1["stack"], "helpers_test.go", "the stack names the slog handler")
+	require.Equal(t, fifo.Panicked, metrics.Messages[0].Outcome)
+	require.Equal(t, fifo.SkippedAfterFailure, metrics.Messages[1].Outcome)
+	require.Equal(t, fifo.Succeeded, metrics.Messages[2].Outcome)
+}
+
+// Every log call the processor makes, on a lane or for the batch, and the
+// metrics hook, may panic: none of it ends the invocation. With a logger
+// that always panics, every started message fails (its log line panicked),
+// so everything is received again and nothing is lost.
+func TestALoggerAndAMetricsHookThatAlwaysPanicCrashNothing(t *testing.T) {
+	t.Parallel()
+	var hookCalls atomic.Int32
+	dlq := &fakeDLQ{}
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		switch msg.MessageId {
+		case "b1":
+			return errors.New("fail")
+		case "c1":
+			panic("handler bug")
+		case "x":
+			return fifo.Permanent(errors.New("malformed"))
+		}
+		return nil
+	}, fifo.WithLogger(slog.New(panickingHandler{})), fifo.WithDeadLetterQueue(dlq, dlqURL),
+		fifo.WithMetrics(func(fifo.BatchMetrics) { hookCalls.Add(1); panic("hook bug") }))
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+
+	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1", "b2", "c1", "-x"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a1", "a2", "b1", "b2", "c1", "x"}, failedIDs(resp))
+	require.Equal(t, int32(1), hookCalls.Load())
+	// x reached the dead-letter queue before its log line panicked: it is
+	// received again and dead-lettered again, a repeat its DeadLetterInfo
+	// lets a reader drop.
+	require.Len(t, dlq.Sent(), 1)
+
+	ev := batchOf(t, "a1", "a1")
+	_, err = p.Process(ctx, ev)
+	require.ErrorIs(t, err, fifo.ErrInvalidBatch, "the refused batch's log line panicked")
+}
+
 func logLine(t *testing.T, logs *logBuffer, messageID string) map[string]any {
 	t.Helper()
 	for _, r := range logs.Records(t) {
@@ -695,6 +790,25 @@ func TestAPanickingMetricsHookIsRecovered(t *testing.T) {
 	require.Empty(t, resp.BatchItemFailures)
 	recs := logs.Records(t)
 	require.Equal(t, "fifo: metrics hook panicked", recs[len(recs)-1]["msg"])
+}
+
+// The hook's panic is recovered; logging it may panic too, outside that
+// recover, and must not end the invocation either.
+func TestAPanicLoggingTheMetricsHooksPanicIsContained(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+		if r.Message == "fifo: metrics hook panicked" {
+			panic("log bug")
+		}
+	}}
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error { return nil },
+		fifo.WithMetrics(func(fifo.BatchMetrics) { panic("hook bug") }), fifo.WithLogger(slog.New(flaky)))
+	resp, err := p.Process(context.Background(), batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures, "the response is decided before the hook runs")
+	recs := logs.Records(t)
+	require.Equal(t, "fifo: batch", recs[len(recs)-1]["msg"])
 }
 
 func TestInvalidOptionsPanicAtNew(t *testing.T) {

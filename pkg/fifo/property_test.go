@@ -33,6 +33,9 @@ type modelMsg struct {
 	group   string // "" for a standard queue
 	does    behaviour
 	latency time.Duration
+	// logPanics: the logger panics on this message's line when it
+	// succeeded or was dead-lettered, which fails it.
+	logPanics bool
 }
 
 type modelRun struct {
@@ -40,7 +43,8 @@ type modelRun struct {
 	strict      bool
 	concurrency int
 	dlq         bool // a dead-letter queue is configured
-	dlqFails    bool
+	dlqFails    bool // its client returns an error
+	dlqPanics   bool // its client panics
 }
 
 // lanes returns the batch's lanes, each a list of message indexes in batch
@@ -64,7 +68,12 @@ func (r modelRun) lanes() [][]int {
 }
 
 func (r modelRun) acknowledged(m modelMsg) bool {
-	return m.does == succeed || (m.does == permanent && r.dlq && !r.dlqFails)
+	return !m.logPanics && (m.does == succeed || r.deadLettered(m))
+}
+
+// deadLettered reports whether m, once started, reaches the dead-letter queue.
+func (r modelRun) deadLettered(m modelMsg) bool {
+	return m.does == permanent && r.dlq && !r.dlqFails && !r.dlqPanics
 }
 
 // expect is the reference model. started is nil when the model decides
@@ -108,12 +117,14 @@ func drawRun(t *rapid.T) modelRun {
 		dlq:      rapid.Bool().Draw(t, "dlq"),
 		dlqFails: rapid.Bool().Draw(t, "dlqFails"),
 	}
+	r.dlqPanics = !r.dlqFails && rapid.IntRange(0, 3).Draw(t, "dlqPanics") == 0
 	r.concurrency = rapid.IntRange(0, n).Draw(t, "concurrency")
 	for i := range n {
 		m := modelMsg{
-			id:      fmt.Sprintf("m%02d", i),
-			does:    behaviour(rapid.IntRange(0, 9).Draw(t, "does") % 4), // half succeed
-			latency: time.Duration(rapid.IntRange(0, 2000).Draw(t, "latency_us")) * time.Microsecond,
+			id:        fmt.Sprintf("m%02d", i),
+			does:      behaviour(rapid.IntRange(0, 9).Draw(t, "does") % 4), // half succeed
+			latency:   time.Duration(rapid.IntRange(0, 2000).Draw(t, "latency_us")) * time.Microsecond,
+			logPanics: rapid.IntRange(0, 7).Draw(t, "logPanics") == 0,
 		}
 		if fifoQueue {
 			m.group = fmt.Sprintf("g%d", rapid.IntRange(0, groups-1).Draw(t, "group"))
@@ -150,10 +161,16 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			now, peak   atomic.Int32
 			laneOfStd   = func(m modelMsg) string { return cmp.Or(m.group, "std:"+m.id) }
 			dlqMessages = &fakeDLQ{}
-			order       = &eventOrder{ended: map[string]int64{}}
+			order       = &eventOrder{ended: map[string]int64{}, panicsFor: map[string]bool{}}
 		)
 		if r.dlqFails {
 			dlqMessages.err = errors.New("dlq down")
+		}
+		if r.dlqPanics {
+			dlqMessages.panics = "dlq client bug"
+		}
+		for _, m := range r.msgs {
+			order.panicsFor[m.id] = m.logPanics
 		}
 		h := func(ctx context.Context, msg events.SQSMessage) error {
 			m := byID[msg.MessageId]
@@ -249,7 +266,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 		}
 		var wantDLQ int
 		for id := range started {
-			if m := byID[id]; m.does == permanent && r.dlq && !r.dlqFails {
+			if r.deadLettered(byID[id]) {
 				wantDLQ++
 			}
 		}
@@ -260,12 +277,14 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 }
 
 // eventOrder puts handler returns and the processor's failure log lines on
-// one sequence. It is the processor's slog handler.
+// one sequence. It is the processor's slog handler, and panics on the line
+// of a message in panicsFor that succeeded or was dead-lettered.
 type eventOrder struct {
-	mu      sync.Mutex
-	seq     int64
-	ended   map[string]int64
-	failure int64 // sequence of the first failure log line; 0: none
+	mu        sync.Mutex
+	seq       int64
+	ended     map[string]int64
+	failure   int64           // sequence of the first failure log line; 0: none
+	panicsFor map[string]bool // read-only during Process
 }
 
 func (e *eventOrder) end(id string) {
@@ -292,14 +311,11 @@ func (e *eventOrder) WithAttrs([]slog.Attr) slog.Handler       { return e }
 func (e *eventOrder) WithGroup(string) slog.Handler            { return e }
 
 func (e *eventOrder) Handle(_ context.Context, r slog.Record) error {
-	failed := false
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "outcome" {
-			o := a.Value.String()
-			failed = o == fifo.Failed.String() || o == fifo.Panicked.String()
-		}
-		return true
-	})
+	o := attr(r, "outcome")
+	if e.panicsFor[attr(r, "message_id")] && (o == fifo.Succeeded.String() || o == fifo.DeadLettered.String()) {
+		panic("logger bug")
+	}
+	failed := o == fifo.Failed.String() || o == fifo.Panicked.String()
 	if failed {
 		e.mu.Lock()
 		e.seq++
