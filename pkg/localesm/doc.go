@@ -79,6 +79,14 @@
 //   - Not implemented: BisectBatchOnFunctionError, MaximumRecordAgeInSeconds,
 //     tumbling windows, filter criteria, ParallelizationFactor above 1.
 //
+// Both invokers hold a function's response to Lambda's limit for a
+// synchronous invocation, MaxResponseSize: a longer response is a function
+// error of type Function.ResponseSizeTooLarge whose message gives the size
+// and the limit, never a response cut short. An SQS batch then fails whole
+// and returns to the queue; a stream batch is retried like any batch whose
+// function failed. (Under aws-lambda-rie the emulator refuses such a
+// response itself, and its message names only the limit.)
+//
 // Both mappings give the function the context a Lambda invocation has: a
 // deadline FunctionTimeout after the function starts and a
 // lambdacontext.LambdaContext; the context is also cancelled when the

@@ -54,6 +54,14 @@ type ConcurrencyLimiter interface {
 	MaxConcurrency() int
 }
 
+// MaxResponseSize is the largest response, in bytes, a function may return
+// to a synchronous invocation. Lambda's quota is 6 MB; aws-lambda-rie
+// enforces it as 6 MiB + 100 bytes (6,291,556), the figure in the error
+// Lambda reports. Both invokers fail a longer response as Lambda does, with
+// a function error of type Function.ResponseSizeTooLarge: an SQS batch
+// fails as a whole and returns to the queue, a stream batch is retried.
+const MaxResponseSize = 6<<20 + 100
+
 // Status says how an invocation ended.
 type Status int
 
@@ -110,6 +118,14 @@ func timeoutResult(timeout time.Duration) Result {
 	return errorResult(StatusTimeout, "Sandbox.Timedout", fmt.Sprintf("Task timed out after %.2f seconds", timeout.Seconds()))
 }
 
+// responseTooLarge is the result of an invocation whose response of size
+// bytes exceeds MaxResponseSize: a function error, typed and worded as
+// Lambda's, with the size added.
+func responseTooLarge(size int64) Result {
+	return errorResult(StatusFunctionError, "Function.ResponseSizeTooLarge",
+		fmt.Sprintf("Response payload size (%d bytes) exceeded maximum allowed payload size (%d bytes).", size, MaxResponseSize))
+}
+
 func errorTypeName(err error) string {
 	t := reflect.TypeOf(err)
 	for t.Kind() == reflect.Pointer {
@@ -124,7 +140,8 @@ func errorTypeName(err error) string {
 // a lambdacontext.LambdaContext, and
 // its response is encoded as JSON. An error or a panic is a function error;
 // a return after the deadline is a timeout, and its response is discarded as
-// Lambda discards it.
+// Lambda discards it; a response longer than MaxResponseSize is a function
+// error of type Function.ResponseSizeTooLarge.
 //
 // Lambda stops a function at its deadline; a goroutine cannot be stopped, so
 // Invoke waits for fn to return even past the deadline. A handler that
@@ -171,6 +188,9 @@ func (f funcInvoker[E, R]) Invoke(ctx context.Context, inv Invocation) (Result, 
 	b, err := json.Marshal(resp)
 	if err != nil {
 		return errorResult(StatusFunctionError, "Runtime.MarshalError", err.Error()), nil
+	}
+	if len(b) > MaxResponseSize {
+		return responseTooLarge(int64(len(b))), nil
 	}
 	return Result{Status: StatusOK, Payload: b}, nil
 }

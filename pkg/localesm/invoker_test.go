@@ -1,6 +1,7 @@
 package localesm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,14 +167,80 @@ func (f *fakeRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no records", http.StatusBadRequest)
 	case ev.Records[0].Body == "error":
 		_, _ = io.WriteString(w, `{"errorMessage":"failed","errorType":"errorString"}`)
+	case ev.Records[0].Body == "exit": // as aws-lambda-rie answers when the runtime exits mid-invocation
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, `{"errorType":"Runtime.ExitError","errorMessage":"RequestId: 1 Error: Runtime exited with error: exit status 1"}`)
+	case ev.Records[0].Body == "oversized": // as aws-lambda-rie answers a response over its limit
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, `{"errorType":"Function.ResponseSizeTooLarge","errorMessage":"Response payload size exceeded maximum allowed payload size (6291556 bytes)."}`)
+	case ev.Records[0].Body == "bad gateway":
+		http.Error(w, "bad gateway", http.StatusBadGateway)
 	case ev.Records[0].Body == "sleep":
 		select {
 		case <-time.After(time.Second):
 		case <-r.Context().Done():
 		}
+	case strings.HasPrefix(ev.Records[0].Body, "size:"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(ev.Records[0].Body, "size:"))
+		_, _ = w.Write(jsonOfSize(n))
 	default:
 		_, _ = io.WriteString(w, `{"batchItemFailures":null}`)
 	}
+}
+
+// jsonOfSize is a JSON string of exactly n bytes (n >= 2).
+func jsonOfSize(n int) []byte {
+	b := bytes.Repeat([]byte("x"), n)
+	b[0], b[n-1] = '"', '"'
+	return b
+}
+
+// testResponseSizeLimit invokes inv with responses of MaxResponseSize bytes
+// (returned whole) and longer (a function error naming the size and the
+// limit), each case a subtest.
+func testResponseSizeLimit(t *testing.T, inv Invoker) {
+	t.Helper()
+	invoke := func(t *testing.T, size int) Result {
+		res, err := inv.Invoke(t.Context(), Invocation{Timeout: time.Minute, Payload: rieEvent(t, fmt.Sprint("size:", size))})
+		require.NoError(t, err)
+		return res
+	}
+	t.Run("at the limit", func(t *testing.T) {
+		res := invoke(t, MaxResponseSize)
+		require.Equal(t, StatusOK, res.Status)
+		require.Equal(t, MaxResponseSize, len(res.Payload), "a response within the limit is returned whole")
+	})
+	for _, size := range []int{MaxResponseSize + 1, 7_000_000} {
+		t.Run(fmt.Sprint(size, " bytes"), func(t *testing.T) {
+			res := invoke(t, size)
+			require.Equal(t, StatusFunctionError, res.Status, "a response over the limit is a function error, not a response (got %d bytes)", len(res.Payload))
+			var doc errorDocument
+			require.NoError(t, json.Unmarshal(res.Payload, &doc))
+			require.Equal(t, "Function.ResponseSizeTooLarge", doc.ErrorType)
+			require.Contains(t, doc.ErrorMessage, fmt.Sprintf("(%d bytes)", size), "the message names the size")
+			require.Contains(t, doc.ErrorMessage, "(6291556 bytes)", "the message names the limit")
+		})
+	}
+}
+
+// TestFuncResponseSizeLimit: a response of MaxResponseSize bytes is
+// returned whole; one byte more fails the invocation as Lambda does.
+func TestFuncResponseSizeLimit(t *testing.T) {
+	t.Parallel()
+	testResponseSizeLimit(t, Func(func(_ context.Context, ev events.SQSEvent) (json.RawMessage, error) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(ev.Records[0].Body, "size:"))
+		return jsonOfSize(n), nil
+	}))
+}
+
+// TestRIEResponseSizeLimit: the invoker neither cuts a response of
+// MaxResponseSize bytes short nor passes on a longer one, cut or whole:
+// the longer one fails the invocation, with its size in the message.
+func TestRIEResponseSizeLimit(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&fakeRIE{})
+	t.Cleanup(srv.Close)
+	testResponseSizeLimit(t, NewRIE(srv.URL))
 }
 
 func rieEvent(t *testing.T, body string) []byte {
@@ -206,8 +274,16 @@ func TestRIEInvoke(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusTimeout, res.Status, "an emulator that does not answer by the deadline plus grace is a timeout")
 
+	for _, body := range []string{"exit", "oversized"} {
+		res, err = invoke(body)
+		require.NoError(t, err)
+		require.Equal(t, StatusFunctionError, res.Status, "a 502 with an error document is the emulator's word for a failed invocation")
+	}
+
 	_, err = rie.Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: []byte(`{"Records":[]}`)})
 	require.Error(t, err, "a status other than 200 is an invocation that could not be made")
+	_, err = invoke("bad gateway")
+	require.Error(t, err, "so is a 502 without an error document")
 }
 
 func TestRIEInvokeUnreachable(t *testing.T) {

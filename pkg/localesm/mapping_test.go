@@ -2,6 +2,7 @@ package localesm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -406,6 +407,95 @@ func TestSQSNextMessageOfAGroupIsNotWithheldWhileItsPredecessorIsDeleted(t *test
 		require.Empty(t, withheld, "the group's next message was withheld")
 		require.Equal(t, []string{"m1", "m2"}, q.deleted())
 		require.False(t, invoked["m2"][0].Before(settled["m1"]), "m2 ran before m1's outcome was applied")
+	})
+}
+
+// TestSQSResponseOverTheSizeLimitFailsTheBatch: a response over
+// MaxResponseSize fails the whole batch, which deletes nothing and comes
+// back after its visibility timeout.
+func TestSQSResponseOverTheSizeLimitFailsTheBatch(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := newFakeQueue(30 * time.Second)
+		q.send("m1", "g1")
+		q.send("m2", "g2")
+		handler := func(_ context.Context, ev events.SQSEvent) (json.RawMessage, error) {
+			if ev.Records[0].Attributes[receiveCountAttribute] == "1" {
+				return jsonOfSize(MaxResponseSize + 1), nil
+			}
+			return json.RawMessage(`{"batchItemFailures":[]}`), nil
+		}
+		var mu sync.Mutex
+		var results []SQSBatchResult
+		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+			QueueURL: testQueueURL, FunctionTimeout: 5 * time.Second, ReportBatchItemFailures: true,
+			OnBatch: func(r SQSBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "both messages to be deleted", func() bool { return len(q.deleted()) == 2 })
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, results, 2)
+		require.Equal(t, OutcomeFunctionError, results[0].Outcome, "error: %v", results[0].Err)
+		require.ErrorContains(t, results[0].Err, "Function.ResponseSizeTooLarge")
+		require.ErrorContains(t, results[0].Err, "(6291557 bytes)")
+		require.Len(t, results[0].Records, 2)
+		require.Empty(t, results[0].Deleted, "a failed batch deletes nothing")
+		require.Equal(t, OutcomeSuccess, results[1].Outcome)
+		require.Equal(t, []string{"m1", "m2"}, results[1].Deleted, "back after the visibility timeout, whole")
+	})
+}
+
+// TestStreamResponseOverTheSizeLimitIsRetried: a response over
+// MaxResponseSize is a function error; the batch is retried like any.
+func TestStreamResponseOverTheSizeLimitIsRetried(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStreams{
+			shards:    []fakeShard{{id: "s", keys: []string{"k1", "k2"}}},
+			iterTypes: map[string][]streamtypes.ShardIteratorType{},
+		}
+		var mu sync.Mutex
+		calls := 0
+		handler := func(context.Context, events.DynamoDBEvent) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if calls++; calls == 1 {
+				return jsonOfSize(MaxResponseSize + 1), nil
+			}
+			return json.RawMessage(`{}`), nil
+		}
+		var results []StreamBatchResult
+		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+			StreamARN: testStreamARN, PollInterval: 10 * time.Millisecond,
+			OnBatch: func(r StreamBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "the batch to succeed", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(results) > 0 && results[len(results)-1].Outcome == OutcomeSuccess
+		})
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, results, 2)
+		require.Equal(t, OutcomeFunctionError, results[0].Outcome, "error: %v", results[0].Err)
+		require.ErrorContains(t, results[0].Err, "Function.ResponseSizeTooLarge")
+		require.Len(t, results[0].Records, 2)
+		require.Equal(t, 2, results[1].Attempt)
+		require.Len(t, results[1].Records, 2, "the retry carries the whole batch")
 	})
 }
 

@@ -25,10 +25,6 @@ const rieInvokePath = "/2015-03-31/functions/function/invocations"
 // emulator that never answers.
 const DefaultRIEGrace = 2 * time.Second
 
-// maxResponse is Lambda's limit on a synchronous response payload (6 MB);
-// anything longer is read no further.
-const maxResponse = 6 << 20
-
 // RIE invokes a bootstrap running under the Lambda runtime interface
 // emulator (aws-lambda-rie) over HTTP. It runs one invocation at a time, as
 // the emulator can only handle one: concurrent Invoke calls queue, and an
@@ -71,11 +67,21 @@ func (r *RIE) MaxConcurrency() int { return cap(r.slot) }
 
 var _ ConcurrencyLimiter = (*RIE)(nil)
 
-// Invoke posts the payload and classifies the answer. The emulator always
-// answers 200 and, unlike Lambda, sets no X-Amz-Function-Error header
-// (checked against aws-lambda-rie): a function error is recognised by its
-// body, the runtime's error document, and a timeout by the emulator's
-// "Task timed out after" message. The header is honoured when present.
+// Invoke posts the payload and classifies the answer. Unlike Lambda, the
+// emulator sets no X-Amz-Function-Error header (checked against
+// aws-lambda-rie). It answers 200 for whatever the function returned, its
+// error included: a function error is recognised by its body, the
+// runtime's error document, and a timeout by the emulator's "Task timed
+// out after" message. When the invocation failed in the emulator itself
+// (the runtime exited, or its response was over the limit) it answers 502
+// with an error document; that too is a function error, as Lambda reports
+// it. The header is honoured when present.
+//
+// A response longer than MaxResponseSize is a function error of type
+// Function.ResponseSizeTooLarge, never a response cut short: aws-lambda-rie
+// refuses one itself (502; its message names the limit but not the size),
+// and one an emulator passes on gets the same error from Invoke, with the
+// size.
 func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
 	select {
 	case r.slot <- struct{}{}:
@@ -102,15 +108,29 @@ func (r *RIE) Invoke(ctx context.Context, inv Invocation) (Result, error) {
 		return Result{}, fmt.Errorf("localesm: invoke %s: %w", r.url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	// Read one byte past the limit to tell a response of exactly
+	// MaxResponseSize from a longer one, then count (and drop) the rest.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSize+1))
+	size := int64(len(body))
+	if err == nil && size > MaxResponseSize {
+		var rest int64
+		rest, err = io.Copy(io.Discard, resp.Body)
+		size += rest
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
 			return timeoutResult(timeout), nil
 		}
 		return Result{}, fmt.Errorf("localesm: invoke %s: read response: %w", r.url, err)
 	}
+	if resp.StatusCode == http.StatusBadGateway && size <= MaxResponseSize && isErrorDocument(body) {
+		return Result{Status: StatusFunctionError, Payload: body}, nil
+	}
 	if resp.StatusCode != http.StatusOK {
-		return Result{}, fmt.Errorf("localesm: invoke %s: status %d: %s", r.url, resp.StatusCode, bytes.TrimSpace(body))
+		return Result{}, fmt.Errorf("localesm: invoke %s: status %d: %s", r.url, resp.StatusCode, bytes.TrimSpace(body[:min(len(body), 4096)]))
+	}
+	if size > MaxResponseSize {
+		return responseTooLarge(size), nil
 	}
 	return classifyRIE(resp.Header.Get("X-Amz-Function-Error"), body), nil
 }

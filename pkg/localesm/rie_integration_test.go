@@ -224,6 +224,40 @@ func TestRIESmoke(t *testing.T) {
 	}
 }
 
+// TestRIEResponseSizeLimitUnderTheEmulator: under the real emulator, a response of
+// MaxResponseSize bytes arrives whole, and a longer one fails the
+// invocation with Function.ResponseSizeTooLarge, never as a response cut
+// short.
+func TestRIEResponseSizeLimitUnderTheEmulator(t *testing.T) {
+	t.Parallel()
+	const timeout = 10 * time.Second
+	addr, _ := startRIE(t, timeout)
+	rie := localesm.NewRIE(addr)
+	invoke := func(size int) localesm.Result {
+		payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: fmt.Sprint("size:", size)}}})
+		require.NoError(t, err)
+		res, err := rie.Invoke(t.Context(), localesm.Invocation{RequestID: "r", Timeout: timeout, Payload: payload})
+		require.NoError(t, err)
+		return res
+	}
+
+	res := invoke(localesm.MaxResponseSize)
+	require.Equal(t, localesm.StatusOK, res.Status, "%.200s", res.Payload)
+	require.Equal(t, localesm.MaxResponseSize, len(res.Payload), "a response within the limit arrives whole")
+
+	for _, size := range []int{localesm.MaxResponseSize + 1, 7_000_000} {
+		res := invoke(size)
+		require.Equal(t, localesm.StatusFunctionError, res.Status, "size %d: got %d bytes: %.200s", size, len(res.Payload), res.Payload)
+		var doc struct {
+			ErrorType    string `json:"errorType"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		require.NoError(t, json.Unmarshal(res.Payload, &doc), "%.200s", res.Payload)
+		require.Equal(t, "Function.ResponseSizeTooLarge", doc.ErrorType, "size %d", size)
+		require.Contains(t, doc.ErrorMessage, "6291556 bytes", "size %d: the message names the limit", size)
+	}
+}
+
 func TestFindRIE(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -6,6 +6,8 @@
 //	"fail..."  the message is reported in batchItemFailures
 //	"error"    the invocation returns an error (the whole batch fails)
 //	"sleep"    the handler outlives its deadline (a timeout)
+//	"size:N"   the response is a JSON string of exactly N bytes, in place
+//	           of the partial batch response (to test the response limit)
 //	anything   else succeeds
 //
 // When TESTBOOTSTRAP_LOG names a file, every record received is appended to
@@ -13,10 +15,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +34,9 @@ type logLine struct {
 	Record    events.SQSMessage `json:"record"`
 }
 
-func handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+// handle returns an events.SQSEventResponse, or for "size:N" an io.Reader,
+// which the runtime sends as it is.
+func handle(ctx context.Context, ev events.SQSEvent) (any, error) {
 	var resp events.SQSEventResponse
 	lc, _ := lambdacontext.FromContext(ctx)
 	if err := record(lc, ev); err != nil {
@@ -38,6 +44,14 @@ func handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, e
 	}
 	for _, m := range ev.Records {
 		switch {
+		case strings.HasPrefix(m.Body, "size:"):
+			n, err := strconv.Atoi(strings.TrimPrefix(m.Body, "size:"))
+			if err != nil || n < 2 {
+				return resp, errors.New("testbootstrap: size:N needs N >= 2")
+			}
+			b := bytes.Repeat([]byte("x"), n)
+			b[0], b[n-1] = '"', '"'
+			return bytes.NewReader(b), nil
 		case m.Body == "error":
 			return resp, errors.New("testbootstrap: asked to fail the batch")
 		case m.Body == "sleep":
