@@ -27,12 +27,26 @@ var _ DeadLetterSender = (*sqs.Client)(nil)
 const DeadLetterAttribute = "fifoworker-dead-letter"
 
 // DeadLetterInfo says why and from where a message was dead-lettered.
+//
+// The same source message can be dead-lettered more than once: the send's
+// deduplication id is the source message id, but SQS drops a repeat only
+// within five minutes, and a message is received again only after its
+// queue's visibility timeout (6 minutes for template.yaml's commands
+// queue), for example when the invocation that dead-lettered it timed out
+// before it could acknowledge it. The source fields are the same on every
+// copy, so a reader drops a repeat by (SourceQueueARN,
+// SourceSequenceNumber), or by SourceMessageID where a standard queue has
+// no sequence number; Error, ReceiveCount and DeadLetteredAt describe one
+// copy.
 type DeadLetterInfo struct {
-	Error           string    `json:"error"`
-	SourceMessageID string    `json:"source_message_id"`
-	SourceQueueARN  string    `json:"source_queue_arn,omitempty"`
-	ReceiveCount    int       `json:"receive_count,omitempty"`
-	DeadLetteredAt  time.Time `json:"dead_lettered_at"`
+	Error           string `json:"error"`
+	SourceMessageID string `json:"source_message_id"`
+	SourceQueueARN  string `json:"source_queue_arn,omitempty"`
+	// SourceSequenceNumber is the SequenceNumber SQS gave the message in
+	// its FIFO source queue; empty for a standard queue.
+	SourceSequenceNumber string    `json:"source_sequence_number,omitempty"`
+	ReceiveCount         int       `json:"receive_count,omitempty"`
+	DeadLetteredAt       time.Time `json:"dead_lettered_at"`
 }
 
 const (
@@ -59,9 +73,11 @@ func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo
 
 // send copies msg to the dead-letter queue with its group id, body,
 // attributes and cause. The message id is the deduplication id, so a second
-// send of the same message within SQS's five-minute window is dropped.
-// withCause is false when the message already had SQS's maximum of ten
-// attributes, leaving no room for the DeadLetterAttribute.
+// send of the same message within SQS's five-minute window is dropped; a
+// later one is not, and the DeadLetterInfo's source fields identify it as a
+// repeat. withCause is false when the message already had SQS's maximum of
+// ten attributes, leaving no room for the DeadLetterAttribute (on a FIFO
+// dead-letter queue the deduplication id still names the source message).
 func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error, now time.Time) (withCause bool, err error) {
 	group := msg.Attributes[groupAttribute]
 	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {
@@ -92,11 +108,12 @@ func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause err
 	withCause = len(in.MessageAttributes) < maxMessageAttributes
 	if withCause {
 		info, err := json.Marshal(DeadLetterInfo{
-			Error:           sqsSafeText(cause.Error(), maxErrorText),
-			SourceMessageID: msg.MessageId,
-			SourceQueueARN:  msg.EventSourceARN,
-			ReceiveCount:    receiveCount(msg),
-			DeadLetteredAt:  now.UTC(),
+			Error:                sqsSafeText(cause.Error(), maxErrorText),
+			SourceMessageID:      msg.MessageId,
+			SourceQueueARN:       msg.EventSourceARN,
+			SourceSequenceNumber: msg.Attributes["SequenceNumber"],
+			ReceiveCount:         receiveCount(msg),
+			DeadLetteredAt:       now.UTC(),
 		})
 		if err != nil {
 			return false, fmt.Errorf("fifo: dead-letter %s: %w", msg.MessageId, err)

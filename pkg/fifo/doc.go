@@ -28,5 +28,12 @@
 //     retry the whole batch and lets the queue's redrive policy decide.
 //   - A permanent error (Permanent) sends the message to the dead-letter
 //     queue when one is configured, then acknowledges it; if that send fails
-//     the message is reported as failed, so nothing is lost.
+//     the message is reported as failed, so nothing is lost. The send is at
+//     least once: its deduplication id, the source message id, holds for
+//     SQS's five minutes, but a message comes back only after its visibility
+//     timeout (6 minutes for template.yaml's commands queue), so an
+//     invocation that dead-letters a message and then times out, or fails it
+//     afterwards, leads to a second copy. Every copy carries the same
+//     source message id, queue ARN and sequence number in its
+//     DeadLetterAttribute, by which a reader drops the repeat.
 package fifo

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -478,6 +479,58 @@ func TestPermanentErrorIsDeadLetteredAndItsLaneContinues(t *testing.T) {
 	require.Equal(t, testQueueARN, info.SourceQueueARN)
 	require.Equal(t, 3, info.ReceiveCount)
 	require.Equal(t, "permanent: malformed body:? bad", info.Error, "characters SQS refuses are replaced")
+}
+
+// SQS deduplicates the dead-letter send by the source message id for five
+// minutes only, and a message is received again after its visibility
+// timeout (6 minutes): a message dead-lettered by an invocation that then
+// timed out is dead-lettered again. Both copies carry the same identity, by
+// which a reader of the dead-letter queue drops the repeat.
+func TestARepeatedDeadLetteringCarriesTheSameIdentity(t *testing.T) {
+	t.Parallel()
+	dlq := &fakeDLQ{}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "a1" {
+			return fifo.Permanent(errors.New("malformed"))
+		}
+		return nil
+	}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	for receive := range 2 {
+		ev := batchOf(t, "a1", "a2")
+		ev.Records[0].Attributes["SequenceNumber"] = "18889999999999999001"
+		ev.Records[0].Attributes["ApproximateReceiveCount"] = strconv.Itoa(receive + 1)
+		resp, err := p.Process(context.Background(), ev)
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+		now.Add(int64(6 * time.Minute)) // the visibility timeout: past SQS's deduplication window
+	}
+
+	sent := dlq.Sent()
+	require.Len(t, sent, 2)
+	info := make([]map[string]any, 2)
+	for i, in := range sent {
+		require.NoError(t, json.Unmarshal([]byte(*in.MessageAttributes[fifo.DeadLetterAttribute].StringValue), &info[i]))
+	}
+	for _, field := range []string{"source_message_id", "source_queue_arn", "source_sequence_number"} {
+		require.Equal(t, info[0][field], info[1][field], field)
+	}
+	require.Equal(t, "a1", info[0]["source_message_id"])
+	require.Equal(t, testQueueARN, info[0]["source_queue_arn"])
+	require.Equal(t, "18889999999999999001", info[0]["source_sequence_number"])
+	require.Equal(t, *sent[0].MessageDeduplicationId, *sent[1].MessageDeduplicationId)
+	require.Equal(t, *sent[0].MessageGroupId, *sent[1].MessageGroupId)
+	require.Equal(t, *sent[0].MessageBody, *sent[1].MessageBody)
+	// What describes one copy differs.
+	require.NotEqual(t, info[0]["dead_lettered_at"], info[1]["dead_lettered_at"])
+	require.EqualValues(t, 1, info[0]["receive_count"])
+	require.EqualValues(t, 2, info[1]["receive_count"])
+
+	var typed fifo.DeadLetterInfo
+	require.NoError(t, json.Unmarshal([]byte(*sent[1].MessageAttributes[fifo.DeadLetterAttribute].StringValue), &typed))
+	require.Equal(t, "18889999999999999001", typed.SourceSequenceNumber)
+	require.Equal(t, time.Date(2026, 11, 30, 12, 6, 0, 0, time.UTC), typed.DeadLetteredAt)
 }
 
 func TestDeadLetterFailuresLoseNothing(t *testing.T) {
