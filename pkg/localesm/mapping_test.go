@@ -419,9 +419,14 @@ func TestSQSResponseOverTheSizeLimitFailsTheBatch(t *testing.T) {
 		q := newFakeQueue(30 * time.Second)
 		q.send("m1", "g1")
 		q.send("m2", "g2")
+		// A valid partial batch response reporting nothing failed, padded
+		// to one byte over the limit.
+		prefix, suffix := `{"batchItemFailures":[],"padding":`, `}`
+		oversized := append(append([]byte(prefix), jsonOfSize(MaxResponseSize+1-len(prefix)-len(suffix))...), suffix...)
+		require.Len(t, oversized, MaxResponseSize+1)
 		handler := func(_ context.Context, ev events.SQSEvent) (json.RawMessage, error) {
 			if ev.Records[0].Attributes[receiveCountAttribute] == "1" {
-				return jsonOfSize(MaxResponseSize + 1), nil
+				return oversized, nil
 			}
 			return json.RawMessage(`{"batchItemFailures":[]}`), nil
 		}
