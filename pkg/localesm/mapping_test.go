@@ -3,6 +3,7 @@ package localesm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -501,6 +503,53 @@ func TestStreamResponseOverTheSizeLimitIsRetried(t *testing.T) {
 		require.Len(t, results[0].Records, 2)
 		require.Equal(t, 2, results[1].Attempt)
 		require.Len(t, results[1].Records, 2, "the retry carries the whole batch")
+	})
+}
+
+// flakyReceives fails the first failures ReceiveMessage calls and records
+// when each call was made.
+type flakyReceives struct {
+	*fakeQueue
+	mu       sync.Mutex
+	failures int
+	calls    []time.Time
+}
+
+func (f *flakyReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, time.Now())
+	fail := len(f.calls) <= f.failures
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("connection refused")
+	}
+	return f.fakeQueue.ReceiveMessage(ctx, in, opts...)
+}
+
+// TestSQSReceiveFailuresBackOff: failed receives are retried after a
+// jittered wait that doubles with each failure in a row, up to a cap, and
+// a message is received once the queue answers again.
+func TestSQSReceiveFailuresBackOff(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &flakyReceives{fakeQueue: newFakeQueue(30 * time.Second), failures: 6}
+		q.send("m1", "g1")
+		m, err := NewSQSMapping(q, Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			return events.SQSEventResponse{}, nil
+		}), SQSConfig{QueueURL: testQueueURL, FunctionTimeout: time.Second})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "m1 to be deleted", func() bool { return len(q.deleted()) == 1 })
+		stop()
+
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		require.GreaterOrEqual(t, len(q.calls), 7)
+		for i := 1; i <= 6; i++ {
+			want := min(retryBase<<(i-1), retryMax)
+			wait := q.calls[i].Sub(q.calls[i-1])
+			require.True(t, wait >= want/2 && wait <= want, "wait before retry %d: %v, want within [%v, %v]", i, wait, want/2, want)
+		}
 	})
 }
 

@@ -1,12 +1,13 @@
 package localesm
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
 )
 
 // Defaults shared by both mappings.
@@ -18,9 +19,11 @@ const (
 	DefaultFunctionARN = "arn:aws:lambda:us-east-1:000000000000:function:localesm"
 	// maxFunctionTimeout is Lambda's limit.
 	maxFunctionTimeout = 15 * time.Minute
-	// retryBackoff is how long a mapping waits after a failed AWS call or
-	// an invocation that could not be made before it tries again.
-	retryBackoff = 500 * time.Millisecond
+	// retryBase and retryMax bound how long a mapping waits after a failed
+	// AWS call or an invocation that could not be made before it tries
+	// again: retryWait(n) before the nth retry in a row.
+	retryBase = 500 * time.Millisecond
+	retryMax  = 5 * time.Second
 	// ackTimeout bounds the calls that record a finished invocation
 	// (deleting messages, sending an on-failure record) once the mapping
 	// is stopping: work the function completed is still acknowledged.
@@ -37,18 +40,11 @@ func newRequestID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// sleep waits d or until ctx is done; it reports whether the full wait
-// elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// retryWait is the wait before the retry-th retry in a row (1 for the
+// first) of a failed AWS call or an invocation that could not be made:
+// 250 to 500 ms the first time, doubling up to 2.5 to 5 s, jittered so that
+// shards retrying together do not stay in step.
+func retryWait(retry int) time.Duration { return backoff.Delay(retryBase, retryMax, retry) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
 )
 
 // SQSAPI is the part of the SQS client an SQSMapping uses.
@@ -271,6 +273,7 @@ func (r *sqsRun) loop(ctx context.Context) error {
 	slots := make(chan struct{}, r.m.concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	failures := 0 // receives failed in a row
 	for {
 		// Take a slot before receiving: a message received without a free
 		// invocation would wait while its visibility timeout runs. There
@@ -287,10 +290,12 @@ func (r *sqsRun) loop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			r.log.LogAttrs(ctx, slog.LevelWarn, "localesm: receive failed", slog.Any("error", err))
-			sleep(ctx, retryBackoff)
+			failures++
+			r.log.LogAttrs(ctx, slog.LevelWarn, "localesm: receive failed", slog.Any("error", err), slog.Int("failures", failures))
+			_ = backoff.Sleep(ctx, retryWait(failures)) // a stop ends the wait; the loop then returns
 			continue
 		}
+		failures = 0
 		if len(msgs) == 0 {
 			<-slots
 			continue

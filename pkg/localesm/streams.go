@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client a StreamMapping uses.
@@ -330,6 +332,7 @@ func (w *shardWorker) run(ctx context.Context) bool {
 		return false
 	}
 	cfg := w.m.cfg
+	failures := 0 // GetRecords calls failed in a row
 	for {
 		out, err := w.m.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(int32(cfg.BatchSize))})
 		if err != nil {
@@ -344,8 +347,9 @@ func (w *shardWorker) run(ctx context.Context) bool {
 				w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: records trimmed before they were read; continuing from the oldest", slog.Any("error", err))
 				w.lastRead, w.iterType = "", streamtypes.ShardIteratorTypeTrimHorizon
 			default:
-				w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get records failed", slog.Any("error", err))
-				if !sleep(ctx, retryBackoff) {
+				failures++
+				w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get records failed", slog.Any("error", err), slog.Int("failures", failures))
+				if backoff.Sleep(ctx, retryWait(failures)) != nil {
 					return false
 				}
 				continue
@@ -355,6 +359,7 @@ func (w *shardWorker) run(ctx context.Context) bool {
 			}
 			continue
 		}
+		failures = 0
 		if n := len(out.Records); n > 0 {
 			if d := out.Records[n-1].Dynamodb; d != nil {
 				w.lastRead = deref(d.SequenceNumber)
@@ -371,7 +376,7 @@ func (w *shardWorker) run(ctx context.Context) bool {
 			return true // closed and read to its end
 		}
 		it = out.NextShardIterator
-		if len(out.Records) == 0 && !sleep(ctx, cfg.PollInterval) {
+		if len(out.Records) == 0 && backoff.Sleep(ctx, cfg.PollInterval) != nil {
 			return false
 		}
 	}
@@ -380,7 +385,7 @@ func (w *shardWorker) run(ctx context.Context) bool {
 // iterator gets a shard iterator, after the last record read when there is
 // one, retrying until it succeeds or ctx is cancelled.
 func (w *shardWorker) iterator(ctx context.Context) (*string, bool) {
-	for {
+	for failures := 1; ; failures++ {
 		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(w.m.cfg.StreamARN), ShardId: aws.String(w.shardID), ShardIteratorType: w.iterType}
 		if w.lastRead != "" {
 			in.ShardIteratorType, in.SequenceNumber = streamtypes.ShardIteratorTypeAfterSequenceNumber, aws.String(w.lastRead)
@@ -392,8 +397,8 @@ func (w *shardWorker) iterator(ctx context.Context) (*string, bool) {
 		if ctx.Err() != nil {
 			return nil, false
 		}
-		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get shard iterator failed", slog.Any("error", err))
-		if !sleep(ctx, retryBackoff) {
+		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: get shard iterator failed", slog.Any("error", err), slog.Int("failures", failures))
+		if backoff.Sleep(ctx, retryWait(failures)) != nil {
 			return nil, false
 		}
 	}
@@ -404,6 +409,7 @@ func (w *shardWorker) iterator(ctx context.Context) (*string, bool) {
 func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventRecord) bool {
 	cfg := w.m.cfg
 	invocations := 0
+	unmade := 0 // invocations that could not be made, in a row
 	for {
 		requestID := newRequestID()
 		payload, err := json.Marshal(events.DynamoDBEvent{Records: batch})
@@ -424,11 +430,13 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 			// The function did not run: like Lambda, retry without using up
 			// an attempt.
 			w.settle(ctx, StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: OutcomeInvokeError, Attempt: invocations + 1, Err: err})
-			if !sleep(ctx, retryBackoff) {
+			unmade++
+			if backoff.Sleep(ctx, retryWait(unmade)) != nil {
 				return false
 			}
 			continue
 		}
+		unmade = 0
 		invocations++
 		d := decideStream(batch, res, cfg.ReportBatchItemFailures)
 		result := StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: d.outcome, Done: d.done, Attempt: invocations, Err: d.err}
@@ -444,7 +452,7 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 		}
 		w.settle(ctx, result)
 		batch = rest
-		if !sleep(ctx, cfg.PollInterval) {
+		if backoff.Sleep(ctx, cfg.PollInterval) != nil {
 			return false
 		}
 	}
@@ -474,7 +482,7 @@ func (w *shardWorker) discard(ctx context.Context, batch []events.DynamoDBEventR
 		w.log.LogAttrs(ctx, slog.LevelError, "localesm: encode on-failure record", append(attrs, slog.Any("error", err))...)
 		return true
 	}
-	for {
+	for failures := 1; ; failures++ {
 		sctx, cancel := context.WithTimeout(ctx, ackTimeout)
 		_, err := dest.Client.SendMessage(sctx, &sqs.SendMessageInput{QueueUrl: aws.String(dest.QueueURL), MessageBody: aws.String(string(body))})
 		cancel()
@@ -486,8 +494,8 @@ func (w *shardWorker) discard(ctx context.Context, batch []events.DynamoDBEventR
 		if ctx.Err() != nil {
 			return false
 		}
-		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: send on-failure record failed; retrying", append(attrs, slog.Any("error", err))...)
-		if !sleep(ctx, retryBackoff) {
+		w.log.LogAttrs(ctx, slog.LevelWarn, "localesm: send on-failure record failed; retrying", append(attrs, slog.Any("error", err), slog.Int("failures", failures))...)
+		if backoff.Sleep(ctx, retryWait(failures)) != nil {
 			return false
 		}
 	}
