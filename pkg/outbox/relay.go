@@ -1,0 +1,226 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// SQSAPI is the part of the SQS client the relay calls.
+type SQSAPI interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// maxBatch is SendMessageBatch's limit on entries.
+const maxBatch = 10
+
+// Relay publishes the Jobs table's outbox: each stream record of a
+// transition becomes one message, commands to the commands queue and events
+// to the events queue.
+type Relay struct {
+	api         SQSAPI
+	commandsURL string
+	eventsURL   string
+	log         *slog.Logger
+}
+
+// NewRelay returns a relay that sends commands to commandsURL and events to
+// eventsURL, both FIFO queues.
+func NewRelay(api SQSAPI, commandsURL, eventsURL string, log *slog.Logger) *Relay {
+	switch {
+	case api == nil:
+		panic("outbox: NewRelay needs an SQS client")
+	case !strings.HasSuffix(commandsURL, ".fifo") || !strings.HasSuffix(eventsURL, ".fifo"):
+		panic(fmt.Sprintf("outbox: the commands and events queues must be FIFO queues, got %q and %q", commandsURL, eventsURL))
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Relay{api: api, commandsURL: commandsURL, eventsURL: eventsURL, log: log}
+}
+
+// Handle publishes a stream batch (a Lambda DynamoDB stream event with
+// ReportBatchItemFailures). Per job, messages are sent strictly in record
+// order, and a message is never sent before the job's previous one was
+// accepted by SQS: each SendMessageBatch holds at most one message per job,
+// and a failed message stops its job's later ones. The response names the
+// first record, in stream order, that was not published, so Lambda retries
+// the batch from there; a resend is deduplicated by SQS within 5 minutes
+// and recognised by its id (the outbox id) beyond.
+//
+// A record that cannot be decoded fails the same way: it is retried, and
+// with bisecting and a retry limit it ends on the mapping's on-failure
+// destination. Records of items that are not jobs (intent markers) and
+// deletions (TTL) carry no message and are skipped.
+func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	lanes, order, firstBad := r.collect(ev.Records)
+	sent := r.publish(ctx, lanes, order)
+	// The first record not published: the earliest of a decoding failure
+	// and each job's first unsent message.
+	fail := firstBad
+	for _, id := range order {
+		if n := sent[id]; n < len(lanes[id]) {
+			if i := lanes[id][n].index; fail < 0 || i < fail {
+				fail = i
+			}
+		}
+	}
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	if fail >= 0 {
+		resp.BatchItemFailures = append(resp.BatchItemFailures,
+			events.DynamoDBBatchItemFailure{ItemIdentifier: ev.Records[fail].Change.SequenceNumber})
+	}
+	return resp, nil
+}
+
+// laneEntry is one record's message, waiting to be sent.
+type laneEntry struct {
+	index int // the record's position in the batch
+	msg   Message
+}
+
+// collect turns records into per-job lanes in record order. firstBad is the
+// index of the first record that could not be decoded, or -1.
+func (r *Relay) collect(records []events.DynamoDBEventRecord) (lanes map[string][]laneEntry, order []string, firstBad int) {
+	lanes = map[string][]laneEntry{}
+	firstBad = -1
+	for i := range records {
+		rec := &records[i]
+		msgs, err := r.messages(rec)
+		if err != nil {
+			r.log.Error("outbox: undecodable stream record", "sequence_number", rec.Change.SequenceNumber, "event_id", rec.EventID, "error", err)
+			if firstBad < 0 {
+				firstBad = i
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		id := msgs[0].JobID
+		lane := lanes[id]
+		if n := len(lane); n > 0 && lane[n-1].msg.Version >= msgs[0].Version {
+			// A repeat of a record already in this batch, or an older
+			// version: the job's messages go out in version order, once.
+			continue
+		}
+		if lane == nil {
+			order = append(order, id)
+		}
+		for _, m := range msgs {
+			lane = append(lane, laneEntry{index: i, msg: m})
+		}
+		lanes[id] = lane
+	}
+	return lanes, order, firstBad
+}
+
+// messages decodes one record into the messages its transition emitted.
+func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
+		return nil, nil // TTL
+	}
+	cur, err := jobs.FromStreamImage(rec.Change.NewImage)
+	if errors.Is(err, jobs.ErrNotJob) {
+		return nil, nil // an intent marker
+	}
+	if err != nil {
+		return nil, err
+	}
+	var prev *jobs.Job
+	if len(rec.Change.OldImage) > 0 {
+		old, err := jobs.FromStreamImage(rec.Change.OldImage)
+		if err != nil {
+			return nil, err
+		}
+		if old.Version == cur.Version {
+			return nil, nil // not a transition: nothing was emitted
+		}
+		prev = &old
+	}
+	return FromTransition(&cur, prev)
+}
+
+// publish sends each lane's messages in order, one per job per round, and
+// returns how many of each lane were accepted. A lane stops at its first
+// failure.
+func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order []string) map[string]int {
+	sent := make(map[string]int, len(lanes))
+	stopped := map[string]bool{}
+	for {
+		var commands, evts []*laneEntry
+		for _, id := range order {
+			if n := sent[id]; !stopped[id] && n < len(lanes[id]) {
+				e := &lanes[id][n]
+				if e.msg.Kind == KindCommand {
+					commands = append(commands, e)
+				} else {
+					evts = append(evts, e)
+				}
+			}
+		}
+		if len(commands)+len(evts) == 0 {
+			return sent
+		}
+		for _, q := range []struct {
+			url     string
+			entries []*laneEntry
+		}{{r.commandsURL, commands}, {r.eventsURL, evts}} {
+			for start := 0; start < len(q.entries); start += maxBatch {
+				chunk := q.entries[start:min(start+maxBatch, len(q.entries))]
+				ok := r.send(ctx, q.url, chunk)
+				for i, e := range chunk {
+					if ok[i] {
+						sent[e.msg.JobID]++
+					} else {
+						stopped[e.msg.JobID] = true
+					}
+				}
+			}
+		}
+	}
+}
+
+// send sends one batch and reports which entries SQS accepted.
+func (r *Relay) send(ctx context.Context, url string, chunk []*laneEntry) []bool {
+	ok := make([]bool, len(chunk))
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+	for i, e := range chunk {
+		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
+			Id:                     aws.String(strconv.Itoa(i)),
+			MessageBody:            aws.String(string(e.msg.Body)),
+			MessageGroupId:         aws.String(e.msg.GroupID),
+			MessageDeduplicationId: aws.String(e.msg.DeduplicationID),
+		})
+	}
+	out, err := r.api.SendMessageBatch(ctx, in)
+	if err != nil {
+		r.log.Warn("outbox: send failed; the batch will be retried from its first unsent record", "queue_url", url, "entries", len(chunk), "error", err)
+		return ok
+	}
+	for _, s := range out.Successful {
+		if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i >= 0 && i < len(ok) {
+			ok[i] = true
+		}
+	}
+	for _, f := range out.Failed {
+		i, _ := strconv.Atoi(aws.ToString(f.Id))
+		if i >= 0 && i < len(chunk) {
+			r.log.Warn("outbox: message refused", "queue_url", url, "job_id", chunk[i].msg.JobID, "version", chunk[i].msg.Version,
+				"code", aws.ToString(f.Code), "sender_fault", f.SenderFault, "error", aws.ToString(f.Message))
+		}
+	}
+	return ok
+}
