@@ -14,15 +14,23 @@ import (
 // The checks below hold the repository's template.yaml to the rules in
 // docs/ARCHITECTURE.md and to AWS's own constraints; they run in make test.
 
+// repoTemplate is template.yaml, parsed once; tests only read it.
+var repoTemplate, repoTemplateErr = samtemplate.Load("../../template.yaml")
+
 func loadRepoTemplate(t *testing.T) *samtemplate.Template {
 	t.Helper()
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	return tpl
+	require.NoError(t, repoTemplateErr)
+	return repoTemplate
 }
 
 func asInt(t *testing.T, v any) int {
 	t.Helper()
+	if m, ok := v.(map[string]any); ok { // a parameter: its default
+		ref, _ := m["Ref"].(string)
+		p, ok := repoTemplate.Parameters[ref]
+		require.True(t, ok, "Ref %s is not a parameter", ref)
+		return asInt(t, p.Default)
+	}
 	switch n := v.(type) {
 	case int:
 		return n
