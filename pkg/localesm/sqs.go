@@ -244,8 +244,8 @@ type sqsRun struct {
 	// receipts maps the id of every message a batch holds to the receipt
 	// handle of its latest receive. SQS answers a delete made with an
 	// older handle with success, but may not delete the message (AWS
-	// documents it; fauxqs never does): only a delete made with the latest
-	// handle counts as a deletion.
+	// documents it; fauxqs never deletes it): only a delete made with the
+	// latest handle counts as a deletion.
 	receipts map[string]*receipt
 }
 
@@ -360,7 +360,7 @@ func (r *sqsRun) claim(requestID string, msgs []sqstypes.Message) *sqsClaim {
 			if holder, held := r.groups[group]; held && holder != b {
 				if !holder.returned {
 					count, _ := strconv.Atoi(msg.Attributes[receiveCountAttribute])
-					b.withheld = append(b.withheld, WithheldMessage{MessageID: deref(msg.MessageId), GroupID: group, ReceiveCount: count})
+					b.withheld = append(b.withheld, WithheldMessage{MessageID: id, GroupID: group, ReceiveCount: count})
 					continue
 				}
 				b.after = append(b.after, holder.settled)
