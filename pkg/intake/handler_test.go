@@ -41,10 +41,11 @@ func seedAll(t testing.TB, b *testBundle) {
 	b.seed(t, foreignJob, "t-2", "export-intent-7", nil)
 }
 
-func snapshot(t testing.TB, b *testBundle) map[string]jobs.Job {
+// snapshot reads the jobs of ids.
+func snapshot(t testing.TB, b *testBundle, ids ...string) map[string]jobs.Job {
 	t.Helper()
 	m := map[string]jobs.Job{}
-	for _, id := range seededIDs {
+	for _, id := range ids {
 		j, err := b.memory.Get(context.Background(), id)
 		require.NoError(t, err)
 		m[id] = j
@@ -367,7 +368,7 @@ func TestRequests(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			seedAll(t, b)
-			before := snapshot(t, b)
+			before := snapshot(t, b, seededIDs...)
 
 			resp := b.do(t, tc.req)
 
@@ -388,7 +389,7 @@ func TestRequests(t *testing.T) {
 				require.Equal(t, tc.status == 405, resp.Headers["Allow"] != "", "Allow exactly with 405")
 			}
 			require.Equal(t, tc.writes, b.store.writes.Load(), "writes that reached the store")
-			after := snapshot(t, b)
+			after := snapshot(t, b, seededIDs...)
 			for _, id := range seededIDs {
 				if id != tc.changed {
 					require.Equal(t, before[id], after[id], "%s is unchanged", id)
