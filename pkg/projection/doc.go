@@ -44,10 +44,11 @@
 //     missing from the totals for good.
 //   - A malformed body can never succeed: Handle returns fifo.Permanent.
 //
-// A version that emits no event (a sweeper's nudge emits a command) looks
-// like a gap until recovery skips it. A job id reused after its item expired
-// starts again at version 1 under a cursor that has seen higher versions:
-// its events are taken for older ones and the totals do not count them.
+// Every version from 1 on has exactly one event (a nudge's is job.requeued,
+// published beside its command), so a gap means an event was lost or is
+// late. A job id reused after its item expired starts again at version 1
+// under a cursor that has seen higher versions: its events are taken for
+// older ones and the totals do not count them.
 //
 // MemoryStore and DynamoStore make their decisions with the same functions
 // and pass the same conformance suite, projectiontest.Run.
