@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// RIEProcess is a function's bootstrap running under the Lambda runtime
+// interface emulator on 127.0.0.1.
+type RIEProcess struct {
+	Name string
+	Addr string // host:port of the emulator's invoke API
+	Log  string // the emulator's and the bootstrap's output
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// StartRIE starts rie running bootstrap with env (and nothing else of this
+// process's environment but PATH and HOME), with the function timeout the
+// emulator enforces. Both addresses are given explicitly: the emulator
+// listens on 0.0.0.0:8080 unless told otherwise.
+func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout time.Duration, env map[string]string) (*RIEProcess, error) {
+	apiPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	invokePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &RIEProcess{Name: name, Addr: fmt.Sprintf("127.0.0.1:%d", invokePort), Log: filepath.Join(logDir, name+".rie.log"), done: make(chan error, 1)}
+	logFile, err := os.Create(p.Log)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	defer func() { _ = logFile.Close() }()
+	p.cmd = exec.Command(rie,
+		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort),
+		"--runtime-interface-emulator-address", p.Addr,
+		bootstrap)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(timeout/time.Second)),
+		"AWS_LAMBDA_FUNCTION_NAME=" + name}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p.cmd.Env = append(p.cmd.Env, k+"="+env[k])
+	}
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = ownProcessGroup()
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pipeline: start %s under the RIE: %w", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", p.Addr, 100*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return p, nil
+		}
+		select {
+		case err := <-p.done:
+			return nil, fmt.Errorf("pipeline: the RIE for %s exited before listening (%v); see %s", name, err, p.Log)
+		case <-ctx.Done():
+			p.Stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return nil, fmt.Errorf("pipeline: the RIE for %s did not listen on %s within 10s; see %s", name, p.Addr, p.Log)
+		}
+	}
+}
+
+// Stop ends the emulator and its bootstrap, by process group: TERM, then
+// KILL after 5 s. It may be called more than once.
+func (p *RIEProcess) Stop() {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = signalGroup(pgid, sigTerm)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = signalGroup(pgid, sigKill)
+		<-p.done
+	}
+	_ = signalGroup(pgid, sigKill) // a bootstrap the emulator left behind
+	p.cmd = nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pipeline: no free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("pipeline: not a TCP address")
+	}
+	return addr.Port, nil
+}
