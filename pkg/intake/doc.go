@@ -26,10 +26,10 @@
 //
 // There is no other identity path: no header, no body field, no
 // environment flag, no fallback tenant. A request without a JWT
-// authorizer context is a 401, whatever it carries. (The CLI's local
-// server, which has no API Gateway in front of it, supplies its own
-// authorizer context; that code is not in this package and not in the
-// Lambda build.)
+// authorizer context is a 401, whatever it carries. A local identity for
+// development belongs only in the CLI's local server, which has no API
+// Gateway in front of it and must build the authorizer context itself;
+// never in this package or the Lambda build.
 //
 // Invariants:
 //   - The tenant of a job is the verified caller's, never anything the
@@ -70,9 +70,12 @@
 //
 // # Deployment
 //
-// The handler routes on RequestContext.HTTP.Method and RawPath itself, so
-// that unknown paths and methods get the same error shape: the API routes
-// every request to the function (routes "ANY /jobs", "ANY /jobs/{id}" and
-// "$default", all behind the JWT authorizer) and is served on its
-// "$default" stage, whose paths carry no stage prefix.
+// The handler routes on RequestContext.HTTP.Method and RawPath itself
+// (not on the route key), so that unknown paths and wrong methods get the
+// same error shape as everything else. That needs API Gateway to send them
+// to the function: routes "ANY /jobs", "ANY /jobs/{id}" and "$default", all
+// behind the JWT authorizer. With routes per method, API Gateway answers an
+// unknown route or method itself: 404 {"message":"Not Found"}. The API is
+// served on its "$default" stage, whose paths carry no stage prefix; under
+// a named stage RawPath starts with the stage's name and matches no route.
 package intake
