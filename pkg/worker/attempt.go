@@ -1,0 +1,192 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// attempt is one delivery of one command in one invocation, from its
+// successful claim on.
+type attempt struct {
+	w     *Worker
+	log   *slog.Logger
+	job   jobs.Job // as the claim left it
+	id    string
+	lease time.Time // the invocation's deadline plus the skew: it does not move
+	start time.Time
+	stop  context.CancelCauseFunc // cancels the task
+
+	mu      sync.Mutex // serialises renewals; guards what follows
+	version int64      // the version this attempt's last write produced
+	fenced  error      // a renewal was refused: the attempt lost the job
+	broken  error      // a renewal failed without an answer: the version is unknown
+	over    bool       // Run has returned
+}
+
+// run runs the task into the attempt's candidate and settles the outcome.
+func (a *attempt) run(ctx context.Context) error {
+	key, err := candidate.NewKey(a.job.ID, a.job.Generation, a.id, a.w.cfg.Task.Ext())
+	if err != nil {
+		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
+	}
+	taskCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	a.stop = stop
+	cw, err := a.w.cfg.Candidates.Create(taskCtx, key)
+	if err != nil {
+		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
+	}
+	defer func() { _ = cw.Close() }() // unless committed, the content is discarded
+
+	out, taskErr := a.runTask(taskCtx, cw)
+	version, fenced, broken := a.outcome()
+	switch {
+	case fenced != nil:
+		a.log.InfoContext(ctx, "worker: attempt fenced; candidate abandoned", versionAttr(version), slog.Any("reason", fenced), a.took())
+		return nil
+	case broken != nil:
+		a.log.WarnContext(ctx, "worker: progress write failed; the command will be received again", versionAttr(version), slog.Any("error", broken), a.took())
+		return broken
+	case taskErr == nil && out.Items < 0:
+		taskErr = fifo.Permanent(fmt.Errorf("worker: task reported %d items", out.Items))
+	}
+	if taskErr != nil {
+		if fifo.IsPermanent(taskErr) {
+			return a.fail(ctx, version, taskErr)
+		}
+		a.log.WarnContext(ctx, "worker: task failed; the command will be received again", versionAttr(version), slog.Any("error", taskErr), a.took())
+		return fmt.Errorf("worker: job %s g%d: task: %w", a.job.ID, a.job.Generation, taskErr)
+	}
+	res, err := cw.Commit()
+	if err != nil {
+		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
+	}
+	return a.accept(ctx, version, key, res, out.Items)
+}
+
+// runTask calls the task; once it returns, Progress refuses to write.
+func (a *attempt) runTask(ctx context.Context, out io.Writer) (Output, error) {
+	defer func() {
+		a.mu.Lock()
+		a.over = true
+		a.mu.Unlock()
+	}()
+	return a.w.cfg.Task.Run(ctx, Input{Job: a.job, AttemptID: a.id, Out: out, Progress: a.progress})
+}
+
+func (a *attempt) outcome() (version int64, fenced, broken error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.version, a.fenced, a.broken
+}
+
+// progress is Input.Progress: a fenced renewal of the lease with the
+// version last seen.
+func (a *attempt) progress(ctx context.Context, n int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.over:
+		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, ErrAttemptOver)
+	case a.fenced != nil:
+		return a.fenced
+	case a.broken != nil:
+		return a.broken
+	case n < 0:
+		return fmt.Errorf("worker: job %s g%d: progress %d is negative", a.job.ID, a.job.Generation, n)
+	}
+	job, err := a.w.cfg.Jobs.Renew(ctx, jobs.RenewRequest{
+		JobID: a.job.ID, AttemptID: a.id, Generation: a.job.Generation, Version: a.version,
+		LeaseUntil: a.lease, Progress: n,
+	})
+	switch {
+	case err == nil:
+		a.version = job.Version
+		return nil
+	case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal):
+		a.fenced = fmt.Errorf("%w: %w", ErrFenced, err)
+		a.stop(a.fenced)
+		return a.fenced
+	default:
+		// Applied or not, nobody can say: a later write with the version we
+		// knew could be refused by our own renewal. The attempt ends, and
+		// the next delivery's claim decides.
+		a.broken = fmt.Errorf("worker: job %s g%d: progress: %w", a.job.ID, a.job.Generation, err)
+		a.stop(a.broken)
+		return a.broken
+	}
+}
+
+// fail ends the job for a task's permanent error.
+func (a *attempt) fail(ctx context.Context, version int64, taskErr error) error {
+	job, err := a.w.cfg.Jobs.Fail(ctx, jobs.FailRequest{
+		JobID: a.job.ID, AttemptID: a.id, Generation: a.job.Generation, Version: version,
+		Failure: jobs.Failure{Code: CodeTaskFailed, Message: failureMessage(taskErr)},
+	})
+	switch {
+	case err == nil:
+		a.log.WarnContext(ctx, "worker: task failed permanently; job failed", versionAttr(job.Version), slog.Any("error", taskErr), a.took())
+		return nil
+	case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal):
+		a.log.InfoContext(ctx, "worker: failure refused; the attempt had lost the job", versionAttr(version),
+			statusAttr(err), slog.Any("reason", err), slog.Any("error", taskErr), a.took())
+		return nil
+	default:
+		return fmt.Errorf("worker: job %s g%d: fail: %w", a.job.ID, a.job.Generation, err)
+	}
+}
+
+// accept selects the committed candidate as the job's result.
+func (a *attempt) accept(ctx context.Context, version int64, key candidate.Key, res candidate.Result, items int64) error {
+	if err := ownCandidate(res.Key, key); err != nil {
+		a.log.ErrorContext(ctx, "worker: refusing to accept a foreign candidate", slog.Any("error", err))
+		return err
+	}
+	job, err := a.w.cfg.Jobs.Accept(ctx, jobs.AcceptRequest{
+		JobID: a.job.ID, AttemptID: a.id, Generation: a.job.Generation, Version: version,
+		Result: jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}, Progress: items,
+	})
+	switch {
+	case err == nil:
+		a.log.InfoContext(ctx, "worker: result accepted", versionAttr(job.Version),
+			slog.String("result_key", job.Result.Key), slog.Int64("result_size", job.Result.Size),
+			slog.Int64("progress", job.Progress), a.took())
+		return nil
+	case errors.Is(err, jobs.ErrStaleGeneration):
+		a.log.WarnContext(ctx, "worker: stale accept refused; candidate left for the sweeper", versionAttr(version),
+			slog.String("orphan_key", res.Key.String()), statusAttr(err), slog.Any("reason", err), a.took())
+		return nil
+	case errors.Is(err, jobs.ErrFinal):
+		a.log.InfoContext(ctx, "worker: job ended before the accept; candidate left for the sweeper", versionAttr(version),
+			slog.String("orphan_key", res.Key.String()), statusAttr(err), slog.Any("reason", err), a.took())
+		return nil
+	default:
+		return fmt.Errorf("worker: job %s g%d: accept: %w", a.job.ID, a.job.Generation, err)
+	}
+}
+
+// ownCandidate checks that the key the store wrote, in the form the job
+// will record, is the attempt's own: its job, generation and attempt id.
+func ownCandidate(got, want candidate.Key) error {
+	parsed, err := candidate.ParseKey(got.String())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrForeignCandidate, err)
+	}
+	if parsed != want {
+		return fmt.Errorf("%w: wrote %s, the attempt's key is %s", ErrForeignCandidate, parsed, want)
+	}
+	return nil
+}
+
+func versionAttr(v int64) slog.Attr { return slog.Int64("version", v) }
+
+func (a *attempt) took() slog.Attr { return slog.Duration("duration", a.w.cfg.Now().Sub(a.start)) }

@@ -1,0 +1,34 @@
+package worker
+
+import "errors"
+
+var (
+	// ErrNoLambdaContext: Handle's context carries no Lambda context (or
+	// one without a request id), so no attempt id can be made. The worker
+	// never invents one: an attempt id that two invocations could share
+	// would let both hold one generation.
+	ErrNoLambdaContext = errors.New("worker: no Lambda request id in the context")
+
+	// ErrFenced is wrapped by the error Input.Progress returns once the
+	// attempt has lost the job: a renewal was refused because another
+	// generation took over (jobs.ErrStaleGeneration) or the job ended
+	// (jobs.ErrFinal). The error also wraps the refusal.
+	ErrFenced = errors.New("worker: attempt fenced")
+
+	// ErrAttemptOver is returned by Input.Progress called after the task's
+	// Run returned.
+	ErrAttemptOver = errors.New("worker: progress reported after the task returned")
+
+	// ErrTenantMismatch: the command names another tenant than its job. The
+	// command is forged or corrupt and is refused permanently.
+	ErrTenantMismatch = errors.New("worker: command tenant does not match the job's")
+
+	// ErrGroupMismatch: the message's group is not its command's job. Per-job
+	// order holds only inside the job's own group, so such a command is
+	// refused permanently.
+	ErrGroupMismatch = errors.New("worker: message group is not the command's job")
+
+	// ErrForeignCandidate: the candidate about to be accepted is not this
+	// attempt's own key. It guards against a bug; nothing is accepted.
+	ErrForeignCandidate = errors.New("worker: candidate is not this attempt's")
+)
