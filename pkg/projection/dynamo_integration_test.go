@@ -64,11 +64,42 @@ func (f *faultInjector) install(stack *middleware.Stack) error {
 		}), middleware.After)
 }
 
+// interposer runs a function once, right after the next GetItem the client
+// sends has been answered: between a read and the write that depends on it.
+type interposer struct {
+	mu sync.Mutex
+	fn func()
+}
+
+func (i *interposer) arm(fn func()) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.fn = fn
+}
+
+func (i *interposer) install(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("projectiontest.interpose",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			if _, ok := in.Parameters.(*dynamodb.GetItemInput); ok && err == nil {
+				i.mu.Lock()
+				fn := i.fn
+				i.fn = nil
+				i.mu.Unlock()
+				if fn != nil {
+					fn()
+				}
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
 type dynamoBundle struct {
-	client  *dynamodb.Client
-	tables  projection.Tables
-	counter *testenv.Requests
-	faults  *faultInjector
+	client    *dynamodb.Client
+	tables    projection.Tables
+	counter   *testenv.Requests
+	faults    *faultInjector
+	interpose *interposer
 }
 
 // setupDynamo creates a Views and a Totals table with the key schemas
@@ -77,9 +108,9 @@ type dynamoBundle struct {
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
 	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &faultInjector{armed: map[string]bool{}}}
+	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &faultInjector{armed: map[string]bool{}}, interpose: &interposer{}}
 	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.install)
+		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.install, b.interpose.install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
@@ -143,6 +174,47 @@ func TestDynamoLostResponseCountsOnce(t *testing.T) {
 	got, err := store.Totals(ctx, "t-lost")
 	require.NoError(t, err)
 	require.Equal(t, projection.Totals{Tenant: "t-lost", Processed: 30}, got)
+}
+
+// TestDynamoRecoverRacingAnApply applies the next event between the
+// recovery's read of the cursor and its transaction. The transaction is
+// conditioned on the cursor it read, so it is refused, and the recovery
+// reads again and counts from where the event left the cursor; without the
+// condition it would count the event's delta a second time. (The memory
+// store recovers under one lock: nothing can come between.)
+func TestDynamoRecoverRacingAnApply(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	ctx := t.Context()
+	store := projection.NewDynamoStore(b.client, b.tables)
+	other := projection.NewDynamoStore(dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+		o.DisableValidateResponseChecksum = true
+	}), b.tables)
+	evs := projectiontest.Lifecycle("job-42", "t-race")
+	for i := range 2 {
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	b.counter.Take()
+	b.interpose.arm(func() {
+		res, err := other.Apply(ctx, projection.ViewOfEvent(&evs[2]), evs[2].Delta)
+		require.NoError(t, err)
+		require.Equal(t, projection.Applied, res.Outcome)
+	})
+	r, err := store.Recover(ctx, projection.ViewOfEvent(&evs[4]))
+	require.NoError(t, err)
+	require.Equal(t, projection.Recovery{
+		From:      projection.Cursor{Version: 3, Progress: 30, Status: jobs.StatusRunning},
+		To:        projection.Cursor{Version: 5, Progress: 25, Status: jobs.StatusRunning},
+		Processed: -5, ViewUpdated: true,
+	}, r)
+	got, err := store.Totals(ctx, "t-race")
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: "t-race", Processed: 25}, got, "each version counted once")
+	requests := b.counter.Take()
+	requests["GetItem"]-- // the Totals read above
+	require.Equal(t, map[string]int{"GetItem": 2, "TransactWriteItems": 2}, requests,
+		"the refused transaction and a second round")
 }
 
 // TestDynamoRequestCounts runs real job transitions on a Jobs table, turns
