@@ -18,14 +18,16 @@
 //     v in the same transaction, so a delta is counted at most once however
 //     often or concurrently its event is delivered.
 //   - An event at or behind the cursor is a duplicate (Duplicate) or older
-//     (Older): acknowledged, nothing counted. The stores tell it from the
-//     refused cursor's old item, without another read.
+//     (Older): acknowledged, nothing counted. DynamoStore tells it from the
+//     refused cursor's old item (ReturnValuesOnConditionCheckFailure
+//     ALL_OLD), without another read; only a refusal with no cursor yet
+//     costs one.
 //   - An event beyond cursor+1 is a gap: nothing is counted and Apply returns
 //     a *GapError (ErrGap), so the message fails and pkg/fifo holds the rest
 //     of its group behind it until its predecessor arrives.
-//   - A gap does not wait forever. From the receive Projector's threshold
-//     names (WithRecoverAfter, default 3, below the events queue's
-//     maxReceiveCount), the projector recovers from the authoritative job
+//   - A gap does not wait forever. From the receive the Projector's
+//     threshold names (WithRecoverAfter, default 3, below the events queue's
+//     maxReceiveCount of 10), it recovers from the authoritative job
 //     item (a strongly consistent read): in one transaction the cursor moves
 //     to the job's version and progress, processed changes by the job's
 //     progress minus the cursor's, completed grows by one if the job is
