@@ -1,6 +1,6 @@
 // Package jobs is the arbiter of the system: the job item in DynamoDB, its
 // state machine, and the conditional writes that decide every transition —
-// create, claim, renew, accept, fail and cancel. A stale worker's late
+// create, claim, renew, accept, fail, cancel and nudge. A stale worker's late
 // completion changes nothing, selects no result and publishes nothing; a
 // duplicate message does not displace a live worker.
 //
@@ -13,7 +13,10 @@
 //     write ("job-42/v3" is the message of version 3): a message exists if
 //     and only if its transition won. Version 0 (creation) emits the run
 //     command; every later version emits one event, so consumers can detect
-//     gaps. After creation, every transition is one conditional UpdateItem.
+//     gaps, except a nudge's, which emits a run command that the relay
+//     publishes as the command and as the event EventRequeued, so the
+//     events stay gapless. After creation, every transition is one
+//     conditional UpdateItem.
 //   - Renew, accept and fail land only while the job is running at the
 //     caller's generation and version. Otherwise nothing is written and the
 //     error says why: ErrStaleGeneration, ErrFinal or ErrNotFound.
@@ -31,8 +34,15 @@
 //     to run it; extending the ended lease in place would let a generation
 //     survive a gap in its lease, while a new generation fences whatever
 //     ran under the ended one (an earlier try's requests still in flight).
+//   - A nudge lands only on a pending job, or a running job whose lease
+//     ended strictly before now, at the generation and version its caller
+//     read; it never raises the generation and never passes a live lease.
 //   - Completed, failed and cancelled are final: nothing changes them, and
 //     they carry a TTL (expires_at, epoch seconds).
+//   - The item of a job that is not final carries live_shard (LiveShard of
+//     its id), and a final job's does not: the table's sparse "live" index
+//     (live_shard, updated_at) holds exactly the live jobs, which Lister
+//     lists oldest first for the sweeper.
 //   - Create is idempotent per (tenant, intent): one job and one command per
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.
@@ -66,21 +76,28 @@
 //   - A command can reach the dead-letter queue before its job's generations
 //     are exhausted, with the job still pending or running on an expired
 //     lease.
-//   - A command that reaches the dead-letter queue must not strand its job.
-//     The sweeper (pkg/sweeper) nudges stuck jobs: a pending job with no
-//     claim, or a running job whose lease has expired, unchanged for longer
-//     than a threshold, gets a fenced transition (conditional on the status,
-//     generation and version the sweeper read, and for a running job on its
-//     lease having ended) that raises the version and writes a fresh job.run
-//     command into the outbox; the relay sends it like the first. A nudge
-//     does not raise the generation: the claim its command leads to does, so
-//     the recovery policy's limit still ends a job that keeps stalling.
+//   - A command that reaches the dead-letter queue must not strand its job,
+//     nor may one lost with a stream record that expired before the relay
+//     sent it (a stream keeps records for 24 hours). The sweeper
+//     (pkg/sweeper) finds live jobs unchanged for longer than a threshold
+//     (Lister.Live, through the live index) and nudges them (Store.Nudge):
+//     a pending job, or a running job whose lease has ended, gets a fenced
+//     transition, conditional on the status, generation and version the
+//     sweeper read and for a running job on its lease having ended, that
+//     raises the version and writes a fresh job.run command into the
+//     outbox; the relay sends it like the first. A nudge does not raise the
+//     generation: the claim its command leads to does, so the recovery
+//     policy's limit still ends a job that keeps stalling.
 //   - So a job ends only by accept, fail, cancel or the recovery policy; a
 //     command in the dead-letter queue is an alarm, not the end of its job.
 //
-// A nudge's version emits a command, not an event: consumers that check
-// event versions for gaps must count it as such, which pkg/sweeper settles
-// with the nudge itself.
+// A nudge's version is published twice by the relay: as the run command
+// (deduplication id OutboxID(job, v), like every message of the job) and
+// as an event of type EventRequeued with the same id on the events queue,
+// so every version from 1 on has exactly one event and a consumer that
+// checks versions for gaps sees none. The nudge also fences whatever still
+// runs under the ended lease, as a takeover would: the holder's version is
+// no longer current.
 //
 // Times are injected (WithClock) and stored as epoch milliseconds. The
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type DynamoDBAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 var _ DynamoDBAPI = (*dynamodb.Client)(nil)
@@ -90,6 +92,68 @@ func (s *DynamoStore) Fail(ctx context.Context, req FailRequest) (Job, error) {
 // running one.
 func (s *DynamoStore) Cancel(ctx context.Context, req CancelRequest) (Job, error) {
 	return s.transition(ctx, &req)
+}
+
+// Nudge implements Store: one request. (A refusal is typed from the old
+// item the refused write returns.)
+func (s *DynamoStore) Nudge(ctx context.Context, req NudgeRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Live implements Lister: one Query of the live index per shard and page.
+// Each shard is read oldest first until it has given limit jobs or has no
+// more before the cutoff; the shards' lists are merged and cut to limit.
+// The index projects the keys only (job_id, live_shard, updated_at), which
+// is all a listing returns.
+func (s *DynamoStore) Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
+	if err := validateLimit(limit); err != nil {
+		return nil, err
+	}
+	var found []liveJob
+	for shard := range LiveShards {
+		got, err := s.liveShard(ctx, strconv.Itoa(shard), updatedBefore, limit)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: live: shard %d: %w", shard, err)
+		}
+		found = append(found, got...)
+	}
+	return oldest(found, limit), nil
+}
+
+func (s *DynamoStore) liveShard(ctx context.Context, shard string, updatedBefore time.Time, limit int) ([]liveJob, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		IndexName:              aws.String(LiveIndex),
+		KeyConditionExpression: aws.String("#s = :s AND #u < :u"),
+		ExpressionAttributeNames: map[string]string{
+			"#s": attrLiveShard, "#u": attrUpdatedAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":s": str(shard), ":u": millis(updatedBefore),
+		},
+		ScanIndexForward: aws.Bool(true), // oldest first
+	}
+	var out []liveJob
+	for len(out) < limit {
+		in.Limit = aws.Int32(int32(min(limit-len(out), math.MaxInt32)))
+		page, err := s.api.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			d := &decoder{item: item}
+			j := liveJob{id: d.str(attrJobID), updatedAt: d.num(attrUpdatedAt)}
+			if d.err != nil {
+				return nil, d.err
+			}
+			out = append(out, j)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	return out, nil
 }
 
 // Get implements Store with a strongly consistent read.
@@ -240,11 +304,20 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	for _, av := range patchValues(&st.patch) {
 		sets = append(sets, e.name(av.name)+" = "+e.value(av.value))
 	}
+	update := "SET " + strings.Join(sets, ", ")
+	if st.patch.status.Final() {
+		// Out of the live index: it lists only live jobs.
+		update += " REMOVE " + e.name(attrLiveShard)
+	} else {
+		// Written at creation already; set again so that an item written
+		// before the index existed joins it at its next transition.
+		update = "SET " + e.name(attrLiveShard) + " = " + e.value(str(LiveShard(id))) + ", " + strings.Join(sets, ", ")
+	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),
 		Key:                                 map[string]types.AttributeValue{attrJobID: str(id)},
 		ConditionExpression:                 aws.String(strings.Join(cond, " AND ")),
-		UpdateExpression:                    aws.String("SET " + strings.Join(sets, ", ")),
+		UpdateExpression:                    aws.String(update),
 		ExpressionAttributeNames:            e.names,
 		ExpressionAttributeValues:           e.values,
 		ReturnValues:                        types.ReturnValueAllNew,

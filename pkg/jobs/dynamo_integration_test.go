@@ -21,6 +21,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -72,8 +74,9 @@ type dynamoBundle struct {
 	faults  *faultInjector
 }
 
-// setupDynamo creates a table like template.yaml's JobsTable, unique to the
-// test, and a client that counts requests and can lose responses.
+// setupDynamo creates template.yaml's JobsTable (its key, stream, TTL and
+// live index, as the local deployer reads them from the template), unique
+// to the test, and a client that counts requests and can lose responses.
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
 	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
@@ -84,27 +87,21 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
 	})
-	b.table = testenv.Name(t, "jobs")
-	ctx := t.Context()
-	_, err := b.client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(b.table),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("job_id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("job_id"), KeyType: types.KeyTypeHash}},
-		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
-	})
+	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := b.client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(b.table)})
-		require.NoError(t, err)
-	})
-	require.NoError(t, dynamodb.NewTableExistsWaiter(b.client).Wait(ctx,
-		&dynamodb.DescribeTableInput{TableName: aws.String(b.table)}, 30*time.Second))
-	_, err = b.client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(b.table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
-	})
+	table, ok := tpl.Resources["JobsTable"]
+	require.True(t, ok, "template.yaml declares no JobsTable")
+	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"JobsTable": table}}
+	clients := localdeploy.Clients{DynamoDB: b.client}
+	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "jobs"), testenv.Config(t).Region, clients)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	b.table = deployed.Resources["JobsTable"]
+	require.NotEmpty(t, b.table)
+	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
+	require.NoError(t, err)
+	require.Len(t, desc.Table.GlobalSecondaryIndexes, 1)
+	require.Equal(t, jobs.LiveIndex, aws.ToString(desc.Table.GlobalSecondaryIndexes[0].IndexName))
 	b.counter.Take()
 	return b
 }
@@ -194,6 +191,24 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 			Failure: jobs.Failure{Code: "source_gone", Message: "410"}})
 	})
 	require.Equal(t, jobs.StatusFailed, failed.Status)
+
+	// Nudge, on a third job (pending, then running on an ended lease).
+	id3 := id2 + "-3"
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: id3, IntentID: "export-intent-9", Tenant: "t-1"})
+	require.NoError(t, err)
+	id = id3
+	n := lost("nudge (pending)", func() (jobs.Job, error) {
+		return store.Nudge(ctx, jobs.NudgeRequest{JobID: id3, Reason: "pending for 20m"})
+	})
+	require.Equal(t, jobs.MessageRun, n.Outbox.Type)
+	c3, err := store.Claim(ctx, jobs.ClaimRequest{JobID: id3, AttemptID: "attempt-c", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	clock.Advance(2 * time.Minute)
+	n = lost("nudge (running, lease ended)", func() (jobs.Job, error) {
+		return store.Nudge(ctx, jobs.NudgeRequest{JobID: id3, Generation: 1, Version: c3.Version, Reason: "lease ended"})
+	})
+	require.Equal(t, jobs.StatusRunning, n.Status)
+	require.Equal(t, int64(1), n.Generation)
 }
 
 // TestDynamoRequestCounts measures what each operation costs in requests.
@@ -282,9 +297,77 @@ func TestDynamoRequestCounts(t *testing.T) {
 		_, err := store.Cancel(ctx, jobs.CancelRequest{JobID: "job-44"})
 		return err
 	})
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: "job-45", IntentID: "export-intent-10", Tenant: "t-1"})
+	require.NoError(t, err)
+	measure("nudge (pending)", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Nudge(ctx, jobs.NudgeRequest{JobID: "job-45", Reason: "stuck"})
+		return err
+	})
+	c, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-45", AttemptID: "attempt-e", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	measure("nudge, lease held", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Nudge(ctx, jobs.NudgeRequest{JobID: "job-45", Generation: 1, Version: c.Version})
+		return expect(jobs.ErrLeaseHeld)(err)
+	})
+	clock.Advance(2 * time.Minute)
+	measure("nudge (running, lease ended)", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Nudge(ctx, jobs.NudgeRequest{JobID: "job-45", Generation: 1, Version: c.Version})
+		return err
+	})
+	measure("live (16 shards, one page each)", map[string]int{"Query": jobs.LiveShards}, func() error {
+		ids, err := store.Live(ctx, clock.Now().Add(time.Millisecond), 100)
+		if err == nil && len(ids) != 1 {
+			return fmt.Errorf("live jobs %v, want job-45 only", ids)
+		}
+		return err
+	})
 	for _, r := range rows {
-		t.Logf("%-28s %v", r.op, r.want)
+		t.Logf("%-32s %v", r.op, r.want)
 	}
+}
+
+// TestDynamoLiveIndexHoldsLiveJobsOnly reads the live index itself: a live
+// job's item is in it under its shard, a final one's is not.
+func TestDynamoLiveIndexHoldsLiveJobsOnly(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	clock := jobstest.NewClock(jobstest.Start)
+	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	ctx := t.Context()
+	for i := range 40 {
+		_, err := store.Create(ctx, jobs.CreateRequest{JobID: fmt.Sprintf("job-%d", i), IntentID: fmt.Sprintf("intent-%d", i), Tenant: "t-1"})
+		require.NoError(t, err)
+		clock.Advance(time.Millisecond)
+	}
+	for i := range 10 {
+		_, err := store.Cancel(ctx, jobs.CancelRequest{JobID: fmt.Sprintf("job-%d", i)})
+		require.NoError(t, err)
+	}
+	indexed := map[string]string{}
+	pages := dynamodb.NewScanPaginator(b.client, &dynamodb.ScanInput{TableName: aws.String(b.table), IndexName: aws.String(jobs.LiveIndex)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		require.NoError(t, err)
+		for _, item := range page.Items {
+			indexed[item["job_id"].(*types.AttributeValueMemberS).Value] = item["live_shard"].(*types.AttributeValueMemberS).Value
+		}
+	}
+	want := map[string]string{}
+	for i := 10; i < 40; i++ {
+		id := fmt.Sprintf("job-%d", i)
+		want[id] = jobs.LiveShard(id)
+	}
+	require.Equal(t, want, indexed, "the index holds the live jobs, each under its shard; no intent marker, no final job")
+	shards := map[string]bool{}
+	for _, s := range indexed {
+		shards[s] = true
+	}
+	require.Greater(t, len(shards), 8, "30 jobs spread over the shards")
+	ids, err := store.Live(ctx, clock.Now(), 100)
+	require.NoError(t, err)
+	require.Len(t, ids, 30)
+	require.Equal(t, "job-10", ids[0], "oldest first across shards")
+	require.Equal(t, "job-39", ids[29])
 }
 
 // TestDynamoRunningExampleStream follows the running example (Example) on the

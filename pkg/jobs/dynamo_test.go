@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,6 +24,7 @@ type fakeDynamo struct {
 	get      func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
 	update   func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 	transact func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
+	query    func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error)
 }
 
 var _ jobs.DynamoDBAPI = (*fakeDynamo)(nil)
@@ -48,6 +51,14 @@ func (f *fakeDynamo) TransactWriteItems(_ context.Context, in *dynamodb.Transact
 		return nil, errors.New("unexpected TransactWriteItems")
 	}
 	return f.transact(in)
+}
+
+func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if f.query == nil {
+		f.t.Errorf("unexpected Query")
+		return nil, errors.New("unexpected Query")
+	}
+	return f.query(in)
 }
 
 // TestNewDynamoStoreTakesTheExportedInterface: a caller outside the package
@@ -114,4 +125,67 @@ func TestDynamoCreateBacksOffBetweenConflicts(t *testing.T) {
 		require.Less(t, len(calls), 8)
 		require.Equal(t, 15*time.Millisecond, time.Since(start))
 	})
+}
+
+// TestDynamoLiveQueriesEveryShardOldestFirst: Live reads each shard of the
+// live index oldest first, page by page, asks no shard for more than it
+// still needs, and merges the shards' lists, oldest first, cut to the limit.
+func TestDynamoLiveQueriesEveryShardOldestFirst(t *testing.T) {
+	t.Parallel()
+	cutoff := time.Date(2026, 11, 4, 9, 0, 0, 0, time.UTC)
+	// Shard "3" has five entries (two pages), shard "7" one, the rest none.
+	index := map[string][]int64{"3": {100, 200, 300, 400, 500}, "7": {150}}
+	var asked []string
+	api := &fakeDynamo{t: t, query: func(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+		require.Equal(t, "jobs", aws.ToString(in.TableName))
+		require.Equal(t, jobs.LiveIndex, aws.ToString(in.IndexName))
+		require.Equal(t, "#s = :s AND #u < :u", aws.ToString(in.KeyConditionExpression))
+		require.Equal(t, map[string]string{"#s": "live_shard", "#u": "updated_at"}, in.ExpressionAttributeNames)
+		require.Equal(t, &types.AttributeValueMemberN{Value: fmt.Sprint(cutoff.UnixMilli())}, in.ExpressionAttributeValues[":u"])
+		require.True(t, aws.ToBool(in.ScanIndexForward), "oldest first")
+		shard := in.ExpressionAttributeValues[":s"].(*types.AttributeValueMemberS).Value
+		start := 0
+		if in.ExclusiveStartKey != nil {
+			start = must(strconv.Atoi(in.ExclusiveStartKey["i"].(*types.AttributeValueMemberN).Value))
+		}
+		asked = append(asked, fmt.Sprintf("%s@%d limit %d", shard, start, aws.ToInt32(in.Limit)))
+		entries := index[shard][start:]
+		out := &dynamodb.QueryOutput{}
+		n := min(len(entries), int(aws.ToInt32(in.Limit)), 2) // pages of at most two
+		for i, ms := range entries[:n] {
+			out.Items = append(out.Items, map[string]types.AttributeValue{
+				"job_id":     &types.AttributeValueMemberS{Value: fmt.Sprintf("job-%s-%d", shard, start+i)},
+				"live_shard": &types.AttributeValueMemberS{Value: shard},
+				"updated_at": &types.AttributeValueMemberN{Value: fmt.Sprint(ms)},
+			})
+		}
+		if start+n < len(index[shard]) {
+			out.LastEvaluatedKey = map[string]types.AttributeValue{"i": &types.AttributeValueMemberN{Value: fmt.Sprint(start + n)}}
+		}
+		return out, nil
+	}}
+	store := jobs.NewDynamoStore(api, "jobs")
+	ids, err := store.Live(t.Context(), cutoff, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"job-3-0", "job-7-0", "job-3-1"}, ids)
+	want := []string{}
+	for shard := range jobs.LiveShards {
+		switch shard {
+		case 3:
+			want = append(want, "3@0 limit 3", "3@2 limit 1") // it has 3 after two pages: stop
+		default:
+			want = append(want, fmt.Sprintf("%d@0 limit 3", shard))
+		}
+	}
+	require.Equal(t, want, asked)
+
+	_, err = store.Live(t.Context(), cutoff, 0)
+	require.ErrorIs(t, err, jobs.ErrInvalid)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -31,6 +31,10 @@ const (
 	attrCreatedAt      = "created_at"
 	attrUpdatedAt      = "updated_at"
 	attrExpiresAt      = "expires_at"
+	// attrLiveShard is the live index's hash key, LiveShard(job id), on the
+	// items of live jobs only. FromItem does not read it: it follows from
+	// the id and the status.
+	attrLiveShard = "live_shard"
 
 	// Intent markers only.
 	attrCreatedJobID = "created_job_id"
@@ -99,6 +103,9 @@ func jobItem(j *Job) map[string]types.AttributeValue {
 	}
 	if !j.ExpiresAt.IsZero() {
 		item[attrExpiresAt] = seconds(j.ExpiresAt)
+	}
+	if !j.Status.Final() {
+		item[attrLiveShard] = str(LiveShard(j.ID))
 	}
 	return item
 }

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,6 +42,47 @@ func TestJobItemLayout(t *testing.T) {
 	back, err := FromItem(item)
 	require.NoError(t, err)
 	require.Equal(t, j, back)
+}
+
+// TestLiveShardIsOnTheItemsOfLiveJobsOnly: a live job's item carries its
+// live_shard, the key of the sparse live index; a final job's has none.
+func TestLiveShardIsOnTheItemsOfLiveJobsOnly(t *testing.T) {
+	t.Parallel()
+	for _, st := range []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled} {
+		j := Job{ID: "job-42", Status: st}
+		item := jobItem(&j)
+		if st.Final() {
+			require.NotContains(t, item, "live_shard", st)
+			continue
+		}
+		require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, item["live_shard"], st)
+		back, err := FromItem(item)
+		require.NoError(t, err)
+		require.Equal(t, j, back, "live_shard follows from the id and status; nothing decodes it")
+	}
+}
+
+// TestLiveShardIsFNV1aModSixteen pins the hash: every writer, in every
+// version of the code, must put a job in the same shard. The golden values
+// are 32-bit FNV-1a computed independently (offset basis 0x811c9dc5, prime
+// 0x01000193), modulo 16.
+func TestLiveShardIsFNV1aModSixteen(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]string{"job-42": "5", "job-43": "2", "a": "12"} {
+		require.Equal(t, want, LiveShard(id), id)
+	}
+	seen := map[string]int{}
+	for i := range 1600 {
+		s := LiveShard(fmt.Sprintf("job-%d", i))
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		require.True(t, n >= 0 && n < LiveShards, s)
+		seen[s]++
+	}
+	require.Len(t, seen, LiveShards, "every shard is used")
+	for s, n := range seen {
+		require.Greater(t, n, 50, "shard %s holds %d of 1600 ids: the hash does not spread", s, n)
+	}
 }
 
 func TestJobItemRoundTrip(t *testing.T) {

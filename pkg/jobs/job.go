@@ -83,14 +83,20 @@ type Message struct {
 
 // Message types. The command is emitted by creation, an event by every
 // later transition, so versions 1, 2, ... of a job each have exactly one
-// event and a consumer can detect a gap.
+// event and a consumer can detect a gap. The one transition after creation
+// whose outbox holds a command is the nudge (Store.Nudge): the relay
+// publishes its version twice, as the command and as the event
+// EventRequeued, so the events stay gapless.
 const (
-	MessageRun     = "job.run"       // command: run the job (version 0)
+	MessageRun     = "job.run"       // command: run the job (version 0, and every nudge)
 	EventStarted   = "job.started"   // a claim or a takeover
 	EventProgress  = "job.progress"  // a renewal
 	EventCompleted = "job.completed" // an accepted result
 	EventFailed    = "job.failed"    // a failure, or a takeover beyond the recovery policy
 	EventCancelled = "job.cancelled"
+	// EventRequeued is the event the relay publishes for a nudge's version,
+	// next to its run command; no item's outbox holds it.
+	EventRequeued = "job.requeued"
 )
 
 // Payload keys.

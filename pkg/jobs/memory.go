@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 )
 
 // MemoryStore is a Store in memory, for fast tests. It makes the same
@@ -79,6 +80,32 @@ func (s *MemoryStore) Fail(ctx context.Context, req FailRequest) (Job, error) {
 // Cancel implements Store.
 func (s *MemoryStore) Cancel(ctx context.Context, req CancelRequest) (Job, error) {
 	return s.transition(ctx, &req)
+}
+
+// Nudge implements Store.
+func (s *MemoryStore) Nudge(ctx context.Context, req NudgeRequest) (Job, error) {
+	return s.transition(ctx, &req)
+}
+
+// Live implements Lister. The memory store has no index: it lists what the
+// live index holds, every job that is not final.
+func (s *MemoryStore) Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: live: %w", err)
+	}
+	if err := validateLimit(limit); err != nil {
+		return nil, err
+	}
+	cutoff := updatedBefore.UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found []liveJob
+	for id, j := range s.jobs {
+		if !j.Status.Final() && j.UpdatedAt.UnixMilli() < cutoff {
+			found = append(found, liveJob{id: id, updatedAt: j.UpdatedAt.UnixMilli()})
+		}
+	}
+	return oldest(found, limit), nil
 }
 
 // Get implements Store.

@@ -35,6 +35,17 @@ type Store interface {
 	Fail(ctx context.Context, req FailRequest) (Job, error)
 	// Cancel ends a pending or running job and fences its worker.
 	Cancel(ctx context.Context, req CancelRequest) (Job, error)
+	// Nudge re-issues the run command of a job that is pending, or running
+	// on a lease that ended strictly before now, and still at the
+	// generation and version the caller read: the version rises by one and
+	// the outbox holds a fresh job.run command; the generation, the lease
+	// and the progress stay. A job whose command was lost (to the
+	// dead-letter queue, or with a stream record that expired) is not
+	// stranded: the command the nudge writes leads to a claim, and the
+	// claim, not the nudge, starts the next generation under the recovery
+	// policy. A live lease is ErrLeaseHeld, a job that moved on
+	// ErrStaleGeneration, an ended job ErrFinal.
+	Nudge(ctx context.Context, req NudgeRequest) (Job, error)
 	// Get reads the job (strongly consistent).
 	Get(ctx context.Context, id string) (Job, error)
 }
@@ -103,6 +114,18 @@ type FailRequest struct {
 type CancelRequest struct {
 	JobID  string
 	Reason string // optional, recorded as the failure message
+}
+
+// NudgeRequest re-issues the run command of a stuck job. Generation and
+// Version are what the caller read (Get): the nudge lands only if the job
+// is still there.
+type NudgeRequest struct {
+	JobID      string
+	Generation int64
+	Version    int64
+	// Reason is recorded in the command's payload (PayloadReason); optional.
+	// A retry of the request must send the same reason to be recognised.
+	Reason string
 }
 
 const (
@@ -217,6 +240,21 @@ func (r *FailRequest) validate(time.Time, *config) error {
 func (r *CancelRequest) validate(time.Time, *config) error {
 	if err := ValidateID(r.JobID); err != nil {
 		return err
+	}
+	if len(r.Reason) > maxText {
+		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, maxText)
+	}
+	return nil
+}
+
+func (r *NudgeRequest) validate(time.Time, *config) error {
+	if err := ValidateID(r.JobID); err != nil {
+		return err
+	}
+	// A claim raises the generation and the version together, so a job's
+	// version is never below its generation.
+	if r.Generation < 0 || r.Version < r.Generation {
+		return fmt.Errorf("%w: generation %d and version %d: want 0 <= generation <= version", ErrInvalid, r.Generation, r.Version)
 	}
 	if len(r.Reason) > maxText {
 		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, maxText)

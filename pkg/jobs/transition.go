@@ -107,6 +107,7 @@ func (r *RenewRequest) jobID() string  { return r.JobID }
 func (r *AcceptRequest) jobID() string { return r.JobID }
 func (r *FailRequest) jobID() string   { return r.JobID }
 func (r *CancelRequest) jobID() string { return r.JobID }
+func (r *NudgeRequest) jobID() string  { return r.JobID }
 
 func (r *ClaimRequest) describe() string { return fmt.Sprintf("claim %s as %s", r.JobID, r.AttemptID) }
 func (r *RenewRequest) describe() string { return fmt.Sprintf("renew %s g%d", r.JobID, r.Generation) }
@@ -115,12 +116,28 @@ func (r *AcceptRequest) describe() string {
 }
 func (r *FailRequest) describe() string   { return fmt.Sprintf("fail %s g%d", r.JobID, r.Generation) }
 func (r *CancelRequest) describe() string { return "cancel " + r.JobID }
+func (r *NudgeRequest) describe() string {
+	return fmt.Sprintf("nudge %s g%d v%d", r.JobID, r.Generation, r.Version)
+}
 
 func (r *ClaimRequest) expect() *Job  { return &Job{ID: r.JobID, Status: StatusPending} }
 func (r *CancelRequest) expect() *Job { return &Job{ID: r.JobID, Status: StatusPending} }
 func (r *RenewRequest) expect() *Job  { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
 func (r *AcceptRequest) expect() *Job { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
 func (r *FailRequest) expect() *Job   { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
+
+// expect of a nudge is the job as the caller read it. Only a pending job is
+// at generation 0 (a claim raises the generation as it starts the job, and
+// the other writes that raise it end the job), so the generation tells the
+// status; a running job is expected on a lease that has ended, which the
+// write's condition checks against the store's now.
+func (r *NudgeRequest) expect() *Job {
+	if r.Generation == 0 {
+		return &Job{ID: r.JobID, Status: StatusPending, Version: r.Version}
+	}
+	return &Job{ID: r.JobID, Status: StatusRunning, Generation: r.Generation, Version: r.Version,
+		LeaseExpiresAt: time.UnixMilli(0).UTC()}
+}
 
 func fenced(id string, g, v int64, attempt string) *Job {
 	return &Job{ID: id, Status: StatusRunning, Generation: g, Version: v, LeaseOwner: attempt}
@@ -144,14 +161,20 @@ func decide(req request, cur *Job, now time.Time, cfg *config) (step, error) {
 		return decideFail(r, cur, now, cfg)
 	case *CancelRequest:
 		return decideCancel(r, cur, now, cfg)
+	case *NudgeRequest:
+		return decideNudge(r, cur, now)
 	}
 	panic(fmt.Sprintf("jobs: decide: unknown request %T", req))
 }
 
 func decideRenew(r *RenewRequest, cur *Job, now time.Time) (step, error) {
+	// Our own renewal is the one whose event is at the next version: a
+	// nudge also keeps the job running at the generation, the holder and
+	// its lease, and must not pass for it.
 	if cur != nil && cur.Status == StatusRunning && cur.Generation == r.Generation &&
 		cur.Version == r.Version+1 && cur.LeaseOwner == r.AttemptID &&
-		cur.LeaseExpiresAt.Equal(ms(r.LeaseUntil)) && cur.Progress == r.Progress {
+		cur.LeaseExpiresAt.Equal(ms(r.LeaseUntil)) && cur.Progress == r.Progress &&
+		cur.Outbox.Type == EventProgress && cur.Outbox.Payload[PayloadAttemptID] == r.AttemptID {
 		return step{done: true}, nil
 	}
 	if err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {
@@ -232,6 +255,53 @@ func decideCancel(r *CancelRequest, cur *Job, now time.Time, cfg *config) (step,
 			outbox: message(r.JobID, cur.Version+1, EventCancelled, payload...),
 		},
 	}, nil
+}
+
+// decideNudge re-issues the run command of a pending job, or of a running
+// one whose lease ended strictly before now, at the generation and version
+// the caller read. The generation stays: the claim the command leads to
+// raises it, so the recovery policy still counts every generation. The
+// version rises, which fences whatever ran under the ended lease as a
+// takeover would (its invocation ended at its deadline; only requests in
+// flight could still arrive).
+func decideNudge(r *NudgeRequest, cur *Job, now time.Time) (step, error) {
+	switch {
+	case cur == nil:
+		return step{}, ErrNotFound
+	case nudgedBy(cur, r):
+		// Our own nudge, applied by an earlier try whose response was lost.
+		return step{done: true}, nil
+	case cur.Generation != r.Generation || cur.Version != r.Version:
+		return step{}, &StaleError{Generation: cur.Generation, Version: cur.Version, Status: cur.Status}
+	case cur.Status.Final():
+		return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
+	case cur.Status == StatusRunning && cur.LeaseExpiresAt.UnixMilli() >= now.UnixMilli():
+		return step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}
+	}
+	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version}
+	if cur.Status == StatusRunning {
+		g.expiredBefore = now
+	}
+	var payload []string
+	if r.Reason != "" {
+		payload = []string{PayloadReason, r.Reason}
+	}
+	return step{
+		guard: g,
+		patch: patch{
+			status: cur.Status, generation: cur.Generation, version: cur.Version + 1, updatedAt: now,
+			outbox: message(r.JobID, cur.Version+1, MessageRun, payload...),
+		},
+	}, nil
+}
+
+// nudgedBy reports whether cur is what r's nudge wrote: still live, at the
+// generation it read and the next version, with the run command it would
+// have written. (Two sweepers nudging the same read alike are told both
+// that they succeeded: there is one write and one command either way.)
+func nudgedBy(cur *Job, r *NudgeRequest) bool {
+	return !cur.Status.Final() && cur.Generation == r.Generation && cur.Version == r.Version+1 &&
+		cur.Outbox.Type == MessageRun && cur.Outbox.Payload[PayloadReason] == r.Reason
 }
 
 // decideClaim grants the next generation, or recognises the caller's own

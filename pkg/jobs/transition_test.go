@@ -43,7 +43,7 @@ func genRequest(t *rapid.T, cur *Job, now time.Time) request {
 		attempt = "a1"
 	}
 	until := now.Add(time.Minute)
-	switch rapid.IntRange(0, 4).Draw(t, "op") {
+	switch rapid.IntRange(0, 5).Draw(t, "op") {
 	case 0:
 		return &ClaimRequest{JobID: "job-42", AttemptID: attempt, LeaseUntil: until}
 	case 1:
@@ -53,8 +53,18 @@ func genRequest(t *rapid.T, cur *Job, now time.Time) request {
 			Result: Result{Key: "k/" + attempt, SHA256: "00"}, Progress: 9}
 	case 3:
 		return &FailRequest{JobID: "job-42", AttemptID: attempt, Generation: g, Version: v, Failure: Failure{Code: "x"}}
-	default:
+	case 4:
 		return &CancelRequest{JobID: "job-42", Reason: "r"}
+	default:
+		// A nudge reads the job first, so it is often right about both.
+		g, v := int64(0), int64(0)
+		if cur != nil {
+			g, v = cur.Generation, cur.Version
+		}
+		g = max(0, g+rapid.Int64Range(-1, 1).Draw(t, "dg")*rapid.Int64Range(0, 1).Draw(t, "wrong g"))
+		v = max(g, v+rapid.Int64Range(-1, 1).Draw(t, "dv")*rapid.Int64Range(0, 1).Draw(t, "wrong v"))
+		return &NudgeRequest{JobID: "job-42", Generation: g, Version: v,
+			Reason: rapid.SampledFrom([]string{"", "stuck"}).Draw(t, "reason")}
 	}
 }
 
@@ -100,6 +110,17 @@ func TestDecideProperties(t *testing.T) {
 		switch req.(type) {
 		case *RenewRequest, *AcceptRequest, *FailRequest:
 			require.Equal(t, cur.Generation, next.Generation, "a fenced write keeps the generation")
+		case *NudgeRequest:
+			require.Equal(t, cur.Generation, next.Generation, "a nudge keeps the generation")
+			require.Equal(t, cur.Status, next.Status, "a nudge keeps the status")
+			require.Contains(t, []Status{StatusPending, StatusRunning}, cur.Status)
+			require.Equal(t, MessageRun, next.Outbox.Type, "a nudge writes a run command")
+			if cur.Status == StatusRunning {
+				require.Less(t, cur.LeaseExpiresAt.UnixMilli(), now.UnixMilli(), "a nudge never passes a live lease")
+			}
+			require.Equal(t, cur.LeaseOwner, next.LeaseOwner)
+			require.Equal(t, cur.LeaseExpiresAt, next.LeaseExpiresAt)
+			require.Equal(t, cur.Progress, next.Progress)
 		default:
 			require.Equal(t, cur.Generation+1, next.Generation)
 		}
@@ -136,6 +157,8 @@ func TestExpectationIsAWrite(t *testing.T) {
 		&AcceptRequest{JobID: "job-42", AttemptID: "a", Generation: 2, Version: 3, Result: Result{Key: "k"}},
 		&FailRequest{JobID: "job-42", AttemptID: "a", Generation: 2, Version: 3, Failure: Failure{Code: "x"}},
 		&CancelRequest{JobID: "job-42"},
+		&NudgeRequest{JobID: "job-42"},
+		&NudgeRequest{JobID: "job-42", Generation: 2, Version: 3, Reason: "stuck"},
 	} {
 		st, err := decide(req, req.expect(), now, &cfg)
 		require.NoError(t, err, req.describe())
@@ -183,4 +206,33 @@ func TestSpecHashIgnoresOrderAndEmptiness(t *testing.T) {
 	require.Equal(t, specHash(map[string]string{"a": "1", "b": "2"}), specHash(map[string]string{"b": "2", "a": "1"}))
 	// Length prefixes: shifting characters between key and value changes the hash.
 	require.NotEqual(t, specHash(map[string]string{"ab": "c"}), specHash(map[string]string{"a": "bc"}))
+}
+
+// TestNudgeIsNotTakenForARenewal: a nudge leaves a running job at the
+// holder's generation, lease and progress with the version one up, which is
+// also what the holder's renewal would leave if it asked for the same lease
+// end. A renewal sent before the lease ended and decided after the nudge
+// must be refused, not recognised as its own success.
+func TestNudgeIsNotTakenForARenewal(t *testing.T) {
+	t.Parallel()
+	cfg := newConfig(nil)
+	lease := ms(testStart.Add(time.Minute))
+	cur := &Job{ID: "job-42", Status: StatusRunning, Generation: 1, Version: 2, LeaseOwner: "a", LeaseExpiresAt: lease, Progress: 30,
+		Outbox: Message{ID: "job-42/v2", Type: EventProgress, Version: 2, Payload: map[string]string{PayloadAttemptID: "a"}}}
+	nudge := &NudgeRequest{JobID: "job-42", Generation: 1, Version: 2}
+	st, err := decide(nudge, cur, lease.Add(time.Millisecond), &cfg)
+	require.NoError(t, err)
+	nudged := st.patch.apply(*cur)
+
+	renew := &RenewRequest{JobID: "job-42", AttemptID: "a", Generation: 1, Version: 2, LeaseUntil: lease, Progress: 30}
+	_, err = decide(renew, &nudged, testStart, &cfg)
+	require.ErrorIs(t, err, ErrStaleGeneration)
+	// While the renewal's own write is recognised.
+	st, err = decide(renew, cur, testStart, &cfg)
+	require.NoError(t, err)
+	renewed := st.patch.apply(*cur)
+	require.Equal(t, nudged.Version, renewed.Version)
+	st, err = decide(renew, &renewed, testStart, &cfg)
+	require.NoError(t, err)
+	require.True(t, st.done)
 }

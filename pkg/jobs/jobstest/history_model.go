@@ -10,7 +10,7 @@ import (
 
 // Op is the input of one recorded operation.
 type Op struct {
-	Kind      string // claim, renew, accept, fail, cancel, get
+	Kind      string // claim, renew, accept, fail, cancel, nudge, get
 	JobID     string
 	AttemptID string
 	G, V      int64
@@ -36,10 +36,14 @@ type State struct {
 	Until    int64
 	Key      string
 	Progress int64
+	// Nudged: the last transition was a nudge (its outbox holds a run
+	// command after creation), which a retry of the nudge recognises.
+	Nudged bool
 }
 
 func stateOf(j jobs.Job) State {
-	s := State{Status: j.Status, G: j.Generation, V: j.Version, Owner: j.LeaseOwner, Key: j.Result.Key, Progress: j.Progress}
+	s := State{Status: j.Status, G: j.Generation, V: j.Version, Owner: j.LeaseOwner, Key: j.Result.Key, Progress: j.Progress,
+		Nudged: j.Version > 0 && j.Outbox.Type == jobs.MessageRun}
 	if !j.LeaseExpiresAt.IsZero() {
 		s.Until = j.LeaseExpiresAt.UnixMilli()
 	}
@@ -109,7 +113,7 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 				return out.Status == s.Status, s
 			}
 			next := s
-			next.Status, next.G, next.V = jobs.StatusFailed, s.G+1, s.V+1
+			next.Status, next.G, next.V, next.Nudged = jobs.StatusFailed, s.G+1, s.V+1, false
 			ok := s.Status == jobs.StatusRunning && s.Until < in.NowHi &&
 				s.G >= maxGenerations && out.Status == jobs.StatusFailed
 			return ok, next
@@ -122,7 +126,7 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 				return out.State == s, s
 			}
 			next := s
-			next.Status, next.G, next.V = jobs.StatusCancelled, s.G+1, s.V+1
+			next.Status, next.G, next.V, next.Nudged = jobs.StatusCancelled, s.G+1, s.V+1, false
 			return !final && out.State == next, next
 		case "final":
 			return final && s.Status != jobs.StatusCancelled && out.Status == s.Status, s
@@ -131,7 +135,7 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 	case "renew", "accept", "fail":
 		var done State // the state the write leads to
 		done = s
-		done.V = in.V + 1
+		done.V, done.Nudged = in.V+1, false
 		switch in.Kind {
 		case "renew":
 			done.Status, done.Until, done.Progress = jobs.StatusRunning, in.Until, in.Progress
@@ -155,6 +159,29 @@ func step(s State, in Op, out Outcome, maxGenerations int64) (bool, any) {
 			return ok && out.G == s.G && out.V == s.V && out.Status == s.Status, s
 		case "final":
 			return s.G == in.G && final && out.Status == s.Status, s
+		}
+		return false, s
+	case "nudge":
+		// The caller's own nudge, already applied: recognised. (Every
+		// recorded nudge has the same reason.)
+		if !final && s.Nudged && s.G == in.G && s.V == in.V+1 {
+			return out.Kind == "ok" && out.State == s, s
+		}
+		current := s.G == in.G && s.V == in.V
+		switch out.Kind {
+		case "ok":
+			next := s
+			next.V, next.Nudged = s.V+1, true
+			ok := current && (s.Status == jobs.StatusPending || (s.Status == jobs.StatusRunning && s.Until < in.NowHi))
+			return ok && out.State == next, next
+		case "stale":
+			return !current && out.G == s.G && out.V == s.V && out.Status == s.Status, s
+		case "final":
+			return current && final && out.Status == s.Status, s
+		case "held":
+			ok := current && s.Status == jobs.StatusRunning && s.Until >= in.NowLo &&
+				out.Owner == s.Owner && out.G == s.G && out.Until == s.Until
+			return ok, s
 		}
 		return false, s
 	}

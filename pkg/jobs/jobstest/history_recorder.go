@@ -33,7 +33,8 @@ type History struct {
 
 // RecordHistory creates cfg.Jobs jobs and lets cfg.Workers goroutines claim,
 // a few at a time,
-// renew, accept, fail, cancel and read them while the clock advances in
+// renew, accept, fail, cancel, nudge (as the sweeper does: read, then nudge
+// what was read) and read them while the clock advances in
 // steps that make leases expire mid-attempt. Stalled workers keep going with
 // their old generation, and some requests are sent twice, as after a lost
 // response (a claim sometimes later, with a new lease end, after its first
@@ -183,6 +184,8 @@ func (w *worker) run(ops int) {
 		case p < 4:
 			w.cancel(id)
 			n++
+		case p < 10:
+			n += w.nudge(id)
 		case p < 20:
 			w.get(id)
 			n++
@@ -194,6 +197,24 @@ func (w *worker) run(ops int) {
 
 func (w *worker) get(id string) {
 	_, _ = w.record(w.client, w.rng, Op{Kind: "get", JobID: id}, func() (jobs.Job, error) { return w.store.Get(w.ctx, id) })
+}
+
+// nudge is the sweeper's: read the job, nudge it at what was read (the
+// store decides whether it may), sometimes twice as after a lost response.
+// It returns how many operations it made.
+func (w *worker) nudge(id string) int {
+	j, err := w.record(w.client, w.rng, Op{Kind: "get", JobID: id}, func() (jobs.Job, error) { return w.store.Get(w.ctx, id) })
+	if err != nil {
+		return 1
+	}
+	req := jobs.NudgeRequest{JobID: id, Generation: j.Generation, Version: j.Version, Reason: "stuck"}
+	in := Op{Kind: "nudge", JobID: id, G: j.Generation, V: j.Version}
+	ops := 1
+	for range 1 + w.rng.IntN(2) {
+		_, _ = w.record(w.client, w.rng, in, func() (jobs.Job, error) { return w.store.Nudge(w.ctx, req) })
+		ops++
+	}
+	return ops
 }
 
 func (w *worker) cancel(id string) {

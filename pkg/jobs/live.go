@@ -1,0 +1,87 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The live index: template.yaml's JobsTable has a sparse global secondary
+// index "live" (hash key live_shard, S; range key updated_at, N; keys
+// only). Every item of a job that is not final carries live_shard, written
+// at creation and by every transition that leaves the job live; the
+// transition that makes a job final removes it. So the index holds exactly
+// the live jobs, by shard and time of their last transition, and the
+// sweeper finds the ones stuck for longest without scanning the table.
+// (Every live transition sets live_shard again, so an item written before
+// the index existed joins it at its next transition; one that never
+// transitions again needs live_shard set once by hand.)
+const (
+	// LiveIndex is the name of the index.
+	LiveIndex = "live"
+	// LiveShards is how many values live_shard takes, "0" to "15". Every
+	// transition of a live job writes the index (updated_at is its range
+	// key), so with one hash key value every job's writes would meet on one
+	// index partition, which takes about 1,000 writes a second; sixteen
+	// spread them, and a listing queries each shard.
+	LiveShards = 16
+)
+
+// LiveShard returns the live_shard of a job: the 32-bit FNV-1a hash of its
+// id modulo LiveShards, in decimal. The hash is fixed by its definition, not
+// by the process (unlike hash/maphash), so every writer, in every version of
+// the code, puts a job in the same shard: a job never moves between index
+// partitions, which would cost a delete and a put in the index.
+func LiveShard(jobID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(jobID)) // a hash.Hash never fails to write
+	return strconv.FormatUint(uint64(h.Sum32()%LiveShards), 10)
+}
+
+// Lister lists live jobs by the time of their last transition: what the
+// sweeper needs to find jobs that are stuck. DynamoStore (through the live
+// index) and MemoryStore implement it, and jobstest.Run holds them to the
+// same behaviour.
+type Lister interface {
+	// Live returns the ids of at most limit jobs that are not final and
+	// whose last transition (updated_at) was strictly before updatedBefore,
+	// oldest first (ties by id). On DynamoDB the index is eventually
+	// consistent: a job may be listed just after it moved on, or missed
+	// just after it got stuck, so a caller reads each job before acting
+	// and finds the rest on a later call.
+	Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error)
+}
+
+var (
+	_ Lister = (*DynamoStore)(nil)
+	_ Lister = (*MemoryStore)(nil)
+)
+
+// liveJob is one entry of the live index.
+type liveJob struct {
+	id        string
+	updatedAt int64 // epoch ms
+}
+
+// oldest returns the ids of the first limit jobs, oldest first, ties by id.
+func oldest(found []liveJob, limit int) []string {
+	slices.SortFunc(found, func(a, b liveJob) int {
+		return cmp.Or(cmp.Compare(a.updatedAt, b.updatedAt), cmp.Compare(a.id, b.id))
+	})
+	ids := make([]string, 0, min(len(found), limit))
+	for _, j := range found[:min(len(found), limit)] {
+		ids = append(ids, j.id)
+	}
+	return ids
+}
+
+func validateLimit(limit int) error {
+	if limit < 1 {
+		return fmt.Errorf("jobs: live: %w: limit %d is not positive", ErrInvalid, limit)
+	}
+	return nil
+}
