@@ -1,29 +1,8 @@
 // Command relay is the Lambda function that publishes the Jobs table's
-// outbox: its stream to the commands and events FIFO queues (pkg/outbox).
+// outbox, its stream, to the commands and events FIFO queues: pkg/outbox,
+// wired by internal/lambdawire.Relay.
 package main
 
-import (
-	"context"
+import "github.com/fifoworker/fifoworker/internal/lambdawire"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/fifoworker/fifoworker/internal/lambdawire"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
-)
-
-func main() {
-	log := lambdawire.Logger()
-	env := lambdawire.NewEnv()
-	commands := env.String("COMMANDS_QUEUE_URL")
-	evts := env.String("EVENTS_QUEUE_URL")
-	if err := env.Err(); err != nil {
-		lambdawire.Fatal(log, err)
-	}
-	cfg, err := lambdawire.AWSConfig(context.Background())
-	if err != nil {
-		lambdawire.Fatal(log, err)
-	}
-	relay := outbox.NewRelay(sqs.NewFromConfig(cfg), commands, evts, log)
-	lambda.Start(relay.Handle)
-}
+func main() { lambdawire.Main(lambdawire.Relay) }

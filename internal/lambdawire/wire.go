@@ -1,7 +1,10 @@
-// Package lambdawire is what every function's main.go shares: its settings
-// from the environment, read all at once so that a misconfigured function
-// names every problem in one cold-start error, the AWS configuration, and
-// the JSON logger. It holds no logic of the pipeline.
+// Package lambdawire wires the functions: for each one a Builder that reads
+// its settings (all at once, so that a misconfigured function names every
+// problem in one cold-start error) and builds its handler from pkg/, and
+// Main, which every functions/<name>/main.go calls. The local pipeline calls
+// the same builders with the settings template.yaml gives each function, so
+// a function runs the same code in Lambda, under the runtime interface
+// emulator and in process. It holds no logic of the pipeline.
 package lambdawire
 
 import (

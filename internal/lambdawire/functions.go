@@ -1,0 +1,86 @@
+package lambdawire
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/outbox"
+)
+
+// Builder builds a function's handler from its settings. The function's
+// main.go (through Main) and the local pipeline (in process, with the
+// settings template.yaml gives the function) call the same builder, so a
+// function runs the same code wherever it runs.
+type Builder[E, R any] func(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, E) (R, error), error)
+
+// Main is a function's main: settings from the process environment, the
+// AWS configuration, the handler, lambda.Start. A function that cannot be
+// built fails its init with every problem named.
+func Main[E, R any](build Builder[E, R]) {
+	log := Logger()
+	cfg, err := AWSConfig(context.Background())
+	if err != nil {
+		Fatal(log, err)
+	}
+	h, err := build(NewEnv(), cfg, log)
+	if err != nil {
+		Fatal(log, err)
+	}
+	lambda.Start(h)
+}
+
+// S3 returns an S3 client; with an endpoint override (a local emulator on
+// 127.0.0.1, which has no virtual-host names) it addresses buckets by path.
+func S3(cfg aws.Config) *s3.Client {
+	local := os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
+}
+
+// Intake is the jobs API (pkg/intake). Settings: JOBS_TABLE,
+// CANDIDATES_BUCKET, TENANT_CLAIM (default "tenant"), RESULT_URL_TTL
+// (default 5m, 1s to 1h).
+func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	table := env.String("JOBS_TABLE")
+	bucket := env.String("CANDIDATES_BUCKET")
+	claim := env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim)
+	ttl := env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL)
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	presigner, err := intake.NewS3Presigner(s3.NewPresignClient(S3(cfg)), bucket)
+	if err != nil {
+		return nil, err
+	}
+	h, err := intake.New(intake.Config{
+		Store:        jobs.NewDynamoStore(dynamodb.NewFromConfig(cfg), table),
+		Presigner:    presigner,
+		TenantClaim:  claim,
+		ResultURLTTL: ttl,
+		Logger:       log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
+// Relay publishes the Jobs table's stream (pkg/outbox). Settings:
+// COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL.
+func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	commands := env.String("COMMANDS_QUEUE_URL")
+	evts := env.String("EVENTS_QUEUE_URL")
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	return outbox.NewRelay(sqs.NewFromConfig(cfg), commands, evts, log).Handle, nil
+}
