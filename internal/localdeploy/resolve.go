@@ -248,3 +248,12 @@ func order(resources map[string]samtemplate.Resource) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Resolve returns v, a part of tpl such as a function's Environment or an
+// event source's Properties, with its intrinsic functions resolved against
+// what res created for stack stackName in region. A Ref to a resource that
+// was not deployed locally is an error.
+func Resolve(tpl *samtemplate.Template, res *Result, stackName, region string, v any) (any, error) {
+	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: res.Resources, attrs: res.Attributes}
+	return r.resolve(v)
+}

@@ -100,3 +100,32 @@ Outputs:
 	require.Empty(t, notCreated(value("Queue"), tpl.Resources, created))
 	require.Empty(t, notCreated(value("Region"), tpl.Resources, created), "pseudo parameters are not resources")
 }
+
+func TestResolveUsesWhatTheDeploymentCreated(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  Claim: {Type: String, Default: tenant}
+Resources:
+  Q: {Type: AWS::SQS::Queue}
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Environment:
+        Variables:
+          QUEUE_URL: !Ref Q
+          QUEUE_ARN: !GetAtt Q.Arn
+          CLAIM: !Ref Claim
+          NAME: !Sub "${AWS::StackName}-x"
+          MISSING: !Ref Api
+`))
+	require.NoError(t, err)
+	res := &Result{Resources: map[string]string{"Q": "http://127.0.0.1/q"}, Attributes: map[string]map[string]string{"Q": {"Arn": "arn:q"}}}
+	vars := tpl.Resources["Fn"].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	delete(vars, "MISSING")
+	got, err := Resolve(tpl, res, "demo", "eu-west-1", vars)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"QUEUE_URL": "http://127.0.0.1/q", "QUEUE_ARN": "arn:q", "CLAIM": "tenant", "NAME": "demo-x"}, got)
+	_, err = Resolve(tpl, res, "demo", "eu-west-1", map[string]any{"Ref": "Api"})
+	require.ErrorContains(t, err, "unresolved Ref Api")
+}
