@@ -12,9 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/outbox"
+	"github.com/fifoworker/fifoworker/pkg/projection"
 )
 
 // Builder builds a function's handler from its settings. The function's
@@ -83,4 +85,33 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 		return nil, err
 	}
 	return outbox.NewRelay(sqs.NewFromConfig(cfg), commands, evts, log).Handle, nil
+}
+
+// Projector consumes the events queue into job views and tenant totals
+// (pkg/projection), one lane per job (pkg/fifo). Settings: VIEWS_TABLE,
+// TOTALS_TABLE, JOBS_TABLE (recovery reads it), EVENTS_DLQ_URL (optional:
+// where a malformed event goes), RECOVER_AFTER_RECEIVES (default 3).
+func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	views := env.String("VIEWS_TABLE")
+	totals := env.String("TOTALS_TABLE")
+	jobsTable := env.String("JOBS_TABLE")
+	deadLetters := env.StringOr("EVENTS_DLQ_URL", "")
+	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	projector := projection.NewProjector(
+		projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
+		jobs.NewDynamoStore(db, jobsTable),
+		projection.WithLogger(log),
+		projection.WithRecoverAfter(recoverAfter),
+	)
+	opts := []fifo.Option{fifo.WithLogger(log)}
+	if deadLetters != "" {
+		// Only a malformed body is permanent; without a DLQ it is retried
+		// until the queue's redrive policy moves it.
+		opts = append(opts, fifo.WithDeadLetterQueue(sqs.NewFromConfig(cfg), deadLetters))
+	}
+	return fifo.New(projector.Handle, opts...).Process, nil
 }
