@@ -12,11 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/outbox"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/worker"
+	"github.com/fifoworker/fifoworker/pkg/worker/articles"
 )
 
 // Builder builds a function's handler from its settings. The function's
@@ -114,4 +117,32 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 		opts = append(opts, fifo.WithDeadLetterQueue(sqs.NewFromConfig(cfg), deadLetters))
 	}
 	return fifo.New(projector.Handle, opts...).Process, nil
+}
+
+// Worker consumes the commands queue: each job.run command is claimed, run
+// by the articles export and accepted (pkg/worker), one lane per job
+// (pkg/fifo). Settings: JOBS_TABLE, ARTICLES_TABLE, CANDIDATES_BUCKET,
+// COMMANDS_DLQ_URL (where a malformed command goes), MAX_GENERATIONS
+// (default 3, at most the commands queue's maxReceiveCount - 1).
+func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	jobsTable := env.String("JOBS_TABLE")
+	articlesTable := env.String("ARTICLES_TABLE")
+	bucket := env.String("CANDIDATES_BUCKET")
+	dlqURL := env.String("COMMANDS_DLQ_URL")
+	maxGenerations := env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4)
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	ddb := dynamodb.NewFromConfig(cfg)
+	w := worker.New(worker.Config{
+		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
+			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
+		Candidates: candidate.New(S3(cfg), bucket),
+		Task:       articles.NewExport(ddb, articlesTable),
+		Logger:     log,
+	})
+	return fifo.New(w.Handle,
+		fifo.WithDeadLetterQueue(sqs.NewFromConfig(cfg), dlqURL),
+		fifo.WithLogger(log),
+	).Process, nil
 }
