@@ -21,8 +21,18 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 .PHONY: demo
-demo: ## run the whole pipeline on sample jobs on the local AWS stack
-	go run ./cmd/fifoworker demo
+demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator)
+	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie)
+
+# The five functions' bootstraps, built as `sam build` builds them for
+# template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags.
+FUNCTIONS := intake relay worker projector sweeper
+.PHONY: bootstraps
+bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (linux/arm64, stripped) and list their sizes
+	@for f in $(FUNCTIONS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -ldflags=-s -trimpath -o .aws-sam-go/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+	@ls -l .aws-sam-go/*/bootstrap | awk '{printf "%-32s %6.2f MB\n", $$9, $$5/1e6}'
 
 .PHONY: test
 test: lint integration ## every test: lint, unit, conformance, integration, template checks
