@@ -304,6 +304,8 @@ func TestRefusedProgressStopsTheAttempt(t *testing.T) {
 				require.Error(t, ctx.Err(), "the task's context is cancelled")
 				require.ErrorIs(t, context.Cause(ctx), worker.ErrFenced)
 				require.ErrorIs(t, in.Progress(ctx, 2), worker.ErrFenced, "a fenced attempt writes nothing more")
+				_, werr := io.WriteString(in.Out, "more\n")
+				require.ErrorIs(t, werr, context.Canceled, "nor into its candidate")
 				if tc.ignore {
 					return worker.Output{Items: 1}, nil
 				}

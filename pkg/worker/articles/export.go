@@ -129,10 +129,9 @@ func (e *Export) Run(ctx context.Context, in worker.Input) (worker.Output, error
 		if len(page.LastEvaluatedKey) == 0 {
 			return worker.Output{Items: count}, nil
 		}
-		if len(page.Items) > 0 {
-			if err := in.Progress(ctx, count); err != nil {
-				return worker.Output{}, err
-			}
+		// Without a filter, a page with a LastEvaluatedKey is never empty.
+		if err := in.Progress(ctx, count); err != nil {
+			return worker.Output{}, err
 		}
 		start = page.LastEvaluatedKey
 	}
