@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type DynamoDBAPI interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 var _ DynamoDBAPI = (*dynamodb.Client)(nil)
@@ -154,6 +156,66 @@ func (s *DynamoStore) liveShard(ctx context.Context, shard string, updatedBefore
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 	return out, nil
+}
+
+// maxBatchGet is the most keys one BatchGetItem takes.
+const maxBatchGet = 100
+
+// The wait before asking again for keys a BatchGetItem left unprocessed
+// (throttling, or a response over 16 MB): 50 ms doubled per round,
+// jittered, at most a second.
+const (
+	batchRetryBase = 50 * time.Millisecond
+	batchRetryMax  = time.Second
+)
+
+// GetMany implements BatchGetter: one strongly consistent BatchGetItem per
+// 100 ids, and one more for any keys DynamoDB left unprocessed, after a
+// backoff, at most maxRounds in all per 100.
+func (s *DynamoStore) GetMany(ctx context.Context, ids []string) (map[string]Job, error) {
+	unique, err := uniqueIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Job, len(unique))
+	for chunk := range slices.Chunk(unique, maxBatchGet) {
+		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
+		for _, id := range chunk {
+			keys = append(keys, map[string]types.AttributeValue{attrJobID: str(id)})
+		}
+		if err := s.batchGet(ctx, keys, out); err != nil {
+			return nil, fmt.Errorf("jobs: get many: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, into map[string]Job) error {
+	for round := 1; ; round++ {
+		res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+		}})
+		if err != nil {
+			return err
+		}
+		for _, item := range res.Responses[s.table] {
+			j, err := FromItem(item)
+			if err != nil {
+				return err
+			}
+			into[j.ID] = j
+		}
+		keys = res.UnprocessedKeys[s.table].Keys
+		if len(keys) == 0 {
+			return nil
+		}
+		if round == maxRounds {
+			return fmt.Errorf("%d keys still unprocessed after %d requests", len(keys), round)
+		}
+		if err := backoff.Sleep(ctx, backoff.Delay(batchRetryBase, batchRetryMax, round)); err != nil {
+			return err
+		}
+	}
 }
 
 // Get implements Store with a strongly consistent read.

@@ -321,6 +321,13 @@ func TestDynamoRequestCounts(t *testing.T) {
 		}
 		return err
 	})
+	measure("get many (5 ids, one missing)", map[string]int{"BatchGetItem": 1}, func() error {
+		got, err := store.GetMany(ctx, []string{"job-42", "job-43", "job-44", "job-45", "job-missing"})
+		if err == nil && len(got) != 4 {
+			return fmt.Errorf("got %d jobs, want 4", len(got))
+		}
+		return err
+	})
 	for _, r := range rows {
 		t.Logf("%-32s %v", r.op, r.want)
 	}

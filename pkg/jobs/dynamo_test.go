@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,6 +26,7 @@ type fakeDynamo struct {
 	update   func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
 	transact func(*dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
 	query    func(*dynamodb.QueryInput) (*dynamodb.QueryOutput, error)
+	batchGet func(*dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
 }
 
 var _ jobs.DynamoDBAPI = (*fakeDynamo)(nil)
@@ -59,6 +61,14 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 		return nil, errors.New("unexpected Query")
 	}
 	return f.query(in)
+}
+
+func (f *fakeDynamo) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if f.batchGet == nil {
+		f.t.Errorf("unexpected BatchGetItem")
+		return nil, errors.New("unexpected BatchGetItem")
+	}
+	return f.batchGet(in)
 }
 
 // TestNewDynamoStoreTakesTheExportedInterface: a caller outside the package
@@ -188,4 +198,64 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestDynamoGetManyBatchesAndRetriesUnprocessedKeys: GetMany asks for each
+// id once, at most 100 per strongly consistent BatchGetItem, and asks again,
+// after a backoff, for the keys DynamoDB left unprocessed.
+func TestDynamoGetManyBatchesAndRetriesUnprocessedKeys(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var sizes []int
+		var waits []time.Duration
+		last := time.Now()
+		throttled := false
+		api := &fakeDynamo{t: t, batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
+			waits = append(waits, time.Since(last))
+			last = time.Now()
+			ka := in.RequestItems["jobs"]
+			require.True(t, aws.ToBool(ka.ConsistentRead))
+			sizes = append(sizes, len(ka.Keys))
+			out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+			keys := ka.Keys
+			if !throttled && len(keys) > 10 {
+				// The first time, leave the last ten unprocessed.
+				throttled = true
+				out.UnprocessedKeys = map[string]types.KeysAndAttributes{"jobs": {Keys: keys[len(keys)-10:]}}
+				keys = keys[:len(keys)-10]
+			}
+			for _, k := range keys {
+				id := k["job_id"].(*types.AttributeValueMemberS).Value
+				if strings.HasPrefix(id, "missing") {
+					continue
+				}
+				out.Responses["jobs"] = append(out.Responses["jobs"], map[string]types.AttributeValue{
+					"job_id": &types.AttributeValueMemberS{Value: id}, "status": &types.AttributeValueMemberS{Value: "pending"},
+				})
+			}
+			return out, nil
+		}}
+		store := jobs.NewDynamoStore(api, "jobs")
+		var ids []string
+		for i := range 240 {
+			ids = append(ids, fmt.Sprintf("job-%d", i))
+		}
+		ids = append(ids, "job-0", "job-7", "missing-1") // repeats, and one that does not exist
+		got, err := store.GetMany(t.Context(), ids)
+		require.NoError(t, err)
+		require.Len(t, got, 240)
+		require.Equal(t, jobs.StatusPending, got["job-239"].Status)
+		require.NotContains(t, got, "missing-1")
+		require.Equal(t, []int{100, 10, 100, 41}, sizes, "chunks of 100 ids, each once; the unprocessed ten asked again")
+		require.Zero(t, waits[0])
+		require.Positive(t, waits[1], "a backoff before asking again")
+		require.Zero(t, waits[2])
+
+		_, err = store.GetMany(t.Context(), []string{"job-1", "intent#t#i"})
+		require.ErrorIs(t, err, jobs.ErrInvalid)
+		require.Len(t, sizes, 4, "nothing read for an invalid request")
+		none, err := store.GetMany(t.Context(), nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
 }

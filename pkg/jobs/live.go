@@ -56,10 +56,39 @@ type Lister interface {
 	Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error)
 }
 
+// BatchGetter reads many jobs at once: the sweeper reads every job whose
+// candidates or whose listing it examines, once per run. DynamoStore and
+// MemoryStore implement it, and jobstest.Run holds them to the same
+// behaviour.
+type BatchGetter interface {
+	// GetMany reads the jobs of ids, strongly consistent, each once however
+	// often ids names it. A job that does not exist is absent from the map.
+	// An invalid id is ErrInvalid, and nothing is read.
+	GetMany(ctx context.Context, ids []string) (map[string]Job, error)
+}
+
 var (
-	_ Lister = (*DynamoStore)(nil)
-	_ Lister = (*MemoryStore)(nil)
+	_ Lister      = (*DynamoStore)(nil)
+	_ Lister      = (*MemoryStore)(nil)
+	_ BatchGetter = (*DynamoStore)(nil)
+	_ BatchGetter = (*MemoryStore)(nil)
 )
+
+// uniqueIDs validates ids and returns each once, in first-seen order.
+func uniqueIDs(ids []string) ([]string, error) {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return nil, fmt.Errorf("jobs: get many: %w", err)
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
 
 // liveJob is one entry of the live index.
 type liveJob struct {

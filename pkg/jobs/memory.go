@@ -108,6 +108,26 @@ func (s *MemoryStore) Live(ctx context.Context, updatedBefore time.Time, limit i
 	return oldest(found, limit), nil
 }
 
+// GetMany implements BatchGetter.
+func (s *MemoryStore) GetMany(ctx context.Context, ids []string) (map[string]Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: get many: %w", err)
+	}
+	unique, err := uniqueIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Job, len(unique))
+	for _, id := range unique {
+		if j, ok := s.jobs[id]; ok {
+			out[id] = clone(j)
+		}
+	}
+	return out, nil
+}
+
 // Get implements Store.
 func (s *MemoryStore) Get(ctx context.Context, id string) (Job, error) {
 	if err := ctx.Err(); err != nil {

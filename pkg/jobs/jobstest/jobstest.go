@@ -63,6 +63,7 @@ var suite = []struct {
 	{"NudgeLeavesTheRecoveryPolicyInCharge", testNudgeKeepsRecoveryPolicy},
 	{"NudgeRefusals", testNudgeRefusals},
 	{"LiveListsJobsThatAreNotFinalByLastUpdate", testLive},
+	{"GetManyReadsEachJobOnce", testGetMany},
 	{"HistoryIsLinearizable", testHistoryIsLinearizable},
 }
 
@@ -1108,4 +1109,28 @@ func testLive(t *testing.T, newStore NewStore) {
 		_, err = lister.Live(b.ctx, t0.Add(time.Hour), limit)
 		require.ErrorIs(t, err, jobs.ErrInvalid)
 	}
+}
+
+// testGetMany: GetMany reads what Get reads, each job once, and leaves out
+// jobs that do not exist; more than one batch's worth of ids is fine.
+func testGetMany(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	getter, ok := b.store.(jobs.BatchGetter)
+	require.True(t, ok, "%T does not implement jobs.BatchGetter", b.store)
+	a := b.create(t, "job-a")
+	c := b.create(t, "job-c")
+	b.claim(t, c.ID, "attempt-c", time.Minute)
+	ids := []string{a.ID, c.ID, a.ID}
+	for i := range 120 {
+		ids = append(ids, b.id(fmt.Sprintf("job-missing-%d", i)))
+	}
+	got, err := getter.GetMany(b.ctx, ids)
+	require.NoError(t, err)
+	require.Equal(t, map[string]jobs.Job{a.ID: b.get(t, a.ID), c.ID: b.get(t, c.ID)}, got)
+
+	none, err := getter.GetMany(b.ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
+	_, err = getter.GetMany(b.ctx, []string{a.ID, jobs.IntentKey(b.tenant, "intent-job-a")})
+	require.ErrorIs(t, err, jobs.ErrInvalid, "an intent marker is not a job")
 }
