@@ -86,7 +86,14 @@ func attributeValue(v streamtypes.AttributeValue) events.DynamoDBAttributeValue 
 		}
 		return events.NewListAttribute(l)
 	case *streamtypes.AttributeValueMemberM:
-		return events.NewMapAttribute(attributeMap(v.Value))
+		// An empty map is {"M":{}} on the wire, never null: Lambda
+		// delivers it so, and a nil map would marshal as {"M":null},
+		// which decodes as NULL.
+		m := attributeMap(v.Value)
+		if m == nil {
+			m = map[string]events.DynamoDBAttributeValue{}
+		}
+		return events.NewMapAttribute(m)
 	}
 	return events.NewNullAttribute()
 }

@@ -168,3 +168,16 @@ func TestOnFailureRecordHasLambdasShape(t *testing.T) {
 	partial := onFailureRecord(batch, "shardId-1", testStreamARN, DefaultFunctionARN, "req-1", 3, StatusOK, now)
 	require.Empty(t, partial.ResponseContext.FunctionError, "a partial batch response is not a function error")
 }
+
+// An empty map, as DynamoDB Local's stream returns it (nil in the SDK's
+// member), reaches the function as an empty map, not as NULL.
+func TestStreamRecordKeepsEmptyMapsThroughJSON(t *testing.T) {
+	t.Parallel()
+	av := attributeValue(&streamtypes.AttributeValueMemberM{Value: nil})
+	b, err := json.Marshal(av)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"M":{}}`, string(b))
+	var back events.DynamoDBAttributeValue
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, events.DataTypeMap, back.DataType())
+}
