@@ -1,0 +1,153 @@
+package sweeper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// Cursor remembers where the last bounded run stopped: the last key it
+// decided about, "" for the beginning of the bucket.
+type Cursor interface {
+	Load(ctx context.Context) (string, error)
+	Save(ctx context.Context, key string) error
+}
+
+// MemoryCursor is a Cursor in memory, for tests and for a Sweeper whose
+// runs share a process.
+type MemoryCursor struct {
+	mu  sync.Mutex
+	key string
+}
+
+// Load implements Cursor.
+func (c *MemoryCursor) Load(context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.key, nil
+}
+
+// Save implements Cursor.
+func (c *MemoryCursor) Save(_ context.Context, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key = key
+	return nil
+}
+
+// CursorKey is where S3Cursor keeps the cursor in the candidates bucket:
+// outside candidates/, so no listing of candidates sees it.
+const CursorKey = "sweeper/cursor"
+
+// maxCursor is the longest cursor: an S3 key is at most 1,024 bytes.
+const maxCursor = 1024
+
+// CursorAPI is the part of the S3 client S3Cursor calls; *s3.Client has it.
+type CursorAPI interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+var _ CursorAPI = (*s3.Client)(nil)
+
+// S3Cursor keeps the cursor as the body of the object CursorKey: one
+// GetObject per Load and one PutObject per Save.
+type S3Cursor struct {
+	api    CursorAPI
+	bucket string
+}
+
+var _ Cursor = (*S3Cursor)(nil)
+
+// NewS3Cursor returns the cursor in bucket. It panics on a nil client or
+// an empty bucket name: programming errors, found at cold start.
+func NewS3Cursor(api CursorAPI, bucket string) *S3Cursor {
+	if api == nil || bucket == "" {
+		panic("sweeper: NewS3Cursor needs a client and a bucket name")
+	}
+	return &S3Cursor{api: api, bucket: bucket}
+}
+
+// Load implements Cursor. No cursor object yet is the beginning, "".
+//
+// S3 answers a GetObject of a missing key with 404 only to a caller that
+// may list the bucket; to one whose s3:ListBucket is limited by a prefix
+// condition, as the sweeper's role is, the answer is 403. So a 403 is
+// checked with a listing of the cursor's own key, which that role may
+// make: no such object is the beginning, anything else the 403 it was.
+func (c *S3Cursor) Load(ctx context.Context) (string, error) {
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(CursorKey)})
+	if err != nil {
+		var noKey *types.NoSuchKey
+		if errors.As(err, &noKey) {
+			return "", nil
+		}
+		if isAccessDenied(err) {
+			if missing, lerr := c.missing(ctx); lerr == nil && missing {
+				return "", nil
+			}
+		}
+		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+	}
+	defer func() { _ = out.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(out.Body, maxCursor+1))
+	if err != nil {
+		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+	}
+	if len(body) > maxCursor || !utf8.Valid(body) {
+		return "", fmt.Errorf("sweeper: cursor s3://%s/%s is not a key: %d bytes", c.bucket, CursorKey, len(body))
+	}
+	return string(body), nil
+}
+
+func (c *S3Cursor) missing(ctx context.Context) (bool, error) {
+	out, err := c.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket: aws.String(c.bucket), Prefix: aws.String(CursorKey), MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, obj := range out.Contents {
+		if aws.ToString(obj.Key) == CursorKey {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Save implements Cursor.
+func (c *S3Cursor) Save(ctx context.Context, key string) error {
+	if len(key) > maxCursor || !utf8.ValidString(key) {
+		return fmt.Errorf("sweeper: save cursor: %d bytes is not a key", len(key))
+	}
+	_, err := c.api.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(c.bucket),
+		Key:           aws.String(CursorKey),
+		Body:          bytes.NewReader([]byte(key)),
+		ContentLength: aws.Int64(int64(len(key))),
+		ContentType:   aws.String("text/plain; charset=utf-8"),
+	})
+	if err != nil {
+		return fmt.Errorf("sweeper: save cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+	}
+	return nil
+}
+
+func isAccessDenied(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() != "" {
+		return api.ErrorCode() == "AccessDenied"
+	}
+	var resp interface{ HTTPStatusCode() int }
+	return errors.As(err, &resp) && resp.HTTPStatusCode() == 403
+}

@@ -1,0 +1,480 @@
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// Jobs is the part of the job store the sweeper calls; *jobs.DynamoStore
+// and *jobs.MemoryStore have it.
+type Jobs interface {
+	jobs.Lister
+	jobs.BatchGetter
+	Nudge(ctx context.Context, req jobs.NudgeRequest) (jobs.Job, error)
+}
+
+var (
+	_ Jobs = (*jobs.DynamoStore)(nil)
+	_ Jobs = (*jobs.MemoryStore)(nil)
+)
+
+// Candidates is the part of the candidate store the sweeper calls;
+// *candidate.Store has it.
+type Candidates interface {
+	ListPage(ctx context.Context, startAfter string, limit int) (candidate.Page, error)
+	Delete(ctx context.Context, key candidate.Key) error
+}
+
+var _ Candidates = (*candidate.Store)(nil)
+
+// Defaults and bounds of Config.
+const (
+	DefaultGrace      = time.Hour
+	DefaultStuckAfter = 15 * time.Minute
+	DefaultMaxItems   = 1000
+	// MaxItemsLimit bounds MaxItems: every object examined may cost a
+	// DeleteObject, and a run must end within its function's timeout.
+	MaxItemsLimit = 100_000
+	// DeadlineReserve is the time a run keeps before its context's
+	// deadline to save the cursor and report: it starts no delete or nudge
+	// with less left.
+	DeadlineReserve = 5 * time.Second
+)
+
+// Config configures a Sweeper. The zero value of each optional field means
+// its default.
+type Config struct {
+	Jobs       Jobs       // required
+	Candidates Candidates // required
+	// Cursor keeps where the last run stopped; nil means a MemoryCursor of
+	// the Sweeper's own (every Sweeper begins at the start of the bucket).
+	Cursor Cursor
+	// Clock is the time rules are judged at; nil means time.Now.
+	Clock func() time.Time
+	// Grace is how old a deletable candidate must be before it is deleted
+	// (default DefaultGrace).
+	Grace time.Duration
+	// StuckAfter is how long a pending job, or a running one on an ended
+	// lease, must have been unchanged to be nudged (default
+	// DefaultStuckAfter).
+	StuckAfter time.Duration
+	// MaxItems bounds a run: at most this many objects listed, and at most
+	// this many stuck jobs read (default DefaultMaxItems, at most
+	// MaxItemsLimit).
+	MaxItems int
+	// Logger receives one record per deletion, nudge, unparsable key and
+	// error, and the report; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports a setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.Jobs == nil:
+		return errors.New("sweeper: Config.Jobs is nil")
+	case c.Candidates == nil:
+		return errors.New("sweeper: Config.Candidates is nil")
+	case c.Grace < 0:
+		return fmt.Errorf("sweeper: Grace %v is negative", c.Grace)
+	case c.StuckAfter < 0:
+		return fmt.Errorf("sweeper: StuckAfter %v is negative", c.StuckAfter)
+	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
+		return fmt.Errorf("sweeper: MaxItems %d is outside 0..%d", c.MaxItems, MaxItemsLimit)
+	}
+	return nil
+}
+
+// Sweeper deletes orphan candidates and nudges stuck jobs. Runs of one
+// Sweeper must not overlap; runs of different ones (two invocations) may,
+// harmlessly: deletes and nudges are idempotent and fenced.
+type Sweeper struct {
+	jobs       Jobs
+	candidates Candidates
+	cursor     Cursor
+	clock      func() time.Time
+	grace      time.Duration
+	stuckAfter time.Duration
+	maxItems   int
+	log        *slog.Logger
+}
+
+// New returns a Sweeper, or the error Validate reports.
+func New(cfg Config) (*Sweeper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Sweeper{
+		jobs: cfg.Jobs, candidates: cfg.Candidates, cursor: cfg.Cursor, clock: cfg.Clock,
+		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, maxItems: cfg.MaxItems, log: cfg.Logger,
+	}
+	if s.cursor == nil {
+		s.cursor = &MemoryCursor{}
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.grace == 0 {
+		s.grace = DefaultGrace
+	}
+	if s.stuckAfter == 0 {
+		s.stuckAfter = DefaultStuckAfter
+	}
+	if s.maxItems == 0 {
+		s.maxItems = DefaultMaxItems
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Options are a run's; the schedule's constant input.
+type Options struct {
+	// DryRun decides and reports everything and writes nothing.
+	DryRun bool `json:"dry_run"`
+}
+
+// Report is what a run did (or, in a dry run, would have done). Its JSON
+// field names are stable: dashboards and alarms read them.
+type Report struct {
+	// Examined counts the objects listed under candidates/.
+	Examined int `json:"examined"`
+	// Deleted counts the candidates deleted; WouldDelete those a dry run
+	// would have deleted.
+	Deleted     int `json:"deleted"`
+	WouldDelete int `json:"would_delete"`
+	// KeptCurrent counts candidates of a live job's current generation.
+	KeptCurrent int `json:"kept_current"`
+	// KeptResult counts accepted results of final jobs.
+	KeptResult int `json:"kept_result"`
+	// KeptGrace counts deletable candidates younger than Grace.
+	KeptGrace int `json:"kept_grace"`
+	// Unparsable counts objects under candidates/ that are not candidates.
+	Unparsable int `json:"unparsable"`
+	// Stuck counts the live jobs the index listed as unchanged since the
+	// cutoff.
+	Stuck int `json:"stuck"`
+	// Nudged counts stuck jobs nudged; WouldNudge those a dry run would
+	// have nudged.
+	Nudged     int `json:"nudged"`
+	WouldNudge int `json:"would_nudge"`
+	// NudgeRefused counts nudges the store refused because the job moved
+	// on (another worker, another sweeper): expected, harmless.
+	NudgeRefused int `json:"nudge_refused"`
+	// Errors counts failed requests; a run with errors returns an error.
+	Errors int `json:"errors"`
+	// Cursor is where the next run starts ("" the beginning): saved,
+	// unless this was a dry run.
+	Cursor string `json:"cursor"`
+	// Wrapped is true when this run reached the end of the bucket.
+	Wrapped bool `json:"wrapped"`
+	// OutOfTime is true when the context's deadline stopped the run early.
+	OutOfTime bool  `json:"out_of_time"`
+	DryRun    bool  `json:"dry_run"`
+	ElapsedMS int64 `json:"elapsed_ms"`
+}
+
+// maxReportedErrors bounds the errors a run's error joins.
+const maxReportedErrors = 5
+
+// run is the state of one run.
+type run struct {
+	*Sweeper
+	ctx  context.Context
+	now  time.Time
+	dry  bool
+	r    Report
+	errs []error
+}
+
+func (r *run) fail(err error, msg string, attrs ...any) {
+	r.r.Errors++
+	if len(r.errs) < maxReportedErrors {
+		r.errs = append(r.errs, err)
+	}
+	r.log.ErrorContext(r.ctx, msg, append(attrs, "error", err)...)
+}
+
+// outOfTime reports whether too little time is left to start more work.
+func (r *run) outOfTime() bool {
+	if r.ctx.Err() != nil {
+		r.r.OutOfTime = true
+		return true
+	}
+	if d, ok := r.ctx.Deadline(); ok && time.Until(d) < DeadlineReserve {
+		r.r.OutOfTime = true
+		return true
+	}
+	return false
+}
+
+// Run nudges the stuck jobs, then sweeps the next MaxItems objects of the
+// candidates bucket from the cursor. It returns the report, and an error
+// when any request failed (the report says how many).
+func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
+	start := time.Now()
+	r := &run{Sweeper: s, ctx: ctx, now: s.clock(), dry: opts.DryRun}
+	r.r.DryRun = opts.DryRun
+	r.nudgeStuck()
+	r.sweepCandidates()
+	r.r.ElapsedMS = time.Since(start).Milliseconds()
+	s.log.InfoContext(ctx, "sweep", "report", r.r)
+	if r.r.Errors > 0 {
+		return r.r, fmt.Errorf("sweeper: %d requests failed: %w", r.r.Errors, errors.Join(r.errs...))
+	}
+	return r.r, nil
+}
+
+// nudgeStuck nudges the live jobs unchanged since now - StuckAfter.
+func (r *run) nudgeStuck() {
+	if r.outOfTime() {
+		return
+	}
+	cutoff := r.now.Add(-r.stuckAfter)
+	ids, err := r.jobs.Live(r.ctx, cutoff, r.maxItems)
+	if err != nil {
+		r.fail(err, "sweep: list stuck jobs")
+		return
+	}
+	r.r.Stuck = len(ids)
+	if len(ids) == 0 {
+		return
+	}
+	found, err := r.jobs.GetMany(r.ctx, ids)
+	if err != nil {
+		r.fail(err, "sweep: read stuck jobs")
+		return
+	}
+	for _, id := range ids {
+		j, ok := found[id]
+		if !ok {
+			continue // gone since the index was read
+		}
+		reason, ok := stuck(&j, r.now, cutoff)
+		if !ok {
+			continue // moved since the index was read, or a live lease
+		}
+		if r.outOfTime() {
+			return
+		}
+		attrs := []any{"job_id", j.ID, "generation", j.Generation, "version", j.Version, "status", j.Status, "reason", reason}
+		if r.dry {
+			r.r.WouldNudge++
+			r.log.InfoContext(r.ctx, "sweep: would nudge", attrs...)
+			continue
+		}
+		_, err := r.jobs.Nudge(r.ctx, jobs.NudgeRequest{JobID: j.ID, Generation: j.Generation, Version: j.Version, Reason: reason})
+		switch {
+		case err == nil:
+			r.r.Nudged++
+			r.log.InfoContext(r.ctx, "sweep: nudged", attrs...)
+		case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal),
+			errors.Is(err, jobs.ErrLeaseHeld), errors.Is(err, jobs.ErrNotFound):
+			r.r.NudgeRefused++
+			r.log.InfoContext(r.ctx, "sweep: nudge refused: the job moved on", append(attrs, "error", err)...)
+		default:
+			r.fail(err, "sweep: nudge", attrs...)
+		}
+	}
+}
+
+// stuck says whether the sweeper nudges j, and why: pending, or running on
+// a lease that ended strictly before now, and unchanged since before the
+// cutoff (compared at the stored precision, as the index compares).
+func stuck(j *jobs.Job, now, cutoff time.Time) (string, bool) {
+	if j.UpdatedAt.UnixMilli() >= cutoff.UnixMilli() {
+		return "", false
+	}
+	since := j.UpdatedAt.UTC().Format(time.RFC3339)
+	switch {
+	case j.Status == jobs.StatusPending:
+		return "sweeper: pending, unchanged since " + since, true
+	case j.Status == jobs.StatusRunning && j.LeaseExpiresAt.UnixMilli() < now.UnixMilli():
+		return fmt.Sprintf("sweeper: running g%d on a lease that ended %s, unchanged since %s",
+			j.Generation, j.LeaseExpiresAt.UTC().Format(time.RFC3339), since), true
+	}
+	return "", false
+}
+
+// sweepCandidates examines the next objects after the cursor.
+func (r *run) sweepCandidates() {
+	if r.outOfTime() {
+		return
+	}
+	from, err := r.cursor.Load(r.ctx)
+	if err != nil {
+		r.fail(err, "sweep: load cursor")
+		return
+	}
+	if from != "" && !strings.HasPrefix(from, candidate.Prefix) {
+		r.log.WarnContext(r.ctx, "sweep: the cursor is not under "+candidate.Prefix+"; starting at the beginning", "cursor", from)
+		from = ""
+	}
+	entries, last, end, ok := r.list(from)
+	if !ok && len(entries) == 0 && last == "" {
+		r.r.Cursor = from
+		return
+	}
+	// Where the next run starts: after the last key decided about, or at
+	// the beginning once the end was reached.
+	next := from
+	switch decided, all := r.decide(entries); {
+	case all && end:
+		next, r.r.Wrapped = "", true
+	case all:
+		next = last
+	case decided != "":
+		next = decided
+	}
+	r.r.Cursor = next
+	if r.dry || next == from {
+		return
+	}
+	if err := r.cursor.Save(r.ctx, next); err != nil {
+		r.fail(err, "sweep: save cursor", "cursor", next)
+	}
+}
+
+// list lists up to MaxItems objects after from. It returns the candidates,
+// the last key examined ("" if none), whether the listing reached the end,
+// and false if a request failed (what was listed before is returned).
+func (r *run) list(from string) (entries []candidate.Entry, last string, end, ok bool) {
+	after := from
+	for r.r.Examined < r.maxItems {
+		page, err := r.candidates.ListPage(r.ctx, after, r.maxItems-r.r.Examined)
+		if err != nil {
+			r.fail(err, "sweep: list candidates", "cursor", after)
+			return entries, last, false, false
+		}
+		r.r.Examined += len(page.Entries) + len(page.Unparsable)
+		for _, u := range page.Unparsable {
+			r.r.Unparsable++
+			r.log.WarnContext(r.ctx, "sweep: not a candidate key; left alone", "key", u.Key, "size", u.Size, "error", u.Err)
+		}
+		entries = append(entries, page.Entries...)
+		if k := lastKey(page); k > last {
+			last = k
+		}
+		if page.Next == "" {
+			return entries, last, true, true
+		}
+		after = page.Next
+	}
+	return entries, last, false, true
+}
+
+func lastKey(p candidate.Page) string {
+	var k string
+	if n := len(p.Entries); n > 0 {
+		k = p.Entries[n-1].Key.String()
+	}
+	if n := len(p.Unparsable); n > 0 && p.Unparsable[n-1].Key > k {
+		k = p.Unparsable[n-1].Key
+	}
+	return k
+}
+
+// decide reads the jobs of entries, once each, and acts on every entry in
+// key order. It returns the last key decided about and whether it decided
+// about all.
+func (r *run) decide(entries []candidate.Entry) (string, bool) {
+	if len(entries) == 0 {
+		return "", true
+	}
+	ids := make([]string, 0, len(entries))
+	for i, e := range entries {
+		if i == 0 || e.Key.JobID != entries[i-1].Key.JobID {
+			ids = append(ids, e.Key.JobID)
+		}
+	}
+	found, err := r.jobs.GetMany(r.ctx, ids)
+	if err != nil {
+		r.fail(err, "sweep: read the candidates' jobs", "jobs", len(ids))
+		return "", false
+	}
+	decided := ""
+	for _, e := range entries {
+		if r.outOfTime() {
+			return decided, false
+		}
+		j, ok := found[e.Key.JobID]
+		var job *jobs.Job
+		if ok {
+			job = &j
+		}
+		r.act(e, judge(&e, job, r.now, r.grace))
+		decided = e.Key.String()
+	}
+	return decided, true
+}
+
+// verdict is what a rule says about a candidate.
+type verdict struct {
+	action action
+	why    string // for a deletion: the rule that allows it
+}
+
+type action int
+
+const (
+	keepCurrent action = iota // a live job's current (or a later) generation
+	keepResult                // a final job's accepted result
+	keepGrace                 // deletable, but younger than Grace
+	remove                    // deletable and older than Grace
+)
+
+// judge applies the deletion rules (see the package documentation) to a
+// candidate whose job is j (nil when the job does not exist) at now.
+func judge(e *candidate.Entry, j *jobs.Job, now time.Time, grace time.Duration) verdict {
+	var why string
+	switch {
+	case j == nil:
+		why = "its job no longer exists"
+	case j.Status.Final() && j.Result.Key == e.Key.String():
+		return verdict{action: keepResult}
+	case j.Status.Final():
+		why = fmt.Sprintf("its job is %s and this is not its result", j.Status)
+	case e.Key.Generation < j.Generation:
+		why = fmt.Sprintf("generation %d is below the job's generation %d", e.Key.Generation, j.Generation)
+	default:
+		return verdict{action: keepCurrent}
+	}
+	if now.Sub(e.LastModified) <= grace {
+		return verdict{action: keepGrace, why: why}
+	}
+	return verdict{action: remove, why: why}
+}
+
+func (r *run) act(e candidate.Entry, v verdict) {
+	switch v.action {
+	case keepCurrent:
+		r.r.KeptCurrent++
+		return
+	case keepResult:
+		r.r.KeptResult++
+		return
+	case keepGrace:
+		r.r.KeptGrace++
+		return
+	}
+	attrs := []any{"job_id", e.Key.JobID, "generation", e.Key.Generation, "attempt_id", e.Key.AttemptID,
+		"key", e.Key.String(), "size", e.Size, "last_modified", e.LastModified, "reason", v.why}
+	if r.dry {
+		r.r.WouldDelete++
+		r.log.InfoContext(r.ctx, "sweep: would delete", attrs...)
+		return
+	}
+	if err := r.candidates.Delete(r.ctx, e.Key); err != nil {
+		r.fail(err, "sweep: delete", attrs...)
+		return
+	}
+	r.r.Deleted++
+	r.log.InfoContext(r.ctx, "sweep: deleted", attrs...)
+}
