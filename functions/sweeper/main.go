@@ -1,0 +1,9 @@
+// Command sweeper is the scheduled function that deletes orphan candidates
+// and nudges stuck jobs (pkg/sweeper), wired by internal/lambdawire.Sweeper,
+// which also names its settings. Its input is the schedule's constant
+// {"dry_run": false}; its result is the run's report.
+package main
+
+import "github.com/fifoworker/fifoworker/internal/lambdawire"
+
+func main() { lambdawire.Main(lambdawire.Sweeper) }
