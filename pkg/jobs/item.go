@@ -58,10 +58,16 @@ func strMap(m map[string]string) types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: av}
 }
 
+// outboxValue encodes a message. An empty payload is left out rather than
+// written as an empty map: DynamoDB Local's stream drops the value of an
+// empty map nested in a map, so its images would not decode, and a missing
+// payload decodes as none just the same.
 func outboxValue(m Message) types.AttributeValue {
-	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		"id": str(m.ID), "type": str(m.Type), "version": num(m.Version), "payload": strMap(m.Payload),
-	}}
+	v := map[string]types.AttributeValue{"id": str(m.ID), "type": str(m.Type), "version": num(m.Version)}
+	if len(m.Payload) > 0 {
+		v["payload"] = strMap(m.Payload)
+	}
+	return &types.AttributeValueMemberM{Value: v}
 }
 
 func failureValue(f Failure) types.AttributeValue {
