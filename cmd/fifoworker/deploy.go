@@ -21,16 +21,10 @@ func deploy(ctx context.Context, s *localstack.State, templatePath, stackName st
 		fmt.Fprintln(stderr, "fifoworker:", err)
 		return 1
 	}
-	res, err := localdeploy.Deploy(ctx, tpl, stackName, s.Region, localdeploy.Clients{
-		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(),
-	})
+	res, err := deployTemplate(ctx, s, tpl, templatePath, stackName, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "fifoworker:", err)
 		return 1
-	}
-	fmt.Fprintf(stderr, "localdeploy: %d resources of %s deployed as stack %s\n", len(res.Resources), templatePath, stackName)
-	for _, sk := range res.Skipped {
-		fmt.Fprintln(stderr, "localdeploy: skipped:", sk)
 	}
 	names := make([]string, 0, len(res.Outputs))
 	for name := range res.Outputs {
@@ -41,6 +35,36 @@ func deploy(ctx context.Context, s *localstack.State, templatePath, stackName st
 		fmt.Fprintf(stdout, "export %s='%s'\n", outputVar(name), res.Outputs[name])
 	}
 	return 0
+}
+
+// deployTemplate deploys tpl and reports what was made and, grouped by
+// reason, what the emulators do not do.
+func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, templatePath, stackName string, stderr io.Writer) (*localdeploy.Result, error) {
+	res, err := localdeploy.Deploy(ctx, tpl, stackName, s.Region, localdeploy.Clients{
+		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "localdeploy: %d resources of %s deployed as stack %s\n", len(res.Resources), templatePath, stackName)
+	byReason := map[string][]string{}
+	var reasons []string
+	for _, sk := range res.Skipped {
+		what, reason, ok := strings.Cut(sk, "): ")
+		if !ok {
+			what, reason = sk, "skipped"
+		} else {
+			what += ")"
+		}
+		if byReason[reason] == nil {
+			reasons = append(reasons, reason)
+		}
+		byReason[reason] = append(byReason[reason], what)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(stderr, "localdeploy: skipped (%s): %s\n", r, strings.Join(byReason[r], ", "))
+	}
+	return res, nil
 }
 
 var (

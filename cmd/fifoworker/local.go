@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/localstack"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
 )
 
 const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run> [flags]
@@ -115,12 +117,21 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // without this they would outlive the CLI). A stack of that name that is
 // already running is refused: stopping it afterwards would take it away from
 // whoever started it.
-func withFreshStack(ctx context.Context, o localstack.Options, template, stackName string, deployOut, stderr io.Writer,
-	fn func(ctx context.Context, s *localstack.State) int) int {
+// prepare, when set, adjusts the template before it is deployed.
+func withFreshStack(ctx context.Context, o localstack.Options, templatePath string, prepare func(*samtemplate.Template), stackName string, stderr io.Writer,
+	fn func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) int) int {
 	if running, err := localstack.Load(o); err == nil {
 		fmt.Fprintf(stderr, "fifoworker: stack %q is already running (started %s); this needs a fresh one: use another --name, or stop it\n",
 			running.Name, running.StartedAt.Format(time.RFC3339))
 		return 1
+	}
+	tpl, err := samtemplate.Load(templatePath)
+	if err != nil {
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
+	}
+	if prepare != nil {
+		prepare(tpl)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -136,10 +147,12 @@ func withFreshStack(ctx context.Context, o localstack.Options, template, stackNa
 		return 1
 	}
 	fmt.Fprintf(stderr, "localstack: stack %s up in %v\n", s.Name, time.Since(start).Round(time.Millisecond))
-	if code := deploy(ctx, s, template, stackName, deployOut, stderr); code != 0 {
-		return code
+	res, err := deployTemplate(ctx, s, tpl, templatePath, stackName, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
 	}
-	return fn(ctx, s)
+	return fn(ctx, s, tpl, res)
 }
 
 // runWithStack runs a command in the environment of a fresh stack.
@@ -148,7 +161,7 @@ func runWithStack(ctx context.Context, o localstack.Options, template, stackName
 		fmt.Fprintln(stderr, "fifoworker: local run needs a command after --")
 		return 2
 	}
-	return withFreshStack(ctx, o, template, stackName, io.Discard, stderr, func(ctx context.Context, s *localstack.State) int {
+	return withFreshStack(ctx, o, template, nil, stackName, stderr, func(ctx context.Context, s *localstack.State, _ *samtemplate.Template, _ *localdeploy.Result) int {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), s.Env()...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr

@@ -23,7 +23,7 @@ import (
 type DelayProxy struct {
 	URL    string // what the function uses as its DynamoDB endpoint
 	target *url.URL
-	match  func(body []byte) bool
+	match  func(target string, body []byte) bool
 	srv    *http.Server
 	client *http.Client
 
@@ -45,8 +45,9 @@ type DelayedResult struct {
 }
 
 // NewDelayProxy listens on 127.0.0.1 and forwards to target. match is called
-// with each request's body until it first returns true.
-func NewDelayProxy(target string, match func(body []byte) bool) (*DelayProxy, error) {
+// with each request's operation (its X-Amz-Target header, such as
+// "DynamoDB_20120810.UpdateItem") and body until it first returns true.
+func NewDelayProxy(target string, match func(operation string, body []byte) bool) (*DelayProxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: proxy target %q: %w", target, err)
@@ -69,7 +70,7 @@ func (p *DelayProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
-	hold := !p.matched && p.match(body)
+	hold := !p.matched && p.match(r.Header.Get("X-Amz-Target"), body)
 	if hold {
 		p.matched = true
 		p.held = &heldRequest{header: r.Header.Clone(), body: body}

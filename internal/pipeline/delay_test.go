@@ -27,7 +27,7 @@ func TestDelayProxyHoldsTheFirstMatchAndDeliversItOnRelease(t *testing.T) {
 		_, _ = w.Write([]byte("answer to " + string(b)))
 	}))
 	defer target.Close()
-	p, err := NewDelayProxy(target.URL, func(b []byte) bool { return strings.Contains(string(b), "accept") })
+	p, err := NewDelayProxy(target.URL, func(_ string, b []byte) bool { return strings.Contains(string(b), "accept") })
 	require.NoError(t, err)
 	defer func() { require.NoError(t, p.Close()) }()
 

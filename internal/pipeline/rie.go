@@ -20,7 +20,8 @@ type RIEProcess struct {
 	Addr string // host:port of the emulator's invoke API
 	Log  string // the emulator's and the bootstrap's output
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{} // closed when the emulator has exited; exit holds why
+	exit error
 }
 
 // StartRIE starts rie running bootstrap with env (and nothing else of this
@@ -36,7 +37,7 @@ func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout 
 	if err != nil {
 		return nil, err
 	}
-	p := &RIEProcess{Name: name, Addr: fmt.Sprintf("127.0.0.1:%d", invokePort), Log: filepath.Join(logDir, name+".rie.log"), done: make(chan error, 1)}
+	p := &RIEProcess{Name: name, Addr: fmt.Sprintf("127.0.0.1:%d", invokePort), Log: filepath.Join(logDir, name+".rie.log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.Log)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -62,7 +63,7 @@ func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout 
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pipeline: start %s under the RIE: %w", name, err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() { p.exit = p.cmd.Wait(); close(p.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", p.Addr, 100*time.Millisecond)
@@ -71,8 +72,8 @@ func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout 
 			return p, nil
 		}
 		select {
-		case err := <-p.done:
-			return nil, fmt.Errorf("pipeline: the RIE for %s exited before listening (%v); see %s", name, err, p.Log)
+		case <-p.done:
+			return nil, fmt.Errorf("pipeline: the RIE for %s exited before listening (%w); see %s", name, p.exit, p.Log)
 		case <-ctx.Done():
 			p.Stop()
 			return nil, ctx.Err()
