@@ -159,7 +159,11 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	// DynamoDB until generation 2 has won: every function reaches DynamoDB
 	// through this proxy, which lets everything else through.
 	jobsTable := d.res.Resources["JobsTable"]
-	d.hold, err = pipeline.NewDelayProxy(d.state.DynamoDB, func(op string, body []byte) bool {
+	dynamoEndpoint := d.state.DynamoDB
+	if dynamoEndpoint == "" {
+		dynamoEndpoint = d.state.External
+	}
+	d.hold, err = pipeline.NewDelayProxy(dynamoEndpoint, func(op string, body []byte) bool {
 		// The first accept of the example: the one UpdateItem on the Jobs
 		// table that records a result.
 		b := string(body)
