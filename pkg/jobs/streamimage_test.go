@@ -30,13 +30,13 @@ var completed42 = jobs.Job{
 }
 
 // TestFromStreamImageGolden decodes the images of a stream event as Lambda
-// delivers it (testdata/stream_event.json): job items decode to the job and
+// delivers it (../../events/dynamodb-jobs-stream.json): job items decode to the job and
 // the message its transition emitted; the intent marker's record and a
 // missing image are ErrNotJob; a malformed image is an error naming the
 // attribute.
 func TestFromStreamImageGolden(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/stream_event.json")
+	raw, err := os.ReadFile("../../events/dynamodb-jobs-stream.json")
 	require.NoError(t, err)
 	var ev events.DynamoDBEvent
 	require.NoError(t, json.Unmarshal(raw, &ev))

@@ -2,8 +2,10 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -244,4 +246,46 @@ func TestRelayPublishesANudgeAsItsCommandAndItsEvent(t *testing.T) {
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-42/v0", "job-42/v2"}, f.sent[commandsURL])
 	require.Equal(t, []string{"job-42/v1", "job-42/v2"}, f.sent[eventsURL])
+}
+
+// The golden stream batch of events/ (the relay's sam local invoke sample)
+// round-trips; the relay publishes job-42's command and completion, skips
+// the intent marker and the TTL removal, and reports job-43's malformed
+// image, the batch's fourth record, as the first record to retry.
+func TestRelayPublishesTheGoldenStreamBatch(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../events/dynamodb-jobs-stream.json")
+	require.NoError(t, err)
+	var ev events.DynamoDBEvent
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	again, err := json.Marshal(ev)
+	require.NoError(t, err)
+	var back events.DynamoDBEvent
+	require.NoError(t, json.Unmarshal(again, &back))
+	require.Equal(t, ev, back)
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[3].Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v3"}, f.sent[eventsURL])
+	for _, id := range append(f.sent[commandsURL], f.sent[eventsURL]...) {
+		require.NotContains(t, id, "intent#")
+	}
+}
+
+// Every body of the projector's golden batch decodes.
+func TestTheGoldenEventsBatchDecodes(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../events/sqs-events-batch.json")
+	require.NoError(t, err)
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	require.Len(t, ev.Records, 4)
+	for _, r := range ev.Records {
+		e, err := outbox.DecodeEvent(r.Body)
+		require.NoError(t, err, r.MessageId)
+		require.Equal(t, e.JobID, r.Attributes["MessageGroupId"])
+		require.Equal(t, e.EventID, r.Attributes["MessageDeduplicationId"])
+	}
 }
