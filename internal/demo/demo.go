@@ -46,13 +46,13 @@ import (
 // Summary is the demo's result; its JSON is the demo's last line, for
 // scripts.
 type Summary struct {
-	Jobs                 int     `json:"jobs"`
-	Completed            int     `json:"completed"`
-	Failed               int     `json:"failed"`
+	Jobs      int `json:"jobs"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
 	// FailedUnexpectedly counts failed jobs whose failure is not the
 	// recovery policy's: a job whose every generation ran out of time (a
 	// slow machine) fails correctly; any other failure is a defect.
-	FailedUnexpectedly int `json:"failed_unexpectedly"`
+	FailedUnexpectedly   int     `json:"failed_unexpectedly"`
 	Cancelled            int     `json:"cancelled"`
 	DuplicateIntents     int     `json:"duplicate_intents"`
 	BadRequestsRefused   int     `json:"bad_requests_refused"`
