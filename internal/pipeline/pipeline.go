@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
@@ -61,6 +62,10 @@ type Config struct {
 	// ("worker") then variable.
 	Settings map[string]map[string]string
 	Logger   *slog.Logger // the functions' log in process, and the mappings'; default: discard
+
+	// APIOptions, when set, gives SDK middleware for an in-process
+	// function's clients (request counting in tests).
+	APIOptions func(function string) []func(*middleware.Stack) error
 
 	OnSQSBatch    func(function string, r localesm.SQSBatchResult)
 	OnStreamBatch func(r localesm.StreamBatchResult)
@@ -201,6 +206,9 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("pipeline: AWS configuration: %w", err)
+	}
+	if p.cfg.APIOptions != nil {
+		awsCfg.APIOptions = append(awsCfg.APIOptions, p.cfg.APIOptions(fn)...)
 	}
 	log := p.cfg.Logger.With("function", fn)
 	e := lambdawire.NewEnvFrom(env)

@@ -1,0 +1,105 @@
+//go:build integration
+
+package test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/pipeline"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/projection"
+)
+
+// The requests one job costs on the happy path, end to end through the five
+// functions, counted per function by SDK middleware: the Jobs table sees
+// the lower bound (create, claim, accept) and S3 one put, when the task's
+// export fits one page. Not parallel: it sets the endpoint variables.
+func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
+	state := stackFromEnv(t)
+	for _, kv := range state.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	tpl, err := samtemplate.Load("../template.yaml")
+	require.NoError(t, err)
+	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
+	stack := testenv.Name(t, "cost")
+	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+
+	ddb := state.DynamoDBClient()
+	for i := range 5 {
+		_, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(deployed.Resources["ArticlesTable"]), Item: map[string]ddbtypes.AttributeValue{
+			"tenant": &ddbtypes.AttributeValueMemberS{Value: "t-1"}, "article_id": &ddbtypes.AttributeValueMemberS{Value: strconv.Itoa(i)},
+		}})
+		require.NoError(t, err)
+	}
+	counts := map[string]*testenv.Requests{}
+	for _, fn := range pipeline.Functions {
+		counts[fn] = &testenv.Requests{}
+	}
+	p, err := pipeline.Build(t.Context(), pipeline.Config{
+		Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),
+		APIOptions: func(fn string) []func(*middleware.Stack) error { return []func(*middleware.Stack) error{counts[fn].Count("")} },
+	})
+	require.NoError(t, err)
+	p.Run(t.Context())
+	defer func() { require.NoError(t, p.Stop()) }()
+
+	req := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RawPath: "/jobs", Body: `{"spec":{"page_size":"100"}}`,
+		Headers: map[string]string{"content-type": "application/json", "idempotency-key": "export-intent-7"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodPost, Path: "/jobs"},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"tenant": "t-1"}}},
+		},
+	}
+	resp, err := p.HTTP(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, resp.Body)
+
+	id := jobs.DeriveJobID("t-1", "export-intent-7")
+	views := projection.NewDynamoStore(ddb, projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		v, err := views.View(t.Context(), id)
+		if err == nil && v.Status == jobs.StatusCompleted {
+			require.Equal(t, int64(5), v.Progress)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "job %s not projected as completed within 2 minutes", id)
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the last batches' deletes are settled; nothing else is in flight
+	got := map[string]map[string]int{}
+	for _, fn := range pipeline.Functions {
+		got[fn] = counts[fn].Take()
+	}
+	t.Logf("requests per job: %v", got)
+	require.Equal(t, map[string]int{"TransactWriteItems": 1}, got["intake"], "create: the job and its intent marker")
+	require.Equal(t, map[string]int{"UpdateItem": 2, "Query": 1, "PutObject": 1}, got["worker"], "claim, one page, the candidate, accept")
+	// Three messages: the command (v0), job.started (v1), job.completed (v2),
+	// in one to three SendMessageBatch calls depending on how the stream
+	// batched the records.
+	require.GreaterOrEqual(t, got["relay"]["SendMessageBatch"], 1)
+	require.LessOrEqual(t, got["relay"]["SendMessageBatch"], 3)
+	require.Equal(t, map[string]int{"UpdateItem": 2, "TransactWriteItems": 2}, got["projector"], "two events: a view update and a totals transaction each")
+	require.Empty(t, got["sweeper"])
+}
+
