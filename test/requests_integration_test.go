@@ -56,7 +56,9 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	}
 	p, err := pipeline.Build(t.Context(), pipeline.Config{
 		Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),
-		APIOptions: func(fn string) []func(*middleware.Stack) error { return []func(*middleware.Stack) error{counts[fn].Count("")} },
+		APIOptions: func(fn string) []func(*middleware.Stack) error {
+			return []func(*middleware.Stack) error{counts[fn].Count("")}
+		},
 	})
 	require.NoError(t, err)
 	p.Run(t.Context())
@@ -102,4 +104,3 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	require.Equal(t, map[string]int{"UpdateItem": 2, "TransactWriteItems": 2}, got["projector"], "two events: a view update and a totals transaction each")
 	require.Empty(t, got["sweeper"])
 }
-
