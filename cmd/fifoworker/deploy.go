@@ -51,10 +51,13 @@ func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.T
 	var reasons []string
 	for _, sk := range res.Skipped {
 		what, reason, ok := strings.Cut(sk, "): ")
-		if !ok {
-			what, reason = sk, "skipped"
-		} else {
+		switch {
+		case ok:
 			what += ")"
+		case strings.HasPrefix(sk, "output "):
+			what, reason, _ = strings.Cut(sk, ": ")
+		default:
+			what, reason = sk, "skipped"
 		}
 		if byReason[reason] == nil {
 			reasons = append(reasons, reason)

@@ -33,7 +33,7 @@ func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(env), "FIFOWORKER_STACK="+name)
 	require.Contains(t, string(env), "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:")
-	require.Contains(t, stderr.String(), "localdeploy: 7 resources")
+	require.Contains(t, stderr.String(), "resources of ../../template.yaml deployed as stack fifoworker")
 
 	_, err = localstack.Load(localstack.Options{Name: name})
 	require.ErrorContains(t, err, "no stack", "the stack is stopped and its state removed")
