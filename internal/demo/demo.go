@@ -79,9 +79,14 @@ const (
 
 // Prepare sets the template's parameters to the demo's timeouts; deploy
 // the template after it.
-func Prepare(tpl *samtemplate.Template) {
-	tpl.Parameters["WorkerTimeout"] = samtemplate.Parameter{Type: "Number", Default: WorkerTimeout}
-	tpl.Parameters["CommandsVisibilityTimeout"] = samtemplate.Parameter{Type: "Number", Default: Visibility}
+func Prepare(tpl *samtemplate.Template) { SetWorkerTimeout(tpl, WorkerTimeout) }
+
+// SetWorkerTimeout sets the template's worker timeout to seconds and the
+// commands queue's visibility timeout to 6 times that (AWS's rule for a
+// queue that triggers a function).
+func SetWorkerTimeout(tpl *samtemplate.Template, seconds int) {
+	tpl.Parameters["WorkerTimeout"] = samtemplate.Parameter{Type: "Number", Default: seconds}
+	tpl.Parameters["CommandsVisibilityTimeout"] = samtemplate.Parameter{Type: "Number", Default: 6 * seconds}
 }
 
 // Options say where the demo runs.
@@ -253,12 +258,27 @@ func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 
 // seedArticles writes each tenant's articles and returns how many each has.
 func (d *demoRun) seedArticles(ctx context.Context) (map[string]int, error) {
-	table := d.res.Resources["ArticlesTable"]
 	counts := map[string]int{}
+	total := 0
+	for i, tenant := range demoTenants {
+		counts[tenant] = 40 + 37*i // 40 to 225 articles
+		total += counts[tenant]
+	}
+	if err := SeedArticles(ctx, d.ddb, d.res.Resources["ArticlesTable"], counts); err != nil {
+		return nil, err
+	}
+	d.say("seeded %d articles for %d tenants", total, len(demoTenants))
+	return counts, nil
+}
+
+// SeedArticles writes counts[tenant] articles for each tenant into table,
+// the reference task's input: a-00000, a-00001, ... with a title and a
+// word count.
+func SeedArticles(ctx context.Context, ddb *dynamodb.Client, table string, counts map[string]int) error {
 	var reqs []ddbtypes.WriteRequest
 	flush := func() error {
 		for len(reqs) > 0 {
-			out, err := d.ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{table: reqs}})
+			out, err := ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{table: reqs}})
 			if err != nil {
 				return fmt.Errorf("seed articles: %w", err)
 			}
@@ -266,9 +286,7 @@ func (d *demoRun) seedArticles(ctx context.Context) (map[string]int, error) {
 		}
 		return nil
 	}
-	for i, tenant := range demoTenants {
-		n := 40 + 37*i // 40 to 225 articles
-		counts[tenant] = n
+	for tenant, n := range counts {
 		for a := range n {
 			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: map[string]ddbtypes.AttributeValue{
 				"tenant":     &ddbtypes.AttributeValueMemberS{Value: tenant},
@@ -278,20 +296,12 @@ func (d *demoRun) seedArticles(ctx context.Context) (map[string]int, error) {
 			}}})
 			if len(reqs) == 25 {
 				if err := flush(); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	total := 0
-	for _, c := range counts {
-		total += c
-	}
-	d.say("seeded %d articles for %d tenants", total, len(demoTenants))
-	return counts, nil
+	return flush()
 }
 
 // request builds an HTTP API request as API Gateway hands it to intake

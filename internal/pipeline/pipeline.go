@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,7 @@ type Pipeline struct {
 	cfg      Config
 	invokers map[string]localesm.Invoker
 	timeouts map[string]time.Duration
+	settings map[string]map[string]string
 	ries     []*RIEProcess
 	mappings []mapping
 	cancel   context.CancelFunc
@@ -98,7 +100,7 @@ func Build(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: cfg, invokers: map[string]localesm.Invoker{}, timeouts: map[string]time.Duration{}}
+	p := &Pipeline{cfg: cfg, invokers: map[string]localesm.Invoker{}, timeouts: map[string]time.Duration{}, settings: map[string]map[string]string{}}
 	for _, fn := range Functions {
 		if err := p.build(ctx, fn); err != nil {
 			_ = p.Stop()
@@ -183,6 +185,7 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	if err != nil {
 		return err
 	}
+	p.settings[fn] = maps.Clone(env)
 	timeout, err := p.cfg.timeout(fn)
 	if err != nil {
 		return err
@@ -406,6 +409,10 @@ func (p *Pipeline) Invoke(ctx context.Context, fn string, event, out any) error 
 	}
 	return nil
 }
+
+// Setting is function fn's setting name as the pipeline built it (from
+// template.yaml and Config.Settings), e.g. intake's TENANT_CLAIM.
+func (p *Pipeline) Setting(fn, name string) string { return p.settings[fn][name] }
 
 // HTTP sends an API Gateway HTTP API request to intake.
 func (p *Pipeline) HTTP(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
