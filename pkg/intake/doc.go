@@ -27,9 +27,11 @@
 // There is no other identity path: no header, no body field, no
 // environment flag, no fallback tenant. A request without a JWT
 // authorizer context is a 401, whatever it carries. A local identity for
-// development belongs only in the CLI's local server, which has no API
+// development belongs only in the CLI's local server (`fifoworker local
+// serve`: internal/pipeline's HTTPAPI and Identity), which has no API
 // Gateway in front of it and must build the authorizer context itself;
-// never in this package or the Lambda build.
+// never in this package or the Lambda build (internal/pipeline's
+// TestTheLambdaBuildCannotReachTheLocalIdentity).
 //
 // Invariants:
 //   - The tenant of a job is the verified caller's, never anything the
