@@ -24,6 +24,10 @@ help: ## list the targets
 demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator)
 	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie)
 
+.PHONY: serve
+serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and their mappings on a fresh local stack; prints tokens; Ctrl-C stops it all
+	go run ./cmd/fifoworker local serve
+
 # The five functions' bootstraps, built as `sam build` builds them for
 # template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags.
 FUNCTIONS := intake relay worker projector sweeper

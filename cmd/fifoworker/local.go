@@ -17,7 +17,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
 )
 
-const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run> [flags]
+const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run|serve> [flags]
 
   up       install (first use) and start the emulators; print the environment to eval
   down     stop the stack's processes and remove its state
@@ -25,10 +25,14 @@ const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run> [fla
   env      print the environment of the running stack
   deploy   create the queues, tables and buckets that template.yaml declares
   run      start a fresh stack, deploy, run a command in its environment, stop the stack
+  serve    start a fresh stack (--name serve), deploy, run the five functions with their
+           event source mappings, and serve the jobs API on --addr (127.0.0.1:8080) with
+           printed local tokens until SIGINT/SIGTERM; then stop everything
 
 examples:
   eval "$(fifoworker local up)"
   fifoworker local run --name test -- go test -tags integration ./...
+  fifoworker local serve --worker-timeout 10
 `
 
 func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -39,7 +43,11 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("local "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o localstack.Options
-	fs.StringVar(&o.Name, "name", "dev", "stack name (state, ports and logs are per name)")
+	defaultName := "dev"
+	if args[0] == "serve" {
+		defaultName = "serve"
+	}
+	fs.StringVar(&o.Name, "name", defaultName, "stack name (state, ports and logs are per name)")
 	fs.StringVar(&o.CacheDir, "cache", localstack.DefaultCacheDir(), "where tools and stack state live")
 	fs.StringVar(&o.Region, "region", "eu-west-1", "AWS region the stack reports")
 	fs.IntVar(&o.Ports.SQS, "sqs-port", 0, "SQS emulator port (0: a free one)")
@@ -47,6 +55,12 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Ports.S3, "s3-port", 0, "S3 emulator port (0: a free one)")
 	template := fs.String("template", "template.yaml", "deploy, run: the SAM template")
 	stackName := fs.String("stack-name", "fifoworker", "deploy, run: the stack name that ${AWS::StackName} resolves to")
+	var sf serveFlags
+	if args[0] == "serve" {
+		fs.StringVar(&sf.addr, "addr", "127.0.0.1:8080", "serve: where the jobs API listens (a loopback address only)")
+		fs.BoolVar(&sf.rie, "rie", false, "serve: run the built bootstraps under the runtime interface emulator")
+		fs.IntVar(&sf.workerTimeout, "worker-timeout", 0, "serve: the worker's timeout in seconds (the commands visibility becomes 6 times it); 0: the template's")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -104,6 +118,8 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return deploy(ctx, s, *template, *stackName, stdout, stderr)
 	case "run":
 		return runWithStack(ctx, o, *template, *stackName, fs.Args(), stdout, stderr)
+	case "serve":
+		return localServe(ctx, o, *template, *stackName, sf, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "fifoworker: unknown local command %q\n\n%s", args[0], localUsage)
 		return 2

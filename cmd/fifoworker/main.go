@@ -13,7 +13,7 @@ const usage = `usage: fifoworker <command>
 
 commands:
   demo    run the whole pipeline on sample jobs on the local AWS stack
-  local   the local AWS stack: up, down, status, env, deploy, run
+  local   the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)
   help    show this text
 `
 
