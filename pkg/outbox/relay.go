@@ -96,20 +96,33 @@ type laneEntry struct {
 func (r *Relay) collect(records []events.DynamoDBEventRecord) (lanes map[string][]laneEntry, order []string, firstBad int) {
 	lanes = map[string][]laneEntry{}
 	firstBad = -1
+	// A record that cannot be decoded stops its job: a later version must
+	// not go out before it (the retry resends from it). A record without a
+	// readable key could be any job's, so it stops every job.
+	stopped := map[string]bool{}
+	stopAll := false
 	for i := range records {
 		rec := &records[i]
+		key := recordKey(rec)
 		msgs, err := r.messages(rec)
 		if err != nil {
-			r.log.Error("outbox: undecodable stream record", "sequence_number", rec.Change.SequenceNumber, "event_id", rec.EventID, "error", err)
+			r.log.Error("outbox: undecodable stream record", "sequence_number", rec.Change.SequenceNumber, "event_id", rec.EventID, "job_id", key, "error", err)
 			if firstBad < 0 {
 				firstBad = i
 			}
+			if key == "" {
+				stopAll = true
+			}
+			stopped[key] = true
 			continue
 		}
 		if len(msgs) == 0 {
 			continue
 		}
 		id := msgs[0].JobID
+		if stopAll || stopped[id] {
+			continue
+		}
 		lane := lanes[id]
 		if n := len(lane); n > 0 && lane[n-1].msg.Version >= msgs[0].Version {
 			// A repeat of a record already in this batch, or an older
@@ -125,6 +138,14 @@ func (r *Relay) collect(records []events.DynamoDBEventRecord) (lanes map[string]
 		lanes[id] = lane
 	}
 	return lanes, order, firstBad
+}
+
+// recordKey is the job id in a record's key, or "".
+func recordKey(rec *events.DynamoDBEventRecord) string {
+	if k, ok := rec.Change.Keys["job_id"]; ok && k.DataType() == events.DataTypeString {
+		return k.String()
+	}
+	return ""
 }
 
 // messages decodes one record into the messages its transition emitted.

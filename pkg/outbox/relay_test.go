@@ -289,3 +289,43 @@ func TestTheGoldenEventsBatchDecodes(t *testing.T) {
 		require.Equal(t, e.EventID, r.Attributes["MessageDeduplicationId"])
 	}
 }
+
+// An undecodable record stops its own job: the job's later versions are not
+// sent before it (the retry resends from it); other jobs go on.
+func TestRelayStopsAJobAtItsUndecodableRecord(t *testing.T) {
+	t.Parallel()
+	a := history("job-9", jobs.EventStarted, jobs.EventProgress)
+	b := history("job-10", jobs.EventStarted)
+	bad := a[1]
+	bad.Change.NewImage = jobImage(jobs.Job{ID: "job-9", Status: "bogus", Version: 1,
+		Outbox: jobs.Message{ID: "job-9/v1", Type: jobs.EventStarted, Version: 1}})
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], a[2], b[1]}})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-9/v0", "job-10/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-10/v1"}, f.sent[eventsURL], "job-9/v2 waits for v1")
+
+	// Without a readable key the record could be any job's: nothing after it goes out.
+	keyless := bad
+	keyless.Change.Keys = nil
+	f = &fakeSQS{}
+	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], keyless, b[0]}})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: keyless.Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-9/v0"}, f.sent[commandsURL])
+}
+
+// A record whose old and new images have the same version is not a
+// transition (nothing was emitted): it is not published again.
+func TestRelaySkipsARecordThatIsNotATransition(t *testing.T) {
+	t.Parallel()
+	a := history("job-11", jobs.EventStarted)
+	same := a[1]
+	same.Change.OldImage = same.Change.NewImage
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{same}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, f.sent[eventsURL])
+}
