@@ -2,6 +2,8 @@ package lambdawire
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"log/slog"
 	"os"
 
@@ -86,6 +88,11 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 	evts := env.String("EVENTS_QUEUE_URL")
 	if err := env.Err(); err != nil {
 		return nil, err
+	}
+	for name, url := range map[string]string{"COMMANDS_QUEUE_URL": commands, "EVENTS_QUEUE_URL": evts} {
+		if !strings.HasSuffix(url, ".fifo") {
+			return nil, fmt.Errorf("lambdawire: %s=%q is not a FIFO queue: per-job order needs one", name, url)
+		}
 	}
 	return outbox.NewRelay(sqs.NewFromConfig(cfg), commands, evts, log).Handle, nil
 }

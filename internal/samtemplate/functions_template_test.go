@@ -2,9 +2,7 @@ package samtemplate_test
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -46,30 +44,10 @@ func TestTemplateFunctionsAreBuiltAsSAMBuildsGoForGraviton(t *testing.T) {
 	}
 }
 
-// Every setting a function's main.go requires (lambdawire's Env.String) is
-// declared in its environment, so a deployed function cannot fail its init
-// on a variable the template forgot.
-func TestTemplateDeclaresEveryVariableAFunctionRequires(t *testing.T) {
-	t.Parallel()
-	tpl := loadRepoTemplate(t)
-	required := regexp.MustCompile(`\.String\("([A-Z0-9_]+)"\)`)
-	globals, _ := tpl.Globals["Function"].(map[string]any)
-	for fn, dir := range functions {
-		src, err := os.ReadFile(filepath.Join("../..", dir, "main.go"))
-		require.NoError(t, err)
-		declared := map[string]bool{}
-		for _, env := range []any{globals["Environment"], tpl.Resources[fn].Properties["Environment"]} {
-			vars, _ := asMap(env)["Variables"].(map[string]any)
-			for k := range vars {
-				declared[k] = true
-			}
-		}
-		matches := required.FindAllStringSubmatch(string(src), -1)
-		for _, m := range matches {
-			require.True(t, declared[m[1]], "%s requires %s, which template.yaml does not set", fn, m[1])
-		}
-	}
-}
+// That every setting a function requires is declared in its environment is
+// checked where the builders are: internal/lambdawire's
+// TestEveryFunctionBuildsFromTheTemplatesEnvironment builds each function
+// from the template's environment.
 
 func TestTemplateEventSourcesPreserveOrderAndReportPartialFailures(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,99 @@
+package lambdawire
+
+import (
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+)
+
+// templateEnv is the environment template.yaml gives a function (Globals
+// and its own): literals as written, a parameter's default for a Ref to a
+// parameter, and a stand-in value for a Ref or GetAtt of a resource.
+func templateEnv(t *testing.T, tpl *samtemplate.Template, logical string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	globals, _ := tpl.Globals["Function"].(map[string]any)
+	for _, e := range []any{globals["Environment"], tpl.Resources[logical].Properties["Environment"]} {
+		m, _ := e.(map[string]any)
+		vars, _ := m["Variables"].(map[string]any)
+		for k, v := range vars {
+			switch x := v.(type) {
+			case map[string]any:
+				ref, _ := x["Ref"].(string)
+				if p, ok := tpl.Parameters[ref]; ok {
+					env[k] = fmt.Sprint(p.Default)
+				} else {
+					env[k] = standIn(tpl, ref)
+				}
+			default:
+				env[k] = fmt.Sprint(x)
+			}
+		}
+	}
+	return env
+}
+
+// standIn is what a Ref to resource name resolves to when deployed: a
+// queue's URL (ending in .fifo for a FIFO queue), a table's or bucket's name.
+func standIn(tpl *samtemplate.Template, name string) string {
+	r := tpl.Resources[name]
+	if r.Type == "AWS::SQS::Queue" {
+		url := "https://sqs.eu-west-1.amazonaws.com/123456789012/stack-" + name
+		if r.Properties["FifoQueue"] == true {
+			url += ".fifo"
+		}
+		return url
+	}
+	return "stack-" + name
+}
+
+// Every function builds from exactly the settings template.yaml gives it: a
+// variable the template forgets, or a value its builder refuses, fails here
+// rather than at a deployed function's init.
+func TestEveryFunctionBuildsFromTheTemplatesEnvironment(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	cfg := aws.Config{Region: "eu-west-1"}
+	log := slog.New(slog.DiscardHandler)
+	build := map[string]func(*Env) error{
+		"IntakeFunction":    func(e *Env) error { _, err := Intake(e, cfg, log); return err },
+		"RelayFunction":     func(e *Env) error { _, err := Relay(e, cfg, log); return err },
+		"WorkerFunction":    func(e *Env) error { _, err := Worker(e, cfg, log); return err },
+		"ProjectorFunction": func(e *Env) error { _, err := Projector(e, cfg, log); return err },
+		"SweeperFunction":   func(e *Env) error { _, err := Sweeper(e, cfg, log); return err },
+	}
+	require.ElementsMatch(t, tpl.OfType("AWS::Serverless::Function"), func() []string {
+		var names []string
+		for n := range build {
+			names = append(names, n)
+		}
+		return names
+	}(), "a builder for every function of the template")
+	for fn, b := range build {
+		env := templateEnv(t, tpl, fn)
+		require.NoError(t, b(NewEnvFrom(env)), "%s with the template's environment %v", fn, env)
+		// The check can fail: without any one of its variables, a function
+		// whose builder requires it does not build.
+		for k := range env {
+			without := map[string]string{}
+			for k2, v := range env {
+				if k2 != k {
+					without[k2] = v
+				}
+			}
+			if err := b(NewEnvFrom(without)); err != nil {
+				require.ErrorContains(t, err, k+" is not set", fn)
+			}
+		}
+	}
+	// And a variable the worker needs, removed from the template, is caught.
+	worker := templateEnv(t, tpl, "WorkerFunction")
+	delete(worker, "ARTICLES_TABLE")
+	require.ErrorContains(t, build["WorkerFunction"](NewEnvFrom(worker)), "ARTICLES_TABLE is not set")
+}
