@@ -3,9 +3,9 @@ package lambdawire
 import (
 	"context"
 	"fmt"
-	"strings"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
