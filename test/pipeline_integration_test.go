@@ -71,13 +71,13 @@ func runPipeline(t *testing.T, jobs int, rie bool) demo.Summary {
 }
 
 // The whole pipeline, in process: the running example through all five
-// functions, a cancelled job, bad requests and 40 jobs over six tenants,
+// functions, a cancelled job, bad requests and 200 jobs over six tenants,
 // with every invariant checked against the tables, the bucket and the
 // queues. Not parallel: it sets the endpoint variables of this process.
 func TestPipelineEndToEnd(t *testing.T) {
-	sum := runPipeline(t, 40, false)
+	sum := runPipeline(t, 200, false)
 	require.True(t, sum.OK, "%+v", sum)
-	require.Equal(t, 42, sum.Jobs)
+	require.Equal(t, 202, sum.Jobs)
 	require.Equal(t, 1, sum.Cancelled)
 	require.Equal(t, sum.Jobs-1, sum.Completed+sum.Failed)
 	require.Zero(t, sum.FailedUnexpectedly, "a job may fail only by running out of generations (a loaded machine)")

@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Setenv == nil {
 		o.Setenv = func(k, v string) { _ = os.Setenv(k, v) }
 	}
-	d := &demoRun{out: o.Out, state: o.State, tpl: o.Template, res: o.Deployed, bulk: o.Jobs, rie: o.RIE, o: o}
+	d := &demoRun{out: o.Out, state: o.State, tpl: o.Template, res: o.Deployed, bulk: o.Jobs, rie: o.RIE, o: o, seen: map[string]bool{}}
 	return d.run(ctx)
 }
 
@@ -132,6 +132,8 @@ type demoRun struct {
 	hold *pipeline.DelayProxy
 
 	events    atomic.Int64 // events the projector consumed
+	seenMu    sync.Mutex
+	seen      map[string]bool // the event ids (job-42/v3) the projector consumed
 	submitted []demoJob
 	sum       Summary
 }
@@ -196,8 +198,20 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 		LogDir:   d.o.LogDir,
 		Settings: map[string]map[string]string{"sweeper": {"SWEEP_GRACE": "1s"}},
 		OnSQSBatch: func(fn string, r localesm.SQSBatchResult) {
-			if fn == "projector" {
-				d.events.Add(int64(len(r.Deleted)))
+			if fn != "projector" {
+				return
+			}
+			d.events.Add(int64(len(r.Deleted)))
+			deleted := map[string]bool{}
+			for _, id := range r.Deleted {
+				deleted[id] = true
+			}
+			d.seenMu.Lock()
+			defer d.seenMu.Unlock()
+			for _, rec := range r.Records {
+				if deleted[rec.MessageId] {
+					d.seen[rec.Attributes["MessageDeduplicationId"]] = true
+				}
 			}
 		},
 	}
@@ -480,6 +494,21 @@ func (d *demoRun) sweep(ctx context.Context) error {
 		return err
 	}
 	d.sum.OrphansSwept = rep.Deleted
+	// Of the running example's candidates only generation 2's result is
+	// left: worker A's is the orphan the sweeper removed.
+	example := jobs.DeriveJobID("t-1", exampleIntent)
+	job, err := jobs.NewDynamoStore(d.state.DynamoDBClient(), d.res.Resources["JobsTable"]).Get(ctx, example)
+	if err != nil {
+		return err
+	}
+	left, err := candidate.New(d.state.S3Client(), d.res.Resources["CandidatesBucket"]).List(ctx, example)
+	if err != nil {
+		return err
+	}
+	if len(left) != 1 || left[0].Key.String() != job.Result.Key {
+		d.sum.OrphansSwept = 0
+		d.say("MISMATCH: the example's candidates after the sweep: %v; want only its result %s", left, job.Result.Key)
+	}
 	b, _ := json.Marshal(rep)
 	d.say("sweeper: %s", b)
 	return nil
@@ -492,7 +521,6 @@ func (d *demoRun) check(ctx context.Context, articles map[string]int) error {
 	cands := candidate.New(d.state.S3Client(), d.res.Resources["CandidatesBucket"])
 	processed := map[string]int64{}
 	completed := map[string]int64{}
-	var events int64
 	rows := []demoJob{}
 	final := map[string]jobs.Job{}
 	for _, j := range d.submitted {
@@ -501,7 +529,6 @@ func (d *demoRun) check(ctx context.Context, articles map[string]int) error {
 			return err
 		}
 		final[j.id] = job
-		events += job.Version // versions 1..v each have exactly one event
 		processed[j.tenant] += job.Progress
 		switch job.Status {
 		case jobs.StatusCompleted:
@@ -538,9 +565,18 @@ func (d *demoRun) check(ctx context.Context, articles map[string]int) error {
 		}
 	}
 	d.sum.EventsPublished = d.events.Load()
-	if d.sum.EventsPublished < events {
-		d.sum.Lost += int(events - d.sum.EventsPublished)
+	// Every version from 1 on has exactly one event, and the projector
+	// must have consumed each (the relay's dedup id is the event id).
+	d.seenMu.Lock()
+	for _, j := range d.submitted {
+		for v := int64(1); v <= final[j.id].Version; v++ {
+			if id := jobs.OutboxID(j.id, v); !d.seen[id] {
+				d.sum.Lost++
+				d.say("LOST: the projector never consumed event %s", id)
+			}
+		}
 	}
+	d.seenMu.Unlock()
 	left, err := d.queuesLeft(ctx)
 	if err != nil {
 		return err
