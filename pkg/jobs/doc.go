@@ -34,6 +34,17 @@
 //     to run it; extending the ended lease in place would let a generation
 //     survive a gap in its lease, while a new generation fences whatever
 //     ran under the ended one (an earlier try's requests still in flight).
+//   - A claim naming a tenant (ClaimRequest.Tenant, which the worker sets
+//     from its command) has the tenant in its condition: a job of another
+//     tenant answers ErrNotFound, the answer for no job, before anything
+//     else about it (final, leased) is told, and nothing is written. A
+//     forged command thus uses up no generation, takes no lease and learns
+//     nothing of the job; a retry after a lost response is recognised as
+//     ever, since the tenant never changes.
+//   - An accept's result key is the caller's own candidate key,
+//     candidates/<job_id>/g<generation, 10 digits>/<attempt_id>.<ext>, of
+//     the request's job, generation and attempt (ValidateResultKey);
+//     another is ErrInvalid and nothing is written.
 //   - A nudge lands only on a pending job, or a running job whose lease
 //     ended strictly before now, at the generation and version its caller
 //     read; it never raises the generation and never passes a live lease.

@@ -359,6 +359,9 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	if g.owner != "" {
 		cond = append(cond, e.name(attrLeaseOwner)+" = "+e.value(str(g.owner)))
 	}
+	if g.tenant != "" {
+		cond = append(cond, e.name(attrTenant)+" = "+e.value(str(g.tenant)))
+	}
 	if !g.expiredBefore.IsZero() {
 		cond = append(cond, e.name(attrLeaseExpiresAt)+" < "+e.value(millis(g.expiredBefore)))
 	}

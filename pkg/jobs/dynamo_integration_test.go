@@ -156,7 +156,9 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 		return j
 	}
 	claimed := lost("claim", func() (jobs.Job, error) {
-		return store.Claim(ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
+		// With the tenant in the condition, as the worker claims: the retry
+		// still recognises its own claim.
+		return store.Claim(ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute), Tenant: "t-1"})
 	})
 	require.Equal(t, int64(1), claimed.Generation)
 	renewed := lost("renew", func() (jobs.Job, error) {
@@ -175,7 +177,7 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	// mistaken for success.
 	b.faults.arm("UpdateItem")
 	_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-z", Generation: 1, Version: renewed.Version,
-		Result: jobs.Result{Key: "candidates/other", SHA256: res.SHA256}, Progress: 1})
+		Result: jobs.Result{Key: "candidates/" + id + "/g0000000001/attempt-z.json", SHA256: res.SHA256}, Progress: 1})
 	require.ErrorIs(t, err, jobs.ErrFinal)
 
 	// Fail, on a second job.
@@ -254,6 +256,10 @@ func TestDynamoRequestCounts(t *testing.T) {
 		a, err = store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
 		return err
 	})
+	measure("claim, another tenant", map[string]int{"UpdateItem": 1}, func() error {
+		_, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-x", LeaseUntil: clock.Now().Add(time.Minute), Tenant: "t-2"})
+		return expect(jobs.ErrNotFound)(err)
+	})
 	measure("claim, lease held", map[string]int{"UpdateItem": 1}, func() error {
 		_, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-x", LeaseUntil: clock.Now().Add(time.Minute)})
 		return expect(jobs.ErrLeaseHeld)(err)
@@ -270,12 +276,12 @@ func TestDynamoRequestCounts(t *testing.T) {
 	})
 	measure("accept", map[string]int{"UpdateItem": 1}, func() error {
 		_, err := store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-b", Generation: bj.Generation, Version: bj.Version,
-			Result: jobs.Result{Key: "k", SHA256: strings.Repeat("a", 64)}})
+			Result: jobs.Result{Key: "candidates/job-42/g0000000002/attempt-b.json", SHA256: strings.Repeat("a", 64)}})
 		return err
 	})
 	measure("accept, stale generation", map[string]int{"UpdateItem": 1}, func() error {
 		_, err := store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-a", Generation: 1, Version: a.Version,
-			Result: jobs.Result{Key: "k2", SHA256: strings.Repeat("a", 64)}})
+			Result: jobs.Result{Key: "candidates/job-42/g0000000001/attempt-a.json", SHA256: strings.Repeat("a", 64)}})
 		return expect(jobs.ErrStaleGeneration)(err)
 	})
 	measure("get", map[string]int{"GetItem": 1}, func() error { _, err := store.Get(ctx, "job-42"); return err })

@@ -79,6 +79,12 @@ type ClaimRequest struct {
 	// LeaseUntil is when the lease ends (see LeaseEnd): after now, and at
 	// most MaxLambdaTimeout plus the store's clock-skew margin after it.
 	LeaseUntil time.Time
+	// Tenant, when set, is part of the claim's condition: a job of another
+	// tenant is refused with ErrNotFound and nothing is written, exactly as
+	// if there were no job, so a command naming the wrong tenant neither
+	// uses a generation nor learns that the job exists. The worker sets it
+	// from the command. Empty means any tenant.
+	Tenant string
 }
 
 // RenewRequest extends a lease and reports progress.
@@ -91,7 +97,9 @@ type RenewRequest struct {
 	Progress   int64
 }
 
-// AcceptRequest selects a candidate as the job's result.
+// AcceptRequest selects a candidate as the job's result. Result.Key must be
+// the caller's own candidate key (ValidateResultKey): another job's,
+// generation's or attempt's key is ErrInvalid and nothing is written.
 type AcceptRequest struct {
 	JobID      string
 	AttemptID  string
@@ -166,6 +174,11 @@ func (r *ClaimRequest) validate(now time.Time, cfg *config) error {
 	if err := validateAttemptID(r.AttemptID); err != nil {
 		return err
 	}
+	if r.Tenant != "" {
+		if err := validateText("tenant", r.Tenant, maxTenant); err != nil {
+			return err
+		}
+	}
 	return validateLease(r.LeaseUntil, now, cfg)
 }
 
@@ -212,7 +225,7 @@ func (r *AcceptRequest) validate(time.Time, *config) error {
 	if err := validateFence(r.JobID, r.AttemptID, r.Generation, r.Version); err != nil {
 		return err
 	}
-	if err := validateText("result key", r.Result.Key, 1024); err != nil {
+	if err := ValidateResultKey(r.Result.Key, r.JobID, r.Generation, r.AttemptID); err != nil {
 		return err
 	}
 	if !checksum.IsSHA256Hex(r.Result.SHA256) {

@@ -12,14 +12,16 @@ import (
 // the old item DynamoDB returned (ReturnValuesOnConditionCheckFailure).
 
 // guard is the condition of a write: the item is at exactly (status,
-// generation, version), a fenced write's caller holds the lease, and, for a
-// takeover, the lease ended before expiredBefore. Every write bumps the version, so the guard pins the whole
+// generation, version), a fenced write's caller holds the lease, a claim
+// naming a tenant finds the job of that tenant, and, for a takeover, the
+// lease ended before expiredBefore. Every write bumps the version, so the guard pins the whole
 // item: anything decide read from it is still true when the write lands.
 type guard struct {
 	status        Status
 	generation    int64
 	version       int64
 	owner         string    // empty: no owner condition
+	tenant        string    // empty: no tenant condition
 	expiredBefore time.Time // zero: no lease condition
 }
 
@@ -28,6 +30,9 @@ func (g guard) holds(j *Job) bool {
 		return false
 	}
 	if g.owner != "" && j.LeaseOwner != g.owner {
+		return false
+	}
+	if g.tenant != "" && j.Tenant != g.tenant {
 		return false
 	}
 	if !g.expiredBefore.IsZero() {
@@ -120,7 +125,9 @@ func (r *NudgeRequest) describe() string {
 	return fmt.Sprintf("nudge %s g%d v%d", r.JobID, r.Generation, r.Version)
 }
 
-func (r *ClaimRequest) expect() *Job  { return &Job{ID: r.JobID, Status: StatusPending} }
+func (r *ClaimRequest) expect() *Job {
+	return &Job{ID: r.JobID, Status: StatusPending, Tenant: r.Tenant}
+}
 func (r *CancelRequest) expect() *Job { return &Job{ID: r.JobID, Status: StatusPending} }
 func (r *RenewRequest) expect() *Job  { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
 func (r *AcceptRequest) expect() *Job { return fenced(r.JobID, r.Generation, r.Version, r.AttemptID) }
@@ -314,6 +321,10 @@ func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, e
 	switch {
 	case cur == nil:
 		return step{}, ErrNotFound
+	case r.Tenant != "" && cur.Tenant != r.Tenant:
+		// Another tenant's job is no job of the caller's: the same answer
+		// as a missing one, before anything else about it is told.
+		return step{}, ErrNotFound
 	case exhaustedBy(cur, r.AttemptID):
 		// Our own claim failed the job under the recovery policy, applied by
 		// an earlier try whose response was lost: the same answer again.
@@ -338,7 +349,7 @@ func decideClaim(r *ClaimRequest, cur *Job, now time.Time, cfg *config) (step, e
 // startGeneration grants the next generation to the claim: from pending, or as the
 // takeover of a running job whose lease has ended.
 func startGeneration(r *ClaimRequest, cur *Job, now time.Time) step {
-	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version}
+	g := guard{status: cur.Status, generation: cur.Generation, version: cur.Version, tenant: r.Tenant}
 	payload := []string{PayloadAttemptID, r.AttemptID}
 	if cur.Status == StatusRunning {
 		g.expiredBefore = now
@@ -365,7 +376,7 @@ func exhaust(r *ClaimRequest, cur *Job, now time.Time, cfg *config) step {
 		cur.Generation, cur.LeaseOwner, cfg.recovery.MaxGenerations)}
 	expires := ttl(now.Add(cfg.retention))
 	return step{
-		guard: guard{status: StatusRunning, generation: cur.Generation, version: cur.Version, expiredBefore: now},
+		guard: guard{status: StatusRunning, generation: cur.Generation, version: cur.Version, tenant: r.Tenant, expiredBefore: now},
 		patch: patch{
 			status: StatusFailed, generation: cur.Generation + 1, version: cur.Version + 1,
 			failure: &failure, expiresAt: &expires, updatedAt: now,

@@ -153,6 +153,7 @@ func TestExpectationIsAWrite(t *testing.T) {
 	now := testStart
 	for _, req := range []request{
 		&ClaimRequest{JobID: "job-42", AttemptID: "a", LeaseUntil: now.Add(time.Minute)},
+		&ClaimRequest{JobID: "job-42", AttemptID: "a", LeaseUntil: now.Add(time.Minute), Tenant: "t-1"},
 		&RenewRequest{JobID: "job-42", AttemptID: "a", Generation: 2, Version: 3, LeaseUntil: now.Add(time.Minute)},
 		&AcceptRequest{JobID: "job-42", AttemptID: "a", Generation: 2, Version: 3, Result: Result{Key: "k"}},
 		&FailRequest{JobID: "job-42", AttemptID: "a", Generation: 2, Version: 3, Failure: Failure{Code: "x"}},

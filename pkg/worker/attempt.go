@@ -70,7 +70,7 @@ func (a *attempt) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
 	}
-	return a.accept(ctx, version, key, res, out.Items)
+	return a.accept(ctx, version, res, out.Items)
 }
 
 // runTask calls the task; once it returns, Progress refuses to write.
@@ -146,11 +146,10 @@ func (a *attempt) fail(ctx context.Context, version int64, taskErr error) error 
 }
 
 // accept selects the committed candidate as the job's result.
-func (a *attempt) accept(ctx context.Context, version int64, key candidate.Key, res candidate.Result, items int64) error {
-	if err := ownCandidate(res.Key, key); err != nil {
-		a.log.ErrorContext(ctx, "worker: refusing to accept a foreign candidate", slog.Any("error", err))
-		return err
-	}
+// The job store refuses a result key that is not this attempt's own
+// (jobs.ValidateResultKey), so a candidate of another job, generation or
+// attempt can never become the result.
+func (a *attempt) accept(ctx context.Context, version int64, res candidate.Result, items int64) error {
 	job, err := a.w.cfg.Jobs.Accept(ctx, jobs.AcceptRequest{
 		JobID: a.job.ID, AttemptID: a.id, Generation: a.job.Generation, Version: version,
 		Result: jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}, Progress: items,
@@ -172,19 +171,6 @@ func (a *attempt) accept(ctx context.Context, version int64, key candidate.Key, 
 	default:
 		return fmt.Errorf("worker: job %s g%d: accept: %w", a.job.ID, a.job.Generation, err)
 	}
-}
-
-// ownCandidate checks that the key the store wrote, in the form the job
-// will record, is the attempt's own: its job, generation and attempt id.
-func ownCandidate(got, want candidate.Key) error {
-	parsed, err := candidate.ParseKey(got.String())
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrForeignCandidate, err)
-	}
-	if parsed != want {
-		return fmt.Errorf("%w: wrote %s, the attempt's key is %s", ErrForeignCandidate, parsed, want)
-	}
-	return nil
 }
 
 func versionAttr(v int64) slog.Attr { return slog.Int64("version", v) }

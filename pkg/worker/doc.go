@@ -15,7 +15,11 @@
 //     failed, cancelled, or failed by this very claim under the recovery
 //     policy) acknowledges the command; a live lease of another attempt
 //     fails the message, so its group waits and the command comes back; a
-//     command for no job, or for a job of another tenant, is permanent.
+//     command for no job, or for a job of another tenant, is permanent. The
+//     command's tenant is part of the claim's condition
+//     (jobs.ClaimRequest.Tenant), so a command naming another tenant is
+//     refused before it takes a lease or uses up a generation; the store
+//     answers it as it answers a missing job (jobs.ErrNotFound).
 //   - The lease ends at the invocation's deadline plus LeaseSkew
 //     (jobs.LeaseEnd); the task's context ends before that deadline
 //     (pkg/fifo's reserve), so a takeover never races a live task.
@@ -25,8 +29,9 @@
 //     the latest version.
 //   - A candidate is written only to this attempt's key
 //     (candidates/<job>/g<generation>/<attempt>.<ext>), uploaded only when
-//     the task succeeded and the attempt was not fenced, and accepted only
-//     after its key is checked to be this job's, generation's and attempt's.
+//     the task succeeded and the attempt was not fenced. The job store
+//     accepts only that key (jobs.ValidateResultKey): a key of another job,
+//     generation or attempt is refused and nothing is accepted.
 //   - A refused write (jobs.ErrStaleGeneration, jobs.ErrFinal) ends the
 //     attempt and acknowledges the command: another generation or the end
 //     of the job has the last word. A refused renewal cancels the task and
@@ -46,8 +51,8 @@
 //	no Lambda request id, no deadline                      error
 //	claim: job final (ErrFinal, *FinalError)               nil
 //	claim: lease held by another attempt (ErrLeaseHeld)    error
-//	claim: no such job (ErrNotFound)                       fifo.Permanent
-//	command tenant ≠ job tenant                            fifo.Permanent
+//	claim: no such job, or the job of another tenant       fifo.Permanent
+//	       (ErrNotFound; nothing written)
 //	progress renewal refused (stale or final)              nil; task cancelled, nothing uploaded
 //	progress renewal failed otherwise                      error; task cancelled, nothing uploaded
 //	task: fifo.Permanent error, or negative Items          Fail(task_failed) → nil (refused: nil; failed: error)

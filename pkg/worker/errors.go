@@ -19,16 +19,8 @@ var (
 	// Run returned.
 	ErrAttemptOver = errors.New("worker: progress reported after the task returned")
 
-	// ErrTenantMismatch: the command names another tenant than its job. The
-	// command is forged or corrupt and is refused permanently.
-	ErrTenantMismatch = errors.New("worker: command tenant does not match the job's")
-
 	// ErrGroupMismatch: the message's group is not its command's job. Per-job
 	// order holds only inside the job's own group, so such a command is
 	// refused permanently.
 	ErrGroupMismatch = errors.New("worker: message group is not the command's job")
-
-	// ErrForeignCandidate: the candidate about to be accepted is not this
-	// attempt's own key. It guards against a bug; nothing is accepted.
-	ErrForeignCandidate = errors.New("worker: candidate is not this attempt's")
 )

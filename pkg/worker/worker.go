@@ -157,7 +157,10 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 		return fmt.Errorf("worker: job %s: lease: %w", cmd.JobID, err)
 	}
 
-	job, err := w.cfg.Jobs.Claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease})
+	// The command's tenant is part of the claim's condition: a command
+	// naming another tenant than its job's finds no job, and neither takes
+	// a lease nor uses up a generation.
+	job, err := w.cfg.Jobs.Claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant})
 	switch {
 	case errors.Is(err, jobs.ErrFinal):
 		// Done already, or ended by this very claim under the recovery
@@ -168,20 +171,14 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 		log.InfoContext(ctx, "worker: another attempt holds the job; command will be received again", slog.Any("reason", err))
 		return fmt.Errorf("worker: claim: %w", err)
 	case errors.Is(err, jobs.ErrNotFound):
-		log.WarnContext(ctx, "worker: command for no job", slog.Any("error", err))
-		return fifo.Permanent(fmt.Errorf("worker: claim: %w", err))
+		// No job, or (the store does not say which) a job of another tenant:
+		// a forged or corrupt command.
+		log.WarnContext(ctx, "worker: command for no job of its tenant", slog.String("tenant", cmd.Tenant), slog.Any("error", err))
+		return fifo.Permanent(fmt.Errorf("worker: claim for tenant %q: %w", cmd.Tenant, err))
 	case err != nil:
 		return fmt.Errorf("worker: claim: %w", err)
 	}
 	log = log.With(slog.Int64("generation", job.Generation))
-	if job.Tenant != cmd.Tenant {
-		// The claim has been made: the job is held until this lease ends,
-		// and the next genuine delivery takes it over.
-		err := fmt.Errorf("worker: command %s names tenant %q, job %s belongs to %q: %w",
-			cmd.CommandID, cmd.Tenant, job.ID, job.Tenant, ErrTenantMismatch)
-		log.ErrorContext(ctx, "worker: forged command refused", slog.Any("error", err))
-		return fifo.Permanent(err)
-	}
 
 	a := &attempt{w: w, log: log, job: job, id: attemptID, lease: lease, version: job.Version, start: start}
 	return a.run(ctx)

@@ -231,18 +231,33 @@ func TestHandleRefusesACommandForNoJobPermanently(t *testing.T) {
 }
 
 // The job's tenant is the job item's, never the command's: a command that
-// names another tenant is forged, and the task never sees it.
+// names another tenant is forged, and it is refused before the claim
+// writes anything. The job stays exactly as created (pending, generation 0,
+// version 0): no lease holds it, no generation is used up, and the genuine
+// command that follows runs at once.
 func TestHandleRefusesACommandOfAnotherTenantPermanently(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, msg := b.create(t, "job-42", nil)
-	msg.Body = body(t, func(c *outbox.Command) { c.Tenant = "t-2" })
+	created, genuine := b.create(t, "job-42", nil)
+	forged := genuine
+	forged.MessageId = "msg-forged"
+	forged.Body = body(t, func(c *outbox.Command) { c.Tenant = "t-2" })
 
-	err := b.worker(mustNotRun(t)).Handle(invocation(t, "req-1", time.Minute), msg)
+	err := b.worker(mustNotRun(t)).Handle(invocation(t, "req-1", time.Minute), forged)
 	require.True(t, fifo.IsPermanent(err), "got %v", err)
-	require.ErrorIs(t, err, worker.ErrTenantMismatch)
+	require.ErrorIs(t, err, jobs.ErrNotFound)
 	require.Zero(t, b.s3.putCalls())
-	require.Equal(t, slog.LevelError, b.logs.one(t, "forged command").Level)
+	j := b.get(t, "job-42")
+	require.Equal(t, created, j, "the forged command changed the job")
+	require.Equal(t, jobs.StatusPending, j.Status)
+	require.Zero(t, j.Generation)
+	require.Zero(t, j.Version)
+	require.Equal(t, slog.LevelWarn, b.logs.one(t, "no job of its tenant").Level)
+
+	require.NoError(t, b.worker(lines(`{"n":1}`)).Handle(invocation(t, "req-2", time.Minute), genuine))
+	done := b.get(t, "job-42")
+	require.Equal(t, jobs.StatusCompleted, done.Status)
+	require.Equal(t, int64(1), done.Generation, "the genuine command's claim is the first generation")
 }
 
 // A renewal refused because the attempt lost the job cancels the task's

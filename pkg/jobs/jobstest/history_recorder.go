@@ -277,7 +277,7 @@ func (w *worker) attempt(id string) int {
 		return ops + 1
 	}
 	accept := jobs.AcceptRequest{JobID: id, AttemptID: attempt, Generation: g, Version: v,
-		Result: result(attempt, g), Progress: int64(100 + w.rng.IntN(100))}
+		Result: result(id, attempt, g), Progress: int64(100 + w.rng.IntN(100))}
 	in = Op{Kind: "accept", JobID: id, AttemptID: attempt, G: g, V: v, Key: accept.Result.Key, Progress: accept.Progress}
 	_, err = w.record(w.client, w.rng, in, func() (jobs.Job, error) { return w.store.Accept(w.ctx, accept) })
 	ops++

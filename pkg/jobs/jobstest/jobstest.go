@@ -46,6 +46,8 @@ var suite = []struct {
 	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
 	{"RetriedWritesRecogniseTheirOwnSuccess", testRetriedWritesRecognised},
 	{"OwnClaimAfterItsLeaseEndedIsATakeover", testOwnClaimAfterLeaseEnded},
+	{"ClaimNamingAnotherTenantFindsNoJob", testClaimOfAnotherTenant},
+	{"AcceptTakesOnlyTheAttemptsOwnCandidateKey", testAcceptOwnKeyOnly},
 	{"RunningExample", testRunningExample},
 	{"FencedWritesCheckTheVersion", testFencedWritesCheckVersion},
 	{"RenewExtendsTheLeaseAndRecordsProgress", testRenew},
@@ -139,9 +141,11 @@ func (b *bundle) requireUnchanged(t *testing.T, before jobs.Job) {
 	require.Equal(t, before, b.get(t, before.ID), "a refused write changed the job")
 }
 
-func result(attempt string, g int64) jobs.Result {
+// result is a result of attempt in generation g of job id, under the
+// attempt's own candidate key (jobs.ValidateResultKey).
+func result(id, attempt string, g int64) jobs.Result {
 	return jobs.Result{
-		Key:    fmt.Sprintf("candidates/job/g%010d/%s.json", g, attempt),
+		Key:    fmt.Sprintf("candidates/%s/g%010d/%s.json", id, g, attempt),
 		SHA256: strings.Repeat("ab", 32),
 		Size:   1234,
 	}
@@ -374,7 +378,7 @@ func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 
 	accept := jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 2,
-		Result: result("attempt-a", 1), Progress: 120}
+		Result: result(id, "attempt-a", 1), Progress: 120}
 	accepted, err := b.store.Accept(b.ctx, accept)
 	require.NoError(t, err)
 	again, err = b.store.Accept(b.ctx, accept)
@@ -383,7 +387,7 @@ func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
 	b.requireUnchanged(t, accepted)
 	// Another result of the same generation is not ours: refused.
 	otherAccept := accept
-	otherAccept.Result.Key += ".2"
+	otherAccept.Result.Key = strings.TrimSuffix(otherAccept.Result.Key, ".json") + ".csv"
 	_, err = b.store.Accept(b.ctx, otherAccept)
 	require.ErrorIs(t, err, jobs.ErrFinal)
 
@@ -400,6 +404,93 @@ func testRetriedWritesRecognised(t *testing.T, newStore NewStore) {
 	fail.AttemptID = "attempt-d"
 	_, err = b.store.Fail(b.ctx, fail)
 	require.ErrorIs(t, err, jobs.ErrFinal)
+}
+
+// testClaimOfAnotherTenant: a claim naming a tenant is conditional on it.
+// A claim naming another tenant than the job's is ErrNotFound, whatever the
+// job's state (pending, running on a live or an ended lease, at the last
+// generation, final), and writes nothing: no generation is used up and no
+// lease is taken. The right tenant's claim, and its retry, behave as ever.
+func testClaimOfAnotherTenant(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	id := b.create(t, "job-42").ID
+	forge := func(t *testing.T, attempt string) {
+		t.Helper()
+		before := b.get(t, id)
+		_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: attempt,
+			LeaseUntil: b.clock.Now().Add(time.Minute), Tenant: b.tenant + "-forged"})
+		require.ErrorIs(t, err, jobs.ErrNotFound)
+		require.False(t, errors.Is(err, jobs.ErrFinal) || errors.Is(err, jobs.ErrLeaseHeld), "a forged claim learns nothing: %v", err)
+		b.requireUnchanged(t, before)
+	}
+	claim := func(attempt string) jobs.ClaimRequest {
+		return jobs.ClaimRequest{JobID: id, AttemptID: attempt, LeaseUntil: b.clock.Now().Add(time.Minute), Tenant: b.tenant}
+	}
+
+	forge(t, "attempt-x") // pending
+	pending := b.get(t, id)
+	require.Equal(t, jobs.StatusPending, pending.Status)
+	require.Zero(t, pending.Generation)
+	require.Zero(t, pending.Version)
+
+	req := claim("attempt-a")
+	first, err := b.store.Claim(b.ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), first.Generation)
+	again, err := b.store.Claim(b.ctx, req) // a retry after a lost response
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	forge(t, "attempt-a") // the holder's own attempt id, another tenant
+	forge(t, "attempt-x") // live lease
+
+	b.clock.Set(first.LeaseExpiresAt.Add(time.Millisecond))
+	forge(t, "attempt-x") // ended lease: no takeover
+	second, err := b.store.Claim(b.ctx, claim("attempt-b"))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), second.Generation)
+
+	b.clock.Set(second.LeaseExpiresAt.Add(time.Millisecond))
+	forge(t, "attempt-x") // the last generation ended: the job is not failed either
+	_, err = b.store.Claim(b.ctx, claim("attempt-c"))
+	require.ErrorIs(t, err, jobs.ErrFinal, "the right tenant's takeover beyond the policy")
+	forge(t, "attempt-c") // final
+
+	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-d",
+		LeaseUntil: b.clock.Now().Add(time.Minute), Tenant: "t\x00"})
+	require.ErrorIs(t, err, jobs.ErrInvalid, "a tenant that is no tenant")
+}
+
+// testAcceptOwnKeyOnly: an accept's result key must be the caller's own
+// candidate key, candidates/<job>/g<generation, 10 digits>/<attempt>.<ext>;
+// any other is ErrInvalid and nothing is written.
+func testAcceptOwnKeyOnly(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	id := b.create(t, "job-42").ID
+	other := b.create(t, "job-43").ID
+	j := b.claim(t, id, "attempt-a", time.Minute)
+	accept := func(key string) error {
+		r := result(id, "attempt-a", 1)
+		r.Key = key
+		_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
+			Result: r, Progress: 1})
+		return err
+	}
+	for name, key := range map[string]string{
+		"another job's":          result(other, "attempt-a", 1).Key,
+		"another generation's":   result(id, "attempt-a", 2).Key,
+		"another attempt's":      result(id, "attempt-b", 1).Key,
+		"a job id's prefix":      fmt.Sprintf("candidates/%s/g%010d/attempt-a.json", strings.TrimSuffix(id, id[len(id)-1:]), 1),
+		"an unpadded generation": fmt.Sprintf("candidates/%s/g1/attempt-a.json", id),
+		"no extension":           fmt.Sprintf("candidates/%s/g%010d/attempt-a", id, 1),
+		"an upper-case ext":      fmt.Sprintf("candidates/%s/g%010d/attempt-a.JSON", id, 1),
+		"a path in the ext":      fmt.Sprintf("candidates/%s/g%010d/attempt-a.json/x", id, 1),
+		"another prefix":         fmt.Sprintf("results/%s/g%010d/attempt-a.json", id, 1),
+		"empty":                  "",
+	} {
+		require.ErrorIs(t, accept(key), jobs.ErrInvalid, name)
+		b.requireUnchanged(t, j)
+	}
+	require.NoError(t, accept(result(id, "attempt-a", 1).Key))
 }
 
 func testOwnClaimAfterLeaseEnded(t *testing.T, newStore NewStore) {
@@ -431,7 +522,7 @@ func testOwnClaimAfterLeaseEnded(t *testing.T, newStore NewStore) {
 	require.Equal(t, j, b.get(t, id))
 	// Writes with the ended generation are stale.
 	_, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: first.Version,
-		Result: result("attempt-a", 1)})
+		Result: result(id, "attempt-a", 1)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 
 	// At the last generation the same rule applies: the claim fails the job.
@@ -465,25 +556,25 @@ func testRunningExample(t *testing.T, newStore NewStore) {
 	// B's conditional accept wins and schedules the completion event.
 	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{
 		JobID: id, AttemptID: "attempt-b", Generation: 2, Version: bj.Version,
-		Result: result("attempt-b", 2), Progress: 120,
+		Result: result(id, "attempt-b", 2), Progress: 120,
 	})
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusCompleted, done.Status)
 	require.Equal(t, int64(2), done.Generation)
 	require.Equal(t, int64(3), done.Version)
-	require.Equal(t, result("attempt-b", 2), done.Result)
+	require.Equal(t, result(id, "attempt-b", 2), done.Result)
 	require.Equal(t, int64(120), done.Progress)
 	require.Equal(t, "attempt-b", done.LeaseOwner)
 	require.Equal(t, jobs.Message{
 		ID: id + "/v3", Type: jobs.EventCompleted, Version: 3,
-		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-b", jobs.PayloadResultKey: result("attempt-b", 2).Key},
+		Payload: map[string]string{jobs.PayloadAttemptID: "attempt-b", jobs.PayloadResultKey: result(id, "attempt-b", 2).Key},
 	}, done.Outbox)
 	require.Equal(t, time.Unix(b.clock.Now().Add(jobs.DefaultRetention).Unix(), 0).UTC(), done.ExpiresAt)
 
 	// A wakes up: its late accept changes nothing, selects no result and publishes nothing.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{
 		JobID: id, AttemptID: "attempt-a", Generation: 1, Version: a.Version,
-		Result: result("attempt-a", 1), Progress: 100,
+		Result: result(id, "attempt-a", 1), Progress: 100,
 	})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 	var stale *jobs.StaleError
@@ -519,18 +610,18 @@ func testFencedWritesCheckVersion(t *testing.T, newStore NewStore) {
 	// The right generation with a version it has moved past: refused.
 	for _, v := range []int64{1, 3} {
 		_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: v,
-			Result: result("attempt-a", 1)})
+			Result: result(id, "attempt-a", 1)})
 		require.ErrorIs(t, err, jobs.ErrStaleGeneration, "version %d", v)
 		b.requireUnchanged(t, renewed)
 	}
 	// The right generation and version from another attempt: not the holder.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-z", Generation: 1, Version: 2,
-		Result: result("attempt-z", 1)})
+		Result: result(id, "attempt-z", 1)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 	b.requireUnchanged(t, renewed)
 	// A generation from the future is no better.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 2, Version: 2,
-		Result: result("attempt-a", 2)})
+		Result: result(id, "attempt-a", 2)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 	b.requireUnchanged(t, renewed)
 }
@@ -622,7 +713,7 @@ func testAcceptAfterExpiry(t *testing.T, newStore NewStore) {
 	// Expired, but nobody took over: the generation is still current.
 	b.clock.Advance(time.Hour)
 	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
-		Result: result("attempt-a", 1), Progress: 7})
+		Result: result(id, "attempt-a", 1), Progress: 7})
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusCompleted, done.Status)
 }
@@ -646,7 +737,7 @@ func testFail(t *testing.T, newStore NewStore) {
 
 	// A failed job is final for every later transition.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: 2,
-		Result: result("attempt-a", 1)})
+		Result: result(id, "attempt-a", 1)})
 	require.ErrorIs(t, err, jobs.ErrFinal)
 	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-b", LeaseUntil: b.clock.Now().Add(time.Minute)})
 	require.ErrorIs(t, err, jobs.ErrFinal)
@@ -674,7 +765,7 @@ func testCancelFences(t *testing.T, newStore NewStore) {
 
 	// The worker still running is fenced.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
-		Result: result("attempt-a", 1)})
+		Result: result(id, "attempt-a", 1)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
 		LeaseUntil: b.clock.Now().Add(time.Minute)})
@@ -706,7 +797,7 @@ func testCancelIdempotent(t *testing.T, newStore NewStore) {
 	id2 := b.create(t, "job-43").ID
 	j := b.claim(t, id2, "attempt-a", time.Minute)
 	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id2, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
-		Result: result("attempt-a", 1)})
+		Result: result(id2, "attempt-a", 1)})
 	require.NoError(t, err)
 	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id2})
 	require.ErrorIs(t, err, jobs.ErrFinal)
@@ -752,7 +843,7 @@ func testRecoveryPolicy(t *testing.T, newStore NewStore) {
 
 	// The stalled generation 2 wakes up: fenced.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-b", Generation: 2, Version: g2.Version,
-		Result: result("attempt-b", 2)})
+		Result: result(id, "attempt-b", 2)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration)
 	// Later deliveries find it final.
 	_, err = b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-d", LeaseUntil: b.clock.Now().Add(time.Minute)})
@@ -770,7 +861,7 @@ func testMissingJob(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, jobs.ErrNotFound)
 	_, err = b.store.Renew(b.ctx, jobs.RenewRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, LeaseUntil: until})
 	require.ErrorIs(t, err, jobs.ErrNotFound)
-	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Result: result("a", 1)})
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Result: result(id, "a", 1)})
 	require.ErrorIs(t, err, jobs.ErrNotFound)
 	_, err = b.store.Fail(b.ctx, jobs.FailRequest{JobID: id, AttemptID: "a", Generation: 1, Version: 1, Failure: jobs.Failure{Code: "x"}})
 	require.ErrorIs(t, err, jobs.ErrNotFound)
@@ -786,7 +877,7 @@ func testInvalidRequests(t *testing.T, newStore NewStore) {
 	id := b.create(t, "job-42").ID
 	before := b.get(t, id)
 	now := b.clock.Now()
-	good := result("a", 1)
+	good := result(id, "a", 1)
 	for name, call := range map[string]func() error{
 		"claim bad id": func() error {
 			_, err := b.store.Claim(b.ctx, jobs.ClaimRequest{JobID: "x/y", AttemptID: "a", LeaseUntil: now.Add(time.Minute)})
@@ -952,7 +1043,7 @@ func testNudgeRunning(t *testing.T, newStore NewStore) {
 
 	// The holder's late accept (a request still in flight) is fenced.
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: renewed.Version,
-		Result: result("attempt-a", 1)})
+		Result: result(id, "attempt-a", 1)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration, "the nudge moved the version")
 	b.requireUnchanged(t, n)
 
@@ -997,7 +1088,7 @@ func testNudgeRefusals(t *testing.T, newStore NewStore) {
 	done := b.create(t, "job-42")
 	a := b.claim(t, done.ID, "attempt-a", time.Minute)
 	done, err := b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: done.ID, AttemptID: "attempt-a", Generation: 1, Version: a.Version,
-		Result: result("attempt-a", 1)})
+		Result: result(done.ID, "attempt-a", 1)})
 	require.NoError(t, err)
 	cancelled, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: b.create(t, "job-43").ID})
 	require.NoError(t, err)
@@ -1074,7 +1165,7 @@ func testLive(t *testing.T, newStore NewStore) {
 	fj := b.claim(t, f.ID, "attempt-f", time.Minute)
 	at(8 * time.Minute)
 	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: f.ID, AttemptID: "attempt-f", Generation: 1, Version: fj.Version,
-		Result: result("attempt-f", 1)}) // final
+		Result: result(f.ID, "attempt-f", 1)}) // final
 	require.NoError(t, err)
 
 	live := func(before time.Duration, limit int, want ...string) {
