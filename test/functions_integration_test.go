@@ -14,10 +14,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/demo"
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/pipeline"
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/outbox"
 )
 
 // Each function's built bootstrap, under the runtime interface emulator
@@ -78,11 +81,40 @@ func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: stream.Records[3].Change.SequenceNumber}}, relayed.BatchItemFailures,
 		"the sample's malformed job-43 image is the record to retry")
 
+	// The worker's sample commands run jobs that exist: created here, each
+	// under the id and tenant its command names, with a few articles of
+	// the tenant to export, so every command reaches claim, task and
+	// accept. (Not under the command's own intent: the intake sample above
+	// already made t-1's export-intent-7 the intent of the job it created.)
 	var commands events.SQSEvent
 	sample("sqs-commands-batch.json", &commands)
+	const articles = 3
+	require.NoError(t, demo.SeedArticles(t.Context(), state.DynamoDBClient(), deployed.Resources["ArticlesTable"], map[string]int{"t-1": articles}))
+	jobStore := jobs.NewDynamoStore(state.DynamoDBClient(), deployed.Resources["JobsTable"])
+	sampleJobs := map[string]bool{}
+	for _, msg := range commands.Records {
+		cmd, err := outbox.DecodeCommand(msg.Body)
+		require.NoError(t, err, msg.MessageId)
+		if sampleJobs[cmd.JobID] {
+			continue
+		}
+		sampleJobs[cmd.JobID] = true
+		res, err := jobStore.Create(t.Context(), jobs.CreateRequest{JobID: cmd.JobID, IntentID: "worker-sample-" + cmd.IntentID, Tenant: cmd.Tenant})
+		require.NoError(t, err, cmd.JobID)
+		require.Equal(t, cmd.JobID, res.Job.ID)
+	}
 	var worked events.SQSEventResponse
 	invoke("worker", commands, &worked)
-	require.Empty(t, worked.BatchItemFailures, "commands for jobs that do not exist are permanent: dead-lettered and acknowledged")
+	require.Empty(t, worked.BatchItemFailures)
+	for id := range sampleJobs {
+		j, err := jobStore.Get(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, jobs.StatusCompleted, j.Status, "%s: %+v", id, j.Error)
+		require.Equal(t, int64(1), j.Generation, id)
+		require.Equal(t, int64(articles), j.Progress, id)
+		require.NoError(t, jobs.ValidateResultKey(j.Result.Key, id, j.Generation, j.LeaseOwner), id)
+		require.Positive(t, j.Result.Size, id)
+	}
 
 	var evts events.SQSEvent
 	sample("sqs-events-batch.json", &evts)
