@@ -33,7 +33,7 @@ func TestGoldenCommandsBatch(t *testing.T) {
 		if err := json.Unmarshal([]byte(msg.Body), &cmd); err != nil {
 			return fifo.Permanent(err)
 		}
-		if cmd.CommandID == "cmd-42" {
+		if cmd.CommandID == "job-42/v0" {
 			return errors.New("job-42 is busy")
 		}
 		return nil
