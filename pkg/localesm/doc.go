@@ -14,29 +14,38 @@
 //     the batch (or otherwise malformed) deletes nothing. Whatever is not
 //     deleted is left to the visibility timeout and the queue's redrive
 //     policy, exactly as with Lambda.
-//   - SQSBatchResult.Deleted lists what was really deleted. The mapping
-//     keeps the receipt handle of each message's latest receive; a
-//     message received again before its batch's delete landed (its
-//     visibility timeout ran out) is not listed, though SQS answers that
-//     delete with success: a delete with an older receipt handle may leave
-//     the message in the queue (AWS documents it; fauxqs always leaves
-//     it), and the message runs again under its new handle.
+//   - SQSBatchResult.Deleted lists what was really deleted, with one blind
+//     spot. The mapping keeps the receipt handle of each message's latest
+//     receive; a message received again before its batch's delete landed
+//     (its visibility timeout ran out) is not listed, though SQS answers
+//     that delete with success: a delete with an older receipt handle may
+//     leave the message in the queue (AWS documents it; fauxqs always
+//     leaves it), and the message runs again under its new handle. The
+//     blind spot: a receive SQS answered before the delete landed but whose
+//     answer is still on its way when the delete's answer arrives cannot be
+//     seen, so a message it returns is listed as deleted, and it runs
+//     again after this batch has been reported. The mapping's receives are
+//     sequential, so that is at most one receive per delete. Closing it
+//     would hold every delete until the long poll in flight returns (up to
+//     PollWait).
+//   - A group's results reach OnBatch in the order its batches ran: a batch
+//     lets go of its groups only after OnBatch returned for it.
 //   - No two invocations in flight share a message group, and a group's
 //     messages run in order. The queue's FIFO group lock already keeps a
 //     group in one batch at a time; the mapping also tracks the groups of
 //     its batches, from the receive until the batch's outcome has been
-//     applied (its deletes answered). A message of such a group that
-//     arrives while the batch's function still runs (its visibility
-//     timeout ran out) is withheld: it is neither invoked nor deleted nor
-//     made visible, so it returns after its visibility timeout like any
-//     message of a failed batch. One that arrives after the function has
-//     returned is not withheld: SQS unlocks a group the moment the delete
-//     of its last message in flight lands, before the delete's answer
-//     arrives, so it is the group's next message (or one of the batch's
-//     own, back after its visibility timeout). Its batch takes the group
+//     applied (its deletes answered) and reported. A message of such a
+//     group that arrives while the batch's function still runs (its
+//     visibility timeout ran out) is withheld: it is neither invoked nor
+//     deleted nor made visible, so it returns after its visibility timeout
+//     like any message of a failed batch. One that arrives after the
+//     function has returned is not withheld: SQS unlocks a group the
+//     moment the delete of its last message in flight lands, before the
+//     delete's answer arrives, so it is the group's next message (or one
+//     of the batch's own, back after its visibility timeout). Its batch takes the group
 //     over and is invoked once the previous batch's outcome has been
-//     applied, so no message runs before its predecessor's outcome is
-//     settled.
+//     applied and reported to OnBatch, so no message runs before its
+//     predecessor's outcome is settled.
 //   - Limitation: a withheld receive is still a receive. It raises the
 //     message's ApproximateReceiveCount like any other, so a message whose
 //     group is withheld again and again can reach the queue's
@@ -57,9 +66,9 @@
 //     gives it at once, so no message waits in memory, in the mapping or in
 //     the invoker, while its visibility timeout runs, except for the one
 //     wait above: a batch that took a group over waits for the previous
-//     batch's deletes to be answered (bounded by their 10 s timeout). (An
-//     RIE shared by two mappings breaks this: give each mapping its own
-//     emulator.)
+//     batch's deletes to be answered (bounded by their 10 s timeout) and
+//     its OnBatch to return. (An RIE shared by two mappings breaks this:
+//     give each mapping its own emulator.)
 //
 // DynamoDB Streams (StreamMapping) invariants:
 //   - Shards are read in order, a child shard only after its parent is

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -32,32 +33,32 @@ func sqsPayload(t *testing.T, ids ...string) []byte {
 
 func TestFuncPassesEventDeadlineAndLambdaContext(t *testing.T) {
 	t.Parallel()
-	const timeout = 5 * time.Second
-	var got struct {
-		ids      []string
-		deadline time.Time
-		lc       *lambdacontext.LambdaContext
-	}
-	inv := Func(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		for _, r := range ev.Records {
-			got.ids = append(got.ids, r.MessageId)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 5 * time.Second
+		var got struct {
+			ids      []string
+			deadline time.Time
+			lc       *lambdacontext.LambdaContext
 		}
-		got.deadline, _ = ctx.Deadline()
-		got.lc, _ = lambdacontext.FromContext(ctx)
-		return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}}, nil
+		inv := Func(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			for _, r := range ev.Records {
+				got.ids = append(got.ids, r.MessageId)
+			}
+			got.deadline, _ = ctx.Deadline()
+			got.lc, _ = lambdacontext.FromContext(ctx)
+			return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}}, nil
+		})
+		start := time.Now()
+		res, err := inv.Invoke(t.Context(), Invocation{RequestID: "req-1", FunctionARN: DefaultFunctionARN, Timeout: timeout, Payload: sqsPayload(t, "a", "b")})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status)
+		require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":"b"}]}`, string(res.Payload))
+		require.Equal(t, []string{"a", "b"}, got.ids)
+		require.Equal(t, start.Add(timeout), got.deadline, "the handler's deadline is the timeout away from its start")
+		require.NotNil(t, got.lc)
+		require.Equal(t, "req-1", got.lc.AwsRequestID)
+		require.Equal(t, DefaultFunctionARN, got.lc.InvokedFunctionArn)
 	})
-	before := time.Now()
-	res, err := inv.Invoke(t.Context(), Invocation{RequestID: "req-1", FunctionARN: DefaultFunctionARN, Timeout: timeout, Payload: sqsPayload(t, "a", "b")})
-	after := time.Now()
-	require.NoError(t, err)
-	require.Equal(t, StatusOK, res.Status)
-	require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":"b"}]}`, string(res.Payload))
-	require.Equal(t, []string{"a", "b"}, got.ids)
-	require.False(t, got.deadline.Before(before.Add(timeout)), "handler deadline %v is less than the timeout away", got.deadline)
-	require.False(t, got.deadline.After(after.Add(timeout)), "handler deadline %v is more than the timeout away", got.deadline)
-	require.NotNil(t, got.lc)
-	require.Equal(t, "req-1", got.lc.AwsRequestID)
-	require.Equal(t, DefaultFunctionARN, got.lc.InvokedFunctionArn)
 }
 
 type codedError struct{ code string }
@@ -90,32 +91,37 @@ func TestFuncFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			payload := []byte(tc.payload)
-			if tc.payload == "" {
-				payload = sqsPayload(t, "a")
-			}
-			res, err := Func(tc.fn).Invoke(t.Context(), Invocation{RequestID: "r", Timeout: tc.timeout, Payload: payload})
-			require.NoError(t, err)
-			require.Equal(t, tc.status, res.Status)
-			var doc errorDocument
-			require.NoError(t, json.Unmarshal(res.Payload, &doc))
-			require.Equal(t, tc.errorType, doc.ErrorType)
-			require.NotEmpty(t, doc.ErrorMessage)
+			synctest.Test(t, func(t *testing.T) {
+				payload := []byte(tc.payload)
+				if tc.payload == "" {
+					payload = sqsPayload(t, "a")
+				}
+				res, err := Func(tc.fn).Invoke(t.Context(), Invocation{RequestID: "r", Timeout: tc.timeout, Payload: payload})
+				require.NoError(t, err)
+				require.Equal(t, tc.status, res.Status)
+				var doc errorDocument
+				require.NoError(t, json.Unmarshal(res.Payload, &doc))
+				require.Equal(t, tc.errorType, doc.ErrorType)
+				require.NotEmpty(t, doc.ErrorMessage)
+			})
 		})
 	}
 }
 
 func TestFuncWaitsForAHandlerThatIgnoresItsDeadline(t *testing.T) {
 	t.Parallel()
-	var returned atomic.Bool
-	inv := Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-		time.Sleep(80 * time.Millisecond)
-		returned.Store(true)
-		return events.SQSEventResponse{}, nil
+	synctest.Test(t, func(t *testing.T) {
+		var returned atomic.Bool
+		inv := Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			time.Sleep(80 * time.Millisecond)
+			returned.Store(true)
+			return events.SQSEventResponse{}, nil
+		})
+		res, err := inv.Invoke(t.Context(), Invocation{Timeout: 10 * time.Millisecond, Payload: sqsPayload(t, "a")})
+		require.NoError(t, err)
+		require.True(t, returned.Load(), "Invoke returned while the handler still ran")
+		require.Equal(t, StatusTimeout, res.Status)
 	})
-	_, err := inv.Invoke(t.Context(), Invocation{Timeout: 10 * time.Millisecond, Payload: sqsPayload(t, "a")})
-	require.NoError(t, err)
-	require.True(t, returned.Load(), "Invoke returned while the handler still ran")
 }
 
 func TestClassifyRIE(t *testing.T) {
@@ -195,6 +201,36 @@ func jsonOfSize(n int) []byte {
 	return b
 }
 
+// handlerTransport is an http.RoundTripper that serves each request with
+// its handler in this process, honouring the request's context as a
+// connection would. An RIE invoker on it runs inside a synctest bubble:
+// with a real connection the test would depend on the wall clock, and a
+// loaded machine could make a prompt answer miss a short deadline.
+type handlerTransport struct{ h http.Handler }
+
+func (tr handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	answered := make(chan *http.Response, 1)
+	go func() {
+		defer func() { _ = req.Body.Close() }()
+		rec := httptest.NewRecorder()
+		tr.h.ServeHTTP(rec, req)
+		answered <- rec.Result()
+	}()
+	select {
+	case resp := <-answered:
+		return resp, nil
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+}
+
+// inMemoryRIE is an RIE invoker whose emulator is h, called in memory.
+func inMemoryRIE(h http.Handler) *RIE {
+	rie := NewRIE("127.0.0.1:9001")
+	rie.client = &http.Client{Transport: handlerTransport{h}}
+	return rie
+}
+
 // testResponseSizeLimit invokes inv with responses of MaxResponseSize bytes
 // (returned whole) and longer (a function error naming the size and the
 // limit), each case a subtest.
@@ -250,40 +286,49 @@ func rieEvent(t *testing.T, body string) []byte {
 	return b
 }
 
+func TestNewRIEURL(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:9001", "http://127.0.0.1:9001", "http://127.0.0.1:9001/"} {
+		require.Equal(t, "http://127.0.0.1:9001"+rieInvokePath, NewRIE(addr).URL(), addr)
+	}
+}
+
 func TestRIEInvoke(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(&fakeRIE{})
-	t.Cleanup(srv.Close)
-	rie := NewRIE(strings.TrimPrefix(srv.URL, "http://"))
-	require.Equal(t, srv.URL+rieInvokePath, rie.URL())
-	rie.grace = 50 * time.Millisecond
-	invoke := func(body string) (Result, error) {
-		return rie.Invoke(t.Context(), Invocation{Timeout: 100 * time.Millisecond, Payload: rieEvent(t, body)})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fake := &fakeRIE{}
+		rie := inMemoryRIE(fake)
+		rie.grace = 50 * time.Millisecond
+		invoke := func(body string) (Result, error) {
+			return rie.Invoke(t.Context(), Invocation{Timeout: 100 * time.Millisecond, Payload: rieEvent(t, body)})
+		}
 
-	res, err := invoke("ok")
-	require.NoError(t, err)
-	require.Equal(t, StatusOK, res.Status)
-	require.JSONEq(t, `{"batchItemFailures":null}`, string(res.Payload))
-
-	res, err = invoke("error")
-	require.NoError(t, err)
-	require.Equal(t, StatusFunctionError, res.Status)
-
-	res, err = invoke("sleep")
-	require.NoError(t, err)
-	require.Equal(t, StatusTimeout, res.Status, "an emulator that does not answer by the deadline plus grace is a timeout")
-
-	for _, body := range []string{"exit", "oversized"} {
-		res, err = invoke(body)
+		res, err := invoke("ok")
 		require.NoError(t, err)
-		require.Equal(t, StatusFunctionError, res.Status, "a 502 with an error document is the emulator's word for a failed invocation")
-	}
+		require.Equal(t, StatusOK, res.Status)
+		require.JSONEq(t, `{"batchItemFailures":null}`, string(res.Payload))
 
-	_, err = rie.Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: []byte(`{"Records":[]}`)})
-	require.Error(t, err, "a status other than 200 is an invocation that could not be made")
-	_, err = invoke("bad gateway")
-	require.Error(t, err, "so is a 502 without an error document")
+		res, err = invoke("error")
+		require.NoError(t, err)
+		require.Equal(t, StatusFunctionError, res.Status)
+
+		start := time.Now()
+		res, err = invoke("sleep")
+		require.NoError(t, err)
+		require.Equal(t, StatusTimeout, res.Status, "an emulator that does not answer by the deadline plus grace is a timeout")
+		require.Equal(t, 150*time.Millisecond, time.Since(start), "the invoker gives up at the timeout plus the grace")
+
+		for _, body := range []string{"exit", "oversized"} {
+			res, err = invoke(body)
+			require.NoError(t, err)
+			require.Equal(t, StatusFunctionError, res.Status, "a 502 with an error document is the emulator's word for a failed invocation")
+		}
+
+		_, err = rie.Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: []byte(`{"Records":[]}`)})
+		require.Error(t, err, "a status other than 200 is an invocation that could not be made")
+		_, err = invoke("bad gateway")
+		require.Error(t, err, "so is a 502 without an error document")
+	})
 }
 
 func TestRIEInvokeUnreachable(t *testing.T) {
@@ -297,42 +342,43 @@ func TestRIEInvokeUnreachable(t *testing.T) {
 
 func TestRIESerialisesInvocations(t *testing.T) {
 	t.Parallel()
-	fake := &fakeRIE{delay: 20 * time.Millisecond}
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
-	rie := NewRIE(srv.URL)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		wg.Go(func() {
-			res, err := rie.Invoke(t.Context(), Invocation{Timeout: 5 * time.Second, Payload: rieEvent(t, fmt.Sprint("ok-", i))})
-			if err == nil && res.Status != StatusOK {
-				err = errors.New(res.Status.String())
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	require.Equal(t, int32(1), fake.maxActive.Load(), "the emulator handles one invocation at a time")
+	synctest.Test(t, func(t *testing.T) {
+		fake := &fakeRIE{delay: 20 * time.Millisecond}
+		rie := inMemoryRIE(fake)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for i := range 8 {
+			wg.Go(func() {
+				res, err := rie.Invoke(t.Context(), Invocation{Timeout: 5 * time.Second, Payload: rieEvent(t, fmt.Sprint("ok-", i))})
+				if err == nil && res.Status != StatusOK {
+					err = errors.New(res.Status.String())
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, int32(1), fake.maxActive.Load(), "the emulator handles one invocation at a time")
+	})
 }
 
 func TestFuncZeroTimeoutIsTheDefault(t *testing.T) {
 	t.Parallel()
-	var left time.Duration
-	inv := Func(func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
-		deadline, _ := ctx.Deadline()
-		left = time.Until(deadline)
-		return events.SQSEventResponse{}, nil
+	synctest.Test(t, func(t *testing.T) {
+		var left time.Duration
+		inv := Func(func(ctx context.Context, _ events.SQSEvent) (events.SQSEventResponse, error) {
+			deadline, _ := ctx.Deadline()
+			left = time.Until(deadline)
+			return events.SQSEventResponse{}, nil
+		})
+		res, err := inv.Invoke(t.Context(), Invocation{Payload: sqsPayload(t, "a")})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status)
+		require.Equal(t, DefaultFunctionTimeout, left)
 	})
-	res, err := inv.Invoke(t.Context(), Invocation{Payload: sqsPayload(t, "a")})
-	require.NoError(t, err)
-	require.Equal(t, StatusOK, res.Status)
-	require.Greater(t, left, DefaultFunctionTimeout-time.Second)
-	require.LessOrEqual(t, left, DefaultFunctionTimeout)
 }
 
 // TestRIEConcurrentInvocationsEachGetTheirFullTimeout: the emulator runs
@@ -340,25 +386,27 @@ func TestFuncZeroTimeoutIsTheDefault(t *testing.T) {
 // spend its function's time budget.
 func TestRIEConcurrentInvocationsEachGetTheirFullTimeout(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
-	rie := newSerialRIE(t, timeout) // each function takes 90% of the timeout
-	require.Equal(t, 1, rie.MaxConcurrency())
-	results := make(chan Result, 2)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			res, err := rie.Invoke(t.Context(), Invocation{Timeout: timeout, Payload: rieEvent(t, "ok")})
-			if err != nil {
-				res = Result{Status: StatusFunctionError, Payload: []byte(err.Error())}
-			}
-			results <- res
-		})
-	}
-	wg.Wait()
-	close(results)
-	for res := range results {
-		require.Equal(t, StatusOK, res.Status, "%s", res.Payload)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		rie := newSerialRIE(timeout) // each function takes 90% of the timeout
+		require.Equal(t, 1, rie.MaxConcurrency())
+		results := make(chan Result, 2)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				res, err := rie.Invoke(t.Context(), Invocation{Timeout: timeout, Payload: rieEvent(t, "ok")})
+				if err != nil {
+					res = Result{Status: StatusFunctionError, Payload: []byte(err.Error())}
+				}
+				results <- res
+			})
+		}
+		wg.Wait()
+		close(results)
+		for res := range results {
+			require.Equal(t, StatusOK, res.Status, "%s", res.Payload)
+		}
+	})
 }
 
 func TestRIEInvokeStopsWaitingOnCancel(t *testing.T) {

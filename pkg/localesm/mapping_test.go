@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -25,15 +24,19 @@ import (
 // the function's timeout when the function starts, answering "Task timed
 // out" when the function takes longer. Every function takes delay.
 type serialRIE struct {
-	mu      sync.Mutex // held while "the function" runs
+	running chan struct{} // holds a token while "the function" runs
 	delay   time.Duration
 	timeout time.Duration
 }
 
 func (f *serialRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	select {
+	case f.running <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	defer func() { <-f.running }()
 	if f.delay >= f.timeout {
 		time.Sleep(f.timeout)
 		_, _ = fmt.Fprintf(w, "Task timed out after %.2f seconds", f.timeout.Seconds())
@@ -47,14 +50,12 @@ func (f *serialRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"batchItemFailures":[]}`)
 }
 
-// newSerialRIE serves a serialRIE whose functions take 90% of timeout and
-// returns an RIE invoker for it, with a grace short enough that the
-// invoker, not the fake, would notice a lost time budget.
-func newSerialRIE(t *testing.T, timeout time.Duration) *RIE {
-	t.Helper()
-	srv := httptest.NewServer(&serialRIE{delay: timeout * 9 / 10, timeout: timeout})
-	t.Cleanup(srv.Close)
-	rie := NewRIE(srv.URL)
+// newSerialRIE returns an RIE invoker for a serialRIE, called in memory,
+// whose functions take 90% of timeout, with a grace short enough that the
+// invoker, not the fake, would notice a lost time budget. Call it inside a
+// synctest bubble: the budget is then exact, whatever the machine's load.
+func newSerialRIE(timeout time.Duration) *RIE {
+	rie := inMemoryRIE(&serialRIE{running: make(chan struct{}, 1), delay: timeout * 9 / 10, timeout: timeout})
 	rie.grace = timeout / 10
 	return rie
 }
@@ -94,33 +95,35 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 // invoker cannot run yet (its visibility timeout would run meanwhile).
 func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
-	q := newFakeQueue(30 * time.Second)
-	q.send("m1", "g1")
-	q.send("m2", "g2")
-	var mu sync.Mutex
-	outcomes := map[string]Outcome{}
-	m, err := NewSQSMapping(q, newSerialRIE(t, timeout), SQSConfig{
-		QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: timeout,
-		OnBatch: func(r SQSBatchResult) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		q := newFakeQueue(30 * time.Second)
+		q.send("m1", "g1")
+		q.send("m2", "g2")
+		var mu sync.Mutex
+		outcomes := map[string]Outcome{}
+		m, err := NewSQSMapping(q, newSerialRIE(timeout), SQSConfig{
+			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: timeout,
+			OnBatch: func(r SQSBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, rec := range r.Records {
+					outcomes[rec.MessageId] = r.Outcome
+				}
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "both invocations to settle", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			for _, rec := range r.Records {
-				outcomes[rec.MessageId] = r.Outcome
-			}
-		},
+			return len(outcomes) == 2
+		})
+		stop()
+		require.Equal(t, map[string]Outcome{"m1": OutcomeSuccess, "m2": OutcomeSuccess}, outcomes,
+			"a function that finishes within its timeout is not reported as timed out")
+		require.Equal(t, 1, q.inFlightMax(), "a message was received while the invoker was busy")
 	})
-	require.NoError(t, err)
-	stop := runMapping(t, m.Run)
-	waitFor(t, 10*time.Second, "both invocations to settle", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(outcomes) == 2
-	})
-	stop()
-	require.Equal(t, map[string]Outcome{"m1": OutcomeSuccess, "m2": OutcomeSuccess}, outcomes,
-		"a function that finishes within its timeout is not reported as timed out")
-	require.Equal(t, 1, q.inFlightMax(), "a message was received while the invoker was busy")
 }
 
 // TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker: two shards share
@@ -128,85 +131,89 @@ func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 // timeout.
 func TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
-	f := &fakeStreams{
-		shards:    []fakeShard{{id: "a", keys: []string{"a1"}}, {id: "b", keys: []string{"b1"}}},
-		iterTypes: map[string][]streamtypes.ShardIteratorType{},
-	}
-	var mu sync.Mutex
-	var results []StreamBatchResult
-	m, err := NewStreamMapping(f, newSerialRIE(t, timeout), StreamConfig{
-		StreamARN: testStreamARN, FunctionTimeout: timeout, PollInterval: 5 * time.Millisecond,
-		OnBatch: func(r StreamBatchResult) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		f := &fakeStreams{
+			shards:    []fakeShard{{id: "a", keys: []string{"a1"}}, {id: "b", keys: []string{"b1"}}},
+			iterTypes: map[string][]streamtypes.ShardIteratorType{},
+		}
+		var mu sync.Mutex
+		var results []StreamBatchResult
+		m, err := NewStreamMapping(f, newSerialRIE(timeout), StreamConfig{
+			StreamARN: testStreamARN, FunctionTimeout: timeout, PollInterval: 5 * time.Millisecond,
+			OnBatch: func(r StreamBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "both shards' batches to settle", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			results = append(results, r)
-		},
-	})
-	require.NoError(t, err)
-	stop := runMapping(t, m.Run)
-	waitFor(t, 10*time.Second, "both shards' batches to settle", func() bool {
+			return len(results) >= 2
+		})
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
-		return len(results) >= 2
+		for _, r := range results[:2] {
+			require.Equal(t, OutcomeSuccess, r.Outcome, "shard %s", r.ShardID)
+		}
 	})
-	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	for _, r := range results[:2] {
-		require.Equal(t, OutcomeSuccess, r.Outcome, "shard %s", r.ShardID)
-	}
 }
 
 // TestStreamZeroValueRetriesUntilSuccess: like Lambda's default, a failing
 // batch is retried (its shard waits) until it succeeds; nothing is dropped.
 func TestStreamZeroValueRetriesUntilSuccess(t *testing.T) {
 	t.Parallel()
-	f := &fakeStreams{
-		shards:    []fakeShard{{id: "s", keys: []string{"k1", "k2"}}},
-		iterTypes: map[string][]streamtypes.ShardIteratorType{},
-	}
-	var mu sync.Mutex
-	calls := 0
-	var invoked [][]string
-	var results []StreamBatchResult
-	handler := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		var keys []string
-		for _, r := range ev.Records {
-			keys = append(keys, r.Change.Keys["job_id"].String())
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStreams{
+			shards:    []fakeShard{{id: "s", keys: []string{"k1", "k2"}}},
+			iterTypes: map[string][]streamtypes.ShardIteratorType{},
 		}
-		invoked = append(invoked, keys)
-		if calls <= 3 {
-			return events.DynamoDBEventResponse{}, fmt.Errorf("failure %d", calls)
-		}
-		return events.DynamoDBEventResponse{}, nil
-	}
-	m, err := NewStreamMapping(f, Func(handler), StreamConfig{
-		StreamARN: testStreamARN, PollInterval: 5 * time.Millisecond,
-		OnBatch: func(r StreamBatchResult) {
+		var mu sync.Mutex
+		calls := 0
+		var invoked [][]string
+		var results []StreamBatchResult
+		handler := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			results = append(results, r)
-		},
-	})
-	require.NoError(t, err)
-	stop := runMapping(t, m.Run)
-	waitFor(t, 10*time.Second, "the batch to succeed", func() bool {
+			calls++
+			var keys []string
+			for _, r := range ev.Records {
+				keys = append(keys, r.Change.Keys["job_id"].String())
+			}
+			invoked = append(invoked, keys)
+			if calls <= 3 {
+				return events.DynamoDBEventResponse{}, fmt.Errorf("failure %d", calls)
+			}
+			return events.DynamoDBEventResponse{}, nil
+		}
+		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+			StreamARN: testStreamARN, PollInterval: 5 * time.Millisecond,
+			OnBatch: func(r StreamBatchResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "the batch to succeed", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(results) > 0 && results[len(results)-1].Outcome == OutcomeSuccess
+		})
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
-		return len(results) > 0 && results[len(results)-1].Outcome == OutcomeSuccess
+		require.Equal(t, [][]string{{"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}}, invoked)
+		for i, r := range results {
+			require.False(t, r.Discarded, "result %d discarded", i)
+			require.Equal(t, i+1, r.Attempt)
+		}
 	})
-	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, [][]string{{"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}, {"k1", "k2"}}, invoked)
-	for i, r := range results {
-		require.False(t, r.Discarded, "result %d discarded", i)
-		require.Equal(t, i+1, r.Attempt)
-	}
 }
 
 // logCapture is a slog handler that keeps its records.
@@ -353,6 +360,47 @@ func TestSQSDeletedListsOnlyMessagesReallyDeleted(t *testing.T) {
 		require.Equal(t, []string{"m1"}, results[1].Deleted)
 		require.Equal(t, []string{"invoke 1", "settled 1", "invoke 2", "settled 2"}, steps,
 			"the message received again runs after the first invocation's outcome has been applied")
+	})
+}
+
+// TestSQSResultsOfAGroupAreReportedInTheOrderItsBatchesRan: the batch that
+// takes a group over runs only after OnBatch has returned for the batch it
+// took the group from, so whoever watches OnBatch sees a group's results in
+// order, even when OnBatch takes a while.
+func TestSQSResultsOfAGroupAreReportedInTheOrderItsBatchesRan(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := newFakeQueue(360 * time.Second)
+		q.deleteLatency = 50 * time.Millisecond // m2 is received while m1's delete is answered
+		q.send("m1", "g1")
+		q.send("m2", "g1")
+		var mu sync.Mutex
+		var steps []string
+		handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			steps = append(steps, "invoke "+ev.Records[0].MessageId)
+			return events.SQSEventResponse{}, nil
+		}
+		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+			QueueURL: testQueueURL, BatchSize: 1, MaximumConcurrency: 2, FunctionTimeout: 60 * time.Second,
+			OnBatch: func(r SQSBatchResult) {
+				time.Sleep(time.Second) // a slow observer
+				mu.Lock()
+				defer mu.Unlock()
+				steps = append(steps, "reported "+r.Records[0].MessageId)
+			},
+		})
+		require.NoError(t, err)
+		stop := runMapping(t, m.Run)
+		waitFor(t, time.Minute, "both results to be reported", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(steps) == 4
+		})
+		stop()
+		require.Equal(t, []string{"m1", "m2"}, q.deleted())
+		require.Equal(t, []string{"invoke m1", "reported m1", "invoke m2", "reported m2"}, steps)
 	})
 }
 

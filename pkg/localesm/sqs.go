@@ -74,9 +74,13 @@ type SQSConfig struct {
 	// one per receive that withheld messages (Warn) and one per message
 	// (Debug). Default: no logging.
 	Logger *slog.Logger
-	// OnBatch, when set, is called after each batch has been settled
-	// (messages deleted, groups released). It is called from several
-	// goroutines at once and must not block for long.
+	// OnBatch, when set, is called once each batch's outcome has been
+	// applied (its deletes answered), before the batch lets go of its
+	// message groups. So a group's results are reported in the order its
+	// batches ran: a batch that took a group over is invoked only after
+	// the OnBatch of the batch it took the group from has returned. It is
+	// called from several goroutines at once (for batches of different
+	// groups) and must not block for long: the batch's groups wait for it.
 	OnBatch func(SQSBatchResult)
 }
 
@@ -90,7 +94,11 @@ type SQSBatchResult struct {
 	// the mapping received again before its delete landed is left out even
 	// though SQS answered success: AWS documents that a DeleteMessage
 	// without the most recent receipt handle succeeds but may leave the
-	// message in the queue, and fauxqs always leaves it.
+	// message in the queue, and fauxqs always leaves it. Blind spot: a
+	// receive SQS answered before the delete landed, whose answer arrives
+	// here only after the delete's, cannot be seen; a message it returns
+	// is listed though it was not deleted (at most one receive per
+	// delete: the mapping's receives are sequential).
 	Deleted []string
 	// Withheld are the messages received with the batch but not invoked:
 	// their group was in flight. Each such receive counts toward the
@@ -239,7 +247,7 @@ type sqsRun struct {
 	mu sync.Mutex
 	// groups maps a message group id to the batch holding it, from the
 	// receive that took the group's messages until the batch's outcome has
-	// been applied (its deletes answered).
+	// been applied (its deletes answered) and reported to OnBatch.
 	groups map[string]*sqsClaim
 	// receipts maps the id of every message a batch holds to the receipt
 	// handle of its latest receive. SQS answers a delete made with an
@@ -266,7 +274,7 @@ type sqsClaim struct {
 	// returned (guarded by sqsRun.mu) is set once the batch's function has
 	// returned, before anything of its outcome is sent to SQS.
 	returned bool
-	settled  chan struct{} // closed once the batch's outcome has been applied
+	settled  chan struct{} // closed once the batch's outcome has been applied and reported
 }
 
 func (r *sqsRun) loop(ctx context.Context) error {
@@ -405,8 +413,8 @@ func (r *sqsRun) returned(b *sqsClaim) {
 }
 
 // release lets go of the groups and receipt handles b still holds, once
-// b's outcome has been applied, and lets the batches that took over its
-// groups go ahead.
+// b's outcome has been applied and reported, and lets the batches that took
+// over its groups go ahead.
 func (r *sqsRun) release(b *sqsClaim) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -449,8 +457,8 @@ func (r *sqsRun) process(ctx context.Context, b *sqsClaim) {
 	if err != nil { // cannot happen: plain strings and maps
 		result.Outcome, result.Err = OutcomeInvokeError, fmt.Errorf("localesm: encode event: %w", err)
 		r.returned(b)
-		r.release(b)
 		r.settle(ctx, result, records)
+		r.release(b)
 		return
 	}
 	res, err := r.m.invoker.Invoke(ctx, Invocation{
@@ -468,8 +476,11 @@ func (r *sqsRun) process(ctx context.Context, b *sqsClaim) {
 	}
 	result.Outcome, result.Err = d.outcome, d.err
 	result.Deleted = r.delete(ctx, b.requestID, records, d.delete)
-	r.release(b)
+	// Report before letting go: the batch that took one of b's groups over
+	// runs once b is released, and its result must not reach OnBatch
+	// before b's.
 	r.settle(ctx, result, records)
+	r.release(b)
 }
 
 // delete deletes the messages at the indexes, in chunks of ten, and returns

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -129,74 +130,65 @@ func (l *invocationLog) seen() []string {
 
 func TestStreamReadsParentShardsBeforeChildren(t *testing.T) {
 	t.Parallel()
-	f := &fakeStreams{
-		shards: []fakeShard{
-			// Described child first: order in the description must not matter.
-			{id: "child", parent: "parent", keys: []string{"c1", "c2"}},
-			{id: "parent", parent: "grandparent-trimmed", keys: []string{"p1", "p2", "p3"}, closed: true},
-		},
-		expireOnce: map[string]bool{"child": true},
-		iterTypes:  map[string][]streamtypes.ShardIteratorType{},
-	}
-	var log invocationLog
-	m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, BatchSize: 2, PollInterval: 5 * time.Millisecond})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(log.seen()) < 5 {
-		require.True(t, time.Now().Before(deadline), "records seen: %v", log.seen())
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	require.NoError(t, <-done)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStreams{
+			shards: []fakeShard{
+				// Described child first: order in the description must not matter.
+				{id: "child", parent: "parent", keys: []string{"c1", "c2"}},
+				{id: "parent", parent: "grandparent-trimmed", keys: []string{"p1", "p2", "p3"}, closed: true},
+			},
+			expireOnce: map[string]bool{"child": true},
+			iterTypes:  map[string][]streamtypes.ShardIteratorType{},
+		}
+		var log invocationLog
+		m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, BatchSize: 2, PollInterval: 5 * time.Millisecond})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		waitFor(t, time.Minute, "five records", func() bool { return len(log.seen()) >= 5 })
+		cancel()
+		require.NoError(t, <-done)
 
-	require.Equal(t, []string{"p1", "p2", "p3", "c1", "c2"}, log.seen(), "a child shard is read only after its parent")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Equal(t, []streamtypes.ShardIteratorType{streamtypes.ShardIteratorTypeTrimHorizon, streamtypes.ShardIteratorTypeTrimHorizon},
-		f.iterTypes["child"], "an expired iterator is replaced")
+		require.Equal(t, []string{"p1", "p2", "p3", "c1", "c2"}, log.seen(), "a child shard is read only after its parent")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Equal(t, []streamtypes.ShardIteratorType{streamtypes.ShardIteratorTypeTrimHorizon, streamtypes.ShardIteratorTypeTrimHorizon},
+			f.iterTypes["child"], "an expired iterator is replaced")
+	})
 }
 
 func TestStreamLatestSkipsClosedShardsAndStartsAtTheTip(t *testing.T) {
 	t.Parallel()
-	f := &fakeStreams{
-		shards: []fakeShard{
-			{id: "old", keys: []string{"o1"}, closed: true},
-			{id: "open", parent: "old", keys: []string{"n1"}},
-		},
-		iterTypes: map[string][]streamtypes.ShardIteratorType{},
-	}
-	var log invocationLog
-	m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, StartingPosition: Latest, PollInterval: 5 * time.Millisecond})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f.mu.Lock()
-		started := len(f.iterTypes["open"]) > 0
-		f.mu.Unlock()
-		if started {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStreams{
+			shards: []fakeShard{
+				{id: "old", keys: []string{"o1"}, closed: true},
+				{id: "open", parent: "old", keys: []string{"n1"}},
+			},
+			iterTypes: map[string][]streamtypes.ShardIteratorType{},
 		}
-		require.True(t, time.Now().Before(deadline), "the open shard was never read")
-		time.Sleep(5 * time.Millisecond)
-	}
-	f.mu.Lock()
-	f.shards[1].keys = append(f.shards[1].keys, "n2") // written after the mapping started
-	f.mu.Unlock()
-	for len(log.seen()) < 1 {
-		require.True(t, time.Now().Before(deadline), "the new record was never invoked")
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	require.NoError(t, <-done)
-	require.Equal(t, []string{"n2"}, log.seen())
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Empty(t, f.iterTypes["old"], "a shard closed before a LATEST mapping starts is not read")
-	require.Equal(t, streamtypes.ShardIteratorTypeLatest, f.iterTypes["open"][0])
+		var log invocationLog
+		m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, StartingPosition: Latest, PollInterval: 5 * time.Millisecond})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		waitFor(t, time.Minute, "the open shard to be read", func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return len(f.iterTypes["open"]) > 0
+		})
+		f.mu.Lock()
+		f.shards[1].keys = append(f.shards[1].keys, "n2") // written after the mapping started
+		f.mu.Unlock()
+		waitFor(t, time.Minute, "the new record to be invoked", func() bool { return len(log.seen()) >= 1 })
+		cancel()
+		require.NoError(t, <-done)
+		require.Equal(t, []string{"n2"}, log.seen())
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Empty(t, f.iterTypes["old"], "a shard closed before a LATEST mapping starts is not read")
+		require.Equal(t, streamtypes.ShardIteratorTypeLatest, f.iterTypes["open"][0])
+	})
 }
