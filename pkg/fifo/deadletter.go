@@ -37,7 +37,9 @@ const DeadLetterAttribute = "fifoworker-dead-letter"
 // copy, so a reader drops a repeat by (SourceQueueARN,
 // SourceSequenceNumber), or by SourceMessageID where a standard queue has
 // no sequence number; Error, ReceiveCount and DeadLetteredAt describe one
-// copy.
+// copy. A message that already has ten message attributes is sent without
+// a DeadLetterInfo: on a FIFO dead-letter queue its MessageDeduplicationId
+// (the source message id) is then the only source identity it carries.
 type DeadLetterInfo struct {
 	Error           string `json:"error"`
 	SourceMessageID string `json:"source_message_id"`
@@ -76,8 +78,9 @@ func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo
 // send of the same message within SQS's five-minute window is dropped; a
 // later one is not, and the DeadLetterInfo's source fields identify it as a
 // repeat. withCause is false when the message already had SQS's maximum of
-// ten attributes, leaving no room for the DeadLetterAttribute (on a FIFO
-// dead-letter queue the deduplication id still names the source message).
+// ten attributes, leaving no room for the DeadLetterAttribute: the copy then
+// carries no sequence number, and on a FIFO dead-letter queue only its
+// deduplication id names the source message (on a standard one, nothing).
 func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error, now time.Time) (withCause bool, err error) {
 	group := msg.Attributes[groupAttribute]
 	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {

@@ -19,7 +19,10 @@
 //     handler succeeded: the message is received again, which loses
 //     nothing), a method of the handler's error. A panic in the metrics
 //     hook, or in logging about the batch, is contained and changes no
-//     outcome.
+//     outcome. The same holds for runtime.Goexit in any of them: it fails
+//     the message (and the rest of its lane), or, in the metrics hook and
+//     the batch's logging, which run on a goroutine of their own for this,
+//     is dropped; Process always returns.
 //   - Process returns only after every handler it started has returned, and
 //     cancels the handlers' context on return: no goroutine outlives it.
 //   - The response names each failed message once, in batch order, and
@@ -33,7 +36,16 @@
 //     SQS's five minutes, but a message comes back only after its visibility
 //     timeout (6 minutes for template.yaml's commands queue), so an
 //     invocation that dead-letters a message and then times out, or fails it
-//     afterwards, leads to a second copy. Every copy carries the same
-//     source message id, queue ARN and sequence number in its
-//     DeadLetterAttribute, by which a reader drops the repeat.
+//     afterwards, leads to a second copy. A copy carries the source message
+//     id, queue ARN and sequence number in its DeadLetterAttribute, the
+//     same on every copy, by which a reader drops the repeat. Except when
+//     the message already has SQS's maximum of ten message attributes: the
+//     copy is sent without the DeadLetterAttribute (a user's attribute is
+//     never dropped to make room), and the processor logs it at Warn with
+//     the message id and sequence number. On a FIFO dead-letter queue such
+//     a copy's MessageDeduplicationId is still the source message id, by
+//     which a reader drops the repeat; its source sequence number, queue
+//     ARN, error and receive count are lost. On a standard dead-letter
+//     queue (only a standard source can have one) it carries no source
+//     identity at all.
 package fifo

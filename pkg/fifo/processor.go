@@ -150,7 +150,7 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 	if b.log != nil {
 		// A logger that panics here keeps logging without the request id,
 		// where each of its panics is contained too.
-		_ = contained(PanicInLogger, func() { b.log = b.log.With(requestAttr(ctx)) })
+		_ = guarded(PanicInLogger, func() { b.log = b.log.With(requestAttr(ctx)) })
 	}
 	return b, nil
 }
@@ -307,7 +307,9 @@ func (b *batch) decide(i int, err error) {
 
 // contained calls f, which runs code the processor does not control, and
 // returns a panic in it as a *PanicError (in says what panicked) instead of
-// letting it end the invocation.
+// letting it end the invocation. A runtime.Goexit in f still ends the
+// calling goroutine: a worker is replaced when that happens (see work), and
+// Process's own goroutine calls foreign code only through guarded.
 func contained(in PanicSite, f func()) (pe *PanicError) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -316,6 +318,21 @@ func contained(in PanicSite, f func()) (pe *PanicError) {
 	}()
 	f()
 	return nil
+}
+
+// guarded is contained for code that runs on Process's own goroutine (the
+// batch's logging, the metrics hook): f runs on a goroutine of its own,
+// which guarded waits for, so that a runtime.Goexit in f ends that
+// goroutine and not Process's, which would then never return. The Goexit
+// comes back as a *PanicError like a panic.
+func guarded(in PanicSite, f func()) *PanicError {
+	done := make(chan *PanicError, 1)
+	go func() {
+		pe := &PanicError{In: in, Value: "called runtime.Goexit"}
+		defer func() { done <- pe }()
+		pe = contained(in, f)
+	}()
+	return <-done
 }
 
 func (b *batch) response() events.SQSEventResponse {
@@ -337,15 +354,32 @@ func receiveCount(msg *events.SQSMessage) int {
 // StopOnFirstFailure stops the batch first: whoever sees the log sees the
 // stop. A panic in the logger fails the message, as a handler's panic does
 // (an acknowledged message becomes Panicked, and its lane fails with it),
-// and the failure is logged, with its stack, if the logger still works.
+// and the failure is logged, with its stack, if the logger still works. A
+// runtime.Goexit in the logger fails the message too, without a log line:
+// the worker is replaced and the rest of the lane is skipped, as after a
+// handler's Goexit.
 func (b *batch) logOutcome(i int) {
 	r := &b.results[i]
+	exited := true
+	defer func() {
+		if !exited {
+			return
+		}
+		if r.outcome.Acknowledged() {
+			r.outcome = Panicked
+		}
+		r.err = errors.Join(r.err, &PanicError{In: PanicInLogger, Value: "called runtime.Goexit"})
+		if b.p.cfg.stopOnFirst && r.outcome.Started() {
+			b.stopped.Store(true)
+		}
+	}()
 	for again := false; ; again = true {
 		if b.p.cfg.stopOnFirst && r.outcome.Started() && !r.outcome.Acknowledged() {
 			b.stopped.Store(true)
 		}
 		pe := b.logMessage(i)
 		if pe == nil || again {
+			exited = false
 			return // a logger that panics twice has nothing more to say
 		}
 		if r.outcome.Acknowledged() {
@@ -364,7 +398,8 @@ func (b *batch) logMessage(i int) *PanicError {
 		ctx := context.Background()
 		if r.outcome == DeadLettered && r.noCause && b.log.Enabled(ctx, slog.LevelWarn) {
 			b.log.LogAttrs(ctx, slog.LevelWarn, "fifo: dead-lettered without its cause: the message already has 10 attributes",
-				slog.String("message_id", msg.MessageId), slog.String("attribute", DeadLetterAttribute))
+				slog.String("message_id", msg.MessageId), slog.String("sequence_number", msg.Attributes["SequenceNumber"]),
+				slog.String("attribute", DeadLetterAttribute))
 		}
 		level := slog.LevelDebug
 		switch r.outcome {
@@ -396,11 +431,12 @@ func (b *batch) logMessage(i int) *PanicError {
 	})
 }
 
-// logContained logs with l, if there is one; a panic in the logger is
-// dropped, as nothing is left to fail for it.
+// logContained logs with l, if there is one, about the batch, on Process's
+// goroutine; a panic or a runtime.Goexit in the logger is dropped, as
+// nothing is left to fail for it.
 func logContained(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs ...slog.Attr) {
 	if l != nil {
-		_ = contained(PanicInLogger, func() { l.LogAttrs(ctx, level, msg, attrs...) })
+		_ = guarded(PanicInLogger, func() { l.LogAttrs(ctx, level, msg, attrs...) })
 	}
 }
 
@@ -440,7 +476,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 			Duration:     r.duration,
 		}
 	}
-	if pe := contained(PanicInMetrics, func() { hook(m) }); pe != nil {
+	if pe := guarded(PanicInMetrics, func() { hook(m) }); pe != nil {
 		logContained(ctx, b.log, slog.LevelError, "fifo: metrics hook panicked", slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)))
 	}
 }

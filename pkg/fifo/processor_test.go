@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -208,25 +209,30 @@ func TestStopOnFirstFailureWithOneSlotIsSequential(t *testing.T) {
 	require.Equal(t, []string{"b1", "c1"}, failedIDs(resp))
 }
 
+// Deadline tests run in a synctest bubble: on the wall clock a loaded
+// machine can delay a lane's start past the margin and skip a message the
+// test expects to run.
 func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
 	t.Parallel()
-	ev := batchOf(t, "a1", "a2", "b1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
-		if msg.MessageId == "a1" {
-			// Use up time until less than the margin remains.
-			dl, _ := ctx.Deadline()
-			time.Sleep(time.Until(dl) - 500*time.Millisecond)
-		}
-		return nil
-	}, fifo.WithDeadlineMargin(1500*time.Millisecond), fifo.WithResponseReserve(100*time.Millisecond))
-	resp, err := p.Process(ctx, ev)
-	require.NoError(t, err)
-	require.Equal(t, []string{"a2"}, failedIDs(resp))
-	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	synctest.Test(t, func(t *testing.T) {
+		ev := batchOf(t, "a1", "a2", "b1")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var rec recorder
+		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			rec.start(msg.MessageId)
+			if msg.MessageId == "a1" {
+				// Use up time until less than the margin remains.
+				dl, _ := ctx.Deadline()
+				time.Sleep(time.Until(dl) - 500*time.Millisecond)
+			}
+			return nil
+		}, fifo.WithDeadlineMargin(1500*time.Millisecond), fifo.WithResponseReserve(100*time.Millisecond))
+		resp, err := p.Process(ctx, ev)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a2"}, failedIDs(resp))
+		require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	})
 }
 
 // The Lambda deadline is wall-clock time, which can step back. Once a
@@ -313,35 +319,40 @@ func TestHandlerContextEndsBeforeTheDeadlineAndWhenProcessReturns(t *testing.T) 
 
 func TestHandlerRespectingItsContextIsReportedAndProcessReturnsBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
-	deadline := time.Now().Add(800 * time.Millisecond)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
-		if msg.MessageId == "a1" {
-			<-ctx.Done() // a long task interrupted by the response reserve
-			return ctx.Err()
-		}
-		return nil
-	}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(400*time.Millisecond))
-	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1"))
-	require.NoError(t, err)
-	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
-	require.True(t, time.Now().Before(deadline), "the partial response is returned before the invocation deadline")
+	synctest.Test(t, func(t *testing.T) {
+		deadline := time.Now().Add(800 * time.Millisecond)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			if msg.MessageId == "a1" {
+				<-ctx.Done() // a long task interrupted by the response reserve
+				return ctx.Err()
+			}
+			return nil
+		}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(400*time.Millisecond))
+		resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
+		require.Equal(t, deadline.Add(-400*time.Millisecond), time.Now(),
+			"the partial response is returned at the response reserve, before the invocation deadline")
+	})
 }
 
 func TestProcessWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	var finished atomic.Bool
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
-		time.Sleep(500 * time.Millisecond) // past the deadline, ignoring ctx
-		finished.Store(true)
-		return nil
-	}, fifo.WithDeadlineMargin(100*time.Millisecond), fifo.WithResponseReserve(50*time.Millisecond))
-	_, err := p.Process(ctx, batchOf(t, "a1"))
-	require.NoError(t, err)
-	require.True(t, finished.Load(), "Process returned while a handler was still running")
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		var finished atomic.Bool
+		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			time.Sleep(500 * time.Millisecond) // past the deadline, ignoring ctx
+			finished.Store(true)
+			return nil
+		}, fifo.WithDeadlineMargin(100*time.Millisecond), fifo.WithResponseReserve(50*time.Millisecond))
+		_, err := p.Process(ctx, batchOf(t, "a1"))
+		require.NoError(t, err)
+		require.True(t, finished.Load(), "Process returned while a handler was still running")
+	})
 }
 
 func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
@@ -387,6 +398,111 @@ func TestGoexitInAHandlerFailsItsLaneAndTheRestOfTheBatchStillRuns(t *testing.T)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
 	require.Equal(t, []string{"a1", "b1", "c1"}, rec.Started())
+}
+
+// goexitHandler is a slog.Handler that ends its caller's goroutine with
+// runtime.Goexit when it handles a record for which exit says so, or, with
+// exitOnWith, when a logger is derived from it.
+type goexitHandler struct {
+	next       slog.Handler
+	exit       func(r slog.Record) bool
+	exitOnWith bool
+}
+
+func (h goexitHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h goexitHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.exit != nil && h.exit(r) {
+		runtime.Goexit()
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h goexitHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.exitOnWith {
+		runtime.Goexit()
+	}
+	h.next = h.next.WithAttrs(as)
+	return h
+}
+
+func (h goexitHandler) WithGroup(name string) slog.Handler {
+	h.next = h.next.WithGroup(name)
+	return h
+}
+
+// TestGoexitOutsideTheHandlerIsContained: runtime.Goexit in the metrics
+// hook or in the logger, about the batch or about a message, neither keeps
+// Process from returning nor loses a failure. On Process's own goroutine a
+// Goexit would end Process without a response; on a message's line it fails
+// the message and its lane, as a handler's Goexit does.
+func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
+	t.Parallel()
+	handler := func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "b1" {
+			return errors.New("b1 fails")
+		}
+		return nil
+	}
+	goexitLogger := func(logs *logBuffer, h goexitHandler) *slog.Logger {
+		h.next = logs.logger().Handler()
+		return slog.New(h)
+	}
+	cases := []struct {
+		name   string
+		opts   func(logs *logBuffer) []fifo.Option
+		failed []string
+	}{
+		{"metrics hook", func(*logBuffer) []fifo.Option {
+			return []fifo.Option{fifo.WithMetrics(func(fifo.BatchMetrics) { runtime.Goexit() })}
+		}, []string{"b1", "b2"}},
+		{"log line of the batch", func(logs *logBuffer) []fifo.Option {
+			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return r.Message == "fifo: batch" }}))}
+		}, []string{"b1", "b2"}},
+		{"logger derived for the batch", func(logs *logBuffer) []fifo.Option {
+			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exitOnWith: true}))}
+		}, []string{"b1", "b2"}},
+		{"log line of a message that succeeded", func(logs *logBuffer) []fifo.Option {
+			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return attr(r, "message_id") == "a1" }}))}
+		}, []string{"a1", "a2", "b1", "b2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var logs logBuffer
+				p := fifo.New(handler, tc.opts(&logs)...)
+				var resp events.SQSEventResponse
+				var err error
+				returned := make(chan struct{})
+				go func() {
+					resp, err = p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "b2"))
+					close(returned) // not deferred: a Goexit in Process must not close it
+				}()
+				waitOrFail(t, returned, "Process to return")
+				require.NoError(t, err)
+				require.Equal(t, tc.failed, failedIDs(resp))
+			})
+		})
+	}
+
+	t.Run("log line of a refused batch", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			var logs logBuffer
+			p := fifo.New(handler, fifo.WithLogger(goexitLogger(&logs, goexitHandler{exit: func(slog.Record) bool { return true }})))
+			var err error
+			returned := make(chan struct{})
+			go func() {
+				_, err = p.Process(context.Background(), batchOf(t, "a1", "a1"))
+				close(returned)
+			}()
+			waitOrFail(t, returned, "Process to return")
+			require.ErrorIs(t, err, fifo.ErrInvalidBatch)
+		})
+	})
 }
 
 // Not parallel: nothing else runs, so any goroutine left is Process's.
@@ -583,6 +699,7 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 	t.Run("ten attributes leave no room for the error attribute", func(t *testing.T) {
 		dlq := &fakeDLQ{}
 		ev := batchOf(t, "a1")
+		ev.Records[0].Attributes["SequenceNumber"] = "18889999999999999001"
 		ev.Records[0].MessageAttributes = map[string]events.SQSMessageAttribute{}
 		v := "v"
 		for i := range 10 {
@@ -591,10 +708,13 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 		resp, err := p(dlq).Process(context.Background(), ev)
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures)
-		attrs := dlq.Sent()[0].MessageAttributes
-		require.Len(t, attrs, 10)
-		require.NotContains(t, attrs, fifo.DeadLetterAttribute)
-		require.Equal(t, "fifo: dead-lettered without its cause: the message already has 10 attributes", logLine(t, logs, "a1")["msg"])
+		sent := dlq.Sent()[0]
+		require.Len(t, sent.MessageAttributes, 10, "no attribute of the message is dropped")
+		require.NotContains(t, sent.MessageAttributes, fifo.DeadLetterAttribute)
+		require.Equal(t, "a1", *sent.MessageDeduplicationId, "the copy's only source identity")
+		warn := logLine(t, logs, "a1")
+		require.Equal(t, "fifo: dead-lettered without its cause: the message already has 10 attributes", warn["msg"])
+		require.Equal(t, "18889999999999999001", warn["sequence_number"], "the sequence number the copy lacks is logged")
 	})
 }
 
