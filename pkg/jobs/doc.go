@@ -31,9 +31,12 @@
 //     is a takeover like anyone's: a new generation, or the failure of the
 //     job under the recovery policy. A refusal would leave the job on an
 //     ended lease until another delivery comes, though the caller is alive
-//     to run it; extending the ended lease in place would let a generation
-//     survive a gap in its lease, while a new generation fences whatever
-//     ran under the ended one (an earlier try's requests still in flight).
+//     to run it. Extending the ended lease in place would keep the
+//     generation, and the generation, not the lease, is what fences writes
+//     (Renew and Accept deliberately land on an ended lease nobody took
+//     over): whatever the earlier try started under it, requests still in
+//     flight included, would still land as the current generation's
+//     writes. A new generation fences them, as any takeover does.
 //   - A claim naming a tenant (ClaimRequest.Tenant, which the worker sets
 //     from its command) has the tenant in its condition: a job of another
 //     tenant answers ErrNotFound, the answer for no job, before anything
@@ -114,7 +117,10 @@
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew
 // margin (LeaseEnd). Leases are bounded: a claim or renewal whose lease would
 // end more than MaxLambdaTimeout (15 minutes, the longest invocation) plus
-// the store's margin (WithClockSkew, default 5 s, at most MaxClockSkew)
-// after the store's now is refused with ErrInvalid, so a stalled holder can
-// always be taken over.
+// twice the store's margin (WithClockSkew, default 5 s, at most
+// MaxClockSkew) after the store's now is refused with ErrInvalid, so a
+// stalled holder can always be taken over. Twice, so that the longest lease
+// LeaseEnd gives (a 15-minute deadline plus the margin) is granted even when
+// the host's clock, which the store reads, runs up to a margin behind the
+// Lambda service's, which set the deadline.
 package jobs

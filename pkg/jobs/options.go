@@ -21,16 +21,25 @@ const (
 	// DefaultIntentRetention is how long an intent is remembered.
 	DefaultIntentRetention = 30 * 24 * time.Hour
 	// DefaultClockSkew is the margin LeaseEnd adds to an invocation deadline,
-	// and the store's margin beyond MaxLambdaTimeout (WithClockSkew).
+	// and the store's margin (WithClockSkew), which it allows twice beyond
+	// MaxLambdaTimeout.
 	DefaultClockSkew = 5 * time.Second
 )
 
 // Bounds of a lease.
 const (
 	// MaxLambdaTimeout is the longest a Lambda invocation runs. A lease ends
-	// at most this long plus the clock-skew margin after the store's now: a
-	// longer one is refused (ErrInvalid), since no invocation outlives it
-	// and a job held by it could not be recovered by any takeover.
+	// at most this long plus twice the clock-skew margin after the store's
+	// now: a longer one is refused (ErrInvalid), since no invocation
+	// outlives it and a job held by it could not be recovered by any
+	// takeover. Twice, so that the bound is strictly beyond any lease
+	// LeaseEnd gives with the same margin: that lease ends one margin after
+	// a deadline set by the Lambda service's clock, up to MaxLambdaTimeout
+	// after the invocation started, while the store reads the host's clock
+	// at the claim. With a single margin the only slack would be the time
+	// from the invocation's start to the claim, which a host clock running
+	// behind the service's eats: a 15-minute function's claim would be
+	// refused. The second margin absorbs up to that much offset.
 	MaxLambdaTimeout = 15 * time.Minute
 	// MaxClockSkew bounds the clock-skew margin (WithClockSkew, LeaseEnd).
 	// Lambda hosts keep time with the Amazon Time Sync Service, far closer
@@ -78,10 +87,11 @@ func WithRetention(d time.Duration) Option { return func(c *config) { c.retentio
 // a retried intent after that may create a second job.
 func WithIntentRetention(d time.Duration) Option { return func(c *config) { c.intentRetention = d } }
 
-// WithClockSkew sets the clock-skew margin the store allows beyond
+// WithClockSkew sets the clock-skew margin d the store allows, twice, beyond
 // MaxLambdaTimeout: a claim or renewal may ask for a lease ending at most
-// MaxLambdaTimeout + d after now. Zero means DefaultClockSkew; d must not
-// be negative nor exceed MaxClockSkew. Use the same margin with LeaseEnd.
+// MaxLambdaTimeout + 2d after now (see MaxLambdaTimeout for why twice).
+// Zero means DefaultClockSkew; d must not be negative nor exceed
+// MaxClockSkew. Use the same margin, or a smaller one, with LeaseEnd.
 func WithClockSkew(d time.Duration) Option { return func(c *config) { c.clockSkew = d } }
 
 func newConfig(opts []Option) config {
@@ -122,9 +132,11 @@ func (c *config) Validate() error {
 	return nil
 }
 
-// leaseLimit is the latest end of a lease granted at now.
+// leaseLimit is the latest end of a lease granted at now: one margin more
+// than LeaseEnd adds, for the offset between the clock that set the
+// invocation's deadline and the store's.
 func (c *config) leaseLimit(now time.Time) time.Time {
-	return now.Add(MaxLambdaTimeout + c.clockSkew)
+	return now.Add(MaxLambdaTimeout + 2*c.clockSkew)
 }
 
 // ErrNoDeadline is returned by LeaseEnd for a context without a deadline.
@@ -135,8 +147,9 @@ var ErrNoDeadline = errors.New("jobs: context has no deadline")
 // is zero; at most MaxClockSkew). Lambda stops the invocation at its
 // deadline, so a takeover after the lease end cannot race a live handler;
 // the generation fence still covers requests that were already in flight.
-// A store refuses a lease beyond MaxLambdaTimeout plus its own margin, so
-// skew must not exceed the store's (WithClockSkew).
+// A store refuses a lease beyond MaxLambdaTimeout plus twice its own margin,
+// which leaves room for a host clock up to one margin behind the Lambda
+// service's, so skew must not exceed the store's (WithClockSkew).
 func LeaseEnd(ctx context.Context, skew time.Duration) (time.Time, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
 
 func TestLeaseEndIsTheDeadlinePlusSkew(t *testing.T) {
@@ -36,6 +37,39 @@ func TestLeaseEndIsTheDeadlinePlusSkew(t *testing.T) {
 	require.ErrorContains(t, err, "clock skew 1h0m0s is outside 0 to 1m0s")
 	_, err = jobs.LeaseEnd(context.Background(), 0)
 	require.ErrorIs(t, err, jobs.ErrNoDeadline)
+}
+
+// TestALeaseFromLeaseEndFitsTheStoresBound: the store's bound has room for
+// the longest lease LeaseEnd gives, a 15-minute invocation's deadline plus
+// the margin, even when the clock that set the deadline (the Lambda
+// service's) runs up to the margin ahead of the host's, whose now the store
+// reads, and the claim comes at once. Only a lease beyond that is refused.
+func TestALeaseFromLeaseEndFitsTheStoresBound(t *testing.T) {
+	t.Parallel()
+	for _, skew := range []time.Duration{jobs.DefaultClockSkew, time.Second, jobs.MaxClockSkew} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			clock := jobstest.NewClock(jobstest.Start)
+			store := jobs.NewMemoryStore(jobs.WithClock(clock.Now), jobs.WithClockSkew(skew))
+			for _, id := range []string{"job-42", "job-43"} {
+				_, err := store.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
+				require.NoError(t, err)
+			}
+			// The invocation started when the service's clock read now+skew.
+			deadline := clock.Now().Add(skew + jobs.MaxLambdaTimeout)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			until, err := jobs.LeaseEnd(ctx, skew)
+			require.NoError(t, err)
+			require.Equal(t, clock.Now().Add(jobs.MaxLambdaTimeout+2*skew), until)
+			j, err := store.Claim(t.Context(), jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: until})
+			require.NoError(t, err, "a lease from LeaseEnd is refused")
+			require.Equal(t, until.UnixMilli(), j.LeaseExpiresAt.UnixMilli())
+
+			_, err = store.Claim(t.Context(), jobs.ClaimRequest{JobID: "job-43", AttemptID: "attempt-b", LeaseUntil: until.Add(time.Millisecond)})
+			require.ErrorIs(t, err, jobs.ErrInvalid, "a lease beyond MaxLambdaTimeout plus twice the margin")
+		})
+	}
 }
 
 func TestInvalidOptionsPanic(t *testing.T) {

@@ -77,7 +77,8 @@ type ClaimRequest struct {
 	// every message of a batch shares.
 	AttemptID string
 	// LeaseUntil is when the lease ends (see LeaseEnd): after now, and at
-	// most MaxLambdaTimeout plus the store's clock-skew margin after it.
+	// most MaxLambdaTimeout plus twice the store's clock-skew margin after
+	// it.
 	LeaseUntil time.Time
 	// Tenant, when set, is part of the claim's condition: a job of another
 	// tenant is refused with ErrNotFound and nothing is written, exactly as
@@ -183,7 +184,7 @@ func (r *ClaimRequest) validate(now time.Time, cfg *config) error {
 }
 
 // validateLease accepts a lease that ends after now and at most
-// MaxLambdaTimeout plus the clock-skew margin after it, at the stored
+// MaxLambdaTimeout plus twice the clock-skew margin after it, at the stored
 // precision.
 func validateLease(until, now time.Time, cfg *config) error {
 	if until.UnixMilli() <= now.UnixMilli() {
@@ -191,7 +192,7 @@ func validateLease(until, now time.Time, cfg *config) error {
 			until.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 	}
 	if limit := cfg.leaseLimit(now); until.UnixMilli() > limit.UnixMilli() {
-		return fmt.Errorf("%w: lease until %s ends after %s: no Lambda invocation runs longer than %v, plus a clock-skew margin of %v",
+		return fmt.Errorf("%w: lease until %s ends after %s: no Lambda invocation runs longer than %v, plus twice a clock-skew margin of %v",
 			ErrInvalid, until.Format(time.RFC3339Nano), limit.Format(time.RFC3339Nano), MaxLambdaTimeout, cfg.clockSkew)
 	}
 	return nil

@@ -670,7 +670,9 @@ func testLeasesAreBounded(t *testing.T, newStore NewStore) {
 			b := setup(t, newStore, tc.opts...)
 			id := b.create(t, "job-42").ID
 			before := b.get(t, id)
-			limit := b.clock.Now().Add(jobs.MaxLambdaTimeout + tc.skew)
+			// Twice the margin: room for LeaseEnd's margin and as much
+			// offset between the deadline's clock and the store's.
+			limit := b.clock.Now().Add(jobs.MaxLambdaTimeout + 2*tc.skew)
 			for _, until := range []time.Time{
 				b.clock.Now().AddDate(1, 0, 0), // a year: no takeover could ever recover the job
 				limit.Add(time.Millisecond),    // the first stored instant beyond the bound
@@ -681,12 +683,12 @@ func testLeasesAreBounded(t *testing.T, newStore NewStore) {
 				b.requireUnchanged(t, before)
 			}
 			// The bound itself is granted; it is measured at the stored precision.
-			j := b.claim(t, id, "attempt-a", jobs.MaxLambdaTimeout+tc.skew+999*time.Microsecond)
+			j := b.claim(t, id, "attempt-a", jobs.MaxLambdaTimeout+2*tc.skew+999*time.Microsecond)
 			require.Equal(t, ms(limit), j.LeaseExpiresAt)
 
 			// A renewal is bounded alike, from the store's now.
 			b.clock.Advance(10 * time.Minute)
-			limit = b.clock.Now().Add(jobs.MaxLambdaTimeout + tc.skew)
+			limit = b.clock.Now().Add(jobs.MaxLambdaTimeout + 2*tc.skew)
 			renew := jobs.RenewRequest{JobID: id, AttemptID: "attempt-a", Generation: 1, Version: j.Version,
 				LeaseUntil: limit.Add(time.Millisecond), Progress: 1}
 			_, err := b.store.Renew(b.ctx, renew)
