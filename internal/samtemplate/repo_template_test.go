@@ -190,16 +190,44 @@ func receiveBudgetProblem(tpl *samtemplate.Template, maxGenerations int) string 
 	return ""
 }
 
+// deployableMaxGenerations is the largest MaxGenerations a deployment of tpl
+// can set: the parameter's MaxValue, not its default, since every value the
+// template accepts must fit the commands queue's receives. Without the
+// parameter the worker uses jobs.DefaultMaxGenerations.
+func deployableMaxGenerations(t *testing.T, tpl *samtemplate.Template) int {
+	t.Helper()
+	p, ok := tpl.Parameters["MaxGenerations"]
+	if !ok {
+		return int(jobs.DefaultMaxGenerations)
+	}
+	require.NotNil(t, p.MaxValue, "MaxGenerations has no MaxValue: a deployment could set any number of generations")
+	return asInt(t, p.MaxValue)
+}
+
 func TestTemplateCommandsAllowEveryGenerationAReceive(t *testing.T) {
 	t.Parallel()
 	tpl := loadRepoTemplate(t)
-	maxGenerations := int(jobs.DefaultMaxGenerations)
-	if p, ok := tpl.Parameters["MaxGenerations"]; ok { // the worker's setting, once it has one
-		maxGenerations = asInt(t, p.Default)
-	}
-	require.Empty(t, receiveBudgetProblem(tpl, maxGenerations))
+	require.Empty(t, receiveBudgetProblem(tpl, deployableMaxGenerations(t, tpl)))
 
-	// The check can fail: the same template with one receive too few.
+	// The check reads the largest deployable value: the template's commands
+	// queue with a MaxGenerations that may go up to 20 fails it, though the
+	// default still fits.
+	rp := tpl.Resources["CommandsQueue"].Properties["RedrivePolicy"].(map[string]any)
+	loose, err := samtemplate.Parse(fmt.Appendf(nil, `
+Parameters:
+  MaxGenerations: {Type: Number, Default: 3, MinValue: 1, MaxValue: 20}
+Resources:
+  CommandsQueue:
+    Type: AWS::SQS::Queue
+    Properties:
+      RedrivePolicy: {deadLetterTargetArn: x, maxReceiveCount: %d}
+`, rp["maxReceiveCount"]))
+	require.NoError(t, err)
+	require.Empty(t, receiveBudgetProblem(loose, asInt(t, loose.Parameters["MaxGenerations"].Default)), "the default fits")
+	require.Contains(t, receiveBudgetProblem(loose, deployableMaxGenerations(t, loose)), "below MaxGenerations+1 = 21")
+
+	// And a tight queue fails it: one receive too few.
+	maxGenerations := deployableMaxGenerations(t, tpl)
 	tight, err := samtemplate.Parse(fmt.Appendf(nil, `
 Resources:
   CommandsQueue:

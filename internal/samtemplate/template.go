@@ -17,10 +17,15 @@ type Template struct {
 	Outputs    map[string]any
 }
 
-// Parameter is a template parameter.
+// Parameter is a template parameter. MinValue and MaxValue are a Number
+// parameter's bounds, nil when the template sets none: the values a
+// deployment can give it, where Default is only the one it gets unless told
+// otherwise.
 type Parameter struct {
-	Type    string
-	Default any
+	Type     string
+	Default  any
+	MinValue any
+	MaxValue any
 }
 
 // Resource is one entry of Resources.
@@ -66,7 +71,7 @@ func Parse(raw []byte) (*Template, error) {
 		for name, p := range ps {
 			pm, _ := p.(map[string]any)
 			typ, _ := pm["Type"].(string)
-			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"]}
+			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"], MinValue: pm["MinValue"], MaxValue: pm["MaxValue"]}
 		}
 	}
 	rs, ok := top["Resources"].(map[string]any)
