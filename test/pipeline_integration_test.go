@@ -5,7 +5,6 @@ package test
 import (
 	"bytes"
 	"context"
-	"os"
 	"sync"
 	"testing"
 
@@ -25,11 +24,7 @@ func stackFromEnv(t *testing.T) *localstack.State {
 	testenv.DynamoDB(t) // fails clearly without endpoints
 	testenv.SQS(t)
 	testenv.S3(t)
-	return &localstack.State{
-		Name: "test", Region: os.Getenv("AWS_REGION"), External: os.Getenv("AWS_ENDPOINT_URL"),
-		SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"), DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), S3: os.Getenv("AWS_ENDPOINT_URL_S3"),
-		RIE: os.Getenv("FIFOWORKER_RIE"),
-	}
+	return localstack.FromEnv()
 }
 
 // syncBuffer collects the demo's output for the test's log.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,11 +32,7 @@ func testStack(t *testing.T) *localstack.State {
 	testenv.DynamoDB(t) // fails clearly without endpoints
 	testenv.SQS(t)
 	testenv.S3(t)
-	return &localstack.State{
-		Name: os.Getenv("FIFOWORKER_STACK"), Region: os.Getenv("AWS_REGION"), External: os.Getenv("AWS_ENDPOINT_URL"),
-		SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"), DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), S3: os.Getenv("AWS_ENDPOINT_URL_S3"),
-		RIE: os.Getenv("FIFOWORKER_RIE"),
-	}
+	return localstack.FromEnv()
 }
 
 // lockedBuffer is serve's output, written by its request log while the
