@@ -341,6 +341,15 @@ func request(method, path, tenant, key, body string) events.APIGatewayV2HTTPRequ
 	return req
 }
 
+// answerErr says why a request of the scenario did not get the answer it
+// needed: the invocation failed, or intake answered another status.
+func answerErr(what string, status int, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: intake answered %d", what, status)
+}
+
 // post submits a job and returns its id.
 func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int) (string, int, error) {
 	resp, err := d.p.HTTP(ctx, request(http.MethodPost, "/jobs", tenant, intent, fmt.Sprintf(`{"spec":{"page_size":"%d"}}`, pageSize)))
@@ -363,13 +372,13 @@ func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int)
 func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 	id, status, err := d.post(ctx, "t-1", exampleIntent, 25)
 	if err != nil || status != http.StatusAccepted {
-		return fmt.Errorf("the running example: status %d: %w", status, err)
+		return answerErr("the running example", status, err)
 	}
 	d.submitted = append(d.submitted, demoJob{id: id, tenant: "t-1", intent: exampleIntent, role: "running example: A stalls, B wins", articles: articles["t-1"]})
 	d.say("POST /jobs  Idempotency-Key: %s  → 202 %s", exampleIntent, id)
 	again, status, err := d.post(ctx, "t-1", exampleIntent, 25)
 	if err != nil || status != http.StatusOK || again != id {
-		return fmt.Errorf("the repeated intent: status %d, job %s: %w", status, again, err)
+		return answerErr("the repeated intent (job "+again+")", status, err)
 	}
 	d.sum.DuplicateIntents++
 	d.say("POST /jobs  Idempotency-Key: %s  → 200 %s (the same job: nothing new is sent)", exampleIntent, again)
@@ -385,7 +394,7 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 	} {
 		resp, err := d.p.HTTP(ctx, bad.req)
 		if err != nil || resp.StatusCode != bad.want {
-			return fmt.Errorf("bad request (%s): want %d, got %d: %w", bad.what, bad.want, resp.StatusCode, err)
+			return answerErr(fmt.Sprintf("bad request (%s), which wants %d,", bad.what, bad.want), resp.StatusCode, err)
 		}
 		d.sum.BadRequestsRefused++
 		d.say("bad request (%s) → %d %s", bad.what, resp.StatusCode, strings.TrimSpace(resp.Body))
@@ -393,11 +402,11 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 
 	cancelID, status, err := d.post(ctx, "t-3", "cancel-me", 10)
 	if err != nil || status != http.StatusAccepted {
-		return fmt.Errorf("the job to cancel: status %d: %w", status, err)
+		return answerErr("the job to cancel", status, err)
 	}
 	resp, err := d.p.HTTP(ctx, request(http.MethodDelete, "/jobs/"+cancelID, "t-3", "", ""))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("DELETE /jobs/%s: status %d: %w", cancelID, resp.StatusCode, err)
+		return answerErr("DELETE /jobs/"+cancelID, resp.StatusCode, err)
 	}
 	d.submitted = append(d.submitted, demoJob{id: cancelID, tenant: "t-3", intent: "cancel-me", role: "cancelled before it ran"})
 	d.say("DELETE /jobs/%s → 200 cancelled", cancelID)
