@@ -7,18 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
@@ -28,50 +24,11 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
 
-// lostResponse is what the fault injector returns instead of DynamoDB's
-// answer: the request was applied, the caller cannot know. The SDK retries
-// it like a dropped connection.
-type lostResponse struct{}
-
-func (lostResponse) Error() string        { return "injected: response lost after the request was applied" }
-func (lostResponse) RetryableError() bool { return true }
-
-// faultInjector lets the next request of an armed operation reach DynamoDB
-// and then replaces its response with lostResponse.
-type faultInjector struct {
-	mu    sync.Mutex
-	armed map[string]bool
-	fired atomic.Int32
-}
-
-func (f *faultInjector) arm(op string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.armed[op] = true
-}
-
-func (f *faultInjector) install(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("jobstest.loseResponse",
-		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleFinalize(ctx, in)
-			op := awsmiddleware.GetOperationName(ctx)
-			f.mu.Lock()
-			fire := f.armed[op]
-			delete(f.armed, op)
-			f.mu.Unlock()
-			if fire {
-				f.fired.Add(1)
-				return middleware.FinalizeOutput{}, md, lostResponse{}
-			}
-			return out, md, err
-		}), middleware.After)
-}
-
 type dynamoBundle struct {
 	client  *dynamodb.Client
 	table   string
 	counter *testenv.Requests
-	faults  *faultInjector
+	faults  *testenv.LostResponses
 }
 
 // setupDynamo creates template.yaml's JobsTable (its key, stream, TTL and
@@ -80,9 +37,9 @@ type dynamoBundle struct {
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
 	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &faultInjector{armed: map[string]bool{}}}
+	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}}
 	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.install)
+		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
@@ -128,10 +85,10 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	// Create: the retried transaction either replays idempotently (the SDK
 	// fills in ClientRequestToken itself, and the retry reuses it) or finds
 	// the intent marker: one job either way.
-	b.faults.arm("TransactWriteItems")
+	b.faults.Arm("TransactWriteItems")
 	created, err := store.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "export-intent-7", Tenant: "t-1"})
 	require.NoError(t, err)
-	require.Equal(t, int32(1), b.faults.fired.Load())
+	require.Equal(t, int32(1), b.faults.Fired())
 	require.Equal(t, id, created.Job.ID)
 	t.Logf("create after a lost response: existing=%v, requests %v", created.Existing, b.counter.Take())
 	got, err := store.Get(ctx, id)
@@ -143,11 +100,11 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 		before, err := store.Get(ctx, id)
 		require.NoError(t, err)
 		b.counter.Take()
-		fired := b.faults.fired.Load()
-		b.faults.arm("UpdateItem")
+		fired := b.faults.Fired()
+		b.faults.Arm("UpdateItem")
 		j, err := call()
 		require.NoError(t, err, "%s after a lost response", op)
-		require.Equal(t, fired+1, b.faults.fired.Load(), "the fault fired")
+		require.Equal(t, fired+1, b.faults.Fired(), "the fault fired")
 		require.Equal(t, map[string]int{"UpdateItem": 2}, b.counter.Take(), "%s: the applied try and the SDK's retry", op)
 		require.Equal(t, before.Version+1, j.Version, "%s applied exactly once", op)
 		after, err := store.Get(ctx, id)
@@ -175,7 +132,7 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 
 	// A stale write whose response is lost stays stale: the retry is not
 	// mistaken for success.
-	b.faults.arm("UpdateItem")
+	b.faults.Arm("UpdateItem")
 	_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-z", Generation: 1, Version: renewed.Version,
 		Result: jobs.Result{Key: "candidates/" + id + "/g0000000001/attempt-z.json", SHA256: res.SHA256}, Progress: 1})
 	require.ErrorIs(t, err, jobs.ErrFinal)

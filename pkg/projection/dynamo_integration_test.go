@@ -6,13 +6,11 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -25,44 +23,6 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/projection/projectiontest"
 )
-
-// lostResponse replaces the answer of a request that was applied: the
-// caller cannot know, and the SDK retries it like a dropped connection.
-type lostResponse struct{}
-
-func (lostResponse) Error() string        { return "injected: response lost after the request was applied" }
-func (lostResponse) RetryableError() bool { return true }
-
-// faultInjector lets the next request of an armed operation reach DynamoDB
-// and then loses its response.
-type faultInjector struct {
-	mu    sync.Mutex
-	armed map[string]bool
-	fired atomic.Int32
-}
-
-func (f *faultInjector) arm(op string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.armed[op] = true
-}
-
-func (f *faultInjector) install(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("projectiontest.loseResponse",
-		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleFinalize(ctx, in)
-			op := awsmiddleware.GetOperationName(ctx)
-			f.mu.Lock()
-			fire := f.armed[op]
-			delete(f.armed, op)
-			f.mu.Unlock()
-			if fire {
-				f.fired.Add(1)
-				return middleware.FinalizeOutput{}, md, lostResponse{}
-			}
-			return out, md, err
-		}), middleware.After)
-}
 
 // interposer runs a function once, right after the next GetItem the client
 // sends has been answered: between a read and the write that depends on it.
@@ -98,7 +58,7 @@ type dynamoBundle struct {
 	client    *dynamodb.Client
 	tables    projection.Tables
 	counter   *testenv.Requests
-	faults    *faultInjector
+	faults    *testenv.LostResponses
 	interpose *interposer
 }
 
@@ -108,9 +68,9 @@ type dynamoBundle struct {
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
 	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &faultInjector{armed: map[string]bool{}}, interpose: &interposer{}}
+	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}, interpose: &interposer{}}
 	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.install, b.interpose.install)
+		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install, b.interpose.install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
@@ -164,13 +124,13 @@ func TestDynamoLostResponseCountsOnce(t *testing.T) {
 	ctx := t.Context()
 	evs := projectiontest.Lifecycle("job-42", "t-lost")
 	for i := range 3 {
-		b.faults.arm("TransactWriteItems")
+		b.faults.Arm("TransactWriteItems")
 		res, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
 		require.NoError(t, err)
 		require.Contains(t, []projection.Outcome{projection.Applied, projection.Duplicate}, res.Outcome)
 		t.Logf("%s after a lost response: %v, requests %v", evs[i].EventID, res.Outcome, b.counter.Take())
 	}
-	require.Equal(t, int32(3), b.faults.fired.Load())
+	require.Equal(t, int32(3), b.faults.Fired())
 	got, err := store.Totals(ctx, "t-lost")
 	require.NoError(t, err)
 	require.Equal(t, projection.Totals{Tenant: "t-lost", Processed: 30}, got)
