@@ -3,9 +3,7 @@
 package test
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,18 +25,6 @@ func stackFromEnv(t *testing.T) *localstack.State {
 	return localstack.FromEnv()
 }
 
-// syncBuffer collects the demo's output for the test's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 // runPipeline deploys template.yaml (with the demo's short timeouts) under a
 // stack name of its own and runs the demo's scenario on it.
 func runPipeline(t *testing.T, jobs int, rie bool) demo.Summary {
@@ -55,12 +41,12 @@ func runPipeline(t *testing.T, jobs int, rie bool) demo.Summary {
 	if rie {
 		require.NotEmpty(t, state.RIE, "FIFOWORKER_RIE names the runtime interface emulator (make test's local run sets it)")
 	}
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	sum, err := demo.Run(t.Context(), demo.Options{
 		State: state, Template: tpl, Deployed: deployed, StackName: stack, Jobs: jobs, RIE: rie,
 		Root: "..", LogDir: t.TempDir(), Out: out, Setenv: t.Setenv,
 	})
-	t.Logf("demo output:\n%s", out.b.String())
+	t.Logf("demo output:\n%s", out.String())
 	require.NoError(t, err)
 	return sum
 }

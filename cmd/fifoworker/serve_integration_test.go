@@ -4,14 +4,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,25 +31,6 @@ func testStack(t *testing.T) *localstack.State {
 	testenv.SQS(t)
 	testenv.S3(t)
 	return localstack.FromEnv()
-}
-
-// lockedBuffer is serve's output, written by its request log while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // call sends a request to the served API and decodes its JSON answer.
@@ -99,7 +78,7 @@ func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
 
 	ln, err := pipeline.ListenLoopback("127.0.0.1:0")
 	require.NoError(t, err)
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	ctx, stop := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() {

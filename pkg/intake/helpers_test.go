@@ -1,7 +1,6 @@
 package intake_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -82,31 +82,13 @@ func (p *fakePresigner) Calls() []presignCall {
 	return append([]presignCall(nil), p.calls...)
 }
 
-// syncBuffer is a log sink safe for concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testBundle struct {
 	clock     *jobstest.Clock
 	memory    *jobs.MemoryStore
 	store     *countingStore
 	presigner *fakePresigner
 	handler   *intake.Handler
-	logs      *syncBuffer
+	logs      *testenv.Buffer
 }
 
 // setup returns a handler on a memory store, a fake presigner and a JSON
@@ -118,7 +100,7 @@ func setup(t testing.TB, edit ...func(*intake.Config)) *testBundle {
 		clock:     clock,
 		memory:    jobs.NewMemoryStore(jobs.WithClock(clock.Now)),
 		presigner: &fakePresigner{},
-		logs:      &syncBuffer{},
+		logs:      &testenv.Buffer{},
 	}
 	b.store = &countingStore{Store: b.memory}
 	cfg := intake.Config{

@@ -1,7 +1,6 @@
 package sweeper_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -33,7 +33,7 @@ type testBundle struct {
 	s3         *fakeS3
 	candidates *candidate.Store
 	cursor     *sweeper.S3Cursor
-	logs       *syncBuffer
+	logs       *testenv.Buffer
 	cfg        sweeper.Config
 	sweeper    *sweeper.Sweeper
 }
@@ -41,7 +41,7 @@ type testBundle struct {
 // setup builds the bundle; adjust may change the configuration first.
 func setup(t *testing.T, adjust ...func(*sweeper.Config)) *testBundle {
 	t.Helper()
-	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &syncBuffer{}}
+	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &testenv.Buffer{}}
 	b.store = jobs.NewMemoryStore(jobs.WithClock(b.clock.Now))
 	b.jobs = &countingJobs{Jobs: b.store}
 	b.s3 = newFakeS3(b.clock.Now)
@@ -172,22 +172,4 @@ func (c *countingJobs) take() (calls, read map[string]int) {
 		calls, read = map[string]int{}, map[string]int{}
 	}
 	return calls, read
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
