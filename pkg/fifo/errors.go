@@ -72,6 +72,7 @@ const (
 	PanicInLogger                        // the slog.Logger given to WithLogger
 	PanicInMetrics                       // the hook given to WithMetrics
 	PanicInHandlerError                  // a method of the error the handler returned
+	PanicInQuarantine                    // the Quarantine given to WithQuarantine
 )
 
 var panicSites = [...]string{
@@ -80,6 +81,7 @@ var panicSites = [...]string{
 	PanicInLogger:       "logger",
 	PanicInMetrics:      "metrics hook",
 	PanicInHandlerError: "handler's error",
+	PanicInQuarantine:   "quarantine",
 }
 
 func (s PanicSite) String() string {

@@ -1,6 +1,7 @@
 package fifo
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -27,6 +28,7 @@ type config struct {
 	deadlineMargin  time.Duration
 	responseReserve time.Duration
 	deadLetter      *deadLetter
+	quarantine      *quarantine
 	logger          *slog.Logger
 	metrics         func(BatchMetrics)
 	// now reads the clock: time.Now, or a test's clock that can step back
@@ -55,8 +57,14 @@ func (c *config) Validate() error {
 		return fmt.Errorf("fifo: response reserve %v exceeds the deadline margin %v: a message could start with an expired context",
 			c.responseReserve, c.deadlineMargin)
 	}
+	if c.deadLetter != nil && c.quarantine != nil {
+		return errors.New("fifo: a quarantine and a dead-letter queue exclude each other: a permanent failure either parks its group or moves on without it")
+	}
 	if c.deadLetter != nil {
 		return c.deadLetter.validate()
+	}
+	if c.quarantine != nil {
+		return c.quarantine.validate()
 	}
 	return nil
 }

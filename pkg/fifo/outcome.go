@@ -28,6 +28,14 @@ const (
 	// context was cancelled, before the message, or an earlier message of
 	// its lane, could start.
 	SkippedDeadline
+	// Parked: the message's group is quarantined (see WithQuarantine); the
+	// message was parked in order under its group's hold, to be redriven.
+	// It may have run first: a permanent failure parks the message that
+	// failed.
+	Parked
+	// Dropped: the quarantine recognised the message as a copy of one
+	// already processed, discarded or parked, so it did not run.
+	Dropped
 	numOutcomes
 )
 
@@ -39,6 +47,8 @@ var outcomeNames = [numOutcomes]string{
 	SkippedAfterFailure: "skipped_after_failure",
 	SkippedStopped:      "skipped_stopped",
 	SkippedDeadline:     "skipped_deadline",
+	Parked:              "parked",
+	Dropped:             "dropped",
 }
 
 func (o Outcome) String() string {
@@ -50,9 +60,12 @@ func (o Outcome) String() string {
 
 // Acknowledged reports whether the message is left out of BatchItemFailures,
 // so that Lambda deletes it from the queue.
-func (o Outcome) Acknowledged() bool { return o == Succeeded || o == DeadLettered }
+func (o Outcome) Acknowledged() bool {
+	return o == Succeeded || o == DeadLettered || o == Parked || o == Dropped
+}
 
-// Started reports whether the message's handler ran.
+// Started reports whether the outcome is one only a handler that ran can
+// have. A Parked message may have run too (its Duration says so).
 func (o Outcome) Started() bool { return o <= Panicked }
 
 // MessageMetrics is what the metrics hook learns of one message.

@@ -69,7 +69,11 @@ type result struct {
 	outcome Outcome
 	// noCause: dead-lettered without the DeadLetterAttribute, for want of
 	// room among the message's attributes.
-	noCause  bool
+	noCause bool
+	// ran: the handler was called (a Parked message may have run first).
+	ran bool
+	// note says why a message was dropped or parked without running.
+	note     string
 	err      error
 	wait     time.Duration
 	duration time.Duration
@@ -86,6 +90,11 @@ type batch struct {
 
 	deadline    time.Time
 	hasDeadline bool
+
+	// held is the quarantine's view of the batch (WithQuarantine), and
+	// heldErr the error that kept the batch from reading it.
+	held    QuarantineView
+	heldErr error
 
 	stopped   atomic.Bool  // a message failed under StopOnFirstFailure
 	nextLane  atomic.Int64 // index into heads of the next lane to take
@@ -172,6 +181,7 @@ func (b *batch) run(ctx context.Context) {
 	}
 	defer cancel()
 	b.handlerCx = hctx
+	b.checkQuarantine(hctx)
 
 	workers := len(b.heads)
 	if c := b.p.cfg.concurrency; c > 0 && c < workers {
@@ -217,6 +227,10 @@ func (b *batch) work() {
 // check could pass, because the deadline is wall-clock time (Lambda's has no
 // monotonic reading) and the wall clock can step back.
 func (b *batch) runLane(head int) {
+	if b.quarantined(head) {
+		b.runQuarantinedLane(head)
+		return
+	}
 	rest := pending // what the rest of the lane becomes; pending: it runs on
 	for i := head; i >= 0; i = b.next[i] {
 		r := &b.results[i]
@@ -250,6 +264,7 @@ func (b *batch) runMessage(i int) {
 	r := &b.results[i]
 	start := b.p.cfg.now()
 	r.wait = start.Sub(b.begin)
+	r.ran = true
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the message stays decided as a panic.
 	r.outcome, r.err = Panicked, &PanicError{Value: "handler called runtime.Goexit"}
@@ -406,6 +421,8 @@ func (b *batch) logMessage(i int) *PanicError {
 		case Panicked:
 			level = slog.LevelError
 		case Succeeded:
+		case Dropped:
+			level = slog.LevelInfo
 		default:
 			level = slog.LevelWarn
 		}
@@ -419,6 +436,9 @@ func (b *batch) logMessage(i int) *PanicError {
 			slog.String("outcome", r.outcome.String()),
 			slog.Duration("duration", r.duration),
 			slog.Duration("wait", r.wait),
+		}
+		if r.note != "" {
+			attrs = append(attrs, slog.String("reason", r.note))
 		}
 		if r.err != nil {
 			attrs = append(attrs, slog.String("error", r.err.Error()))

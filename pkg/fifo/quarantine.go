@@ -1,0 +1,312 @@
+package fifo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Quarantine keeps a FIFO queue's groups whose messages cannot be processed,
+// with every later message of those groups, until an operator redrives them
+// in their original order. pkg/quarantine implements it on DynamoDB; the
+// processor only follows what it says.
+//
+// The processor calls Check once per batch, before any handler runs, with
+// the batch's messages that belong to a group; Park and Done as the lanes
+// run. A group's batches never overlap (SQS's group lock), so for a given
+// group these calls come one at a time, in lane order; only an operator's
+// redrive changes a hold in between.
+type Quarantine interface {
+	// Check returns the holds of the messages' groups and what to do with
+	// the messages that are redriven copies or were parked before: one
+	// consistent read for the whole batch. An error fails every message
+	// of the batch: without the holds nothing may run.
+	Check(ctx context.Context, msgs []*events.SQSMessage) (QuarantineView, error)
+	// Park stores msgs, messages of group in lane order, as parked, and
+	// returns the group's hold afterwards. With hold set, the group is put
+	// (back) on hold because of cause: msgs[0] failed, reached the
+	// threshold. With hold set and no msgs, a redriven copy failed again or
+	// reached the threshold: its own parked message stays parked, and the
+	// group is held again. Without
+	// hold, the group is already held or draining and msgs join what is
+	// parked. Parking a message already parked changes nothing, so a
+	// retried batch never counts a message twice.
+	Park(ctx context.Context, group string, msgs []*events.SQSMessage, cause error, hold bool) (Hold, error)
+	// Done records that the redriven copy msg was processed, so its parked
+	// message is no longer parked, and returns the group's hold afterwards:
+	// released (NotHeld) when nothing is left parked.
+	Done(ctx context.Context, group string, msg *events.SQSMessage) (Hold, error)
+}
+
+// HoldState is the state of a group's hold.
+type HoldState uint8
+
+// The states of a hold.
+const (
+	// NotHeld: the group's messages run.
+	NotHeld HoldState = iota
+	// Held: the group's messages are parked, in order, until a redrive.
+	Held
+	// Draining: a redrive is sending the parked messages back; copies of
+	// the current epoch run, every other message is parked after them.
+	Draining
+)
+
+func (s HoldState) String() string {
+	switch s {
+	case NotHeld:
+		return "not_held"
+	case Held:
+		return "held"
+	case Draining:
+		return "draining"
+	}
+	return "unknown"
+}
+
+// Hold is a group's hold as the processor needs it.
+type Hold struct {
+	State HoldState
+	// Epoch is the current redrive's epoch while Draining.
+	Epoch int64
+}
+
+// Disposition says what to do with a message Check recognised.
+type Disposition struct {
+	// Copy: the message is a redriven copy of a parked message under Epoch,
+	// whose parked message still waits. It runs if its group is draining
+	// under that epoch; otherwise it is dropped (its parked message stays).
+	Copy  bool
+	Epoch int64
+	// Drop, with Reason: acknowledge the message without running it. It is
+	// a copy of a message already processed or discarded, or a redelivery
+	// of a message that was parked before.
+	Drop   bool
+	Reason string
+}
+
+// QuarantineView is what Check returns.
+type QuarantineView struct {
+	Holds map[string]Hold // by group; a group not in it is NotHeld
+	// Messages holds the dispositions of the messages Check recognised, by
+	// message id; every other message is an ordinary message.
+	Messages map[string]Disposition
+}
+
+// WithQuarantine parks, instead of failing or dead-lettering, a message
+// that fails permanently or whose ApproximateReceiveCount has reached
+// threshold (before it runs), and every later message of its group, in
+// order, until an operator redrives them. threshold must be at least 2 and
+// below the queue's maxReceiveCount, so that SQS's own dead-letter queue
+// is left only as the backstop for a quarantine that cannot be written.
+// Messages without a group (standard queues) are not quarantined. It
+// cannot be combined with WithDeadLetterQueue.
+func WithQuarantine(q Quarantine, threshold int) Option {
+	return func(c *config) { c.quarantine = &quarantine{q: q, threshold: threshold} }
+}
+
+type quarantine struct {
+	q         Quarantine
+	threshold int
+}
+
+func (q *quarantine) validate() error {
+	switch {
+	case q.q == nil:
+		return errors.New("fifo: quarantine without a store")
+	case q.threshold < 2:
+		return fmt.Errorf("fifo: quarantine threshold %d: it must be at least 2 (a message is received once before it can fail)", q.threshold)
+	}
+	return nil
+}
+
+// ErrQuarantineThreshold is the cause a group is held with when a message
+// reached the quarantine threshold before it ran.
+var ErrQuarantineThreshold = errors.New("fifo: the message reached the quarantine threshold of receives")
+
+// checkQuarantine reads the holds of the batch's groups, once, before any
+// lane starts.
+func (b *batch) checkQuarantine(ctx context.Context) {
+	q := b.p.cfg.quarantine
+	if q == nil {
+		return
+	}
+	var msgs []*events.SQSMessage
+	for i := range b.records {
+		if b.records[i].Attributes[groupAttribute] != "" {
+			msgs = append(msgs, &b.records[i])
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	var view QuarantineView
+	var err error
+	if pe := contained(PanicInQuarantine, func() { view, err = q.q.Check(ctx, msgs) }); pe != nil {
+		err = pe
+	}
+	if err != nil {
+		b.heldErr = fmt.Errorf("fifo: quarantine check: %w", err)
+		return
+	}
+	b.held = view
+}
+
+// quarantined reports whether the lane that starts at head runs under the
+// quarantine.
+func (b *batch) quarantined(head int) bool {
+	return b.p.cfg.quarantine != nil && b.records[head].Attributes[groupAttribute] != ""
+}
+
+// runQuarantinedLane runs a group's lane under its hold, following the
+// hold as it changes: a message that fails permanently or has reached the
+// threshold holds the group and parks itself and the rest of the lane; a
+// redriven copy of the current epoch runs, and its success can release the
+// hold, after which the lane's later messages run.
+func (b *batch) runQuarantinedLane(head int) {
+	group := b.records[head].Attributes[groupAttribute]
+	if b.heldErr != nil {
+		for i := head; i >= 0; i = b.next[i] {
+			b.results[i].outcome, b.results[i].err = Failed, b.heldErr
+			b.logOutcome(i)
+		}
+		return
+	}
+	threshold := b.p.cfg.quarantine.threshold
+	hold := b.held.Holds[group]
+	rest := pending
+	for i := head; i >= 0; i = b.next[i] {
+		r, msg := &b.results[i], &b.records[i]
+		d, known := b.held.Messages[msg.MessageId]
+		runnable := known && d.Copy && hold.State == Draining && hold.Epoch == d.Epoch
+		switch {
+		case r.outcome != pending:
+			continue // parked or dropped with an earlier message
+		case rest != pending:
+			r.outcome = rest
+		case known && d.Drop:
+			r.outcome, r.note = Dropped, d.Reason
+		case known && d.Copy && !runnable:
+			r.outcome = Dropped
+			r.note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
+		case !runnable && hold.State != NotHeld:
+			hold, rest = b.park(i, group, hold, nil, false)
+		case receiveCount(msg) >= threshold:
+			cause := fmt.Errorf("%w (%d receives, threshold %d)", ErrQuarantineThreshold, receiveCount(msg), threshold)
+			if runnable {
+				hold, rest = b.rehold(i, group, hold, cause)
+			} else {
+				hold, rest = b.park(i, group, hold, cause, true)
+			}
+		case b.p.cfg.stopOnFirst && b.stopped.Load():
+			r.outcome = SkippedStopped
+		case !b.timeToStart():
+			r.outcome, rest = SkippedDeadline, SkippedDeadline
+		default:
+			b.runMessage(i)
+			switch {
+			case r.outcome == Succeeded && runnable:
+				hold, rest = b.done(i, group, hold)
+			case r.outcome == Failed && IsPermanent(r.err) && runnable:
+				hold, rest = b.rehold(i, group, hold, r.err)
+			case r.outcome == Failed && IsPermanent(r.err):
+				hold, rest = b.park(i, group, hold, r.err, true)
+			case !r.outcome.Acknowledged():
+				rest = SkippedAfterFailure
+			}
+			continue // runMessage logged it, and so did park
+		}
+		if !r.ran {
+			b.logOutcome(i)
+		}
+	}
+}
+
+// park parks message i and the messages after it in its lane that cannot
+// run under the hold that results, in one call: with the group held, every
+// later message (copies are dropped, their parked messages stay); with it
+// draining, those up to the next copy that runs. It returns the hold after
+// parking, and what the rest of the lane becomes when parking failed.
+func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (Hold, Outcome) {
+	after := hold
+	if holdIt {
+		after = Hold{State: Held, Epoch: hold.Epoch}
+	}
+	var idx []int
+	var msgs []*events.SQSMessage
+	for j := i; j >= 0; j = b.next[j] {
+		d, known := b.held.Messages[b.records[j].MessageId]
+		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
+			break // a copy that runs: what follows it waits for its outcome
+		}
+		if j != i && known && (d.Drop || d.Copy) {
+			continue // decided by runQuarantinedLane when it gets there
+		}
+		idx = append(idx, j)
+		msgs = append(msgs, &b.records[j])
+	}
+	var got Hold
+	var err error
+	if pe := contained(PanicInQuarantine, func() { got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, msgs, cause, holdIt) }); pe != nil {
+		err = pe
+	}
+	for _, j := range idx {
+		r := &b.results[j]
+		if err != nil {
+			r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: park: %w", err))
+		} else {
+			r.outcome = Parked
+			if j == i && cause != nil {
+				r.note = cause.Error()
+			} else {
+				r.note = "its group is " + after.State.String()
+			}
+		}
+		b.logOutcome(j) // for a message that ran, a second line: its parking
+	}
+	if err != nil {
+		return hold, SkippedAfterFailure
+	}
+	return got, pending
+}
+
+// rehold puts the group back on hold because the redriven copy i failed
+// again or reached the threshold: its parked message stays parked.
+func (b *batch) rehold(i int, group string, hold Hold, cause error) (Hold, Outcome) {
+	r := &b.results[i]
+	var got Hold
+	var err error
+	if pe := contained(PanicInQuarantine, func() {
+		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, nil, cause, true)
+	}); pe != nil {
+		err = pe
+	}
+	if err != nil {
+		r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: re-hold: %w", err))
+		b.logOutcome(i)
+		return hold, SkippedAfterFailure
+	}
+	r.outcome, r.note = Parked, "redriven copy failed again: "+cause.Error()
+	b.logOutcome(i)
+	return got, pending
+}
+
+// done records that the redriven copy i was processed. If that cannot be
+// recorded, the copy is received again, and runs again: the parked message
+// must not stay parked after it ran, nor run after a later message.
+func (b *batch) done(i int, group string, hold Hold) (Hold, Outcome) {
+	r := &b.results[i]
+	var got Hold
+	var err error
+	if pe := contained(PanicInQuarantine, func() { got, err = b.p.cfg.quarantine.q.Done(b.handlerCx, group, &b.records[i]) }); pe != nil {
+		err = pe
+	}
+	if err != nil {
+		r.outcome, r.err = Failed, fmt.Errorf("fifo: the redriven copy ran, but recording it failed: %w", err)
+		b.logOutcome(i)
+		return hold, SkippedAfterFailure
+	}
+	return got, pending
+}

@@ -1,0 +1,319 @@
+package quarantine
+
+import (
+	"context"
+	"crypto/md5" //nolint:gosec // MD5 is what SQS uses for MD5OfBody; it identifies, it does not protect
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+)
+
+// Quarantine is the fifo.Quarantine of one queue, on a Store. Give it to
+// fifo.WithQuarantine.
+type Quarantine struct {
+	store     Store
+	queueARN  string
+	queue     string
+	bodies    BodyStore
+	maxInline int
+	now       func() time.Time
+}
+
+var _ fifo.Quarantine = (*Quarantine)(nil)
+
+// DefaultMaxInlineBody is the largest body kept in the store's item; a
+// larger one is kept in the BodyStore. DynamoDB's items hold 400 KB, and a
+// lane of ten parked messages is one transaction of at most 4 MB.
+const DefaultMaxInlineBody = 64 << 10
+
+// Option configures a Quarantine.
+type Option func(*Quarantine)
+
+// WithBodyStore keeps bodies larger than max bytes (DefaultMaxInlineBody
+// when max is 0) in bodies. Without one, parking a larger body fails, and
+// its message is received again until SQS's dead-letter queue takes it.
+func WithBodyStore(bodies BodyStore, max int) Option {
+	return func(q *Quarantine) {
+		q.bodies = bodies
+		if max > 0 {
+			q.maxInline = max
+		}
+	}
+}
+
+// WithClock sets the clock the records' times are read from.
+func WithClock(now func() time.Time) Option { return func(q *Quarantine) { q.now = now } }
+
+// New returns the quarantine of the queue whose ARN is queueARN, keeping
+// its holds in store. It panics on an empty store or an ARN that names no
+// queue: both are wiring errors, found at cold start.
+func New(store Store, queueARN string, opts ...Option) *Quarantine {
+	name, err := QueueName(queueARN)
+	if store == nil || err != nil {
+		panic(fmt.Sprintf("quarantine: New(%v, %q): %v", store, queueARN, err))
+	}
+	q := &Quarantine{store: store, queueARN: queueARN, queue: name, maxInline: DefaultMaxInlineBody, now: time.Now}
+	for _, opt := range opts {
+		opt(q)
+	}
+	return q
+}
+
+// QueueName returns the queue name at the end of a queue's ARN or URL.
+func QueueName(arnOrURL string) (string, error) {
+	i := strings.LastIndexAny(arnOrURL, ":/")
+	name := arnOrURL[i+1:]
+	if name == "" || i < 0 {
+		return "", fmt.Errorf("quarantine: %q is not a queue ARN or URL", arnOrURL)
+	}
+	return name, nil
+}
+
+// Check implements fifo.Quarantine.
+func (q *Quarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo.QuarantineView, error) {
+	var groups []string
+	seen := map[string]bool{}
+	copies := map[string]ItemKey{} // by message id
+	var keys []ItemKey
+	for _, m := range msgs {
+		if m.EventSourceARN != q.queueARN {
+			return fifo.QuarantineView{}, fmt.Errorf("quarantine: message %s comes from %q, but this quarantine is %q's: check the function's configuration", m.MessageId, m.EventSourceARN, q.queueARN)
+		}
+		g := group(m)
+		if !seen[g] {
+			seen[g] = true
+			groups = append(groups, g)
+		}
+		if c, ok := ParseCopy(m); ok {
+			k := ItemKey{Group: g, Sequence: c.Sequence}
+			copies[m.MessageId] = k
+			keys = append(keys, k)
+		}
+	}
+	holds, items, err := q.store.Read(ctx, q.queue, groups, keys)
+	if err != nil {
+		return fifo.QuarantineView{}, err
+	}
+	view := fifo.QuarantineView{Holds: map[string]fifo.Hold{}, Messages: map[string]fifo.Disposition{}}
+	for g, h := range holds {
+		switch h.State {
+		case StateHeld:
+			view.Holds[g] = fifo.Hold{State: fifo.Held, Epoch: h.Epoch}
+		case StateDraining:
+			view.Holds[g] = fifo.Hold{State: fifo.Draining, Epoch: h.Epoch}
+		}
+	}
+	for _, m := range msgs {
+		if d, ok := disposition(m, copies, items, holds); ok {
+			view.Messages[m.MessageId] = d
+		}
+	}
+	return view, nil
+}
+
+// disposition says what to do with m, if it is a genuine copy of a parked
+// message or a redelivery of a message a released hold parked; ok is
+// false for an ordinary message. A message that claims to be a copy but
+// matches no parked message (another body, or nothing parked there) is an
+// ordinary message: it is parked or run, by its own sequence number, and
+// never takes a parked message's place.
+func disposition(m *events.SQSMessage, copies map[string]ItemKey, items map[ItemKey]Parked, holds map[string]HoldRecord) (fifo.Disposition, bool) {
+	if k, isCopy := copies[m.MessageId]; isCopy {
+		p, ok := items[k]
+		if ok && p.BodyMD5 == bodyMD5(m.Body) {
+			c, _ := ParseCopy(m)
+			switch p.Status {
+			case StatusParked:
+				return fifo.Disposition{Copy: true, Epoch: c.Epoch}, true
+			case StatusDone:
+				return fifo.Disposition{Drop: true, Reason: "a copy of a parked message already processed"}, true
+			case StatusDiscarded:
+				return fifo.Disposition{Drop: true, Reason: "a copy of a parked message an operator discarded"}, true
+			}
+		}
+	}
+	h, ok := holds[group(m)]
+	if !ok || h.State != StateReleased {
+		return fifo.Disposition{}, false
+	}
+	seq, err := SeqKey(m.Attributes["SequenceNumber"])
+	if err == nil && h.From <= seq && seq <= h.Through {
+		return fifo.Disposition{Drop: true, Reason: "a redelivery of a message parked before its group's hold was released"}, true
+	}
+	return fifo.Disposition{}, false
+}
+
+// Park implements fifo.Quarantine.
+func (q *Quarantine) Park(ctx context.Context, group string, msgs []*events.SQSMessage, cause error, hold bool) (fifo.Hold, error) {
+	why := "parked while the group was held"
+	if cause != nil {
+		why = clip(cause.Error(), maxCause)
+	}
+	items := make([]Parked, 0, len(msgs))
+	for i, m := range msgs {
+		p, err := q.parked(ctx, group, m)
+		if err != nil {
+			return fifo.Hold{}, err
+		}
+		p.Cause = why
+		if i > 0 && hold {
+			p.Cause = "an earlier message of its group was parked"
+		}
+		items = append(items, p)
+	}
+	h, err := q.store.Park(ctx, q.queue, group, items, hold, why, q.now())
+	if err != nil {
+		return fifo.Hold{}, err
+	}
+	return fifoHold(h), nil
+}
+
+// Done implements fifo.Quarantine.
+func (q *Quarantine) Done(ctx context.Context, group string, msg *events.SQSMessage) (fifo.Hold, error) {
+	c, ok := ParseCopy(msg)
+	if !ok {
+		return fifo.Hold{}, fmt.Errorf("quarantine: done: message %s is not a redriven copy", msg.MessageId)
+	}
+	h, err := q.store.Done(ctx, q.queue, group, c.Sequence, c.Epoch, q.now())
+	if err != nil {
+		return fifo.Hold{}, err
+	}
+	return fifoHold(h), nil
+}
+
+func fifoHold(h HoldRecord) fifo.Hold {
+	switch h.State {
+	case StateHeld:
+		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch}
+	case StateDraining:
+		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch}
+	}
+	return fifo.Hold{}
+}
+
+const maxCause = 1024 // bytes of a cause kept on a hold or a parked message
+
+// parked is message m as a parked item, its body put in the BodyStore when
+// it is too large for the item.
+func (q *Quarantine) parked(ctx context.Context, group string, m *events.SQSMessage) (Parked, error) {
+	seq, err := SeqKey(m.Attributes["SequenceNumber"])
+	if err != nil {
+		return Parked{}, fmt.Errorf("quarantine: message %s: %w", m.MessageId, err)
+	}
+	p := Parked{
+		Queue: q.queue, Group: group, Sequence: seq, MessageID: m.MessageId,
+		Body: m.Body, BodyMD5: bodyMD5(m.Body), BodySize: int64(len(m.Body)),
+		DeduplicationID: m.Attributes["MessageDeduplicationId"],
+		ReceiveCount:    atoi(m.Attributes["ApproximateReceiveCount"]),
+		Attributes:      attributes(m.MessageAttributes),
+	}
+	if len(m.Body) > q.maxInline {
+		if q.bodies == nil {
+			return Parked{}, fmt.Errorf("quarantine: message %s: its body of %d bytes is larger than %d and no body store is configured", m.MessageId, len(m.Body), q.maxInline)
+		}
+		p.BodyKey = BodyKey(q.queue, group, seq)
+		if err := q.bodies.PutBody(ctx, p.BodyKey, m.Body); err != nil {
+			return Parked{}, fmt.Errorf("quarantine: message %s: keep its body: %w", m.MessageId, err)
+		}
+		p.Body = ""
+	}
+	return p, nil
+}
+
+// BodyKey is where a parked body too large for its item is kept.
+func BodyKey(queue, group, seq string) string {
+	return "quarantine/" + url.PathEscape(queue) + "/" + url.PathEscape(group) + "/" + seq + ".body"
+}
+
+func attributes(in map[string]events.SQSMessageAttribute) map[string]MessageAttribute {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]MessageAttribute, len(in))
+	for name, a := range in {
+		v := MessageAttribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+		if a.StringValue != nil {
+			v.StringValue = *a.StringValue
+		}
+		out[name] = v
+	}
+	return out
+}
+
+func group(m *events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
+
+func bodyMD5(body string) string {
+	sum := md5.Sum([]byte(body)) //nolint:gosec // see the import
+	return hex.EncodeToString(sum[:])
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// clip cuts s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Copy is the identity a redriven copy carries: the epoch of the redrive
+// that sent it and its parked message's sequence key.
+type Copy struct {
+	Epoch    int64
+	Sequence string
+}
+
+// copyPrefix starts the MessageDeduplicationId of a redriven copy. The
+// identity travels in the deduplication id, which every FIFO message has
+// and Lambda's event carries, rather than in message attributes, of which
+// a message may already use all ten SQS allows. It also makes SQS drop a
+// second send of the same copy within its five-minute window.
+const copyPrefix = "fifoworker-redrive."
+
+// DeduplicationID is the MessageDeduplicationId of copy c.
+func (c Copy) DeduplicationID() string {
+	return copyPrefix + strconv.FormatInt(c.Epoch, 10) + "." + c.Sequence
+}
+
+// ParseCopy reads a redriven copy's identity from m's deduplication id.
+// Check still verifies it against the parked message before trusting it.
+func ParseCopy(m *events.SQSMessage) (Copy, bool) {
+	rest, ok := strings.CutPrefix(m.Attributes["MessageDeduplicationId"], copyPrefix)
+	if !ok {
+		return Copy{}, false
+	}
+	epoch, seq, ok := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(epoch, 10, 64)
+	if !ok || err != nil || n < 1 || len(seq) != seqWidth {
+		return Copy{}, false
+	}
+	if _, err := SeqKey(seq); err != nil {
+		return Copy{}, false
+	}
+	return Copy{Epoch: n, Sequence: seq}, true
+}
+
+// BodyStore keeps bodies too large for a parked item (S3Bodies on S3).
+type BodyStore interface {
+	PutBody(ctx context.Context, key, body string) error
+	GetBody(ctx context.Context, key string) (string, error)
+}
+
+// ErrNoBody: the BodyStore has no body under the key.
+var ErrNoBody = errors.New("quarantine: no body under that key")

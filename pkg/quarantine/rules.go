@@ -1,0 +1,94 @@
+package quarantine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The rules both stores apply, written once: what a hold becomes when
+// messages are parked, unparked or redriven.
+
+// checkPark validates a Park call's arguments.
+func checkPark(queue, group string, items []Parked) error {
+	if queue == "" || group == "" {
+		return errors.New("quarantine: park without a queue or a group")
+	}
+	for i, p := range items {
+		if _, err := SeqKey(p.Sequence); err != nil || len(p.Sequence) != seqWidth {
+			return fmt.Errorf("quarantine: park: item %d: sequence %q is not a sequence key", i, p.Sequence)
+		}
+		if i > 0 && items[i-1].Sequence >= p.Sequence {
+			return fmt.Errorf("quarantine: park: items are not in increasing sequence order at %d", i)
+		}
+		if p.Group != "" && p.Group != group {
+			return fmt.Errorf("quarantine: park: item %d belongs to group %q, not %q", i, p.Group, group)
+		}
+	}
+	return nil
+}
+
+// parkedHold is hold h (ok: it exists) after fresh, the items not parked
+// before, are parked.
+func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold bool, cause string, now time.Time) HoldRecord {
+	restart := !ok || h.State == StateReleased
+	if restart {
+		// The epoch goes on from the released hold's, so that a copy of
+		// an earlier epoch still in flight is never taken for a current one.
+		h = HoldRecord{Queue: queue, Group: group, State: StateHeld, Epoch: h.Epoch, HeldAt: now, Cause: cause}
+	}
+	if hold {
+		h.State, h.Cause = StateHeld, cause
+		if !restart {
+			h.HeldAt = now
+		}
+	}
+	if h.Cause == "" {
+		h.Cause = cause
+	}
+	h.Parked += int64(len(fresh))
+	for _, p := range fresh {
+		if h.From == "" || p.Sequence < h.From {
+			h.From = p.Sequence
+		}
+		if p.Sequence > h.Through {
+			h.Through = p.Sequence
+		}
+	}
+	h.UpdatedAt = now
+	return h
+}
+
+// unparkedHold is hold h after one of its parked messages was done or
+// discarded: released when it was the last.
+func unparkedHold(h HoldRecord, now time.Time) HoldRecord {
+	h.Parked--
+	if h.Parked <= 0 {
+		h.Parked, h.State = 0, StateReleased
+	}
+	h.UpdatedAt = now
+	return h
+}
+
+// redrivenHold is hold h when a redrive begins: draining under a new
+// epoch, or released at once when nothing is parked.
+func redrivenHold(h HoldRecord, now time.Time) HoldRecord {
+	h.Epoch++
+	h.State = StateDraining
+	if h.Parked <= 0 {
+		h.Parked, h.State = 0, StateReleased
+	}
+	h.UpdatedAt = now
+	return h
+}
+
+func sortHolds(hs []HoldRecord) {
+	slices.SortFunc(hs, func(a, b HoldRecord) int {
+		if c := a.HeldAt.Compare(b.HeldAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Group, b.Group)
+	})
+}

@@ -1,0 +1,55 @@
+package quarantine
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps holds and parked messages. MemoryStore and DynamoStore
+// implement it, held to the same conformance suite (quarantinetest).
+//
+// Every write is conditional and idempotent where a retry can repeat it:
+// parking a message already parked, under any status, changes nothing;
+// Done and Discard land only on a message still parked.
+type Store interface {
+	// Read returns, in one consistent read, the holds of groups (released
+	// ones included; a group without a record is absent) and the parked
+	// messages named by keys (absent when there is none).
+	Read(ctx context.Context, queue string, groups []string, keys []ItemKey) (map[string]HoldRecord, map[ItemKey]Parked, error)
+
+	// Park writes the messages of items not parked yet (all of one group, in
+	// sequence order) and counts them in the group's hold, in one atomic
+	// write. With hold set, the hold becomes held with cause, whatever its
+	// state (a new hold on a released record starts a new range); without
+	// it, a missing or released hold is created held, and a held or
+	// draining one keeps its state. It returns the hold afterwards.
+	Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error)
+
+	// Done marks the parked message seq done and uncounts it, only while
+	// the hold is draining at epoch and the message is parked
+	// (ErrConflict otherwise), releasing the hold when it was the last: one
+	// atomic write, so a hold is never left draining with nothing parked.
+	Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error)
+
+	// Discard marks the parked message seq discarded and uncounts it,
+	// releasing the hold when it was the last (ErrNotParked if it is not
+	// parked).
+	Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error)
+
+	// BeginRedrive makes a held or draining hold draining under a new
+	// epoch and returns it (ErrNoHold when the group is not held, or has
+	// nothing parked).
+	BeginRedrive(ctx context.Context, queue, group string, now time.Time) (HoldRecord, error)
+
+	// Hold returns the group's hold, released ones included (ErrNoHold when
+	// there is no record).
+	Hold(ctx context.Context, queue, group string) (HoldRecord, error)
+
+	// Messages returns up to limit of the group's messages with status (all
+	// statuses when empty) whose sequence key is greater than after, in
+	// sequence order.
+	Messages(ctx context.Context, queue, group string, status Status, after string, limit int) ([]Parked, error)
+
+	// Holds returns the queue's holds that are not released, oldest first.
+	Holds(ctx context.Context, queue string) ([]HoldRecord, error)
+}
