@@ -167,7 +167,7 @@ func (m *MemoryStore) Messages(ctx context.Context, queue, group string, status 
 		if seq <= after || (status != "" && p.Status != status) {
 			continue
 		}
-		if len(out) == limit {
+		if limit > 0 && len(out) == limit {
 			break
 		}
 		out = append(out, clone(p))

@@ -45,9 +45,9 @@ type Store interface {
 	// there is no record).
 	Hold(ctx context.Context, queue, group string) (HoldRecord, error)
 
-	// Messages returns up to limit of the group's messages with status (all
-	// statuses when empty) whose sequence key is greater than after, in
-	// sequence order.
+	// Messages returns up to limit (every one when limit ≤ 0) of the
+	// group's messages with status (all statuses when empty) whose
+	// sequence key is greater than after, in sequence order.
 	Messages(ctx context.Context, queue, group string, status Status, after string, limit int) ([]Parked, error)
 
 	// Holds returns the queue's holds that are not released, oldest first.
