@@ -321,6 +321,13 @@ func intProp(props map[string]any, key string) int {
 	return n
 }
 
+// boolProp reads a boolean property: true, or "true" as CloudFormation
+// also accepts.
+func boolProp(props map[string]any, key string) bool {
+	b, _ := strconv.ParseBool(fmt.Sprint(props[key]))
+	return b
+}
+
 func reportsItemFailures(props map[string]any) bool {
 	types, _ := props["FunctionResponseTypes"].([]any)
 	for _, t := range types {
@@ -354,17 +361,28 @@ func (p *Pipeline) sqsMapping(fn string, ev event, client *sqs.Client) (*locales
 }
 
 func (p *Pipeline) streamMapping(fn string, ev event, streams *dynamodbstreams.Client, sender *sqs.Client) (*localesm.StreamMapping, error) {
+	sc, err := p.streamConfig(fn, ev, sender)
+	if err != nil {
+		return nil, err
+	}
+	return localesm.NewStreamMapping(streams, p.invokers[fn], sc)
+}
+
+// streamConfig is the stream mapping of function fn's DynamoDB event ev,
+// configured as the template says.
+func (p *Pipeline) streamConfig(fn string, ev event, sender localesm.MessageSender) (localesm.StreamConfig, error) {
 	sc := localesm.StreamConfig{
-		StreamARN:               fmt.Sprint(ev.props["Stream"]),
-		StartingPosition:        localesm.StartingPosition(fmt.Sprint(ev.props["StartingPosition"])),
-		BatchSize:               intProp(ev.props, "BatchSize"),
-		ReportBatchItemFailures: reportsItemFailures(ev.props),
-		FunctionTimeout:         p.timeouts[fn],
-		FunctionARN:             fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s-%s", p.cfg.Region, localdeploy.LocalAccountID, p.cfg.StackName, fn),
-		PollInterval:            100 * time.Millisecond,
-		Region:                  p.cfg.Region,
-		Logger:                  p.cfg.Logger.With("mapping", fn+"."+ev.name),
-		OnBatch:                 p.cfg.OnStreamBatch,
+		StreamARN:                  fmt.Sprint(ev.props["Stream"]),
+		StartingPosition:           localesm.StartingPosition(fmt.Sprint(ev.props["StartingPosition"])),
+		BatchSize:                  intProp(ev.props, "BatchSize"),
+		ReportBatchItemFailures:    reportsItemFailures(ev.props),
+		BisectBatchOnFunctionError: boolProp(ev.props, "BisectBatchOnFunctionError"),
+		FunctionTimeout:            p.timeouts[fn],
+		FunctionARN:                fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s-%s", p.cfg.Region, localdeploy.LocalAccountID, p.cfg.StackName, fn),
+		PollInterval:               100 * time.Millisecond,
+		Region:                     p.cfg.Region,
+		Logger:                     p.cfg.Logger.With("mapping", fn+"."+ev.name),
+		OnBatch:                    p.cfg.OnStreamBatch,
 	}
 	if _, ok := ev.props["MaximumRetryAttempts"]; ok {
 		n := intProp(ev.props, "MaximumRetryAttempts")
@@ -374,11 +392,11 @@ func (p *Pipeline) streamMapping(fn string, ev event, streams *dynamodbstreams.C
 		onFailure, _ := dest["OnFailure"].(map[string]any)
 		url, err := p.queueURL(fmt.Sprint(onFailure["Destination"]))
 		if err != nil {
-			return nil, err
+			return localesm.StreamConfig{}, err
 		}
 		sc.OnFailure = &localesm.OnFailureDestination{Client: sender, QueueURL: url}
 	}
-	return localesm.NewStreamMapping(streams, p.invokers[fn], sc)
+	return sc, nil
 }
 
 // Invoke runs function fn once with event and decodes its response into

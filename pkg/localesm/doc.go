@@ -85,8 +85,33 @@
 //     done, the retry starts with it. A retry carries the rest of the failed
 //     batch only; it is not topped up with newer records. An invocation that
 //     could not be made at all is retried without using up an attempt.
-//   - Not implemented: BisectBatchOnFunctionError, MaximumRecordAgeInSeconds,
-//     tumbling windows, filter criteria, ParallelizationFactor above 1.
+//   - With BisectBatchOnFunctionError, an invocation that failed (the
+//     function returned an error, crashed, answered over MaxResponseSize,
+//     or timed out) splits its batch in two, whatever
+//     ReportBatchItemFailures says, and each half is processed on its own
+//     like a batch: the first ⌊n/2⌋ records to their end (finished or
+//     discarded), then the rest, so a shard's records still run in order.
+//     A split uses up no retry: a half keeps the retries its batch had
+//     used, and only a batch of one record, which cannot be split, spends
+//     them. So a record that fails every invocation it is in ends up alone,
+//     is retried MaximumRetryAttempts times and discarded alone (one
+//     OnFailureRecord with BatchSize 1), and its neighbours are finished.
+//     A partial batch response is not bisected: the retry starts at its
+//     checkpoint and carries the rest of the batch whole, and uses up a
+//     retry. StreamBatchResult.Bisected marks the invocations that split
+//     their batch.
+//   - Where AWS documents no rule for bisection, the mapping has chosen
+//     one: which half is the larger one (here the second); that the halves
+//     keep their batch's used retries rather than starting afresh (the two
+//     are the same unless a checkpoint retry came first); that a checkpoint
+//     retry uses up a retry with bisection as without it; and that an
+//     invalid partial batch response is retried whole, not split (AWS names
+//     function errors only). One known difference: Lambda may merge the
+//     metadata of several discarded records into one on-failure record (its
+//     BatchSize can then exceed 1); this mapping sends one per discarded
+//     span, so after bisection one per poison record.
+//   - Not implemented: MaximumRecordAgeInSeconds, tumbling windows, filter
+//     criteria, ParallelizationFactor above 1.
 //
 // Both invokers hold a function's response to Lambda's limit for a
 // synchronous invocation, MaxResponseSize: a longer response is a function

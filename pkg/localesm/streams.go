@@ -92,6 +92,18 @@ type StreamConfig struct {
 	OnFailure *OnFailureDestination
 	// ReportBatchItemFailures enables partial batch responses.
 	ReportBatchItemFailures bool
+	// BisectBatchOnFunctionError splits a batch of two records or more
+	// whose invocation failed (a function error, a timeout) in two halves,
+	// the first ⌊n/2⌋ records and the rest, and processes each half on its
+	// own, the first one to its end (finished or discarded) before the
+	// second is invoked, so a shard's records still run in order. A split
+	// uses up no retry: each half keeps the retries its batch had used, and
+	// only a batch of one record, which cannot be split, spends them. So
+	// bisection narrows a failure down to the record that causes it, and
+	// with a bounded MaximumRetryAttempts only that record is discarded.
+	// A partial batch response is not bisected: the retry starts at its
+	// checkpoint, as without this setting.
+	BisectBatchOnFunctionError bool
 	// FunctionTimeout is the function's timeout (default
 	// DefaultFunctionTimeout).
 	FunctionTimeout time.Duration
@@ -119,9 +131,14 @@ type StreamBatchResult struct {
 	ShardID   string
 	Records   []events.DynamoDBEventRecord // the event's records, in order
 	Outcome   Outcome
-	Done      int  // leading records finished (all of them on success)
-	Attempt   int  // 1 for the first invocation of these records, then 2, 3...
+	Done      int // leading records finished (all of them on success)
+	// Attempt counts the invocations that included all of Records, this
+	// one too: 1 for the first invocation of a batch read from the shard,
+	// then 2, 3... A half of a bisected batch goes on from its batch's
+	// count: the half's first invocation is its batch's count plus one.
+	Attempt   int
 	Discarded bool // the rest of the batch was given up after this attempt (bounded MaximumRetryAttempts only)
+	Bisected  bool // the invocation failed and Records were split in two halves, each processed on its own (BisectBatchOnFunctionError)
 	Err       error
 }
 
@@ -404,18 +421,33 @@ func (w *shardWorker) iterator(ctx context.Context) (*string, bool) {
 	}
 }
 
+// span is a run of records invoked together: a batch as read from the
+// shard, the rest of one after a checkpoint, or a half of a bisected one.
+type span struct {
+	records     []events.DynamoDBEventRecord
+	invocations int // invocations so far that included every one of records
+	retries     int // retries used so far; a bisection uses none
+}
+
 // process invokes the function with batch until its records are finished
-// or discarded (it returns true) or ctx is cancelled (false).
+// or discarded (it returns true) or ctx is cancelled (false). Spans run
+// one at a time, in shard order: todo[0] runs until it is finished or
+// discarded, or until it is bisected into the two spans that replace it.
 func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventRecord) bool {
 	cfg := w.m.cfg
-	invocations := 0
+	todo := []span{{records: batch}}
 	unmade := 0 // invocations that could not be made, in a row
-	for {
+	for len(todo) > 0 {
+		cur := &todo[0]
 		requestID := newRequestID()
-		payload, err := json.Marshal(events.DynamoDBEvent{Records: batch})
+		payload, err := json.Marshal(events.DynamoDBEvent{Records: cur.records})
 		if err != nil { // cannot happen: the records are plain data
 			w.log.LogAttrs(ctx, slog.LevelError, "localesm: encode event", slog.Any("error", err))
-			return w.discard(ctx, batch, requestID, invocations, StatusFunctionError)
+			if !w.discard(ctx, cur.records, requestID, cur.invocations, StatusFunctionError) {
+				return false
+			}
+			todo = todo[1:]
+			continue
 		}
 		res, err := w.m.invoker.Invoke(ctx, Invocation{
 			RequestID:   requestID,
@@ -428,8 +460,8 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 				return false
 			}
 			// The function did not run: like Lambda, retry without using up
-			// an attempt.
-			w.settle(ctx, StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: OutcomeInvokeError, Attempt: invocations + 1, Err: err})
+			// an attempt, and without bisecting.
+			w.settle(ctx, StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: cur.records, Outcome: OutcomeInvokeError, Attempt: cur.invocations + 1, Err: err})
 			unmade++
 			if backoff.Sleep(ctx, retryWait(unmade)) != nil {
 				return false
@@ -437,26 +469,48 @@ func (w *shardWorker) process(ctx context.Context, batch []events.DynamoDBEventR
 			continue
 		}
 		unmade = 0
-		invocations++
-		d := decideStream(batch, res, cfg.ReportBatchItemFailures)
-		result := StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: batch, Outcome: d.outcome, Done: d.done, Attempt: invocations, Err: d.err}
-		if d.outcome == OutcomeSuccess {
+		cur.invocations++
+		d := decideStream(cur.records, res, cfg.ReportBatchItemFailures)
+		result := StreamBatchResult{RequestID: requestID, ShardID: w.shardID, Records: cur.records, Outcome: d.outcome, Done: d.done, Attempt: cur.invocations, Err: d.err}
+		switch {
+		case d.outcome == OutcomeSuccess:
 			w.settle(ctx, result)
-			return true
-		}
-		rest := batch[d.done:]
-		if retries := cfg.maxRetries(); retries != retryForever && invocations > retries {
+			todo = todo[1:]
+			continue
+		case cfg.BisectBatchOnFunctionError && bisects(d.outcome) && len(cur.records) > 1:
+			result.Bisected = true
+			w.settle(ctx, result)
+			half := len(cur.records) / 2
+			first := span{records: cur.records[:half], invocations: cur.invocations, retries: cur.retries}
+			second := span{records: cur.records[half:], invocations: cur.invocations, retries: cur.retries}
+			todo = append([]span{first, second}, todo[1:]...)
+		case cfg.maxRetries() != retryForever && cur.retries >= cfg.maxRetries():
 			result.Discarded = true
 			w.settle(ctx, result)
-			return w.discard(ctx, rest, requestID, invocations, res.Status)
+			if !w.discard(ctx, cur.records[d.done:], requestID, cur.invocations, res.Status) {
+				return false
+			}
+			todo = todo[1:]
+			continue
+		default:
+			w.settle(ctx, result)
+			cur.records = cur.records[d.done:]
+			cur.retries++
 		}
-		w.settle(ctx, result)
-		batch = rest
 		if backoff.Sleep(ctx, cfg.PollInterval) != nil {
 			return false
 		}
 	}
+	return true
 }
+
+// bisects reports whether an invocation with this outcome is a failed
+// invocation that BisectBatchOnFunctionError splits: the function
+// returned an error (or crashed, or answered over MaxResponseSize) or
+// timed out. A partial batch response is not (its retry starts at the
+// checkpoint), and neither is an invalid one: the function returned, and
+// AWS documents bisection for function errors only.
+func bisects(o Outcome) bool { return o == OutcomeFunctionError || o == OutcomeTimeout }
 
 // discard gives up on batch: it sends its record to the on-failure
 // destination, retrying until that succeeds, so that nothing is dropped
@@ -512,6 +566,9 @@ func (w *shardWorker) settle(ctx context.Context, result StreamBatchResult) {
 		slog.Int("records", len(result.Records)),
 		slog.Int("done", result.Done),
 		slog.Int("attempt", result.Attempt),
+	}
+	if result.Bisected {
+		attrs = append(attrs, slog.Bool("bisected", true))
 	}
 	if len(result.Records) > 0 {
 		attrs = append(attrs, slog.String("start_sequence_number", result.Records[0].Change.SequenceNumber))
