@@ -1,9 +1,10 @@
 module github.com/fifoworker/fifoworker
 
-go 1.26
+go 1.26.2
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/aws-cloudformation/rain v1.24.4
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
@@ -34,4 +35,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

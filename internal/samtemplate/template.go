@@ -18,14 +18,16 @@ type Template struct {
 }
 
 // Parameter is a template parameter. MinValue and MaxValue are a Number
-// parameter's bounds, nil when the template sets none: the values a
+// parameter's bounds, nil when the template sets none, and AllowedValues
+// the values it may take, nil when the template lists none: the values a
 // deployment can give it, where Default is only the one it gets unless told
 // otherwise.
 type Parameter struct {
-	Type     string
-	Default  any
-	MinValue any
-	MaxValue any
+	Type          string
+	Default       any
+	MinValue      any
+	MaxValue      any
+	AllowedValues []any
 }
 
 // Resource is one entry of Resources.
@@ -71,7 +73,8 @@ func Parse(raw []byte) (*Template, error) {
 		for name, p := range ps {
 			pm, _ := p.(map[string]any)
 			typ, _ := pm["Type"].(string)
-			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"], MinValue: pm["MinValue"], MaxValue: pm["MaxValue"]}
+			allowed, _ := pm["AllowedValues"].([]any)
+			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"], MinValue: pm["MinValue"], MaxValue: pm["MaxValue"], AllowedValues: allowed}
 		}
 	}
 	rs, ok := top["Resources"].(map[string]any)
