@@ -30,16 +30,16 @@ import (
 // function runs the same code wherever it runs.
 type Builder[E, R any] func(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, E) (R, error), error)
 
-// Main is a function's main: settings from the process environment, the
-// AWS configuration, the handler, lambda.Start. A function that cannot be
-// built fails its init with every problem named.
+// Main is a function's main: settings and the AWS configuration from the
+// process environment (AWSConfig), the handler, lambda.Start. A function
+// that cannot be built fails its init with every problem named.
 func Main[E, R any](build Builder[E, R]) {
 	log := Logger()
-	cfg, err := AWSConfig(context.Background())
-	if err != nil {
-		Fatal(log, err)
+	env := NewEnv()
+	h, err := build(env, env.AWSConfig(), log)
+	if err == nil {
+		err = env.Err() // the AWS configuration's problems, had the builder not asked
 	}
-	h, err := build(NewEnv(), cfg, log)
 	if err != nil {
 		Fatal(log, err)
 	}

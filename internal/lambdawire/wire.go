@@ -8,16 +8,12 @@
 package lambdawire
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 )
 
 // Env reads settings and collects what is wrong with them.
@@ -92,16 +88,6 @@ func (e *Env) Err() error {
 // to CloudWatch Logs.
 func Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
-}
-
-// AWSConfig loads the SDK's default configuration (region, credentials and
-// the AWS_ENDPOINT_URL_* variables the local stack sets).
-func AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("lambdawire: AWS configuration: %w", err)
-	}
-	return cfg, nil
 }
 
 // Fatal logs err and exits: a function that cannot start must fail its
