@@ -15,7 +15,9 @@ var Functions = []string{"intake", "relay", "worker", "projector", "sweeper"}
 
 // BuildFlags are the flags every bootstrap is built with, as `sam build`'s
 // Go builder builds them when GOFLAGS carries them (see the README): no RPC
-// shim, no cgo, no symbol table or DWARF, no local paths.
+// shim, no cgo, no symbol table or DWARF (-s implies the linker's -w, so
+// `-ldflags=-s -w`, which GOFLAGS could not carry as one value, would
+// change nothing), no local paths.
 var BuildFlags = []string{"-tags", "lambda.norpc", "-ldflags", "-s", "-trimpath"}
 
 // BuildBootstraps builds each function's bootstrap into dir/<name>/bootstrap
