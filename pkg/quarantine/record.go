@@ -47,8 +47,8 @@ type HoldRecord struct {
 	// From and Through are the first and the last sequence number parked
 	// under this hold: every message of the group in that range was parked.
 	From, Through string
-	HeldAt    time.Time
-	UpdatedAt time.Time
+	HeldAt        time.Time
+	UpdatedAt     time.Time
 }
 
 // MessageAttribute is one of a parked message's message attributes.

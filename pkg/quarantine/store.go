@@ -14,7 +14,8 @@ import (
 type Store interface {
 	// Read returns, in one consistent read, the holds of groups (released
 	// ones included; a group without a record is absent) and the parked
-	// messages named by keys (absent when there is none).
+	// messages named by keys, whatever their status (absent when there is
+	// none).
 	Read(ctx context.Context, queue string, groups []string, keys []ItemKey) (map[string]HoldRecord, map[ItemKey]Parked, error)
 
 	// Park writes the messages of items not parked yet (all of one group, in
@@ -22,23 +23,32 @@ type Store interface {
 	// write. With hold set, the hold becomes held with cause, whatever its
 	// state (a new hold on a released record starts a new range); without
 	// it, a missing or released hold is created held, and a held or
-	// draining one keeps its state. It returns the hold afterwards.
+	// draining one keeps its state. A message written gets queue, group,
+	// StatusParked, and now as ParkedAt and UpdatedAt, whatever items say.
+	// It returns the hold afterwards.
 	Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error)
 
-	// Done marks the parked message seq done and uncounts it, only while
-	// the hold is draining at epoch and the message is parked
-	// (ErrConflict otherwise), releasing the hold when it was the last: one
-	// atomic write, so a hold is never left draining with nothing parked.
+	// Done marks the parked message seq done and uncounts it, releasing
+	// the hold when it was the last: one atomic write, so a hold is never
+	// left draining with nothing parked. It writes only while the hold is
+	// draining at epoch and the message is parked; otherwise it writes
+	// nothing and returns ErrNoHold (no hold, or a released one),
+	// ErrConflict (held, or draining under another epoch) or ErrNotParked
+	// (no message seq, or one already done or discarded), checked in that
+	// order.
 	Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error)
 
 	// Discard marks the parked message seq discarded and uncounts it,
-	// releasing the hold when it was the last (ErrNotParked if it is not
-	// parked).
+	// releasing the hold when it was the last, whether the hold is held or
+	// draining (under any epoch). It writes nothing and returns ErrNoHold
+	// when the group has no hold or a released one, ErrNotParked when seq
+	// is not parked.
 	Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error)
 
-	// BeginRedrive makes a held or draining hold draining under a new
-	// epoch and returns it (ErrNoHold when the group is not held, or has
-	// nothing parked).
+	// BeginRedrive raises a held or draining hold's epoch and makes it
+	// draining, or released at once when nothing is parked, and returns
+	// it. It writes nothing and returns ErrNoHold when the group has no
+	// hold or a released one.
 	BeginRedrive(ctx context.Context, queue, group string, now time.Time) (HoldRecord, error)
 
 	// Hold returns the group's hold, released ones included (ErrNoHold when
