@@ -1,0 +1,112 @@
+// Package quarantine holds the FIFO groups whose messages cannot be
+// processed, keeps their messages in order, and gives them back in that
+// order when an operator redrives them. Quarantine is the fifo.Quarantine
+// the processor consults (fifo.WithQuarantine); Operator is what the CLI
+// does with it; Store keeps the records, in memory (MemoryStore) or in
+// DynamoDB (DynamoStore), both held to one conformance suite
+// (quarantinetest) and both applying the same rules (rules.go).
+//
+// # Holds
+//
+// A group's hold is one record per queue and group. It is held when a
+// message of the group failed permanently or was received as often as the
+// threshold allows; draining while a redrive sends the parked messages
+// back; released when none is left parked. Its Parked field counts the
+// messages parked under it, exactly: every write that parks or unparks a
+// message changes the count in the same atomic write, so a draining hold
+// never counts nothing (the write that takes the last message off
+// releases it), and a released hold counts nothing.
+//
+// # Parking
+//
+// The message that caused the hold, and every later message of its group,
+// is parked: stored under its original SequenceNumber, written as a
+// 40-digit key (SeqKey) that sorts as the 128-bit number does, with its
+// body, attributes, message id, deduplication id and the MD5 of its body,
+// and then acknowledged. A body larger than DefaultMaxInlineBody goes to a
+// BodyStore (S3Bodies) under BodyKey, and the item keeps the key. Parking
+// is idempotent: a message already stored, whatever its status, is neither
+// written again nor counted again, so a batch retried after a lost answer
+// changes nothing. A hold's From and Through are the first and the last
+// sequence key parked under it.
+//
+// # Epochs and redrive
+//
+// A redrive (Operator.Redrive) first raises the hold's epoch and makes it
+// draining (BeginRedrive), then sends the parked messages back to the
+// queue, oldest first, one send at a time so that SQS keeps them in that
+// order. Each copy carries its identity, the epoch and the sequence key
+// of its parked message, in its MessageDeduplicationId
+// ("fifoworker-redrive.<epoch>.<sequence key>", Copy): every FIFO message
+// has a deduplication id and Lambda's event carries it, while a message
+// may already use all ten message attributes SQS allows; and SQS drops a
+// second send of the same copy within its deduplication window.
+//
+// Check trusts a copy only if its parked message is still parked and has
+// the copy's body MD5; the processor runs it only while the group is
+// draining under the copy's epoch, and parks every other message of the
+// group after the parked ones. A copy that ran marks its parked message
+// done (Done, which also releases the hold with the last one). A copy that
+// fails again holds the group again under the same epoch, so the copies
+// of that redrive still in flight are dropped on arrival and their parked
+// messages stay parked for the next redrive, which raises the epoch
+// again. An interrupted redrive is therefore resumed by running it again.
+// The epoch carries over a release: a new hold of the group goes on from
+// the released hold's epoch, so no copy of an earlier redrive can pass for
+// one of the next.
+//
+// # Tombstones
+//
+// Nothing is deleted. A message done or discarded keeps its item, with
+// its new status, and a released hold keeps its record, From and Through
+// included, so that late duplicates are recognised: a copy of a message
+// done or discarded is dropped, and so is a redelivery of an original
+// message whose sequence lies in a released hold's range. On DynamoDB
+// those tombstones carry a TTL, TombstoneTTL (15 days) after their last
+// write: longer than SQS keeps any message (14 days at most), after which
+// no duplicate can arrive. A hold that is held again loses its TTL and
+// starts a new range.
+//
+// # The DynamoDB table
+//
+// One table (template.yaml's QuarantineTable) holds every queue's holds
+// and messages; a group is one partition, KeyHold = "<queue>#<group>" (a
+// queue name has no '#', so the key is unambiguous whatever the group id
+// holds), sorted by KeySort:
+//
+//	item       sort key (sk)           attributes
+//	hold       "hold"                  queue, group, state, epoch, parked, cause, from, through,
+//	                                   held_at and updated_at (Unix ms), version;
+//	                                   held_queue while not released; expires_at once released
+//	message    "m#" + sequence key     queue, group, status, message_id, body or body_key, body_md5,
+//	                                   body_size, attributes (a map of data_type, string_value,
+//	                                   binary_value), deduplication_id, receive_count, cause,
+//	                                   parked_at and updated_at (Unix ms);
+//	                                   expires_at once done or discarded
+//
+// The hold's sort key sorts below every message's, so a Query above
+// "m#" + after lists a group's messages in sequence order. HeldIndex is a
+// sparse, keys-only global secondary index on held_queue and held_at: only
+// holds that are not released carry held_queue, so the index lists exactly
+// the holds an operator must see, and Holds reads the records themselves
+// with a strongly consistent BatchGetItem (a hold released a moment ago
+// may linger in the eventually consistent index; it is left out). Times
+// are kept to the millisecond; expires_at is in Unix seconds, as TTL reads
+// it.
+//
+// Every write is conditional. The hold record has a version, raised by
+// each write and required by the next: Park reads the hold and the
+// messages in one consistent BatchGetItem, computes the hold with the
+// shared rules, and writes the new messages (each on the condition that
+// it does not exist) with the hold (on the version read) in one
+// TransactWriteItems. If the transaction is cancelled because some of the
+// messages exist after all, they are dropped; if the hold changed, the
+// record the refusal returns is taken; and it is tried again. Done and
+// Discard are one transaction of the message (on the condition that it is
+// parked) and the hold (on the version read, decremented or released as
+// the count read says); BeginRedrive is one conditional PutItem. A write
+// whose answer was lost and that the SDK sent again is recognised, by the
+// record it finds, as its own (DynamoDB's client request token covers a
+// transaction's retry within ten minutes; the store checks beyond that).
+// Read is one consistent BatchGetItem per 100 keys.
+package quarantine

@@ -1,0 +1,1018 @@
+package quarantine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/internal/backoff"
+)
+
+// DynamoAPI is the part of the DynamoDB client DynamoStore calls:
+// *dynamodb.Client implements it, and a test may pass a fake (which
+// quarantinetest.Run must then hold to the same behaviour as the table).
+type DynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// The quarantine table's layout, which template.yaml's QuarantineTable
+// declares (internal/samtemplate's tests hold the two together). See the
+// package documentation for what each item holds.
+const (
+	// KeyHold is the partition key (S): "<queue>#<group>", so a group's
+	// hold and its messages share one partition.
+	KeyHold = "hold"
+	// KeySort is the sort key (S): SortHold for the hold record,
+	// MessagePrefix and the sequence key for a message.
+	KeySort = "sk"
+	// SortHold is the sort key of a group's hold record.
+	SortHold = "hold"
+	// MessagePrefix starts the sort key of a parked message.
+	MessagePrefix = "m#"
+
+	// HeldIndex is the sparse global secondary index of the holds that are
+	// not released (Holds), keys only: hash AttrHeldQueue, range AttrHeldAt.
+	HeldIndex = "held"
+	// AttrHeldQueue (S) is the queue's name on a hold that is not
+	// released, absent otherwise: what keeps HeldIndex sparse.
+	AttrHeldQueue = "held_queue"
+	// AttrHeldAt (N, Unix milliseconds) is when the hold was last held.
+	AttrHeldAt = "held_at"
+	// AttrExpiresAt (N, Unix seconds) is the table's TTL attribute, set on
+	// released holds and on messages done or discarded: TombstoneTTL after
+	// their last write.
+	AttrExpiresAt = "expires_at"
+)
+
+// TombstoneTTL is how long a released hold and a message done or
+// discarded are kept after their last write, so that a late redelivery or
+// a late redriven copy is recognised and dropped: SQS keeps a message at
+// most 14 days, and a day more covers the clocks and TTL's own delay.
+const TombstoneTTL = 15 * 24 * time.Hour
+
+// The other attributes of the items.
+const (
+	attrQueue     = "queue"
+	attrGroup     = "group"
+	attrState     = "state"
+	attrEpoch     = "epoch"
+	attrParked    = "parked"
+	attrCause     = "cause"
+	attrFrom      = "from"
+	attrThrough   = "through"
+	attrVersion   = "version" // the hold record's, raised by each write: the condition of the next
+	attrUpdatedAt = "updated_at"
+
+	attrStatus       = "status"
+	attrMessageID    = "message_id"
+	attrBody         = "body"
+	attrBodyKey      = "body_key"
+	attrBodyMD5      = "body_md5"
+	attrBodySize     = "body_size"
+	attrAttributes   = "attributes"
+	attrDedupID      = "deduplication_id"
+	attrReceiveCount = "receive_count"
+	attrParkedAt     = "parked_at"
+
+	// the fields of one message attribute in attrAttributes
+	attrDataType    = "data_type"
+	attrStringValue = "string_value"
+	attrBinaryValue = "binary_value"
+)
+
+// MaxParkMessages is the most messages one Park call may carry on
+// DynamoDB: a transaction holds 100 actions, one of them the hold's.
+const MaxParkMessages = 99
+
+const (
+	maxBatchGet = 100 // keys per BatchGetItem
+	// maxRounds bounds the tries of one write that loses races (another
+	// write of the same hold, a transaction in progress on its items) and
+	// the requests for keys a BatchGetItem left unprocessed.
+	maxRounds  = 12
+	retryBase  = 10 * time.Millisecond
+	retryLimit = time.Second
+)
+
+// DynamoStore is the Store on one DynamoDB table (the package
+// documentation describes its items). Every write is conditional on the
+// hold record's version as the store last read it, so the rules of
+// rules.go apply to exactly the record they were computed from; a write
+// that loses a race takes the record its refusal returns and tries again.
+type DynamoStore struct {
+	api   DynamoAPI
+	table string
+}
+
+var _ Store = (*DynamoStore)(nil)
+
+// NewDynamoStore returns a store on table, which must have the key schema
+// and index of template.yaml's QuarantineTable. It panics without a client
+// or a table: both are wiring errors.
+func NewDynamoStore(api DynamoAPI, table string) *DynamoStore {
+	if api == nil || table == "" {
+		panic("quarantine: NewDynamoStore needs a client and a table name")
+	}
+	return &DynamoStore{api: api, table: table}
+}
+
+// partition is the partition key of queue's group. A queue name has no
+// '#' (SQS allows letters, digits, '-' and '_'), so the key names one
+// group of one queue, whatever the group id holds.
+func partition(queue, group string) (string, error) {
+	if strings.Contains(queue, "#") {
+		return "", fmt.Errorf("quarantine: queue name %q contains '#', which no SQS queue name does", queue)
+	}
+	return queue + "#" + group, nil
+}
+
+// storedHold is a hold record as read, with its version; ok is false when
+// there is no record (version 0).
+type storedHold struct {
+	rec     HoldRecord
+	version int64
+	ok      bool
+}
+
+// Read implements Store: one strongly consistent BatchGetItem for up to
+// 100 keys (each group's hold and each message), one more per 100 keys
+// beyond, and one more for any keys DynamoDB left unprocessed.
+func (s *DynamoStore) Read(ctx context.Context, queue string, groups []string, keys []ItemKey) (map[string]HoldRecord, map[ItemKey]Parked, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (map[string]HoldRecord, map[ItemKey]Parked, error) {
+		return nil, nil, fmt.Errorf("quarantine: read %d holds and %d messages of %s: %w", len(groups), len(keys), queue, err)
+	}
+	seen := map[[2]string]bool{}
+	var want []map[string]types.AttributeValue
+	add := func(group, sk string) error {
+		pk, err := partition(queue, group)
+		if err != nil {
+			return err
+		}
+		if !seen[[2]string{pk, sk}] {
+			seen[[2]string{pk, sk}] = true
+			want = append(want, itemKey(pk, sk))
+		}
+		return nil
+	}
+	for _, g := range groups {
+		if err := add(g, SortHold); err != nil {
+			return fail(err)
+		}
+	}
+	for _, k := range keys {
+		if err := add(k.Group, MessagePrefix+k.Sequence); err != nil {
+			return fail(err)
+		}
+	}
+	holds := map[string]HoldRecord{}
+	items := map[ItemKey]Parked{}
+	for chunk := range slices.Chunk(want, maxBatchGet) {
+		got, err := s.batchGet(ctx, chunk)
+		if err != nil {
+			return fail(err)
+		}
+		for _, item := range got {
+			if sortKey(item) == SortHold {
+				h, err := decodeHold(item)
+				if err != nil {
+					return fail(err)
+				}
+				holds[h.rec.Group] = h.rec
+				continue
+			}
+			p, err := decodeMessage(item)
+			if err != nil {
+				return fail(err)
+			}
+			items[ItemKey{Group: p.Group, Sequence: p.Sequence}] = p
+		}
+	}
+	return holds, items, nil
+}
+
+// Park implements Store. It reads the hold and the messages in one
+// strongly consistent BatchGetItem, then writes, in one TransactWriteItems,
+// each message not stored yet (on the condition that it still is not) and
+// the hold the rules compute (on the condition of the version read). When
+// the transaction is cancelled because some of the messages exist after
+// all, those are dropped; when the hold changed, the refusal's copy of it
+// is used; and the transaction is tried again, so no message is counted
+// twice and the hold counts exactly the messages parked.
+func (s *DynamoStore) Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return HoldRecord{}, err
+	}
+	if err := checkPark(queue, group, items); err != nil {
+		return HoldRecord{}, err
+	}
+	fail := func(err error) (HoldRecord, error) {
+		return HoldRecord{}, fmt.Errorf("quarantine: park %d messages of group %q of %s: %w", len(items), group, queue, err)
+	}
+	if len(items) > MaxParkMessages {
+		return fail(fmt.Errorf("more than the %d messages one transaction holds", MaxParkMessages))
+	}
+	pk, err := partition(queue, group)
+	if err != nil {
+		return fail(err)
+	}
+	now = millis(now)
+	var cur storedHold
+	var exists map[string]bool
+	reread := true
+	for round := 1; ; round++ {
+		if reread {
+			if cur, exists, err = s.readPark(ctx, pk, items); err != nil {
+				return fail(err)
+			}
+			reread = false
+		}
+		var fresh []Parked
+		for _, p := range items {
+			if !exists[p.Sequence] {
+				p.Queue, p.Group, p.Status, p.ParkedAt, p.UpdatedAt = queue, group, StatusParked, now, now
+				fresh = append(fresh, p)
+			}
+		}
+		h := parkedHold(cur.rec, cur.ok, queue, group, fresh, hold, cause, now)
+		tx := make([]types.TransactWriteItem, 0, len(fresh)+1)
+		for i := range fresh {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{
+				TableName:                aws.String(s.table),
+				Item:                     messageItem(&fresh[i]),
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": KeyHold},
+			}})
+		}
+		put := s.holdPut(h, cur)
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{
+			TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+			ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+		werr := s.write(ctx, tx)
+		if werr == nil {
+			return h, nil
+		}
+		reasons, ok := cancellation(werr, len(tx))
+		if !ok {
+			return fail(werr)
+		}
+		holdReason := reasons[len(fresh)]
+		allExist := true // every message refused: each exists
+		for i, r := range reasons[:len(fresh)] {
+			switch {
+			case conditionFailed(r):
+				exists[fresh[i].Sequence] = true
+			case retryable(r):
+				reread, allExist = true, false
+			case quiet(r):
+				allExist = false
+			default:
+				return fail(werr)
+			}
+		}
+		switch {
+		case conditionFailed(holdReason):
+			next, known, err := holdFromItem(holdReason.Item)
+			if err != nil {
+				return fail(err)
+			}
+			if known && allExist && next.version == cur.version+1 && sameHold(next.rec, h) {
+				// A retry of this very transaction, whose first try landed
+				// and lost its answer.
+				return h, nil
+			}
+			if known {
+				cur = next
+			} else {
+				reread = true
+			}
+		case retryable(holdReason):
+			reread = true
+		case !quiet(holdReason):
+			return fail(werr)
+		}
+		if round == maxRounds {
+			return fail(fmt.Errorf("the hold kept changing: %w", werr))
+		}
+		if reread {
+			if err := backoff.Sleep(ctx, backoff.Delay(retryBase, retryLimit, round)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+}
+
+// readPark reads the hold at pk and which of items are stored, in one
+// strongly consistent BatchGetItem (Park takes at most 99 items).
+func (s *DynamoStore) readPark(ctx context.Context, pk string, items []Parked) (storedHold, map[string]bool, error) {
+	keys := []map[string]types.AttributeValue{itemKey(pk, SortHold)}
+	for _, p := range items {
+		keys = append(keys, itemKey(pk, MessagePrefix+p.Sequence))
+	}
+	got, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return storedHold{}, nil, err
+	}
+	var cur storedHold
+	exists := map[string]bool{}
+	for _, item := range got {
+		sk := sortKey(item)
+		if sk == SortHold {
+			if cur, err = decodeHold(item); err != nil {
+				return storedHold{}, nil, err
+			}
+			continue
+		}
+		exists[strings.TrimPrefix(sk, MessagePrefix)] = true
+	}
+	return cur, exists, nil
+}
+
+// holdPut is the PutItem of hold h over cur: on the condition that the
+// record is still at cur's version (or still absent), with the version
+// raised.
+func (s *DynamoStore) holdPut(h HoldRecord, cur storedHold) *dynamodb.PutItemInput {
+	in := &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                holdItem(&h, cur.version+1),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if cur.ok {
+		in.ConditionExpression = aws.String("#v = :v")
+		in.ExpressionAttributeNames = map[string]string{"#v": attrVersion}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(cur.version)}
+	} else {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": KeyHold}
+	}
+	return in
+}
+
+// Done implements Store: a strongly consistent GetItem of the hold, then
+// one TransactWriteItems that marks the message done (on the condition
+// that it is parked) and writes the hold, decremented or released as the
+// count read says (on the condition of the version read, so the count is
+// still the one read). A refusal of the hold's condition returns the hold
+// as it is now, and the write is tried again from it.
+func (s *DynamoStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error) {
+	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error {
+		if h.State != StateDraining || h.Epoch != epoch {
+			return fmt.Errorf("the hold is %s at epoch %d, not draining at epoch %d: %w", h.State, h.Epoch, epoch, ErrConflict)
+		}
+		return nil
+	})
+}
+
+// Discard implements Store as Done does, under any state but released.
+func (s *DynamoStore) Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error) {
+	return s.unpark(ctx, "discard", queue, group, seq, StatusDiscarded, now, func(HoldRecord) error { return nil })
+}
+
+func (s *DynamoStore) unpark(ctx context.Context, op, queue, group, seq string, to Status, now time.Time, check func(HoldRecord) error) (HoldRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return HoldRecord{}, err
+	}
+	fail := func(err error) (HoldRecord, error) {
+		return HoldRecord{}, fmt.Errorf("quarantine: %s message %s of group %q of %s: %w", op, SeqNumber(seq), group, queue, err)
+	}
+	pk, err := partition(queue, group)
+	if err != nil {
+		return fail(err)
+	}
+	now = millis(now)
+	cur, err := s.getHold(ctx, pk)
+	if err != nil {
+		return fail(err)
+	}
+	for round := 1; ; round++ {
+		if !cur.ok || cur.rec.State == StateReleased {
+			return fail(fmt.Errorf("no hold, or a released one: %w", ErrNoHold))
+		}
+		if err := check(cur.rec); err != nil {
+			return fail(err)
+		}
+		h := unparkedHold(cur.rec, now)
+		put := s.holdPut(h, cur)
+		werr := s.write(ctx, []types.TransactWriteItem{
+			{Update: &types.Update{
+				TableName:           aws.String(s.table),
+				Key:                 itemKey(pk, MessagePrefix+seq),
+				UpdateExpression:    aws.String("SET #st = :to, #u = :now, #exp = :exp"),
+				ConditionExpression: aws.String("#st = :parked"),
+				ExpressionAttributeNames: map[string]string{
+					"#st": attrStatus, "#u": attrUpdatedAt, "#exp": AttrExpiresAt,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":to": str(string(to)), ":now": num(now.UnixMilli()), ":exp": num(expiry(now)),
+					":parked": str(string(StatusParked)),
+				},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+				ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+		})
+		if werr == nil {
+			return h, nil
+		}
+		reasons, ok := cancellation(werr, 2)
+		if !ok {
+			return fail(werr)
+		}
+		msgReason, holdReason := reasons[0], reasons[1]
+		switch {
+		case conditionFailed(holdReason):
+			next, known, derr := holdFromItem(holdReason.Item)
+			if derr != nil {
+				return fail(derr)
+			}
+			if known && next.version == cur.version+1 && sameHold(next.rec, h) && ownUnpark(msgReason, to, now) {
+				// A retry of this very transaction, whose first try landed
+				// and lost its answer.
+				return h, nil
+			}
+			if !known {
+				if next, err = s.getHold(ctx, pk); err != nil {
+					return fail(err)
+				}
+			}
+			cur = next
+		case retryable(holdReason) || retryable(msgReason):
+			if err := backoff.Sleep(ctx, backoff.Delay(retryBase, retryLimit, round)); err != nil {
+				return fail(err)
+			}
+			if cur, err = s.getHold(ctx, pk); err != nil {
+				return fail(err)
+			}
+		case conditionFailed(msgReason):
+			return fail(fmt.Errorf("the message is not parked: %w", ErrNotParked))
+		default:
+			return fail(werr)
+		}
+		if round == maxRounds {
+			return fail(fmt.Errorf("the hold kept changing: %w", werr))
+		}
+	}
+}
+
+// ownUnpark reports whether a message's refusal shows it already at
+// status to, written at now: the mark of the same transaction's first try.
+func ownUnpark(r types.CancellationReason, to Status, now time.Time) bool {
+	if !conditionFailed(r) || len(r.Item) == 0 {
+		return false
+	}
+	d := decoder{item: r.Item}
+	status, updated := d.str(attrStatus), d.num(attrUpdatedAt)
+	return d.err == nil && Status(status) == to && updated == now.UnixMilli()
+}
+
+// BeginRedrive implements Store: a strongly consistent GetItem, then one
+// PutItem of the redriven hold on the condition of the version read.
+func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now time.Time) (HoldRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return HoldRecord{}, err
+	}
+	fail := func(err error) (HoldRecord, error) {
+		return HoldRecord{}, fmt.Errorf("quarantine: begin a redrive of group %q of %s: %w", group, queue, err)
+	}
+	pk, err := partition(queue, group)
+	if err != nil {
+		return fail(err)
+	}
+	now = millis(now)
+	cur, err := s.getHold(ctx, pk)
+	if err != nil {
+		return fail(err)
+	}
+	for round := 1; ; round++ {
+		if !cur.ok || cur.rec.State == StateReleased {
+			return fail(fmt.Errorf("no hold, or a released one: %w", ErrNoHold))
+		}
+		h := redrivenHold(cur.rec, now)
+		_, werr := s.api.PutItem(ctx, s.holdPut(h, cur))
+		if werr == nil {
+			return h, nil
+		}
+		var refused *types.ConditionalCheckFailedException
+		var conflict *types.TransactionConflictException
+		switch {
+		case errors.As(werr, &refused):
+			next, known, derr := holdFromItem(refused.Item)
+			if derr != nil {
+				return fail(derr)
+			}
+			if known && next.version == cur.version+1 && sameHold(next.rec, h) {
+				return h, nil // the SDK's retry of a put that landed and lost its answer
+			}
+			if !known {
+				if next, err = s.getHold(ctx, pk); err != nil {
+					return fail(err)
+				}
+			}
+			cur = next
+		case errors.As(werr, &conflict): // a transaction on the hold was under way
+			if err := backoff.Sleep(ctx, backoff.Delay(retryBase, retryLimit, round)); err != nil {
+				return fail(err)
+			}
+			if cur, err = s.getHold(ctx, pk); err != nil {
+				return fail(err)
+			}
+		default:
+			return fail(werr)
+		}
+		if round == maxRounds {
+			return fail(fmt.Errorf("the hold kept changing: %w", werr))
+		}
+	}
+}
+
+// Hold implements Store: one strongly consistent GetItem.
+func (s *DynamoStore) Hold(ctx context.Context, queue, group string) (HoldRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return HoldRecord{}, err
+	}
+	pk, err := partition(queue, group)
+	if err == nil {
+		var cur storedHold
+		if cur, err = s.getHold(ctx, pk); err == nil {
+			if cur.ok {
+				return cur.rec, nil
+			}
+			err = ErrNoHold
+		}
+	}
+	return HoldRecord{}, fmt.Errorf("quarantine: hold of group %q of %s: %w", group, queue, err)
+}
+
+func (s *DynamoStore) getHold(ctx context.Context, pk string) (storedHold, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            itemKey(pk, SortHold),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return storedHold{}, err
+	}
+	if len(out.Item) == 0 {
+		return storedHold{}, nil
+	}
+	return decodeHold(out.Item)
+}
+
+// Messages implements Store: a strongly consistent Query of the group's
+// partition above the sort key of after, filtered by status, page by page
+// until limit messages are found or the partition ends.
+func (s *DynamoStore) Messages(ctx context.Context, queue, group string, status Status, after string, limit int) ([]Parked, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) ([]Parked, error) {
+		return nil, fmt.Errorf("quarantine: messages of group %q of %s: %w", group, queue, err)
+	}
+	pk, err := partition(queue, group)
+	if err != nil {
+		return fail(err)
+	}
+	// The hold's sort key ("hold") sorts below MessagePrefix ("m#"), and
+	// nothing else is in the partition: every key above MessagePrefix+after
+	// is a message's whose sequence key is greater than after.
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk > :after"),
+		ExpressionAttributeNames: map[string]string{"#pk": KeyHold, "#sk": KeySort},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(pk), ":after": str(MessagePrefix + after),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	if status != "" {
+		in.FilterExpression = aws.String("#st = :st")
+		in.ExpressionAttributeNames["#st"] = attrStatus
+		in.ExpressionAttributeValues[":st"] = str(string(status))
+	}
+	var out []Parked
+	for {
+		if limit > 0 && status == "" {
+			in.Limit = aws.Int32(int32(min(limit-len(out), math.MaxInt32)))
+		}
+		page, err := s.api.Query(ctx, in)
+		if err != nil {
+			return fail(err)
+		}
+		for _, item := range page.Items {
+			if !strings.HasPrefix(sortKey(item), MessagePrefix) {
+				continue
+			}
+			p, err := decodeMessage(item)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, p)
+			if limit > 0 && len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// Holds implements Store: a Query of HeldIndex for the keys of the
+// queue's holds, then strongly consistent BatchGetItems of the holds
+// themselves (the index is eventually consistent: a hold released a moment
+// ago may still be in it, and is left out here).
+func (s *DynamoStore) Holds(ctx context.Context, queue string) ([]HoldRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if queue == "" {
+		return nil, nil // no hold has an empty queue: Park refuses one
+	}
+	fail := func(err error) ([]HoldRecord, error) {
+		return nil, fmt.Errorf("quarantine: holds of %s: %w", queue, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(HeldIndex),
+		KeyConditionExpression:    aws.String("#q = :q"),
+		ExpressionAttributeNames:  map[string]string{"#q": AttrHeldQueue},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":q": str(queue)},
+	}
+	var keys []map[string]types.AttributeValue
+	for {
+		page, err := s.api.Query(ctx, in)
+		if err != nil {
+			return fail(err)
+		}
+		for _, item := range page.Items {
+			keys = append(keys, map[string]types.AttributeValue{KeyHold: item[KeyHold], KeySort: item[KeySort]})
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	var out []HoldRecord
+	for chunk := range slices.Chunk(keys, maxBatchGet) {
+		got, err := s.batchGet(ctx, chunk)
+		if err != nil {
+			return fail(err)
+		}
+		for _, item := range got {
+			h, err := decodeHold(item)
+			if err != nil {
+				return fail(err)
+			}
+			if h.rec.State != StateReleased {
+				out = append(out, h.rec)
+			}
+		}
+	}
+	sortHolds(out)
+	return out, nil
+}
+
+// batchGet reads keys (at most 100) with one strongly consistent
+// BatchGetItem, and one more, after a backoff, for any keys left
+// unprocessed.
+func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	for round := 1; len(keys) > 0; round++ {
+		res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+		}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Responses[s.table]...)
+		keys = res.UnprocessedKeys[s.table].Keys
+		if len(keys) == 0 {
+			break
+		}
+		if round == maxRounds {
+			return nil, fmt.Errorf("%d keys still unprocessed after %d requests", len(keys), round)
+		}
+		if err := backoff.Sleep(ctx, backoff.Delay(retryBase, retryLimit, round)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// cancellation returns the reasons of a cancelled transaction of n actions.
+func cancellation(err error, n int) ([]types.CancellationReason, bool) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != n {
+		return nil, false
+	}
+	return tce.CancellationReasons, true
+}
+
+func conditionFailed(r types.CancellationReason) bool {
+	return aws.ToString(r.Code) == "ConditionalCheckFailed"
+}
+
+// retryable: the action met another transaction or a throttle; it may
+// succeed when tried again.
+func retryable(r types.CancellationReason) bool {
+	switch aws.ToString(r.Code) {
+	case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded":
+		return true
+	}
+	return false
+}
+
+// quiet: the action was not the cause of the cancellation.
+func quiet(r types.CancellationReason) bool {
+	c := aws.ToString(r.Code)
+	return c == "" || c == "None"
+}
+
+func (s *DynamoStore) write(ctx context.Context, tx []types.TransactWriteItem) error {
+	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+	return err
+}
+
+// sameHold reports whether a and b are the same record.
+func sameHold(a, b HoldRecord) bool {
+	ta, tb := [2]time.Time{a.HeldAt, a.UpdatedAt}, [2]time.Time{b.HeldAt, b.UpdatedAt}
+	a.HeldAt, a.UpdatedAt, b.HeldAt, b.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return a == b && ta[0].Equal(tb[0]) && ta[1].Equal(tb[1])
+}
+
+// holdFromItem decodes the hold a refused condition returned; known is
+// false when it returned none.
+func holdFromItem(item map[string]types.AttributeValue) (storedHold, bool, error) {
+	if len(item) == 0 {
+		return storedHold{}, false, nil
+	}
+	h, err := decodeHold(item)
+	return h, err == nil, err
+}
+
+// ---------------------------------------------------------------- items
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// millis is t as the table keeps it: whole milliseconds, in UTC.
+func millis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
+
+// expiry is the TTL of a tombstone last written at t.
+func expiry(t time.Time) int64 { return t.Add(TombstoneTTL).Unix() }
+
+func itemKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{KeyHold: str(pk), KeySort: str(sk)}
+}
+
+func sortKey(item map[string]types.AttributeValue) string {
+	sk, _ := item[KeySort].(*types.AttributeValueMemberS)
+	if sk == nil {
+		return ""
+	}
+	return sk.Value
+}
+
+func putStr(item map[string]types.AttributeValue, name, v string) {
+	if v != "" {
+		item[name] = str(v)
+	}
+}
+
+// holdItem is hold h's record at version.
+func holdItem(h *HoldRecord, version int64) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		KeyHold:       str(h.Queue + "#" + h.Group),
+		KeySort:       str(SortHold),
+		attrQueue:     str(h.Queue),
+		attrGroup:     str(h.Group),
+		attrState:     str(string(h.State)),
+		attrEpoch:     num(h.Epoch),
+		attrParked:    num(h.Parked),
+		attrVersion:   num(version),
+		AttrHeldAt:    num(h.HeldAt.UnixMilli()),
+		attrUpdatedAt: num(h.UpdatedAt.UnixMilli()),
+	}
+	putStr(item, attrCause, h.Cause)
+	putStr(item, attrFrom, h.From)
+	putStr(item, attrThrough, h.Through)
+	if h.State == StateReleased {
+		item[AttrExpiresAt] = num(expiry(h.UpdatedAt))
+	} else {
+		item[AttrHeldQueue] = str(h.Queue)
+	}
+	return item
+}
+
+func decodeHold(item map[string]types.AttributeValue) (storedHold, error) {
+	d := decoder{item: item}
+	h := storedHold{ok: true, rec: HoldRecord{
+		Queue:     d.str(attrQueue),
+		Group:     d.str(attrGroup),
+		State:     State(d.str(attrState)),
+		Epoch:     d.num(attrEpoch),
+		Parked:    d.num(attrParked),
+		Cause:     d.optStr(attrCause),
+		From:      d.optStr(attrFrom),
+		Through:   d.optStr(attrThrough),
+		HeldAt:    d.time(AttrHeldAt),
+		UpdatedAt: d.time(attrUpdatedAt),
+	}}
+	h.version = d.num(attrVersion)
+	switch h.rec.State {
+	case StateHeld, StateDraining, StateReleased:
+	default:
+		d.fail(fmt.Errorf("state %q", h.rec.State))
+	}
+	if d.err != nil {
+		return storedHold{}, fmt.Errorf("quarantine: hold record %q: %w", d.key(), d.err)
+	}
+	return h, nil
+}
+
+// messageItem is message p's item.
+func messageItem(p *Parked) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		KeyHold:          str(p.Queue + "#" + p.Group),
+		KeySort:          str(MessagePrefix + p.Sequence),
+		attrQueue:        str(p.Queue),
+		attrGroup:        str(p.Group),
+		attrStatus:       str(string(p.Status)),
+		attrBodySize:     num(p.BodySize),
+		attrReceiveCount: num(int64(p.ReceiveCount)),
+		attrParkedAt:     num(p.ParkedAt.UnixMilli()),
+		attrUpdatedAt:    num(p.UpdatedAt.UnixMilli()),
+	}
+	putStr(item, attrMessageID, p.MessageID)
+	putStr(item, attrBody, p.Body)
+	putStr(item, attrBodyKey, p.BodyKey)
+	putStr(item, attrBodyMD5, p.BodyMD5)
+	putStr(item, attrDedupID, p.DeduplicationID)
+	putStr(item, attrCause, p.Cause)
+	if len(p.Attributes) > 0 {
+		attrs := make(map[string]types.AttributeValue, len(p.Attributes))
+		for name, a := range p.Attributes {
+			v := map[string]types.AttributeValue{attrDataType: str(a.DataType)}
+			putStr(v, attrStringValue, a.StringValue)
+			if len(a.BinaryValue) > 0 {
+				v[attrBinaryValue] = &types.AttributeValueMemberB{Value: a.BinaryValue}
+			}
+			attrs[name] = &types.AttributeValueMemberM{Value: v}
+		}
+		item[attrAttributes] = &types.AttributeValueMemberM{Value: attrs}
+	}
+	if p.Status != StatusParked {
+		item[AttrExpiresAt] = num(expiry(p.UpdatedAt))
+	}
+	return item
+}
+
+func decodeMessage(item map[string]types.AttributeValue) (Parked, error) {
+	d := decoder{item: item}
+	sk := sortKey(item)
+	p := Parked{
+		Queue:           d.str(attrQueue),
+		Group:           d.str(attrGroup),
+		Sequence:        strings.TrimPrefix(sk, MessagePrefix),
+		MessageID:       d.optStr(attrMessageID),
+		Body:            d.optStr(attrBody),
+		BodyKey:         d.optStr(attrBodyKey),
+		BodyMD5:         d.optStr(attrBodyMD5),
+		BodySize:        d.num(attrBodySize),
+		DeduplicationID: d.optStr(attrDedupID),
+		ReceiveCount:    int(d.num(attrReceiveCount)),
+		Cause:           d.optStr(attrCause),
+		Status:          Status(d.str(attrStatus)),
+		ParkedAt:        d.time(attrParkedAt),
+		UpdatedAt:       d.time(attrUpdatedAt),
+	}
+	p.Attributes = d.attributes(attrAttributes)
+	switch p.Status {
+	case StatusParked, StatusDone, StatusDiscarded:
+	default:
+		d.fail(fmt.Errorf("status %q", p.Status))
+	}
+	if !strings.HasPrefix(sk, MessagePrefix) {
+		d.fail(fmt.Errorf("sort key %q is not a message's", sk))
+	}
+	if d.err != nil {
+		return Parked{}, fmt.Errorf("quarantine: message item %q %q: %w", d.key(), sk, d.err)
+	}
+	return p, nil
+}
+
+// decoder reads attributes, keeping the first error.
+type decoder struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) key() string {
+	pk, _ := d.item[KeyHold].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return ""
+	}
+	return pk.Value
+}
+
+func (d *decoder) optStr(name string) string {
+	switch v := d.item[name].(type) {
+	case nil:
+		return ""
+	case *types.AttributeValueMemberS:
+		return v.Value
+	default:
+		d.fail(fmt.Errorf("attribute %s is a %T, not a string", name, v))
+		return ""
+	}
+}
+
+func (d *decoder) str(name string) string {
+	if _, ok := d.item[name]; !ok {
+		d.fail(fmt.Errorf("attribute %s is missing", name))
+	}
+	return d.optStr(name)
+}
+
+func (d *decoder) num(name string) int64 {
+	v, ok := d.item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail(fmt.Errorf("attribute %s is missing or not a number", name))
+		return 0
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		d.fail(fmt.Errorf("attribute %s: %w", name, err))
+	}
+	return n
+}
+
+func (d *decoder) time(name string) time.Time {
+	return time.UnixMilli(d.num(name)).UTC()
+}
+
+func (d *decoder) attributes(name string) map[string]MessageAttribute {
+	raw, ok := d.item[name]
+	if !ok {
+		return nil
+	}
+	m, ok := raw.(*types.AttributeValueMemberM)
+	if !ok {
+		d.fail(fmt.Errorf("attribute %s is a %T, not a map", name, raw))
+		return nil
+	}
+	out := make(map[string]MessageAttribute, len(m.Value))
+	for attr, v := range m.Value {
+		fields, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			d.fail(fmt.Errorf("message attribute %s is a %T, not a map", attr, v))
+			return nil
+		}
+		f := decoder{item: fields.Value}
+		a := MessageAttribute{DataType: f.str(attrDataType), StringValue: f.optStr(attrStringValue)}
+		switch b := fields.Value[attrBinaryValue].(type) {
+		case nil:
+		case *types.AttributeValueMemberB:
+			a.BinaryValue = b.Value
+		default:
+			f.fail(fmt.Errorf("%s is a %T, not binary", attrBinaryValue, b))
+		}
+		if f.err != nil {
+			d.fail(fmt.Errorf("message attribute %s: %w", attr, f.err))
+			return nil
+		}
+		out[attr] = a
+	}
+	return out
+}

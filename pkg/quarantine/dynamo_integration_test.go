@@ -1,0 +1,414 @@
+//go:build integration
+
+package quarantine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
+)
+
+type dynamoBundle struct {
+	client  *dynamodb.Client
+	table   string
+	counter *testenv.Requests
+	faults  *testenv.LostResponses
+}
+
+// setupDynamo creates template.yaml's QuarantineTable (its keys, index and
+// TTL, as the local deployer reads them from the template), unique to the
+// test, and a client that counts requests and can lose responses.
+func setupDynamo(t *testing.T) *dynamoBundle {
+	t.Helper()
+	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
+	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}}
+	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install)
+		// DynamoDB Local sends no X-Amz-Crc32 with error responses.
+		o.DisableValidateResponseChecksum = true
+	})
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	table, ok := tpl.Resources["QuarantineTable"]
+	require.True(t, ok, "template.yaml declares no QuarantineTable")
+	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"QuarantineTable": table}}
+	clients := localdeploy.Clients{DynamoDB: b.client}
+	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "quarantine"), testenv.Config(t).Region, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	b.table = deployed.Resources["QuarantineTable"]
+	require.NotEmpty(t, b.table)
+
+	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
+	require.NoError(t, err)
+	require.Len(t, desc.Table.GlobalSecondaryIndexes, 1)
+	require.Equal(t, quarantine.HeldIndex, aws.ToString(desc.Table.GlobalSecondaryIndexes[0].IndexName))
+	ttl, err := b.client.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(b.table)})
+	require.NoError(t, err)
+	require.Equal(t, quarantine.AttrExpiresAt, aws.ToString(ttl.TimeToLiveDescription.AttributeName))
+	b.counter.Take()
+	return b
+}
+
+func TestDynamoStoreConformance(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	quarantinetest.Run(t, func(*testing.T) quarantine.Store { return quarantine.NewDynamoStore(b.client, b.table) })
+}
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+func seqKey(t *testing.T, n string) string {
+	t.Helper()
+	k, err := quarantine.SeqKey(n)
+	require.NoError(t, err)
+	return k
+}
+
+// rawItem reads an item as the table keeps it.
+func (b *dynamoBundle) rawItem(t *testing.T, pk, sk string) map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	out, err := b.client.GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(b.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{
+			quarantine.KeyHold: &ddbtypes.AttributeValueMemberS{Value: pk},
+			quarantine.KeySort: &ddbtypes.AttributeValueMemberS{Value: sk},
+		},
+	})
+	require.NoError(t, err)
+	return out.Item
+}
+
+func attrS(t *testing.T, item map[string]ddbtypes.AttributeValue, name string) (string, bool) {
+	t.Helper()
+	v, ok := item[name]
+	if !ok {
+		return "", false
+	}
+	s, ok := v.(*ddbtypes.AttributeValueMemberS)
+	require.True(t, ok, "%s is a %T", name, v)
+	return s.Value, true
+}
+
+func attrN(t *testing.T, item map[string]ddbtypes.AttributeValue, name string) (string, bool) {
+	t.Helper()
+	v, ok := item[name]
+	if !ok {
+		return "", false
+	}
+	n, ok := v.(*ddbtypes.AttributeValueMemberN)
+	require.True(t, ok, "%s is a %T", name, v)
+	return n.Value, true
+}
+
+// TestDynamoLayout checks the items as the package documentation and the
+// template describe them: keys, the sparse index attribute, and the TTL of
+// tombstones.
+func TestDynamoLayout(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	store := quarantine.NewDynamoStore(b.client, b.table)
+	ctx := t.Context()
+	queue := "layout-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	pk := queue + "#g#1"
+	one, two := seqKey(t, "1"), seqKey(t, "2")
+
+	_, err := store.Park(ctx, queue, "g#1", []quarantine.Parked{{Sequence: one, Body: "a"}, {Sequence: two, Body: "b"}}, true, "boom", t0)
+	require.NoError(t, err)
+	hold := b.rawItem(t, pk, quarantine.SortHold)
+	q, ok := attrS(t, hold, quarantine.AttrHeldQueue)
+	require.True(t, ok, "a held hold is in the held index")
+	require.Equal(t, queue, q)
+	at, ok := attrN(t, hold, quarantine.AttrHeldAt)
+	require.True(t, ok)
+	require.Equal(t, t0.UnixMilli(), mustInt(t, at))
+	_, ok = hold[quarantine.AttrExpiresAt]
+	require.False(t, ok, "a held hold does not expire")
+	msg := b.rawItem(t, pk, quarantine.MessagePrefix+one)
+	require.NotEmpty(t, msg)
+	_, ok = msg[quarantine.AttrExpiresAt]
+	require.False(t, ok, "a parked message does not expire")
+
+	_, err = store.BeginRedrive(ctx, queue, "g#1", t0.Add(time.Minute))
+	require.NoError(t, err)
+	done := t0.Add(2 * time.Minute)
+	_, err = store.Done(ctx, queue, "g#1", one, 1, done)
+	require.NoError(t, err)
+	exp, ok := attrN(t, b.rawItem(t, pk, quarantine.MessagePrefix+one), quarantine.AttrExpiresAt)
+	require.True(t, ok, "a message done is a tombstone with a TTL")
+	require.Equal(t, done.Add(quarantine.TombstoneTTL).Unix(), mustInt(t, exp))
+	_, ok = b.rawItem(t, pk, quarantine.SortHold)[quarantine.AttrHeldQueue]
+	require.True(t, ok, "a draining hold is in the held index")
+
+	released := t0.Add(3 * time.Minute)
+	h, err := store.Discard(ctx, queue, "g#1", two, released)
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateReleased, h.State)
+	hold = b.rawItem(t, pk, quarantine.SortHold)
+	_, ok = hold[quarantine.AttrHeldQueue]
+	require.False(t, ok, "a released hold leaves the held index")
+	exp, ok = attrN(t, hold, quarantine.AttrExpiresAt)
+	require.True(t, ok, "a released hold is a tombstone with a TTL")
+	require.Equal(t, released.Add(quarantine.TombstoneTTL).Unix(), mustInt(t, exp))
+	holds, err := store.Holds(ctx, queue)
+	require.NoError(t, err)
+	require.Empty(t, holds)
+
+	// Held anew: the TTL is gone again.
+	_, err = store.Park(ctx, queue, "g#1", nil, true, "again", released.Add(time.Minute))
+	require.NoError(t, err)
+	hold = b.rawItem(t, pk, quarantine.SortHold)
+	_, ok = hold[quarantine.AttrExpiresAt]
+	require.False(t, ok)
+	_, ok = hold[quarantine.AttrHeldQueue]
+	require.True(t, ok)
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	var n int64
+	for _, c := range s {
+		require.True(t, c >= '0' && c <= '9', "not a number: %q", s)
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// TestDynamoRequestCounts measures what each operation costs in requests.
+func TestDynamoRequestCounts(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	store := quarantine.NewDynamoStore(b.client, b.table)
+	ctx := t.Context()
+	queue := "counts-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	measure := func(op string, want map[string]int, call func() error) {
+		t.Helper()
+		b.counter.Take()
+		require.NoError(t, call(), op)
+		require.Equal(t, want, b.counter.Take(), op)
+	}
+	parked := []quarantine.Parked{{Sequence: seqKey(t, "1")}, {Sequence: seqKey(t, "2")}, {Sequence: seqKey(t, "3")}}
+	measure("park", map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}, func() error {
+		_, err := store.Park(ctx, queue, "g", parked, true, "boom", t0)
+		return err
+	})
+	measure("park again (nothing new)", map[string]int{"BatchGetItem": 1, "TransactWriteItems": 1}, func() error {
+		_, err := store.Park(ctx, queue, "g", parked, false, "", t0)
+		return err
+	})
+	measure("redrive", map[string]int{"GetItem": 1, "PutItem": 1}, func() error {
+		_, err := store.BeginRedrive(ctx, queue, "g", t0)
+		return err
+	})
+	measure("done", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, func() error {
+		_, err := store.Done(ctx, queue, "g", seqKey(t, "1"), 1, t0)
+		return err
+	})
+	measure("read", map[string]int{"BatchGetItem": 1}, func() error {
+		_, _, err := store.Read(ctx, queue, []string{"g"}, []quarantine.ItemKey{{Group: "g", Sequence: seqKey(t, "1")}})
+		return err
+	})
+	measure("holds", map[string]int{"Query": 1, "BatchGetItem": 1}, func() error {
+		_, err := store.Holds(ctx, queue)
+		return err
+	})
+	measure("refused done", map[string]int{"GetItem": 1}, func() error {
+		_, err := store.Done(ctx, queue, "g", seqKey(t, "2"), 7, t0)
+		if errors.Is(err, quarantine.ErrConflict) {
+			return nil
+		}
+		return err
+	})
+	measure("discard of the last", map[string]int{"GetItem": 2, "TransactWriteItems": 2}, func() error {
+		if _, err := store.Discard(ctx, queue, "g", seqKey(t, "2"), t0); err != nil {
+			return err
+		}
+		h, err := store.Discard(ctx, queue, "g", seqKey(t, "3"), t0)
+		if err == nil && h.State != quarantine.StateReleased {
+			return errors.New("not released")
+		}
+		return err
+	})
+}
+
+// TestDynamoLostResponsesAreRecognised applies each write, loses its
+// answer, and lets the SDK retry it: the write must count once and report
+// success, as the memory store does.
+func TestDynamoLostResponsesAreRecognised(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	store := quarantine.NewDynamoStore(b.client, b.table)
+	ctx := t.Context()
+	queue := "lost-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	one, two := seqKey(t, "1"), seqKey(t, "2")
+
+	lost := func(op, api string, call func() (quarantine.HoldRecord, error)) quarantine.HoldRecord {
+		t.Helper()
+		fired := b.faults.Fired()
+		b.counter.Take()
+		b.faults.Arm(api)
+		h, err := call()
+		require.NoError(t, err, "%s after a lost answer", op)
+		require.Equal(t, fired+1, b.faults.Fired(), "%s: the fault fired", op)
+		t.Logf("%s after a lost answer: requests %v", op, b.counter.Take())
+		got, err := store.Hold(ctx, queue, "g")
+		require.NoError(t, err)
+		require.Equal(t, got, h, op)
+		return h
+	}
+	h := lost("park", "TransactWriteItems", func() (quarantine.HoldRecord, error) {
+		return store.Park(ctx, queue, "g", []quarantine.Parked{{Sequence: one}, {Sequence: two}}, true, "boom", t0)
+	})
+	require.Equal(t, int64(2), h.Parked)
+	h = lost("redrive", "PutItem", func() (quarantine.HoldRecord, error) {
+		return store.BeginRedrive(ctx, queue, "g", t0.Add(time.Second))
+	})
+	require.Equal(t, int64(1), h.Epoch, "a redrive whose answer was lost raised the epoch once")
+	h = lost("done", "TransactWriteItems", func() (quarantine.HoldRecord, error) {
+		return store.Done(ctx, queue, "g", one, 1, t0.Add(2*time.Second))
+	})
+	require.Equal(t, int64(1), h.Parked)
+	h = lost("discard", "TransactWriteItems", func() (quarantine.HoldRecord, error) {
+		return store.Discard(ctx, queue, "g", two, t0.Add(3*time.Second))
+	})
+	require.Equal(t, quarantine.StateReleased, h.State)
+	require.Zero(t, h.Parked)
+}
+
+// replayAPI is the table's client, but the next TransactWriteItems it is
+// armed for is sent twice, the second time under a new client request
+// token and its answer the one returned: a retry DynamoDB does not take
+// for the first try (its token window of ten minutes is over), which the
+// store must still recognise as its own write.
+type replayAPI struct {
+	*dynamodb.Client
+	armed bool
+}
+
+func (r *replayAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if !r.armed {
+		return r.Client.TransactWriteItems(ctx, in, optFns...)
+	}
+	r.armed = false
+	if _, err := r.Client.TransactWriteItems(ctx, in, optFns...); err != nil {
+		return nil, err
+	}
+	again := *in
+	again.ClientRequestToken = nil // the SDK fills in a new one
+	return r.Client.TransactWriteItems(ctx, &again, optFns...)
+}
+
+func TestDynamoRetriesOutsideTheTokenWindowAreRecognised(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	api := &replayAPI{Client: b.client}
+	store := quarantine.NewDynamoStore(api, b.table)
+	ctx := t.Context()
+	queue := "replay-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	one, two := seqKey(t, "1"), seqKey(t, "2")
+	replayed := func(op string, call func() (quarantine.HoldRecord, error)) quarantine.HoldRecord {
+		t.Helper()
+		b.counter.Take()
+		api.armed = true
+		h, err := call()
+		require.NoError(t, err, "%s replayed", op)
+		require.False(t, api.armed)
+		require.Equal(t, 2, b.counter.Take()["TransactWriteItems"], "%s: the replay was recognised without another write", op)
+		got, err := store.Hold(ctx, queue, "g")
+		require.NoError(t, err)
+		require.Equal(t, got, h, op)
+		return h
+	}
+	h := replayed("park", func() (quarantine.HoldRecord, error) {
+		return store.Park(ctx, queue, "g", []quarantine.Parked{{Sequence: one}, {Sequence: two}}, true, "boom", t0)
+	})
+	require.Equal(t, int64(2), h.Parked)
+	_, err := store.BeginRedrive(ctx, queue, "g", t0.Add(time.Second))
+	require.NoError(t, err)
+	h = replayed("done", func() (quarantine.HoldRecord, error) {
+		return store.Done(ctx, queue, "g", one, 1, t0.Add(2*time.Second))
+	})
+	require.Equal(t, int64(1), h.Parked)
+	require.Equal(t, quarantine.StateDraining, h.State)
+	h = replayed("discard", func() (quarantine.HoldRecord, error) {
+		return store.Discard(ctx, queue, "g", two, t0.Add(3*time.Second))
+	})
+	require.Equal(t, quarantine.StateReleased, h.State)
+
+	// A replay that is not the store's own write is still refused: Done
+	// of a message an operator discarded in between.
+	_, err = store.Park(ctx, queue, "g", []quarantine.Parked{{Sequence: seqKey(t, "3")}}, true, "again", t0.Add(4*time.Second))
+	require.NoError(t, err)
+	_, err = store.BeginRedrive(ctx, queue, "g", t0.Add(5*time.Second))
+	require.NoError(t, err)
+	_, err = store.Discard(ctx, queue, "g", seqKey(t, "3"), t0.Add(6*time.Second))
+	require.NoError(t, err)
+	_, err = store.Done(ctx, queue, "g", seqKey(t, "3"), 2, t0.Add(6*time.Second))
+	require.ErrorIs(t, err, quarantine.ErrNoHold)
+}
+
+// TestS3Bodies keeps bodies in a bucket of the test's own on the local S3.
+func TestS3Bodies(t *testing.T) {
+	t.Parallel()
+	client := testenv.S3(t)
+	bucket := testenv.Name(t, "bodies")
+	in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
+	if region := testenv.Config(t).Region; region != "us-east-1" {
+		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(region)}
+	}
+	_, err := client.CreateBucket(t.Context(), in)
+	require.NoError(t, err)
+	var keys []string
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, k := range keys {
+			_, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
+			require.NoError(t, err)
+		}
+		_, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
+		require.NoError(t, err)
+	})
+	bodies := quarantine.NewS3Bodies(client, bucket)
+	ctx := t.Context()
+
+	key := quarantine.BodyKey("orders.fifo", "group/with spaces#1", seqKey(t, "42"))
+	body := strings.Repeat("héllo ✓ ", 40_000) // 400 KB, larger than a DynamoDB item
+	keys = append(keys, key)
+	require.NoError(t, bodies.PutBody(ctx, key, body))
+	got, err := bodies.GetBody(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, body, got)
+
+	// A second put of the key replaces it (an archive rewritten by a
+	// retried discard).
+	require.NoError(t, bodies.PutBody(ctx, key, "short"))
+	got, err = bodies.GetBody(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, "short", got)
+
+	empty := quarantine.ArchiveKey("orders.fifo", "g", seqKey(t, "7"))
+	keys = append(keys, empty)
+	require.NoError(t, bodies.PutBody(ctx, empty, ""))
+	got, err = bodies.GetBody(ctx, empty)
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	_, err = bodies.GetBody(ctx, "quarantine/nothing/here.body")
+	require.ErrorIs(t, err, quarantine.ErrNoBody)
+	require.Contains(t, err.Error(), "quarantine/nothing/here.body")
+}
