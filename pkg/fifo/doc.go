@@ -15,7 +15,7 @@
 //     (Lambda's has no monotonic reading), and the wall clock can step back.
 //   - A panic in a handler is a failure of that message, never a crash. So
 //     is a panic in code the processor calls for the message: the
-//     dead-letter client, the logger (even on the line of a message whose
+//     dead-letter client, the quarantine, the logger (even on the line of a message whose
 //     handler succeeded: the message is received again, which loses
 //     nothing), a method of the handler's error. A panic in the metrics
 //     hook, or in logging about the batch, is contained and changes no
@@ -48,4 +48,56 @@
 //     ARN, error and receive count are lost. On a standard dead-letter
 //     queue (only a standard source can have one) it carries no source
 //     identity at all.
+//
+// # Quarantine
+//
+// WithQuarantine replaces the dead-letter queue (the two exclude each
+// other) for a FIFO queue whose order must survive a message that cannot
+// be processed. Instead of failing until SQS moves it aside, or being
+// dead-lettered while the rest of its group moves on, such a message holds
+// its group: it is parked with every later message of the group, in order,
+// until an operator fixes the cause and redrives them. The Quarantine keeps
+// the holds and the parked messages; the processor asks and follows.
+//
+//   - Check is called once per batch, before any handler runs, with the
+//     batch's messages that have a group. It returns each group's hold and
+//     recognises redriven copies and messages to drop. If it fails, every
+//     message with a group is failed, to be received again. Messages
+//     without a group are never quarantined: Check does not see them, and
+//     a permanent error among them is an ordinary failure.
+//   - In a group that is not held, messages run as without a quarantine,
+//     until one returns a permanent error, or arrives with an
+//     ApproximateReceiveCount at or above the threshold (checked before it
+//     would run: it has been received that often without being deleted,
+//     whether it ran or was skipped). That message and the rest of
+//     its lane are parked in one Park call that holds the group, and
+//     acknowledged with the outcome Parked. A transient failure or a panic
+//     stays an ordinary failure: the message is received again.
+//   - In a held group, every ordinary message is parked, in one call,
+//     without running. In a draining group (a redrive under way), the copies of
+//     the current epoch run, in order, and an ordinary message is parked,
+//     each Park taking the messages up to the next copy that runs. A copy's
+//     success is recorded with Done, which returns the hold: once it is
+//     released, the lane's later messages run. A copy that fails
+//     permanently or reaches the threshold holds the group again with a
+//     Park of no messages (its parked message stays parked) and is Parked
+//     too; one that fails otherwise is received again.
+//   - A copy of another epoch, or one whose group is not draining, and a
+//     message Check says to drop are acknowledged without running, with
+//     the outcome Dropped.
+//   - A Park or Done that fails, panics or calls runtime.Goexit fails the
+//     messages it was called for (a copy whose success was not recorded
+//     runs again), and the rest of the lane is skipped. More generally,
+//     once a message of a lane fails or is skipped, nothing after it in
+//     the lane is parked, dropped or run: a message parked ahead of an
+//     earlier one that is received again could be redriven, and run,
+//     first. This holds for a stop (StopOnFirstFailure) and a deadline
+//     skip as for a failure. Parking a held group's lane starts no
+//     handler, so it goes on after a stop, or inside the deadline margin.
+//   - A parked message is acknowledged, not failed: under
+//     StopOnFirstFailure it stops nothing, and a failure to park it does.
+//     Logging, a message parked after its handler ran gets two lines: the
+//     handler's outcome (failed, with the error), then parked, with the
+//     cause as the reason. A message parked or dropped without running
+//     gets one line, with the reason.
 package fifo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -101,4 +102,37 @@ func ExamplePermanent() {
 	// Output:
 	// failures: 0
 	// dead-lettered cmd-42 in group job-42
+}
+
+// A command that can never succeed holds its job's group: it and the
+// commands behind it are parked, in order, and acknowledged, while the
+// other jobs go on. An operator fixes the cause and redrives them. (The
+// quarantine here is the tests' fake; pkg/quarantine keeps the holds in
+// DynamoDB.)
+func ExampleWithQuarantine() {
+	q := &fakeQuarantine{}
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		if msg.MessageId == "cmd-42" {
+			return fifo.Permanent(errors.New("malformed body"))
+		}
+		return nil
+	}, fifo.WithQuarantine(q, 3))
+	resp, err := p.Process(context.Background(), commands(
+		[2]string{"cmd-42", "job-42"},
+		[2]string{"cmd-43", "job-43"},
+		[2]string{"cmd-42b", "job-42"},
+	))
+	if err != nil {
+		fmt.Println("batch refused:", err)
+		return
+	}
+	fmt.Println("failures:", len(resp.BatchItemFailures))
+	for _, c := range q.Snapshot() {
+		if c.Method == "park" {
+			fmt.Printf("parked in %s: %s (hold: %v, cause: %v)\n", c.Group, strings.Join(c.IDs, ", "), c.Hold, c.Cause)
+		}
+	}
+	// Output:
+	// failures: 0
+	// parked in job-42: cmd-42, cmd-42b (hold: true, cause: permanent: malformed body)
 }

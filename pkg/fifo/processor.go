@@ -70,8 +70,10 @@ type result struct {
 	// noCause: dead-lettered without the DeadLetterAttribute, for want of
 	// room among the message's attributes.
 	noCause bool
-	// ran: the handler was called (a Parked message may have run first).
-	ran bool
+	// park: the handler failed permanently and the quarantine is to park
+	// the message (WithQuarantine). Until it is parked, or fails to be,
+	// its Failed outcome is not a failure of the batch: it stops nothing.
+	park bool
 	// note says why a message was dropped or parked without running.
 	note     string
 	err      error
@@ -264,7 +266,6 @@ func (b *batch) runMessage(i int) {
 	r := &b.results[i]
 	start := b.p.cfg.now()
 	r.wait = start.Sub(b.begin)
-	r.ran = true
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the message stays decided as a panic.
 	r.outcome, r.err = Panicked, &PanicError{Value: "handler called runtime.Goexit"}
@@ -296,6 +297,8 @@ func (b *batch) decide(i int, err error) {
 			r.outcome = Succeeded
 		case errors.As(err, &hp):
 			r.outcome = Panicked
+		case IsPermanent(err) && b.quarantined(i):
+			r.park = true // Failed until runQuarantinedLane parks it
 		case IsPermanent(err) && b.p.cfg.deadLetter != nil:
 			in = PanicInDeadLetter
 			// Decided as a panic until send returns: a Goexit in the
@@ -367,7 +370,8 @@ func receiveCount(msg *events.SQSMessage) int {
 
 // logOutcome logs message i's outcome. A started message that failed under
 // StopOnFirstFailure stops the batch first: whoever sees the log sees the
-// stop. A panic in the logger fails the message, as a handler's panic does
+// stop. A permanent failure the quarantine is to park is not a failure of
+// the batch: it stops it only if parking it fails. A panic in the logger fails the message, as a handler's panic does
 // (an acknowledged message becomes Panicked, and its lane fails with it),
 // and the failure is logged, with its stack, if the logger still works. A
 // runtime.Goexit in the logger fails the message too, without a log line:
@@ -389,7 +393,7 @@ func (b *batch) logOutcome(i int) {
 		}
 	}()
 	for again := false; ; again = true {
-		if b.p.cfg.stopOnFirst && r.outcome.Started() && !r.outcome.Acknowledged() {
+		if b.p.cfg.stopOnFirst && r.outcome.Started() && !r.outcome.Acknowledged() && !r.park {
 			b.stopped.Store(true)
 		}
 		pe := b.logMessage(i)

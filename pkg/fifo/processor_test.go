@@ -516,6 +516,7 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 		{fifo.WithConcurrency(3)},
 		{fifo.WithStopOnFirstFailure()},
 		{fifo.WithDeadLetterQueue(&fakeDLQ{}, "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo")},
+		{fifo.WithQuarantine(&fakeQuarantine{view: fifo.QuarantineView{Holds: map[string]fifo.Hold{"c": {State: fifo.Held}}}}, 3)},
 	} {
 		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
 			switch msg.MessageId {

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +38,23 @@ type modelMsg struct {
 	// logPanics: the logger panics on this message's line when it
 	// succeeded or was dead-lettered, which fails it.
 	logPanics bool
+
+	// Under a quarantine:
+	kind     msgKind
+	epoch    int64 // a copy's epoch
+	receives int   // its ApproximateReceiveCount
+	// What Done does for a copy: fail, or release the hold.
+	doneFails, doneReleases bool
 }
+
+// msgKind is what the quarantine's Check says a message is.
+type msgKind int
+
+const (
+	ordinary msgKind = iota
+	redriven         // a redriven copy (of epoch modelMsg.epoch)
+	toDrop           // a message Check says to drop
+)
 
 type modelRun struct {
 	msgs        []modelMsg
@@ -45,7 +63,13 @@ type modelRun struct {
 	dlq         bool // a dead-letter queue is configured
 	dlqFails    bool // its client returns an error
 	dlqPanics   bool // its client panics
+
+	quarantine bool                 // a quarantine is configured (never with a dead-letter queue)
+	holds      map[string]fifo.Hold // by group, what Check says
+	parkFails  map[string]bool      // by group: Park returns an error
 }
+
+const modelThreshold = 3 // the quarantine's threshold of receives
 
 // lanes returns the batch's lanes, each a list of message indexes in batch
 // order, in the order the processor takes them: batch order of their first
@@ -119,6 +143,21 @@ func drawRun(t *rapid.T) modelRun {
 	}
 	r.dlqPanics = !r.dlqFails && rapid.IntRange(0, 3).Draw(t, "dlqPanics") == 0
 	r.concurrency = rapid.IntRange(0, n).Draw(t, "concurrency")
+	r.quarantine = fifoQueue && rapid.Bool().Draw(t, "quarantine")
+	if r.quarantine {
+		groups = min(groups, 3) // longer lanes, which the holds change
+		r.dlq = false
+		r.holds, r.parkFails = map[string]fifo.Hold{}, map[string]bool{}
+		for g := range groups {
+			group := fmt.Sprintf("g%d", g)
+			r.holds[group] = fifo.Hold{
+				// Draining first: rapid favours the first values.
+				State: rapid.SampledFrom([]fifo.HoldState{fifo.Draining, fifo.NotHeld, fifo.Held}).Draw(t, "hold"),
+				Epoch: int64(rapid.IntRange(1, 2).Draw(t, "holdEpoch")),
+			}
+			r.parkFails[group] = rapid.IntRange(0, 5).Draw(t, "parkFails") == 5 // rapid favours small values
+		}
+	}
 	for i := range n {
 		m := modelMsg{
 			id:        fmt.Sprintf("m%02d", i),
@@ -132,6 +171,28 @@ func drawRun(t *rapid.T) modelRun {
 		if m.does > permanent {
 			m.does = succeed
 		}
+		m.receives = 1
+		if r.quarantine {
+			// Copies mostly where the group drains, so that they run.
+			draining := r.holds[m.group].State == fifo.Draining
+			switch k := rapid.IntRange(0, 5).Draw(t, "kind"); {
+			case k == 0 || k <= 2 && draining:
+				m.kind = redriven
+				m.epoch = r.holds[m.group].Epoch // mostly the hold's
+				if rapid.IntRange(0, 3).Draw(t, "otherEpoch") == 3 {
+					m.epoch = 3 - m.epoch
+				}
+				if rapid.Bool().Draw(t, "copySucceeds") {
+					m.does = succeed // what a redrive is for, mostly
+				}
+				m.doneFails = rapid.IntRange(0, 3).Draw(t, "doneFails") == 3
+				m.doneReleases = rapid.Bool().Draw(t, "doneReleases")
+			case k == 5:
+				m.kind = toDrop
+			}
+			// Mostly a first receive, sometimes at or past the threshold.
+			m.receives = max(1, rapid.IntRange(-3, modelThreshold+1).Draw(t, "receives"))
+		}
 		r.msgs = append(r.msgs, m)
 	}
 	return r
@@ -144,7 +205,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 		ev := events.SQSEvent{}
 		byID := map[string]modelMsg{}
 		for _, m := range r.msgs {
-			attrs := map[string]string{"ApproximateReceiveCount": "1"}
+			attrs := map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives)}
 			if m.group != "" {
 				attrs["MessageGroupId"] = m.group
 			}
@@ -172,9 +233,22 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 		for _, m := range r.msgs {
 			order.panicsFor[m.id] = m.logPanics
 		}
+		q := r.fakeQuarantine()
+		var forbidden []string // messages that started although their group's hold forbade it
 		h := func(ctx context.Context, msg events.SQSMessage) error {
 			m := byID[msg.MessageId]
 			lane := laneOfStd(m)
+			if r.quarantine {
+				hold := q.HoldOf(m.group)
+				mayRun := m.receives < modelThreshold &&
+					(m.kind == ordinary && hold.State == fifo.NotHeld ||
+						m.kind == redriven && hold.State == fifo.Draining && hold.Epoch == m.epoch)
+				if !mayRun {
+					mu.Lock()
+					forbidden = append(forbidden, fmt.Sprintf("%s (%+v, group %+v)", m.id, m, hold))
+					mu.Unlock()
+				}
+			}
 			mu.Lock()
 			started[m.id] = true
 			startOrder[lane] = append(startOrder[lane], m.id)
@@ -209,6 +283,9 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 		if r.dlq {
 			opts = append(opts, fifo.WithDeadLetterQueue(dlqMessages, dlqURL))
 		}
+		if r.quarantine {
+			opts = append(opts, fifo.WithQuarantine(q, modelThreshold))
+		}
 		resp, err := fifo.New(h, opts...).Process(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("Process: %v", err)
@@ -230,6 +307,13 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			if !slices.Equal(ids, want) {
 				t.Fatalf("lane %s started %v, want batch order %v", lane, ids, want)
 			}
+		}
+		if r.quarantine {
+			if len(forbidden) > 0 {
+				t.Fatalf("started while their group's hold forbade it: %v", forbidden)
+			}
+			r.checkQuarantined(t, q, started, resp)
+			return
 		}
 		wantFailed, wantStarted := r.expect(started)
 		if !maps.Equal(started, wantStarted) {
@@ -336,4 +420,123 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// fakeQuarantine is the quarantine the run drew: Check tells the drawn holds
+// and what the copies and the messages to drop are; Park fails for the
+// groups drawn so, Done for the copies drawn so, and a copy drawn to
+// release the hold releases it.
+func (r modelRun) fakeQuarantine() *fakeQuarantine {
+	q := &fakeQuarantine{
+		view:  fifo.QuarantineView{Holds: r.holds, Messages: map[string]fifo.Disposition{}},
+		after: map[string]fifo.Hold{},
+	}
+	doneFails := map[string]bool{}
+	for _, m := range r.msgs {
+		switch m.kind {
+		case redriven:
+			q.view.Messages[m.id] = fifo.Disposition{Copy: true, Epoch: m.epoch}
+			if m.doneReleases {
+				q.after[m.id] = fifo.Hold{}
+			}
+			doneFails[m.id] = m.doneFails
+		case toDrop:
+			q.view.Messages[m.id] = fifo.Disposition{Drop: true, Reason: "drawn"}
+		}
+	}
+	q.script = func(c qCall) error {
+		switch {
+		case c.Method == "park" && r.parkFails[c.Group]:
+			return errors.New("park fails")
+		case c.Method == "done" && doneFails[c.IDs[0]]:
+			return errors.New("done fails")
+		}
+		return nil
+	}
+	return q
+}
+
+// checkQuarantined checks a run under a quarantine. The reference model
+// does not follow holds; the invariants do: the fake checked the calls'
+// contract and lane order, the handler that nothing ran that its group's
+// hold forbade, and here, that acknowledged messages of a group are a
+// prefix of its lane (after a message that is received again nothing is
+// parked or dropped ahead of it), and that a message is acknowledged only
+// if it succeeded (a copy's success recorded with Done), was parked, or was
+// dropped.
+func (r modelRun) checkQuarantined(t *rapid.T, q *fakeQuarantine, started map[string]bool, resp events.SQSEventResponse) {
+	if v := q.Violations(); len(v) > 0 {
+		t.Fatalf("the processor broke the quarantine's contract: %v", v)
+	}
+	calls := q.Snapshot()
+	var all []string
+	for _, m := range r.msgs {
+		all = append(all, m.id)
+	}
+	if len(calls) == 0 || calls[0].String() != "check "+strings.Join(all, " ") {
+		t.Fatalf("the first call is not one check of the whole batch: %v", calls)
+	}
+	parked, reheld, doneOK, doneCalled := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, c := range calls[1:] {
+		ok := c.Ended && c.Err == nil
+		switch {
+		case c.Method == "park" && len(c.IDs) == 0:
+			reheld[c.Group] = reheld[c.Group] || ok
+		case c.Method == "park":
+			for _, id := range c.IDs {
+				parked[id] = ok
+			}
+		case c.Method == "done":
+			doneCalled[c.IDs[0]], doneOK[c.IDs[0]] = true, ok
+		default:
+			t.Fatalf("unexpected call %v", c)
+		}
+	}
+	reported := map[string]bool{}
+	for _, id := range failedIDs(resp) {
+		reported[id] = true
+	}
+	for _, lane := range r.lanes() {
+		var first string // the first message of the lane received again
+		for _, i := range lane {
+			m := r.msgs[i]
+			if first != "" && !reported[m.id] {
+				t.Fatalf("%s was acknowledged although %s, before it in its group, is received again", m.id, first)
+			}
+			if first == "" && reported[m.id] {
+				first = m.id
+			}
+		}
+	}
+	for _, m := range r.msgs {
+		acked, ran := !reported[m.id], started[m.id]
+		succeeded := ran && m.does == succeed && !m.logPanics
+		switch {
+		case parked[m.id] && (!acked || m.kind != ordinary):
+			t.Fatalf("%s (%+v) was parked, but acknowledged %v", m.id, m, acked)
+		case doneCalled[m.id] != (m.kind == redriven && succeeded):
+			t.Fatalf("%s (%+v, ran %v): Done called %v", m.id, m, ran, doneCalled[m.id])
+		case succeeded && m.kind == ordinary && !acked:
+			t.Fatalf("%s succeeded but is received again", m.id)
+		case succeeded && m.kind == redriven && acked != doneOK[m.id]:
+			t.Fatalf("copy %s succeeded; Done ok %v, acknowledged %v", m.id, doneOK[m.id], acked)
+		case ran && m.does == permanent && !r.parkFails[m.group] && !acked:
+			t.Fatalf("%s failed permanently and could be parked, but is received again", m.id)
+		}
+		if !acked {
+			continue
+		}
+		var why bool
+		switch {
+		case ran && m.kind == ordinary:
+			why = succeeded || m.does == permanent && parked[m.id]
+		case ran:
+			why = succeeded && doneOK[m.id] || m.does == permanent && reheld[m.group]
+		default:
+			why = parked[m.id] || m.kind != ordinary // parked, or dropped
+		}
+		if !why {
+			t.Fatalf("%s (%+v, ran %v) was acknowledged, but neither succeeded, nor was parked or dropped", m.id, m, ran)
+		}
+	}
 }

@@ -144,7 +144,9 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 	}
 	var view QuarantineView
 	var err error
-	if pe := contained(PanicInQuarantine, func() { view, err = q.q.Check(ctx, msgs) }); pe != nil {
+	// On Process's own goroutine: guarded, so that a runtime.Goexit in
+	// Check cannot end Process without a response.
+	if pe := guarded(PanicInQuarantine, func() { view, err = q.q.Check(ctx, msgs) }); pe != nil {
 		err = pe
 	}
 	if err != nil {
@@ -154,10 +156,9 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 	b.held = view
 }
 
-// quarantined reports whether the lane that starts at head runs under the
-// quarantine.
-func (b *batch) quarantined(head int) bool {
-	return b.p.cfg.quarantine != nil && b.records[head].Attributes[groupAttribute] != ""
+// quarantined reports whether message i's lane runs under the quarantine.
+func (b *batch) quarantined(i int) bool {
+	return b.p.cfg.quarantine != nil && b.records[i].Attributes[groupAttribute] != ""
 }
 
 // runQuarantinedLane runs a group's lane under its hold, following the
@@ -193,6 +194,7 @@ func (b *batch) runQuarantinedLane(head int) {
 			r.note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
 		case !runnable && hold.State != NotHeld:
 			hold, rest = b.park(i, group, hold, nil, false)
+			continue // park logged it
 		case receiveCount(msg) >= threshold:
 			cause := fmt.Errorf("%w (%d receives, threshold %d)", ErrQuarantineThreshold, receiveCount(msg), threshold)
 			if runnable {
@@ -200,8 +202,12 @@ func (b *batch) runQuarantinedLane(head int) {
 			} else {
 				hold, rest = b.park(i, group, hold, cause, true)
 			}
+			continue // park or rehold logged it
 		case b.p.cfg.stopOnFirst && b.stopped.Load():
-			r.outcome = SkippedStopped
+			// The rest of the lane is skipped too, parked messages
+			// included: a message parked while an earlier one of its
+			// group is received again could be redriven, and run, first.
+			r.outcome, rest = SkippedStopped, SkippedStopped
 		case !b.timeToStart():
 			r.outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
@@ -209,19 +215,37 @@ func (b *batch) runQuarantinedLane(head int) {
 			switch {
 			case r.outcome == Succeeded && runnable:
 				hold, rest = b.done(i, group, hold)
-			case r.outcome == Failed && IsPermanent(r.err) && runnable:
+			case r.outcome == Failed && r.park && runnable:
 				hold, rest = b.rehold(i, group, hold, r.err)
-			case r.outcome == Failed && IsPermanent(r.err):
+			case r.outcome == Failed && r.park:
 				hold, rest = b.park(i, group, hold, r.err, true)
 			case !r.outcome.Acknowledged():
 				rest = SkippedAfterFailure
 			}
 			continue // runMessage logged it, and so did park
 		}
-		if !r.ran {
-			b.logOutcome(i)
-		}
+		b.logOutcome(i) // decided without running
 	}
+}
+
+// callQuarantine calls f, which calls a method of the Quarantine on a lane,
+// and returns its error, or a panic in it as a *PanicError. If f ends the
+// goroutine with runtime.Goexit, failed is called first with that as the
+// error, to decide the messages of the call as failed (a copy whose Done
+// never returned must not be acknowledged); the worker is then replaced
+// (see work) and the rest of the lane is skipped.
+func callQuarantine(f func() error, failed func(error)) (err error) {
+	exited := true
+	defer func() {
+		if exited {
+			failed(&PanicError{In: PanicInQuarantine, Value: "called runtime.Goexit"})
+		}
+	}()
+	if pe := contained(PanicInQuarantine, func() { err = f() }); pe != nil {
+		err = pe
+	}
+	exited = false
+	return err
 }
 
 // park parks message i and the messages after it in its lane that cannot
@@ -247,25 +271,29 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 		idx = append(idx, j)
 		msgs = append(msgs, &b.records[j])
 	}
-	var got Hold
-	var err error
-	if pe := contained(PanicInQuarantine, func() { got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, msgs, cause, holdIt) }); pe != nil {
-		err = pe
-	}
-	for _, j := range idx {
-		r := &b.results[j]
-		if err != nil {
-			r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: park: %w", err))
-		} else {
-			r.outcome = Parked
-			if j == i && cause != nil {
-				r.note = cause.Error()
+	settle := func(err error) {
+		for _, j := range idx {
+			r := &b.results[j]
+			r.park = false
+			if err != nil {
+				r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: park: %w", err))
 			} else {
-				r.note = "its group is " + after.State.String()
+				r.outcome = Parked
+				if j == i && cause != nil {
+					r.note = cause.Error()
+				} else {
+					r.note = "its group is " + after.State.String()
+				}
 			}
+			b.logOutcome(j) // for a message that ran, a second line: its parking
 		}
-		b.logOutcome(j) // for a message that ran, a second line: its parking
 	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, msgs, cause, holdIt)
+		return err
+	}, settle)
+	settle(err)
 	if err != nil {
 		return hold, SkippedAfterFailure
 	}
@@ -276,19 +304,20 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 // again or reached the threshold: its parked message stays parked.
 func (b *batch) rehold(i int, group string, hold Hold, cause error) (Hold, Outcome) {
 	r := &b.results[i]
-	var got Hold
-	var err error
-	if pe := contained(PanicInQuarantine, func() {
-		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, nil, cause, true)
-	}); pe != nil {
-		err = pe
-	}
-	if err != nil {
-		r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: re-hold: %w", err))
+	failed := func(err error) {
+		r.outcome, r.park, r.err = Failed, false, errors.Join(r.err, fmt.Errorf("fifo: re-hold: %w", err))
 		b.logOutcome(i)
+	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, nil, cause, true)
+		return err
+	}, failed)
+	if err != nil {
+		failed(err)
 		return hold, SkippedAfterFailure
 	}
-	r.outcome, r.note = Parked, "redriven copy failed again: "+cause.Error()
+	r.outcome, r.park, r.note = Parked, false, "redriven copy failed again: "+cause.Error()
 	b.logOutcome(i)
 	return got, pending
 }
@@ -298,14 +327,17 @@ func (b *batch) rehold(i int, group string, hold Hold, cause error) (Hold, Outco
 // must not stay parked after it ran, nor run after a later message.
 func (b *batch) done(i int, group string, hold Hold) (Hold, Outcome) {
 	r := &b.results[i]
-	var got Hold
-	var err error
-	if pe := contained(PanicInQuarantine, func() { got, err = b.p.cfg.quarantine.q.Done(b.handlerCx, group, &b.records[i]) }); pe != nil {
-		err = pe
-	}
-	if err != nil {
+	failed := func(err error) {
 		r.outcome, r.err = Failed, fmt.Errorf("fifo: the redriven copy ran, but recording it failed: %w", err)
 		b.logOutcome(i)
+	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.quarantine.q.Done(b.handlerCx, group, &b.records[i])
+		return err
+	}, failed)
+	if err != nil {
+		failed(err)
 		return hold, SkippedAfterFailure
 	}
 	return got, pending
