@@ -1,5 +1,5 @@
 // Command fifoworker is the developer and operator CLI: the local AWS stack,
-// the demo, and (as they land) job inspection, DLQ redrive and sweeping.
+// the demo, and the operator's commands: jobs, quarantine and sweep.
 package main
 
 import (
@@ -12,9 +12,19 @@ import (
 const usage = `usage: fifoworker <command>
 
 commands:
-  demo    run the whole pipeline on sample jobs on the local AWS stack
-  local   the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)
-  help    show this text
+  demo        run the whole pipeline on sample jobs on the local AWS stack
+  local       the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)
+  help        show this text
+
+operator's commands, for a local stack or a deployment (fifoworker <command> help):
+  jobs        get, list and cancel jobs
+  quarantine  the groups held on a queue: list, show, redrive, discard
+  sweep       one run of the sweeper (--dry-run: report, change nothing)
+
+  They use the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
+  AWS_ENDPOINT_URL for a local stack) and find the tables, queues and bucket
+  in flags or in the FIFOWORKER_* variables that "fifoworker local deploy"
+  prints (for a deployment, export them from the stack's outputs).
 `
 
 func main() {
@@ -22,6 +32,12 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(args, defaultOpsEnv(), stdout, stderr)
+}
+
+// runWith is run with the operator's commands finding their resources in
+// env (the tests give their own).
+func runWith(args []string, env opsEnv, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -31,6 +47,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(context.Background(), args[1:], stdout, stderr)
 	case "local":
 		return local(context.Background(), args[1:], stdout, stderr)
+	case "jobs":
+		return jobsCmd(context.Background(), args[1:], env, stdout, stderr)
+	case "quarantine":
+		return quarantineCmd(context.Background(), args[1:], env, stdout, stderr)
+	case "sweep":
+		return sweepCmd(context.Background(), args[1:], env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
