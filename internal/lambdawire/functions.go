@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/outbox"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/worker"
 	"github.com/fifoworker/fifoworker/pkg/worker/articles"
 )
@@ -98,15 +99,16 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 }
 
 // Projector consumes the events queue into job views and tenant totals
-// (pkg/projection), one lane per job (pkg/fifo). Settings: VIEWS_TABLE,
-// TOTALS_TABLE, JOBS_TABLE (recovery reads it), EVENTS_DLQ_URL (optional:
-// where a malformed event goes), RECOVER_AFTER_RECEIVES (default 3).
+// (pkg/projection), one lane per job (pkg/fifo), under the events queue's
+// quarantine. Settings: VIEWS_TABLE, TOTALS_TABLE, JOBS_TABLE (recovery
+// reads it), RECOVER_AFTER_RECEIVES (default 3), and the quarantine's (see
+// quarantined).
 func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	views := env.String("VIEWS_TABLE")
 	totals := env.String("TOTALS_TABLE")
 	jobsTable := env.String("JOBS_TABLE")
-	deadLetters := env.StringOr("EVENTS_DLQ_URL", "")
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
+	q := quarantined(env, cfg, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -117,26 +119,25 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 		projection.WithLogger(log),
 		projection.WithRecoverAfter(recoverAfter),
 	)
-	opts := []fifo.Option{fifo.WithLogger(log)}
-	if deadLetters != "" {
-		// Only a malformed body is permanent; without a DLQ it is retried
-		// until the queue's redrive policy moves it.
-		opts = append(opts, fifo.WithDeadLetterQueue(sqs.NewFromConfig(cfg), deadLetters))
-	}
-	return fifo.New(projector.Handle, opts...).Process, nil
+	// A malformed event, or one recovery cannot settle, holds its job's
+	// group: the job's later events wait, parked in order, for an operator.
+	return fifo.New(projector.Handle, append(q, fifo.WithLogger(log))...).Process, nil
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
 // by the articles export and accepted (pkg/worker), one lane per job
-// (pkg/fifo). Settings: JOBS_TABLE, ARTICLES_TABLE, CANDIDATES_BUCKET,
-// COMMANDS_DLQ_URL (where a malformed command goes), MAX_GENERATIONS
-// (default 3, at most the commands queue's maxReceiveCount - 1).
+// (pkg/fifo), under the commands queue's quarantine. Settings: JOBS_TABLE,
+// ARTICLES_TABLE, CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, at most
+// the commands queue's maxReceiveCount - 1), and the quarantine's (see
+// quarantined).
 func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	jobsTable := env.String("JOBS_TABLE")
 	articlesTable := env.String("ARTICLES_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
-	dlqURL := env.String("COMMANDS_DLQ_URL")
 	maxGenerations := env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4)
+	// A command's receives up to MaxGenerations + 1 are takeovers the
+	// recovery policy decides on; the quarantine must not take them.
+	q := quarantined(env, cfg, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -148,8 +149,26 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Task:       articles.NewExport(ddb, articlesTable),
 		Logger:     log,
 	})
-	return fifo.New(w.Handle,
-		fifo.WithDeadLetterQueue(sqs.NewFromConfig(cfg), dlqURL),
-		fifo.WithLogger(log),
-	).Process, nil
+	return fifo.New(w.Handle, append(q, fifo.WithLogger(log))...).Process, nil
+}
+
+// quarantined returns the options that put a consumer under its queue's
+// quarantine (pkg/quarantine): QUARANTINE_TABLE, the queue's ARN in
+// arnVar, QUARANTINE_BUCKET (large bodies, under quarantine/) and
+// QUARANTINE_AFTER_RECEIVES, the receive count at which a message is parked
+// before it runs: at least least, and below the queue's maxReceiveCount
+// (the template test checks both). Parked and dropped messages are counted
+// in EMF records of the function's log.
+func quarantined(env *Env, cfg aws.Config, log *slog.Logger, arnVar string, least int) []fifo.Option {
+	table := env.String("QUARANTINE_TABLE")
+	queueARN := env.String(arnVar)
+	bucket := env.String("QUARANTINE_BUCKET")
+	after := env.Int("QUARANTINE_AFTER_RECEIVES", least, least, 1000)
+	queue, err := quarantine.QueueName(queueARN)
+	if table == "" || queueARN == "" || err != nil {
+		return nil // env.Err reports it
+	}
+	q := quarantine.New(quarantine.NewDynamoStore(dynamodb.NewFromConfig(cfg), table), queueARN,
+		quarantine.WithBodyStore(quarantine.NewS3Bodies(S3(cfg), bucket), 0))
+	return []fifo.Option{fifo.WithQuarantine(q, after), fifo.WithMetrics(quarantine.LoggedBatchMetrics(log, queue))}
 }

@@ -1,8 +1,10 @@
 package quarantine
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -43,6 +45,26 @@ func BatchMetrics(w io.Writer, queue string) func(fifo.BatchMetrics) {
 	}
 }
 
+// LoggedBatchMetrics is BatchMetrics written through log: each line is a
+// JSON log record (a Lambda function's slog.JSONHandler on stdout) whose
+// top-level _aws, Queue and metric fields make it an EMF document.
+func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) {
+	return func(m fifo.BatchMetrics) {
+		parked, dropped := m.Count(fifo.Parked), m.Count(fifo.Dropped)
+		if parked == 0 && dropped == 0 {
+			return
+		}
+		values := map[string]int{MetricParked: parked, MetricDropped: dropped}
+		attrs := []slog.Attr{slog.Any("_aws", emfDirective(values, time.Now())), slog.String("Queue", queue)}
+		for _, name := range metricNames {
+			if v, ok := values[name]; ok {
+				attrs = append(attrs, slog.Int(name, v))
+			}
+		}
+		log.LogAttrs(context.Background(), slog.LevelInfo, "quarantine: metrics", attrs...)
+	}
+}
+
 // HeldGroups writes the number of held groups of queue as one EMF line.
 func HeldGroups(w io.Writer, queue string, held int, now time.Time) error {
 	return writeEMF(w, queue, map[string]int{MetricHeldGroups: held}, now)
@@ -53,20 +75,28 @@ type emfMetric struct {
 	Unit string `json:"Unit"`
 }
 
-func writeEMF(w io.Writer, queue string, values map[string]int, now time.Time) error {
-	doc := map[string]any{"Queue": queue}
+var metricNames = []string{MetricParked, MetricDropped, MetricHeldGroups}
+
+// emfDirective is the _aws member of an EMF document carrying values.
+func emfDirective(values map[string]int, now time.Time) map[string]any {
 	metrics := make([]emfMetric, 0, len(values))
-	for _, name := range []string{MetricParked, MetricDropped, MetricHeldGroups} {
-		if v, ok := values[name]; ok {
+	for _, name := range metricNames {
+		if _, ok := values[name]; ok {
 			metrics = append(metrics, emfMetric{Name: name, Unit: "Count"})
-			doc[name] = v
 		}
 	}
-	doc["_aws"] = map[string]any{
+	return map[string]any{
 		"Timestamp": now.UnixMilli(),
 		"CloudWatchMetrics": []any{map[string]any{
 			"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Queue"}}, "Metrics": metrics,
 		}},
+	}
+}
+
+func writeEMF(w io.Writer, queue string, values map[string]int, now time.Time) error {
+	doc := map[string]any{"Queue": queue, "_aws": emfDirective(values, now)}
+	for name, v := range values {
+		doc[name] = v
 	}
 	line, err := json.Marshal(doc)
 	if err != nil {

@@ -3,6 +3,7 @@ package quarantine_test
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -42,6 +43,24 @@ func TestBatchMetricsWritesOneEMFLineOnlyWhenSomethingWasParkedOrDropped(t *test
 	require.Equal(t, quarantine.MetricsNamespace, d.Namespace)
 	require.Equal(t, [][]string{{"Queue"}}, d.Dimensions)
 	require.ElementsMatch(t, []struct{ Name, Unit string }{{"MessagesParked", "Count"}, {"MessagesDropped", "Count"}}, d.Metrics)
+}
+
+func TestLoggedBatchMetricsIsAnEMFDocumentInAJSONLogRecord(t *testing.T) {
+	var buf bytes.Buffer
+	hook := quarantine.LoggedBatchMetrics(slog.New(slog.NewJSONHandler(&buf, nil)), "events.fifo")
+	hook(fifo.BatchMetrics{Messages: []fifo.MessageMetrics{{Outcome: fifo.Succeeded}}})
+	require.Empty(t, buf.String())
+	hook(fifo.BatchMetrics{Messages: []fifo.MessageMetrics{{Outcome: fifo.Parked}}})
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc), buf.String())
+	require.Equal(t, "events.fifo", doc["Queue"])
+	require.EqualValues(t, 1, doc["MessagesParked"])
+	require.EqualValues(t, 0, doc["MessagesDropped"])
+	directive, ok := doc["_aws"].(map[string]any)
+	require.True(t, ok, "a top-level _aws directive: %s", buf.String())
+	cw := directive["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	require.Equal(t, quarantine.MetricsNamespace, cw["Namespace"])
+	require.Len(t, cw["Metrics"], 2)
 }
 
 func TestHeldGroupsIsAGauge(t *testing.T) {
