@@ -62,6 +62,10 @@ type Summary struct {
 	ViewMismatches       int     `json:"view_mismatches"`
 	TotalMismatches      int     `json:"total_mismatches"`
 	ResultMismatches     int     `json:"result_mismatches"`
+	GroupsHeld           int     `json:"groups_held"`
+	Parked               int     `json:"parked"`
+	Redriven             int     `json:"redriven"`
+	OrderKept            bool    `json:"order_kept"`
 	Lost                 int     `json:"lost"`
 	ElapsedS             float64 `json:"elapsed_s"`
 	JobsPerS             float64 `json:"jobs_per_s"`
@@ -250,6 +254,9 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	}
 	d.say("event source mappings started: Jobs stream → relay → commands.fifo → worker; events.fifo → projector")
 	d.p.Run(ctx)
+	if err := d.poison(ctx, articles); err != nil {
+		return d.sum, err
+	}
 	if err := d.waitFinal(ctx, exampleJob); err != nil {
 		return d.sum, err
 	}
@@ -264,7 +271,8 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	d.sum.OK = d.sum.ViewMismatches == 0 && d.sum.TotalMismatches == 0 && d.sum.ResultMismatches == 0 && d.sum.Lost == 0 &&
 		d.sum.FailedUnexpectedly == 0 && d.sum.Completed > 0 &&
 		d.sum.StaleAcceptsRejected == 1 && d.sum.OrphansSwept >= 1 && d.sum.DuplicateIntents == 1 && d.sum.Cancelled == 1 &&
-		d.sum.Completed+d.sum.Failed+d.sum.Cancelled == d.sum.Jobs
+		d.sum.Completed+d.sum.Failed+d.sum.Cancelled == d.sum.Jobs &&
+		d.sum.GroupsHeld == 1 && d.sum.Parked == 3 && d.sum.Redriven == 3 && d.sum.OrderKept
 	return d.sum, nil
 }
 

@@ -50,8 +50,23 @@ func Main[E, R any](build Builder[E, R]) {
 // S3 returns an S3 client; with an endpoint override (a local emulator on
 // 127.0.0.1, which has no virtual-host names) it addresses buckets by path.
 func S3(cfg aws.Config) *s3.Client {
-	local := os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	local := localEndpoint("S3")
 	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
+}
+
+// DynamoDB returns a DynamoDB client. With an endpoint override (DynamoDB
+// Local) it does not check responses' CRC32: DynamoDB Local's error
+// responses carry none, and the SDK would warn of each conditional write
+// refused.
+func DynamoDB(cfg aws.Config) *dynamodb.Client {
+	local := localEndpoint("DYNAMODB")
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
+}
+
+// localEndpoint reports whether the service's endpoint is overridden: a
+// local emulator.
+func localEndpoint(service string) bool {
+	return os.Getenv("AWS_ENDPOINT_URL_"+service) != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 }
 
 // Intake is the jobs API (pkg/intake). Settings: JOBS_TABLE,
@@ -70,7 +85,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		return nil, err
 	}
 	h, err := intake.New(intake.Config{
-		Store:        jobs.NewDynamoStore(dynamodb.NewFromConfig(cfg), table),
+		Store:        jobs.NewDynamoStore(DynamoDB(cfg), table),
 		Presigner:    presigner,
 		TenantClaim:  claim,
 		ResultURLTTL: ttl,
@@ -112,7 +127,7 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	db := dynamodb.NewFromConfig(cfg)
+	db := DynamoDB(cfg)
 	projector := projection.NewProjector(
 		projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
 		jobs.NewDynamoStore(db, jobsTable),
@@ -141,7 +156,7 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := DynamoDB(cfg)
 	w := worker.New(worker.Config{
 		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
@@ -168,7 +183,7 @@ func quarantined(env *Env, cfg aws.Config, log *slog.Logger, arnVar string, leas
 	if table == "" || queueARN == "" || err != nil {
 		return nil // env.Err reports it
 	}
-	q := quarantine.New(quarantine.NewDynamoStore(dynamodb.NewFromConfig(cfg), table), queueARN,
+	q := quarantine.New(quarantine.NewDynamoStore(DynamoDB(cfg), table), queueARN,
 		quarantine.WithBodyStore(quarantine.NewS3Bodies(S3(cfg), bucket), 0))
 	return []fifo.Option{fifo.WithQuarantine(q, after), fifo.WithMetrics(quarantine.LoggedBatchMetrics(log, queue))}
 }

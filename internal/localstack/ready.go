@@ -127,7 +127,11 @@ func (s *State) SQSClient() *sqs.Client {
 
 // DynamoDBClient returns a DynamoDB client for the stack.
 func (s *State) DynamoDBClient() *dynamodb.Client {
-	return dynamodb.NewFromConfig(s.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(s.endpointFor("dynamodb")) })
+	return dynamodb.NewFromConfig(s.Config(), func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(s.endpointFor("dynamodb"))
+		// DynamoDB Local sends no X-Amz-Crc32 with error responses.
+		o.DisableValidateResponseChecksum = true
+	})
 }
 
 // S3Client returns a path-style S3 client for the stack.
