@@ -55,7 +55,7 @@ func TestDeployRepositoryTemplateTwice(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive))
 	require.Equal(t, first.Attributes["CommandsDLQ"]["Arn"], redrive.DeadLetterTargetArn)
-	require.Equal(t, "5", fmt.Sprint(redrive.MaxReceiveCount), "a number or a string, as SQS allows")
+	require.Equal(t, "8", fmt.Sprint(redrive.MaxReceiveCount), "template.yaml's, as a number or a string, as SQS allows")
 	require.Contains(t, first.Outputs["CommandsDLQUrl"], stack+"-commands-dlq.fifo")
 
 	// Table: key, stream, TTL.
