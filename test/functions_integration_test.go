@@ -65,7 +65,14 @@ func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 		p, err := pipeline.Build(t.Context(), pipeline.Config{
 			Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),
 			Mode: pipeline.UnderRIE, RIE: state.RIE, Bootstraps: bootstraps, LogDir: logs,
-			Settings: map[string]map[string]string{"intake": {"TENANT_CLAIM": "tenant"}},
+			// The SQS samples come from the queues of a stack named
+			// fifoworker in eu-west-1: the consumers' quarantines are
+			// told so, as `sam local invoke --env-vars` would.
+			Settings: map[string]map[string]string{
+				"intake":    {"TENANT_CLAIM": "tenant"},
+				"worker":    {"COMMANDS_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:fifoworker-commands.fifo"},
+				"projector": {"EVENTS_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:fifoworker-events.fifo"},
+			},
 		})
 		require.NoError(t, err)
 		return p, logs
