@@ -57,6 +57,12 @@
 //     its id), and a final job's does not: the table's sparse "live" index
 //     (live_shard, updated_at) holds exactly the live jobs, which Lister
 //     lists oldest first for the sweeper.
+//   - The transition that makes a job final also writes finished_shard
+//     (LiveShard of its id) and finished_key (FinishedKey: the time of that
+//     transition, then the id), which nothing changes afterwards: the
+//     table's sparse "finished" index holds exactly the final jobs, which
+//     FinishedLister lists in key order from a cursor, for the sweeper's
+//     check that each one's projection caught up.
 //   - Create is idempotent per (tenant, intent): one job and one command per
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.

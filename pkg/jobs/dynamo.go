@@ -371,8 +371,11 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	}
 	update := "SET " + strings.Join(sets, ", ")
 	if st.patch.status.Final() {
-		// Out of the live index: it lists only live jobs.
-		update += " REMOVE " + e.name(attrLiveShard)
+		// Into the finished index, at the time of this transition, and out
+		// of the live index: it lists only live jobs.
+		update += ", " + e.name(attrFinishedShard) + " = " + e.value(str(LiveShard(id))) +
+			", " + e.name(attrFinishedKey) + " = " + e.value(str(FinishedKey(id, st.patch.updatedAt))) +
+			" REMOVE " + e.name(attrLiveShard)
 	} else {
 		// Written at creation already; set again so that an item written
 		// before the index existed joins it at its next transition.

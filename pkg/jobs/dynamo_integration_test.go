@@ -31,8 +31,8 @@ type dynamoBundle struct {
 	faults  *testenv.LostResponses
 }
 
-// setupDynamo creates template.yaml's JobsTable (its key, stream, TTL and
-// live index, as the local deployer reads them from the template), unique
+// setupDynamo creates template.yaml's JobsTable (its key, stream, TTL, live
+// and finished indexes, as the local deployer reads them from the template), unique
 // to the test, and a client that counts requests and can lose responses.
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
@@ -57,8 +57,11 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 	require.NotEmpty(t, b.table)
 	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
-	require.Len(t, desc.Table.GlobalSecondaryIndexes, 1)
-	require.Equal(t, jobs.LiveIndex, aws.ToString(desc.Table.GlobalSecondaryIndexes[0].IndexName))
+	var indexes []string
+	for _, g := range desc.Table.GlobalSecondaryIndexes {
+		indexes = append(indexes, aws.ToString(g.IndexName))
+	}
+	require.ElementsMatch(t, []string{jobs.LiveIndex, jobs.FinishedIndex}, indexes)
 	b.counter.Take()
 	return b
 }
@@ -420,4 +423,60 @@ func streamRecords(t *testing.T, b *dynamoBundle) []streamtypes.Record {
 		}
 	}
 	return records
+}
+
+// TestDynamoFinishedIndexHoldsFinalJobsOnly reads the finished index
+// itself: a final job's item is in it under its shard and the key of its
+// final transition, a live one's is not, nor is an intent marker.
+func TestDynamoFinishedIndexHoldsFinalJobsOnly(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	clock := jobstest.NewClock(jobstest.Start)
+	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	ctx := t.Context()
+	for i := range 40 {
+		_, err := store.Create(ctx, jobs.CreateRequest{JobID: fmt.Sprintf("job-%d", i), IntentID: fmt.Sprintf("intent-%d", i), Tenant: "t-1"})
+		require.NoError(t, err)
+	}
+	want := map[string]string{}
+	for i := range 30 {
+		id := fmt.Sprintf("job-%d", i)
+		clock.Advance(time.Millisecond)
+		_, err := store.Cancel(ctx, jobs.CancelRequest{JobID: id})
+		require.NoError(t, err)
+		want[id] = jobs.LiveShard(id) + " " + jobs.FinishedKey(id, clock.Now())
+	}
+	indexed := map[string]string{}
+	pages := dynamodb.NewScanPaginator(b.client, &dynamodb.ScanInput{TableName: aws.String(b.table), IndexName: aws.String(jobs.FinishedIndex)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		require.NoError(t, err)
+		for _, item := range page.Items {
+			indexed[item["job_id"].(*types.AttributeValueMemberS).Value] = item["finished_shard"].(*types.AttributeValueMemberS).Value +
+				" " + item["finished_key"].(*types.AttributeValueMemberS).Value
+		}
+	}
+	require.Equal(t, want, indexed, "the index holds the final jobs, each under its shard and final transition; no live job, no intent marker")
+
+	// Listed in key order across the shards, page by page from a cursor.
+	b.counter.Take()
+	var listed []string
+	after := ""
+	for {
+		page, err := store.Finished(ctx, after, clock.Now().Add(time.Millisecond), 7)
+		require.NoError(t, err)
+		for _, f := range page {
+			listed = append(listed, f.ID)
+			after = f.Key
+		}
+		if len(page) < 7 {
+			break
+		}
+	}
+	var ordered []string
+	for i := range 30 {
+		ordered = append(ordered, fmt.Sprintf("job-%d", i))
+	}
+	require.Equal(t, ordered, listed, "oldest first across shards, each once")
+	require.Equal(t, map[string]int{"Query": 5 * jobs.LiveShards}, b.counter.Take(), "five listings, one page per shard each")
 }

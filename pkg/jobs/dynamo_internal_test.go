@@ -11,7 +11,8 @@ import (
 
 // TestUpdateKeepsTheLiveShardOfLiveJobsOnly: a write that leaves the job
 // live sets its live_shard (so an item from before the index joins it), one
-// that ends the job removes it, so the sparse index lists live jobs only.
+// that ends the job removes it, so the sparse index lists live jobs only;
+// the write that ends the job sets the finished index's keys instead.
 func TestUpdateKeepsTheLiveShardOfLiveJobsOnly(t *testing.T) {
 	t.Parallel()
 	cfg := newConfig(nil)
@@ -40,14 +41,28 @@ func TestUpdateKeepsTheLiveShardOfLiveJobsOnly(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, name, "%s: %s", tc.req.describe(), expr)
+		value := func(attr string) types.AttributeValue {
+			for k, v := range in.ExpressionAttributeNames {
+				if v == attr {
+					_, rest, ok := strings.Cut(expr, k+" = ")
+					require.True(t, ok, "%s: %s", tc.req.describe(), expr)
+					placeholder, _, _ := strings.Cut(rest, ",")
+					placeholder, _, _ = strings.Cut(placeholder, " ")
+					return in.ExpressionAttributeValues[placeholder]
+				}
+			}
+			return nil
+		}
 		if !tc.live {
 			require.True(t, strings.HasSuffix(expr, " REMOVE "+name), "%s: %s", tc.req.describe(), expr)
+			// Into the finished index, keyed by this transition's time.
+			require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, value("finished_shard"), tc.req.describe())
+			require.Equal(t, &types.AttributeValueMemberS{Value: FinishedKey("job-42", now)}, value("finished_key"), tc.req.describe())
 			continue
 		}
+		require.Nil(t, value("finished_shard"), tc.req.describe())
+		require.Nil(t, value("finished_key"), tc.req.describe())
 		require.NotContains(t, expr, "REMOVE", tc.req.describe())
-		_, rest, ok := strings.Cut(expr, name+" = ")
-		require.True(t, ok, "%s: %s", tc.req.describe(), expr)
-		value, _, _ := strings.Cut(rest, ",")
-		require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, in.ExpressionAttributeValues[value], tc.req.describe())
+		require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, value("live_shard"), tc.req.describe())
 	}
 }

@@ -259,3 +259,100 @@ func TestDynamoGetManyBatchesAndRetriesUnprocessedKeys(t *testing.T) {
 		require.Empty(t, none)
 	})
 }
+
+// TestDynamoFinishedQueriesEveryShardInKeyOrderAfterTheCursor: Finished
+// reads each shard of the finished index in key order between the cursor
+// and the bound, page by page, asks no shard for more than it still needs,
+// skips the cursor's own entry (BETWEEN includes it), and merges the
+// shards' lists in key order, cut to the limit.
+func TestDynamoFinishedQueriesEveryShardInKeyOrderAfterTheCursor(t *testing.T) {
+	t.Parallel()
+	before := time.UnixMilli(1000).UTC()
+	// Shard "3" has five entries (pages of two), shard "7" one, the rest none.
+	index := map[string][]string{
+		"3": {"0000000000100#job-a", "0000000000200#job-b", "0000000000300#job-c", "0000000000400#job-d", "0000000000500#job-e"},
+		"7": {"0000000000150#job-f"},
+	}
+	var asked []string
+	api := &fakeDynamo{t: t, query: func(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+		require.Equal(t, "jobs", aws.ToString(in.TableName))
+		require.Equal(t, jobs.FinishedIndex, aws.ToString(in.IndexName))
+		require.Equal(t, map[string]string{"#s": "finished_shard", "#k": "finished_key"}, in.ExpressionAttributeNames)
+		require.Equal(t, &types.AttributeValueMemberS{Value: "0000000001000"}, in.ExpressionAttributeValues[":hi"])
+		require.True(t, aws.ToBool(in.ScanIndexForward), "oldest first")
+		lo := ""
+		switch aws.ToString(in.KeyConditionExpression) {
+		case "#s = :s AND #k < :hi":
+			require.NotContains(t, in.ExpressionAttributeValues, ":lo")
+		case "#s = :s AND #k BETWEEN :lo AND :hi":
+			lo = in.ExpressionAttributeValues[":lo"].(*types.AttributeValueMemberS).Value
+		default:
+			t.Fatalf("key condition %q", aws.ToString(in.KeyConditionExpression))
+		}
+		shard := in.ExpressionAttributeValues[":s"].(*types.AttributeValueMemberS).Value
+		start := 0
+		if in.ExclusiveStartKey != nil {
+			start = must(strconv.Atoi(in.ExclusiveStartKey["i"].(*types.AttributeValueMemberN).Value))
+		} else {
+			for start < len(index[shard]) && index[shard][start] < lo {
+				start++
+			}
+		}
+		asked = append(asked, fmt.Sprintf("%s@%d limit %d", shard, start, aws.ToInt32(in.Limit)))
+		entries := index[shard][start:]
+		out := &dynamodb.QueryOutput{}
+		n := min(len(entries), int(aws.ToInt32(in.Limit)), 2)
+		for _, k := range entries[:n] {
+			_, id, _ := strings.Cut(k, "#")
+			out.Items = append(out.Items, map[string]types.AttributeValue{
+				"job_id":         &types.AttributeValueMemberS{Value: id},
+				"finished_shard": &types.AttributeValueMemberS{Value: shard},
+				"finished_key":   &types.AttributeValueMemberS{Value: k},
+			})
+		}
+		if start+n < len(index[shard]) {
+			out.LastEvaluatedKey = map[string]types.AttributeValue{"i": &types.AttributeValueMemberN{Value: fmt.Sprint(start + n)}}
+		}
+		return out, nil
+	}}
+	store := jobs.NewDynamoStore(api, "jobs")
+	// What each shard was asked: from where in it (the fake's position
+	// after the key condition's lower bound) and for how many.
+	all := func(special map[int][]string) []string {
+		var want []string
+		for shard := range jobs.LiveShards {
+			if s, ok := special[shard]; ok {
+				want = append(want, s...)
+			} else {
+				want = append(want, fmt.Sprintf("%d@0 limit 3", shard))
+			}
+		}
+		return want
+	}
+
+	got, err := store.Finished(t.Context(), "", before, 3)
+	require.NoError(t, err)
+	require.Equal(t, []jobs.FinishedJob{
+		{ID: "job-a", Key: "0000000000100#job-a"}, {ID: "job-f", Key: "0000000000150#job-f"}, {ID: "job-b", Key: "0000000000200#job-b"},
+	}, got)
+	require.Equal(t, all(map[int][]string{3: {"3@0 limit 3", "3@2 limit 1"}}), asked)
+
+	// From the last key listed: its own entry is read again and skipped.
+	asked = nil
+	got, err = store.Finished(t.Context(), "0000000000200#job-b", before, 3)
+	require.NoError(t, err)
+	require.Equal(t, []jobs.FinishedJob{
+		{ID: "job-c", Key: "0000000000300#job-c"}, {ID: "job-d", Key: "0000000000400#job-d"}, {ID: "job-e", Key: "0000000000500#job-e"},
+	}, got)
+	require.Equal(t, all(map[int][]string{3: {"3@1 limit 3", "3@3 limit 2"}, 7: {"7@1 limit 3"}}), asked)
+
+	// A cursor at or past the bound lists nothing and asks nothing.
+	asked = nil
+	got, err = store.Finished(t.Context(), jobs.FinishedBound(before), before, 3)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.Empty(t, asked)
+
+	_, err = store.Finished(t.Context(), "", before, 0)
+	require.ErrorIs(t, err, jobs.ErrInvalid)
+}

@@ -35,6 +35,12 @@ const (
 	// items of live jobs only. FromItem does not read it: it follows from
 	// the id and the status.
 	attrLiveShard = "live_shard"
+	// attrFinishedShard and attrFinishedKey are the finished index's keys,
+	// LiveShard(job id) and FinishedKey(job id, updated_at), on the items of
+	// final jobs only, written by the final transition. FromItem does not
+	// read them either: they follow from the id, the status and updated_at.
+	attrFinishedShard = "finished_shard"
+	attrFinishedKey   = "finished_key"
 
 	// Intent markers only.
 	attrCreatedJobID = "created_job_id"
@@ -110,7 +116,10 @@ func jobItem(j *Job) map[string]types.AttributeValue {
 	if !j.ExpiresAt.IsZero() {
 		item[attrExpiresAt] = seconds(j.ExpiresAt)
 	}
-	if !j.Status.Final() {
+	if j.Status.Final() {
+		item[attrFinishedShard] = str(LiveShard(j.ID))
+		item[attrFinishedKey] = str(FinishedKey(j.ID, j.UpdatedAt))
+	} else {
 		item[attrLiveShard] = str(LiveShard(j.ID))
 	}
 	return item

@@ -38,6 +38,9 @@ func TestJobItemLayout(t *testing.T) {
 		"spec":       &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"source": s("articles")}},
 		"created_at": n("1793782800000"), "updated_at": n("1793782900000"),
 		"expires_at": n("1796374900"), // TTL: epoch seconds
+		// The finished index's keys: a final job's shard, and the time of
+		// its final transition with its id.
+		"finished_shard": s("5"), "finished_key": s("1793782900000#job-42"),
 	}, item)
 	back, err := FromItem(item)
 	require.NoError(t, err)
@@ -45,21 +48,50 @@ func TestJobItemLayout(t *testing.T) {
 }
 
 // TestLiveShardIsOnTheItemsOfLiveJobsOnly: a live job's item carries its
-// live_shard, the key of the sparse live index; a final job's has none.
+// live_shard, the key of the sparse live index, and not the finished
+// index's keys; a final job's carries the finished index's keys
+// (finished_shard, finished_key) and no live_shard.
 func TestLiveShardIsOnTheItemsOfLiveJobsOnly(t *testing.T) {
 	t.Parallel()
+	at := time.UnixMilli(1793782900123).UTC()
 	for _, st := range []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled} {
-		j := Job{ID: "job-42", Status: st}
+		j := Job{ID: "job-42", Status: st, UpdatedAt: at}
 		item := jobItem(&j)
 		if st.Final() {
 			require.NotContains(t, item, "live_shard", st)
-			continue
+			require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, item["finished_shard"], st)
+			require.Equal(t, &types.AttributeValueMemberS{Value: "1793782900123#job-42"}, item["finished_key"], st)
+		} else {
+			require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, item["live_shard"], st)
+			require.NotContains(t, item, "finished_shard", st)
+			require.NotContains(t, item, "finished_key", st)
 		}
-		require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, item["live_shard"], st)
 		back, err := FromItem(item)
 		require.NoError(t, err)
-		require.Equal(t, j, back, "live_shard follows from the id and status; nothing decodes it")
+		require.Equal(t, j, back, "the index keys follow from the id, the status and updated_at; nothing decodes them")
 	}
+}
+
+// TestFinishedKeysSortByTimeThenID: keys compare as (time, id) do, so a
+// cursor at a key resumes exactly after it; FinishedBound(t) sorts after
+// every key before t and before every key at t or later.
+func TestFinishedKeysSortByTimeThenID(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1793782900000).UTC()
+	require.Equal(t, "1793782900000#job-42", FinishedKey("job-42", t0))
+	require.Equal(t, "0000000000999#a", FinishedKey("a", time.UnixMilli(999)), "13 digits, zero-padded")
+	require.Equal(t, "0000000000000", FinishedBound(time.UnixMilli(-5)), "before 1970 counts as 1970")
+	rapid.Check(t, func(t *rapid.T) {
+		idChars := rapid.SampledFrom([]rune("abcXYZ019_-"))
+		a := rapid.StringOfN(idChars, 1, 8, -1).Draw(t, "a")
+		b := rapid.StringOfN(idChars, 1, 8, -1).Draw(t, "b")
+		ta := rapid.Int64Range(0, 9_999_999_999_999).Draw(t, "ta")
+		tb := rapid.Int64Range(0, 9_999_999_999_999).Draw(t, "tb")
+		ka, kb := FinishedKey(a, time.UnixMilli(ta)), FinishedKey(b, time.UnixMilli(tb))
+		want := ta < tb || ta == tb && a < b
+		require.Equal(t, want, ka < kb, "%s vs %s", ka, kb)
+		require.Equal(t, ta < tb, ka < FinishedBound(time.UnixMilli(tb)), "%s vs bound %d", ka, tb)
+	})
 }
 
 // TestLiveShardIsFNV1aModSixteen pins the hash: every writer, in every

@@ -40,6 +40,12 @@
 //     minus its predecessor's (the relay builds both from one stream record),
 //     a tenant's processed is the sum of its cursors' progress and completed
 //     the number of its cursors at a completed status.
+//   - Recovery from the job item is one path, RecoverJob, which the
+//     Projector takes on a gap and the sweeper (pkg/sweeper) takes for a
+//     final job whose projection LagOf finds behind, because its last event
+//     was lost and no later one will find the gap. Both start from the
+//     item read strongly consistent, and the cursor's condition makes
+//     either, and any event, count each version once whatever their order.
 //   - A recovery whose job is gone (its item expired under the Jobs table's
 //     TTL, jobs.ErrNotFound) has nothing to recover to: the event is
 //     acknowledged and logged, and the deltas of the versions never seen are

@@ -142,7 +142,7 @@ func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Ev
 			slog.Int64("cursor", gap.Cursor), slog.Int64("job_version", job.Version))
 		return gap
 	}
-	r, err := p.store.Recover(ctx, ViewOfJob(&job))
+	r, err := RecoverJob(ctx, p.store, &job)
 	if err != nil {
 		return err
 	}

@@ -60,22 +60,36 @@ type CursorAPI interface {
 
 var _ CursorAPI = (*s3.Client)(nil)
 
-// S3Cursor keeps the cursor as the body of the object CursorKey: one
-// GetObject per Load and one PutObject per Save.
+// RepairCursorKey is where the repair's cursor (Config.RepairCursor) is
+// kept in the candidates bucket, beside CursorKey.
+const RepairCursorKey = "sweeper/finished"
+
+// S3Cursor keeps the cursor as the body of one object (CursorKey, unless
+// NewS3CursorAt names another): one GetObject per Load and one PutObject
+// per Save.
 type S3Cursor struct {
 	api    CursorAPI
 	bucket string
+	key    string
 }
 
 var _ Cursor = (*S3Cursor)(nil)
 
-// NewS3Cursor returns the cursor in bucket. It panics on a nil client or
-// an empty bucket name: programming errors, found at cold start.
+// NewS3Cursor returns the cursor at CursorKey in bucket. It panics on a nil
+// client or an empty bucket name: programming errors, found at cold start.
 func NewS3Cursor(api CursorAPI, bucket string) *S3Cursor {
-	if api == nil || bucket == "" {
-		panic("sweeper: NewS3Cursor needs a client and a bucket name")
+	return NewS3CursorAt(api, bucket, CursorKey)
+}
+
+// NewS3CursorAt returns the cursor at key in bucket (RepairCursorKey for
+// the repair's). Keep the key outside candidates/, so no listing of
+// candidates sees it, and under sweeper/, which the sweeper's role may
+// read and write. It panics on a nil client or an empty bucket name or key.
+func NewS3CursorAt(api CursorAPI, bucket, key string) *S3Cursor {
+	if api == nil || bucket == "" || key == "" {
+		panic("sweeper: NewS3Cursor needs a client, a bucket name and a key")
 	}
-	return &S3Cursor{api: api, bucket: bucket}
+	return &S3Cursor{api: api, bucket: bucket, key: key}
 }
 
 // Load implements Cursor. No cursor object yet is the beginning, "".
@@ -86,7 +100,7 @@ func NewS3Cursor(api CursorAPI, bucket string) *S3Cursor {
 // checked with a listing of the cursor's own key, which that role may
 // make: no such object is the beginning, anything else the 403 it was.
 func (c *S3Cursor) Load(ctx context.Context) (string, error) {
-	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(CursorKey)})
+	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(c.key)})
 	if err != nil {
 		var noKey *types.NoSuchKey
 		if errors.As(err, &noKey) {
@@ -97,28 +111,28 @@ func (c *S3Cursor) Load(ctx context.Context) (string, error) {
 				return "", nil
 			}
 		}
-		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, c.key, err)
 	}
 	defer func() { _ = out.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(out.Body, maxCursor+1))
 	if err != nil {
-		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, c.key, err)
 	}
 	if len(body) > maxCursor || !utf8.Valid(body) {
-		return "", fmt.Errorf("sweeper: cursor s3://%s/%s is not a key: %d bytes", c.bucket, CursorKey, len(body))
+		return "", fmt.Errorf("sweeper: cursor s3://%s/%s is not a key: %d bytes", c.bucket, c.key, len(body))
 	}
 	return string(body), nil
 }
 
 func (c *S3Cursor) missing(ctx context.Context) (bool, error) {
 	out, err := c.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket: aws.String(c.bucket), Prefix: aws.String(CursorKey), MaxKeys: aws.Int32(1),
+		Bucket: aws.String(c.bucket), Prefix: aws.String(c.key), MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
 		return false, err
 	}
 	for _, obj := range out.Contents {
-		if aws.ToString(obj.Key) == CursorKey {
+		if aws.ToString(obj.Key) == c.key {
 			return false, nil
 		}
 	}
@@ -132,13 +146,13 @@ func (c *S3Cursor) Save(ctx context.Context, key string) error {
 	}
 	_, err := c.api.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(c.bucket),
-		Key:           aws.String(CursorKey),
+		Key:           aws.String(c.key),
 		Body:          bytes.NewReader([]byte(key)),
 		ContentLength: aws.Int64(int64(len(key))),
 		ContentType:   aws.String("text/plain; charset=utf-8"),
 	})
 	if err != nil {
-		return fmt.Errorf("sweeper: save cursor s3://%s/%s: %w", c.bucket, CursorKey, err)
+		return fmt.Errorf("sweeper: save cursor s3://%s/%s: %w", c.bucket, c.key, err)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 // Package sweeper does the housekeeping no request path can do: it deletes
-// candidate objects nothing can ever accept, and it nudges jobs whose
-// command was lost, so that no job is stranded. It runs on a schedule
-// (functions/sweeper), each run bounded in the work it does.
+// candidate objects nothing can ever accept, it nudges jobs whose command
+// was lost, so that no job is stranded, and it repairs the projection of a
+// final job whose last event was lost, so that no view or total stays
+// behind. It runs on a schedule (functions/sweeper), each run bounded in
+// the work it does.
 //
 // Deletion rules. A candidate of generation g of job J, listed with its
 // LastModified, may be deleted only when the object is older than Grace
@@ -45,8 +47,68 @@
 //     the next run leaves it alone for another StuckAfter; a job that is
 //     never claimed is nudged once per StuckAfter (and its command's
 //     dead-letter alarm says why).
+//   - A final job's projection is repaired only from its job item, read
+//     strongly consistent after the listing, through the projector's own
+//     recovery (projection.RecoverJob); never from anything older, and
+//     never by adding a delta of its own (see Repair below).
 //   - A dry run decides and reports everything and writes nothing: no
-//     delete, no nudge, no cursor.
-//   - A run leaves the time it needs to save the cursor and report before
+//     delete, no nudge, no repair, no cursor.
+//   - A run leaves the time it needs to save the cursors and report before
 //     its context's deadline: work it could not finish is the next run's.
+//
+// # Repair
+//
+// The relay publishes each transition's event from the Jobs table's
+// stream. The stream's event source mapping retries a failing batch
+// (MaximumRetryAttempts, 20 in template.yaml) and then gives up, sending
+// only a pointer to the on-failure queue, with the rest of the batch. A
+// lost event in the middle of a job heals by itself: the next event finds
+// the gap, waits, and recovers from the job item (pkg/projection). A lost
+// final event (completed, failed, cancelled) has no next event, and the job
+// has left the live index, so no nudge comes either: its view and its
+// tenant's totals would stay behind for good. The sweeper closes that hole.
+//
+//   - Which jobs. The Jobs table's sparse "finished" index holds every
+//     final job under the key of its final transition (jobs.FinishedKey:
+//     time, then id), written by that very transition. Each run lists, in
+//     key order, at most MaxItems final jobs after the repair cursor
+//     (Config.RepairCursor, an object beside the candidates' cursor) whose
+//     final transition was before now - RepairAfter, and reads them
+//     together (BatchGetItem). So every final job is checked once, some
+//     RepairAfter after it ended, whatever the table's size: a final job
+//     never changes, and a projection once in step never goes back (its
+//     view is version-gated, its cursor only moves forward), so one check
+//     is enough. A run whose listing comes up short has seen every job
+//     before the bound and moves the cursor to it (jobs.FinishedBound);
+//     otherwise the cursor stays at the last job decided. A request that
+//     fails stops the repair at that job, for the next run. RepairAfter
+//     must stay far beyond the index's propagation delay and the clocks'
+//     skew, or the cursor may pass a job before the index shows it; it is
+//     not what makes a repair safe.
+//   - Whether it is behind. projection.LagOf reads the job's view and its
+//     cursor in the tenant's totals: behind when the view holds an older
+//     version (or none) or the cursor has not counted the job's last
+//     version.
+//   - The repair. projection.RecoverJob, the path the projector takes on a
+//     gap: in one transaction conditioned on the cursor read, the cursor
+//     moves to the job's version and progress, processed changes by the
+//     job's progress minus the cursor's, completed grows by one if the job
+//     completed and the cursor had not, and the view takes the job's
+//     snapshot unless it holds a newer one.
+//
+// Why recovery and not a re-published event. The totals are exact because
+// a delta is added only in the transaction that moves the job's cursor
+// from the version before it, so each version is counted once, by its
+// event or by a recovery that skipped it: whichever of the sweeper's
+// recovery, the late event itself (a redrive) or the projector's own
+// recovery moves the cursor first counts the versions in between, and the
+// others find them counted and add nothing. A re-published final event
+// would be exact for the same reason, but it cannot be built or projected
+// alone: a discarded stream batch loses every later record of the batch,
+// so the versions before the final one may be lost too, and a final event
+// after a gap only waits and then recovers from the item anyway; and an
+// event carries its delta from the previous version's progress, which the
+// item no longer holds once the stream record is gone. Recovery needs
+// neither, costs no send rights on the events queue nor a second codec of
+// events, and repairs what is behind in one write.
 package sweeper

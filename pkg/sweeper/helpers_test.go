@@ -146,6 +146,11 @@ func (c *countingJobs) Live(ctx context.Context, before time.Time, limit int) ([
 	return append(c.staleLive, ids...), err
 }
 
+func (c *countingJobs) Finished(ctx context.Context, after string, before time.Time, limit int) ([]jobs.FinishedJob, error) {
+	c.count("Finished")
+	return c.Jobs.Finished(ctx, after, before, limit)
+}
+
 func (c *countingJobs) GetMany(ctx context.Context, ids []string) (map[string]jobs.Job, error) {
 	c.count("GetMany", ids...)
 	if c.failGetMany != nil {

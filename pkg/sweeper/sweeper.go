@@ -10,12 +10,14 @@ import (
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/projection"
 )
 
 // Jobs is the part of the job store the sweeper calls; *jobs.DynamoStore
 // and *jobs.MemoryStore have it.
 type Jobs interface {
 	jobs.Lister
+	jobs.FinishedLister
 	jobs.BatchGetter
 	Nudge(ctx context.Context, req jobs.NudgeRequest) (jobs.Job, error)
 }
@@ -34,11 +36,21 @@ type Candidates interface {
 
 var _ Candidates = (*candidate.Store)(nil)
 
+// Projection is the part of the projection store the sweeper calls to
+// repair final jobs' projections; every projection.Store has it.
+type Projection = projection.Repairer
+
+var (
+	_ Projection = (*projection.DynamoStore)(nil)
+	_ Projection = (*projection.MemoryStore)(nil)
+)
+
 // Defaults and bounds of Config.
 const (
-	DefaultGrace      = time.Hour
-	DefaultStuckAfter = 15 * time.Minute
-	DefaultMaxItems   = 1000
+	DefaultGrace       = time.Hour
+	DefaultStuckAfter  = 15 * time.Minute
+	DefaultRepairAfter = 15 * time.Minute
+	DefaultMaxItems    = 1000
 	// MaxItemsLimit bounds MaxItems: every object examined may cost a
 	// DeleteObject, and a run must end within its function's timeout.
 	MaxItemsLimit = 100_000
@@ -65,12 +77,28 @@ type Config struct {
 	// lease, must have been unchanged to be nudged (default
 	// DefaultStuckAfter).
 	StuckAfter time.Duration
-	// MaxItems bounds a run: at most this many objects listed, and at most
-	// this many stuck jobs read (default DefaultMaxItems, at most
-	// MaxItemsLimit).
+	// Projection is the job views and tenant totals the projector writes
+	// (a projection.Store). With it, each run checks the final jobs that
+	// ended since the last one checked and repairs those whose projection
+	// is behind their job item; nil leaves projections alone (a deployment
+	// without the projector).
+	Projection Projection
+	// RepairCursor keeps how far the repair has checked final jobs (the
+	// jobs.FinishedKey of the last one); nil means a MemoryCursor of the
+	// Sweeper's own (every Sweeper begins at the first final job).
+	RepairCursor Cursor
+	// RepairAfter is how long after its final transition a job's
+	// projection is checked (default DefaultRepairAfter): the time the
+	// relay and the projector have to deliver the final event themselves.
+	// It must be well beyond the finished index's propagation delay, or a
+	// job the index has not shown yet may be passed by the cursor.
+	RepairAfter time.Duration
+	// MaxItems bounds a run: at most this many objects listed, at most
+	// this many stuck jobs read and at most this many final jobs checked
+	// (default DefaultMaxItems, at most MaxItemsLimit).
 	MaxItems int
-	// Logger receives one record per deletion, nudge, unparsable key and
-	// error, and the report; nil discards them.
+	// Logger receives one record per deletion, nudge, repair, unparsable
+	// key and error, and the report; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -85,24 +113,30 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sweeper: Grace %v is negative", c.Grace)
 	case c.StuckAfter < 0:
 		return fmt.Errorf("sweeper: StuckAfter %v is negative", c.StuckAfter)
+	case c.RepairAfter < 0:
+		return fmt.Errorf("sweeper: RepairAfter %v is negative", c.RepairAfter)
 	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
 		return fmt.Errorf("sweeper: MaxItems %d is outside 0..%d", c.MaxItems, MaxItemsLimit)
 	}
 	return nil
 }
 
-// Sweeper deletes orphan candidates and nudges stuck jobs. Runs of one
-// Sweeper must not overlap; runs of different ones (two invocations) may,
-// harmlessly: deletes and nudges are idempotent and fenced.
+// Sweeper deletes orphan candidates, nudges stuck jobs and repairs the
+// projections of final jobs. Runs of one Sweeper must not overlap; runs of
+// different ones (two invocations) may, harmlessly: deletes and nudges are
+// idempotent and fenced, and a repair is conditioned on the cursor it read.
 type Sweeper struct {
-	jobs       Jobs
-	candidates Candidates
-	cursor     Cursor
-	clock      func() time.Time
-	grace      time.Duration
-	stuckAfter time.Duration
-	maxItems   int
-	log        *slog.Logger
+	jobs         Jobs
+	candidates   Candidates
+	cursor       Cursor
+	projection   Projection
+	repairCursor Cursor
+	clock        func() time.Time
+	grace        time.Duration
+	stuckAfter   time.Duration
+	repairAfter  time.Duration
+	maxItems     int
+	log          *slog.Logger
 }
 
 // New returns a Sweeper, or the error Validate reports.
@@ -112,10 +146,17 @@ func New(cfg Config) (*Sweeper, error) {
 	}
 	s := &Sweeper{
 		jobs: cfg.Jobs, candidates: cfg.Candidates, cursor: cfg.Cursor, clock: cfg.Clock,
-		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, maxItems: cfg.MaxItems, log: cfg.Logger,
+		projection: cfg.Projection, repairCursor: cfg.RepairCursor,
+		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, maxItems: cfg.MaxItems, log: cfg.Logger,
 	}
 	if s.cursor == nil {
 		s.cursor = &MemoryCursor{}
+	}
+	if s.repairCursor == nil {
+		s.repairCursor = &MemoryCursor{}
+	}
+	if s.repairAfter == 0 {
+		s.repairAfter = DefaultRepairAfter
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -168,6 +209,17 @@ type Report struct {
 	// NudgeRefused counts nudges the store refused because the job moved
 	// on (another worker, another sweeper): expected, harmless.
 	NudgeRefused int `json:"nudge_refused"`
+	// Finished counts the final jobs the finished index listed after the
+	// repair cursor, each checked against its projection.
+	Finished int `json:"finished"`
+	// Repaired counts final jobs whose view or totals were behind their
+	// job item and were recovered from it; WouldRepair those a dry run
+	// would have recovered.
+	Repaired    int `json:"repaired"`
+	WouldRepair int `json:"would_repair"`
+	// RepairCursor is where the next run's check of final jobs starts (""
+	// the first): saved, unless this was a dry run.
+	RepairCursor string `json:"repair_cursor"`
 	// Errors counts failed requests; a run with errors returns an error.
 	Errors int `json:"errors"`
 	// Cursor is where the next run starts ("" the beginning): saved,
@@ -215,14 +267,17 @@ func (r *run) outOfTime() bool {
 	return false
 }
 
-// Run nudges the stuck jobs, then sweeps the next MaxItems objects of the
-// candidates bucket from the cursor. It returns the report, and an error
-// when any request failed (the report says how many).
+// Run nudges the stuck jobs, repairs the projections of the next MaxItems
+// final jobs from the repair cursor (with a Projection), then sweeps the
+// next MaxItems objects of the candidates bucket from the cursor. It
+// returns the report, and an error when any request failed (the report
+// says how many).
 func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 	start := time.Now()
 	r := &run{Sweeper: s, ctx: ctx, now: s.clock(), dry: opts.DryRun}
 	r.r.DryRun = opts.DryRun
 	r.nudgeStuck()
+	r.repairFinished()
 	r.sweepCandidates()
 	r.r.ElapsedMS = time.Since(start).Milliseconds()
 	s.log.InfoContext(ctx, "sweep", "report", r.r)

@@ -497,7 +497,7 @@ func TestReportFieldNamesAreStable(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"examined", "deleted", "would_delete", "kept_current", "kept_result", "kept_grace", "unparsable",
 		"stuck", "nudged", "would_nudge", "nudge_refused", "errors", "cursor", "wrapped", "out_of_time",
-		"dry_run", "elapsed_ms",
+		"dry_run", "elapsed_ms", "finished", "repaired", "would_repair", "repair_cursor",
 	}, names)
 	opts, err := json.Marshal(sweeper.Options{DryRun: true})
 	require.NoError(t, err)
@@ -515,6 +515,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		"no candidates":      {func(c *sweeper.Config) { c.Candidates = nil }, "Config.Candidates is nil"},
 		"negative grace":     {func(c *sweeper.Config) { c.Grace = -time.Second }, "Grace -1s is negative"},
 		"negative stuck":     {func(c *sweeper.Config) { c.StuckAfter = -time.Second }, "StuckAfter -1s is negative"},
+		"negative repair":    {func(c *sweeper.Config) { c.RepairAfter = -time.Second }, "RepairAfter -1s is negative"},
 		"negative max items": {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
 		"too many items":     {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
 	} {

@@ -65,6 +65,7 @@ var suite = []struct {
 	{"NudgeLeavesTheRecoveryPolicyInCharge", testNudgeKeepsRecoveryPolicy},
 	{"NudgeRefusals", testNudgeRefusals},
 	{"LiveListsJobsThatAreNotFinalByLastUpdate", testLive},
+	{"FinishedListsFinalJobsByTheirFinalTransition", testFinished},
 	{"GetManyReadsEachJobOnce", testGetMany},
 	{"HistoryIsLinearizable", testHistoryIsLinearizable},
 }
@@ -1200,6 +1201,87 @@ func testLive(t *testing.T, newStore NewStore) {
 
 	for _, limit := range []int{0, -1} {
 		_, err = lister.Live(b.ctx, t0.Add(time.Hour), limit)
+		require.ErrorIs(t, err, jobs.ErrInvalid)
+	}
+}
+
+// testFinished: the finished listing holds the final jobs (completed,
+// failed, cancelled), by the time of their final transition and then by id,
+// strictly after the cursor and strictly before the bound, at most limit of
+// them; a live job is never in it. The test's clock runs years before every
+// other test's (and testLive's), so a store shared with them lists only
+// this test's jobs before its bounds.
+func testFinished(t *testing.T, newStore NewStore) {
+	t0 := Start.AddDate(-6, 0, 0)
+	b := setupAt(t, t0, newStore)
+	lister, ok := b.store.(jobs.FinishedLister)
+	require.True(t, ok, "%T does not implement jobs.FinishedLister", b.store)
+	at := func(d time.Duration) { t.Helper(); b.clock.Set(t0.Add(d)) }
+
+	a := b.create(t, "job-a")
+	c := b.create(t, "job-c")
+	d := b.create(t, "job-d")
+	live := b.create(t, "job-live")
+	b.claim(t, live.ID, "attempt-l", 10*time.Minute)
+	at(time.Minute)
+	_, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: c.ID}) // final at t0+1m
+	require.NoError(t, err)
+	aj := b.claim(t, a.ID, "attempt-a", 10*time.Minute)
+	dj := b.claim(t, d.ID, "attempt-d", 10*time.Minute)
+	at(2 * time.Minute)
+	// Two jobs end in the same millisecond: by id.
+	_, err = b.store.Fail(b.ctx, jobs.FailRequest{JobID: d.ID, AttemptID: "attempt-d", Generation: 1, Version: dj.Version,
+		Failure: jobs.Failure{Code: "source_gone", Message: "gone"}})
+	require.NoError(t, err)
+	_, err = b.store.Accept(b.ctx, jobs.AcceptRequest{JobID: a.ID, AttemptID: "attempt-a", Generation: 1, Version: aj.Version,
+		Result: result(a.ID, "attempt-a", 1)})
+	require.NoError(t, err)
+	at(3 * time.Minute)
+	e := b.create(t, "job-e")
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: e.ID}) // final at t0+3m
+	require.NoError(t, err)
+
+	key := func(id string, d time.Duration) jobs.FinishedJob {
+		return jobs.FinishedJob{ID: id, Key: jobs.FinishedKey(id, t0.Add(d))}
+	}
+	fc, fa, fd, fe := key(c.ID, time.Minute), key(a.ID, 2*time.Minute), key(d.ID, 2*time.Minute), key(e.ID, 3*time.Minute)
+	finished := func(after string, before time.Duration, limit int, want ...jobs.FinishedJob) {
+		t.Helper()
+		// The DynamoDB index is eventually consistent: give it a moment.
+		var got []jobs.FinishedJob
+		for try := 0; ; try++ {
+			got, err = lister.Finished(b.ctx, after, t0.Add(before), limit)
+			require.NoError(t, err)
+			if slices.Equal(want, got) || try == 20 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		require.Equal(t, append([]jobs.FinishedJob{}, want...), append([]jobs.FinishedJob{}, got...),
+			"finished after %q before t0+%v, limit %d", after, before, limit)
+	}
+	finished("", time.Minute, 10) // c ended at the bound: not before it
+	finished("", time.Minute+time.Millisecond, 10, fc)
+	ab, db := fa, fd
+	if db.ID < ab.ID {
+		ab, db = db, ab
+	}
+	finished("", time.Hour, 10, fc, ab, db, fe) // never the live job
+	finished("", time.Hour, 2, fc, ab)
+	finished(ab.Key, time.Hour, 2, db, fe) // strictly after the cursor
+	finished(fe.Key, time.Hour, 10)
+	finished(jobs.FinishedBound(t0.Add(2*time.Minute)), time.Hour, 10, ab, db, fe)
+	finished(jobs.FinishedBound(t0.Add(2*time.Minute)), 2*time.Minute, 10) // the cursor is at the bound
+	finished(jobs.FinishedBound(t0.Add(time.Hour)), 2*time.Minute, 10)     // and past it
+
+	// The live job ends: it joins the listing at its final transition.
+	at(4 * time.Minute)
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: live.ID})
+	require.NoError(t, err)
+	finished(fe.Key, time.Hour, 10, key(live.ID, 4*time.Minute))
+
+	for _, limit := range []int{0, -1} {
+		_, err = lister.Finished(b.ctx, "", t0.Add(time.Hour), limit)
 		require.ErrorIs(t, err, jobs.ErrInvalid)
 	}
 }
