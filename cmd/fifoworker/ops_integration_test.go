@@ -274,7 +274,8 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, msgs[i].Body, aws.ToString(m.Body), "copy %d in order", i)
 		require.Equal(t, group, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
-		require.Equal(t, quarantine.Copy{Epoch: 1, Sequence: key}.DeduplicationID(), m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)])
+		nonce := parkedNonce(t, quarantine.NewDynamoStore(testenv.DynamoDB(t), table), queueName, group, key)
+		require.Equal(t, quarantine.Copy{Epoch: 1, Nonce: nonce, Sequence: key}.DeduplicationID(), m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)])
 	}
 
 	code, out, _ = cli(t, &env, "quarantine", "discard", group, "--yes", "--json")

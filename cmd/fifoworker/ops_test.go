@@ -553,6 +553,18 @@ func park(t *testing.T, store quarantine.Store, group string, seqs ...string) {
 	require.NoError(t, err)
 }
 
+// parkedNonce is the secret nonce the quarantine gave a parked message,
+// which its redriven copies carry.
+func parkedNonce(t *testing.T, store quarantine.Store, queue, group, key string) string {
+	t.Helper()
+	_, items, err := store.Read(context.Background(), queue, nil, []quarantine.ItemKey{{Group: group, Sequence: key}})
+	require.NoError(t, err)
+	p, ok := items[quarantine.ItemKey{Group: group, Sequence: key}]
+	require.True(t, ok, "no message %s parked in %s", key, group)
+	require.Len(t, p.Nonce, 32)
+	return p.Nonce
+}
+
 func parkedSeqs(t *testing.T, store quarantine.Store, group string) []string {
 	t.Helper()
 	items, err := store.Messages(context.Background(), "fw-commands.fifo", group, quarantine.StatusParked, "", 0)
@@ -699,7 +711,8 @@ func TestQuarantineRedriveSendsInOrderWithTheRedriveIDs(t *testing.T) {
 		require.Equal(t, commandsURL, aws.ToString(in.QueueUrl))
 		require.Equal(t, "g1", aws.ToString(in.MessageGroupId))
 		require.Equal(t, "body-"+seq, aws.ToString(in.MessageBody))
-		require.Equal(t, quarantine.Copy{Epoch: 1, Sequence: key}.DeduplicationID(), aws.ToString(in.MessageDeduplicationId))
+		require.Equal(t, quarantine.Copy{Epoch: 1, Nonce: parkedNonce(t, o.open.quarantine, "fw-commands.fifo", "g1", key), Sequence: key}.DeduplicationID(),
+			aws.ToString(in.MessageDeduplicationId))
 	}
 }
 

@@ -180,7 +180,11 @@ func quarantined(env *Env, cfg aws.Config, log *slog.Logger, arnVar string, leas
 	bucket := env.String("QUARANTINE_BUCKET")
 	after := env.Int("QUARANTINE_AFTER_RECEIVES", least, least, 1000)
 	queue, err := quarantine.QueueName(queueARN)
-	if table == "" || queueARN == "" || err != nil {
+	if queueARN != "" && (err != nil || !strings.HasPrefix(queueARN, "arn:")) {
+		env.Problem(arnVar, fmt.Errorf("%q is not a queue ARN", queueARN))
+		return nil
+	}
+	if table == "" || queueARN == "" || bucket == "" {
 		return nil // env.Err reports it
 	}
 	q := quarantine.New(quarantine.NewDynamoStore(DynamoDB(cfg), table), queueARN,

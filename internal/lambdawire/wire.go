@@ -76,6 +76,12 @@ func (e *Env) Duration(name string, def, lo, hi time.Duration) time.Duration {
 	return d
 }
 
+// Problem records a problem with setting name that its value alone shows
+// (a malformed ARN, say).
+func (e *Env) Problem(name string, err error) {
+	e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+}
+
 // Err returns every problem found so far, or nil.
 func (e *Env) Err() error {
 	if len(e.errs) == 0 {

@@ -79,3 +79,20 @@ Resources:
 	require.Contains(t, thresholdProblem(loose, "Fn", "Q", "Threshold", 3), "may be 2, below 3")
 	require.Contains(t, thresholdProblem(loose, "Fn", "Q", "Other", 3), "is not !Ref Other")
 }
+
+// A parked message is one item of the quarantine table, its body in S3
+// when body and attributes are over 64 KiB but its attributes always in
+// the item: the queues' messages must be capped so that an item stays
+// under DynamoDB's 400 KB (and a lane of ten parked at once under a
+// transaction's 4 MB).
+func TestTemplateQueuesCapMessagesToWhatAQuarantineItemHolds(t *testing.T) {
+	t.Parallel()
+	tpl := loadRepoTemplate(t)
+	for _, q := range []string{"CommandsQueue", "EventsQueue"} {
+		size, ok := tpl.Resources[q].Properties["MaximumMessageSize"]
+		require.True(t, ok, "%s has no MaximumMessageSize: SQS allows up to 1 MiB, more than a quarantine item holds", q)
+		require.LessOrEqual(t, toInt(size), 262144, q)
+		require.Positive(t, toInt(size), q)
+		require.Less(t, 10*toInt(size), 4_000_000, "%s: ten parked messages in one transaction", q)
+	}
+}

@@ -22,31 +22,43 @@
 // The message that caused the hold, and every later message of its group,
 // is parked: stored under its original SequenceNumber, written as a
 // 40-digit key (SeqKey) that sorts as the 128-bit number does, with its
-// body, attributes, message id, deduplication id and the MD5 of its body,
-// and then acknowledged. A body larger than DefaultMaxInlineBody goes to a
-// BodyStore (S3Bodies) under BodyKey, and the item keeps the key. Parking
-// is idempotent: a message already stored, whatever its status, is neither
-// written again nor counted again, so a batch retried after a lost answer
-// changes nothing. A hold's From and Through are the first and the last
-// sequence key parked under it.
+// body, attributes, message id, deduplication id, the MD5 of its body and
+// a random nonce, and then acknowledged. When body and attributes together
+// are larger than DefaultMaxInlineBody the body goes to a BodyStore
+// (S3Bodies) under BodyKey, and the item keeps the key (template.yaml caps
+// the queues' messages at 256 KiB, so attributes always fit an item).
+// Parking is idempotent: a message already stored, whatever its status,
+// is neither written again nor counted again, so a batch retried after a
+// lost answer changes nothing; and a park with no new message never
+// creates a hold (there would be nothing to redrive). A hold's From and
+// Through are the first and the last sequence key parked under it.
 //
 // # Epochs and redrive
 //
 // A redrive (Operator.Redrive) first raises the hold's epoch and makes it
 // draining (BeginRedrive), then sends the parked messages back to the
 // queue, oldest first, one send at a time so that SQS keeps them in that
-// order. Each copy carries its identity, the epoch and the sequence key
-// of its parked message, in its MessageDeduplicationId
-// ("fifoworker-redrive.<epoch>.<sequence key>", Copy): every FIFO message
-// has a deduplication id and Lambda's event carries it, while a message
-// may already use all ten message attributes SQS allows; and SQS drops a
-// second send of the same copy within its deduplication window.
+// order. Each copy carries its identity, the epoch, its parked message's
+// nonce and its sequence key, in its MessageDeduplicationId
+// ("fifoworker-redrive.<epoch>.<nonce>.<sequence key>", Copy): every FIFO
+// message has a deduplication id and Lambda's event carries it, while a
+// message may already use all ten message attributes SQS allows; and SQS
+// drops a second send of the same copy within its deduplication window.
 //
-// Check trusts a copy only if its parked message is still parked and has
-// the copy's body MD5; the processor runs it only while the group is
-// draining under the copy's epoch, and parks every other message of the
-// group after the parked ones. A copy that ran marks its parked message
-// done (Done, which also releases the hold with the last one). A copy that
+// Check trusts a copy only if its parked message is still parked, with the
+// copy's nonce and body MD5. The nonce is the proof: a producer knows its
+// message's body, sequence number and id (SendMessage returns them) and
+// can guess an epoch, but never sees the nonce, so it cannot forge a copy
+// that runs in a parked message's place; a message that claims to be a
+// copy and matches nothing is an ordinary message. The processor runs a
+// copy only while the group is draining under the copy's epoch, and parks
+// every other message of the group after the parked ones. A copy that ran
+// marks its parked message done (Done, which also releases the hold with
+// the last one); a redrive begun while the copy ran does not stop that
+// (Done lands under a later epoch too), so the later epoch's copy of the
+// same message is dropped as done instead of running it a second time.
+// Only a held group's messages can be discarded (Operator.Discard): while
+// it drains, a copy past its batch's check could be running. A copy that
 // fails again holds the group again under the same epoch, so the copies
 // of that redrive still in flight are dropped on arrival and their parked
 // messages stay parked for the next redrive, which raises the epoch

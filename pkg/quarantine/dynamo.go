@@ -83,6 +83,7 @@ const (
 	attrBody         = "body"
 	attrBodyKey      = "body_key"
 	attrBodyMD5      = "body_md5"
+	attrNonce        = "nonce"
 	attrBodySize     = "body_size"
 	attrAttributes   = "attributes"
 	attrDedupID      = "deduplication_id"
@@ -251,6 +252,9 @@ func (s *DynamoStore) Park(ctx context.Context, queue, group string, items []Par
 				fresh = append(fresh, p)
 			}
 		}
+		if nothingToHold(cur.rec, cur.ok, fresh) {
+			return cur.rec, nil
+		}
 		h := parkedHold(cur.rec, cur.ok, queue, group, fresh, hold, cause, now)
 		tx := make([]types.TransactWriteItem, 0, len(fresh)+1)
 		for i := range fresh {
@@ -374,12 +378,7 @@ func (s *DynamoStore) holdPut(h HoldRecord, cur storedHold) *dynamodb.PutItemInp
 // still the one read). A refusal of the hold's condition returns the hold
 // as it is now, and the write is tried again from it.
 func (s *DynamoStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error {
-		if h.State != StateDraining || h.Epoch != epoch {
-			return fmt.Errorf("the hold is %s at epoch %d, not draining at epoch %d: %w", h.State, h.Epoch, epoch, ErrConflict)
-		}
-		return nil
-	})
+	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error { return doneConflict(h, epoch) })
 }
 
 // Discard implements Store as Done does, under any state but released.
@@ -873,6 +872,7 @@ func messageItem(p *Parked) map[string]types.AttributeValue {
 	putStr(item, attrBodyKey, p.BodyKey)
 	putStr(item, attrBodyMD5, p.BodyMD5)
 	putStr(item, attrDedupID, p.DeduplicationID)
+	putStr(item, attrNonce, p.Nonce)
 	putStr(item, attrCause, p.Cause)
 	if len(p.Attributes) > 0 {
 		attrs := make(map[string]types.AttributeValue, len(p.Attributes))
@@ -905,6 +905,7 @@ func decodeMessage(item map[string]types.AttributeValue) (Parked, error) {
 		BodyMD5:         d.optStr(attrBodyMD5),
 		BodySize:        d.num(attrBodySize),
 		DeduplicationID: d.optStr(attrDedupID),
+		Nonce:           d.optStr(attrNonce),
 		ReceiveCount:    int(d.num(attrReceiveCount)),
 		Cause:           d.optStr(attrCause),
 		Status:          Status(d.str(attrStatus)),

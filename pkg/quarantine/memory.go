@@ -68,6 +68,9 @@ func (m *MemoryStore) Park(ctx context.Context, queue, group string, items []Par
 		}
 	}
 	h, ok := m.holds[k]
+	if nothingToHold(h, ok, fresh) {
+		return h, nil
+	}
 	h = parkedHold(h, ok, queue, group, fresh, hold, cause, now)
 	for _, p := range fresh {
 		p.Queue, p.Group, p.Status, p.ParkedAt, p.UpdatedAt = queue, group, StatusParked, now, now
@@ -89,8 +92,9 @@ func (m *MemoryStore) Done(ctx context.Context, queue, group, seq string, epoch 
 	switch {
 	case !ok || h.State == StateReleased:
 		return HoldRecord{}, ErrNoHold
-	case h.State != StateDraining || h.Epoch != epoch:
-		return HoldRecord{}, ErrConflict
+	}
+	if err := doneConflict(h, epoch); err != nil {
+		return HoldRecord{}, err
 	}
 	return m.unpark(k, h, seq, StatusDone, now)
 }

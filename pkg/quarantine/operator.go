@@ -150,7 +150,7 @@ func (o *Operator) send(ctx context.Context, epoch int64, p Parked) error {
 		QueueUrl:               aws.String(o.QueueURL),
 		MessageBody:            aws.String(body),
 		MessageGroupId:         aws.String(p.Group),
-		MessageDeduplicationId: aws.String(Copy{Epoch: epoch, Sequence: p.Sequence}.DeduplicationID()),
+		MessageDeduplicationId: aws.String(Copy{Epoch: epoch, Nonce: p.Nonce, Sequence: p.Sequence}.DeduplicationID()),
 		MessageAttributes:      sqsAttributes(p.Attributes),
 	}
 	var err error
@@ -198,12 +198,26 @@ func (o *Operator) List(ctx context.Context) ([]HoldRecord, error) {
 
 // Discard drops group's parked message seq (a sequence number as SQS
 // writes it), or every parked message when seq is empty, after archiving
-// each, as JSON with its body, under ArchiveKey. A copy of a discarded
-// message still in flight is dropped on arrival. It returns the keys of the
+// each, as JSON with its body, under ArchiveKey. It returns the keys of the
 // archives and the hold afterwards: released when nothing is left parked.
+//
+// Only a held group's messages are discarded. While a group drains, a copy
+// that has passed its batch's check may be running: it would run though
+// its message was discarded (its record of being done then fails). A held
+// group runs nothing, and a copy still in flight is dropped on arrival.
+// (Another operator's redrive begun between the check and the discard is
+// not caught.)
 func (o *Operator) Discard(ctx context.Context, group, seq string) ([]string, HoldRecord, error) {
 	if o.Bodies == nil {
 		return nil, HoldRecord{}, errors.New("quarantine: discard needs a body store for its archive")
+	}
+	switch h, err := o.Store.Hold(ctx, o.Queue, group); {
+	case err != nil:
+		return nil, HoldRecord{}, o.wrap(group, err)
+	case h.State == StateDraining:
+		return nil, h, fmt.Errorf("quarantine: group %q is draining under epoch %d: a redriven copy may be running; discard once it is held again or released: %w", group, h.Epoch, ErrConflict)
+	case h.State == StateReleased:
+		return nil, h, o.wrap(group, ErrNoHold)
 	}
 	var items []Parked
 	if seq != "" {

@@ -3,6 +3,7 @@ package quarantine
 import (
 	"context"
 	"crypto/md5" //nolint:gosec // MD5 is what SQS uses for MD5OfBody; it identifies, it does not protect
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -123,14 +124,14 @@ func (q *Quarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo
 // disposition says what to do with m, if it is a genuine copy of a parked
 // message or a redelivery of a message a released hold parked; ok is
 // false for an ordinary message. A message that claims to be a copy but
-// matches no parked message (another body, or nothing parked there) is an
-// ordinary message: it is parked or run, by its own sequence number, and
-// never takes a parked message's place.
+// matches no parked message (another nonce or body, or nothing parked
+// there) is an ordinary message: it is parked or run, by its own sequence
+// number, and never takes a parked message's place.
 func disposition(m *events.SQSMessage, copies map[string]ItemKey, items map[ItemKey]Parked, holds map[string]HoldRecord) (fifo.Disposition, bool) {
 	if k, isCopy := copies[m.MessageId]; isCopy {
 		p, ok := items[k]
-		if ok && p.BodyMD5 == bodyMD5(m.Body) {
-			c, _ := ParseCopy(m)
+		c, _ := ParseCopy(m)
+		if ok && p.Nonce != "" && p.Nonce == c.Nonce && p.BodyMD5 == bodyMD5(m.Body) {
 			switch p.Status {
 			case StatusParked:
 				return fifo.Disposition{Copy: true, Epoch: c.Epoch}, true
@@ -209,16 +210,25 @@ func (q *Quarantine) parked(ctx context.Context, group string, m *events.SQSMess
 	if err != nil {
 		return Parked{}, fmt.Errorf("quarantine: message %s: %w", m.MessageId, err)
 	}
+	nonce, err := newNonce()
+	if err != nil {
+		return Parked{}, err
+	}
 	p := Parked{
-		Queue: q.queue, Group: group, Sequence: seq, MessageID: m.MessageId,
+		Queue: q.queue, Group: group, Sequence: seq, MessageID: m.MessageId, Nonce: nonce,
 		Body: m.Body, BodyMD5: bodyMD5(m.Body), BodySize: int64(len(m.Body)),
 		DeduplicationID: m.Attributes["MessageDeduplicationId"],
 		ReceiveCount:    atoi(m.Attributes["ApproximateReceiveCount"]),
 		Attributes:      attributes(m.MessageAttributes),
 	}
-	if len(m.Body) > q.maxInline {
+	// Message attributes count toward SQS's message size as the body does,
+	// and they stay in the item: the body leaves it when both together
+	// are over the inline budget. (template.yaml caps both queues'
+	// messages at 256 KiB, so an item stays well under DynamoDB's 400 KB
+	// and a lane of ten under a transaction's 4 MB.)
+	if size := len(m.Body) + attributesSize(p.Attributes); size > q.maxInline {
 		if q.bodies == nil {
-			return Parked{}, fmt.Errorf("quarantine: message %s: its body of %d bytes is larger than %d and no body store is configured", m.MessageId, len(m.Body), q.maxInline)
+			return Parked{}, fmt.Errorf("quarantine: message %s: its body and attributes of %d bytes are more than %d and no body store is configured", m.MessageId, size, q.maxInline)
 		}
 		p.BodyKey = BodyKey(q.queue, group, seq)
 		if err := q.bodies.PutBody(ctx, p.BodyKey, m.Body); err != nil {
@@ -249,6 +259,16 @@ func attributes(in map[string]events.SQSMessageAttribute) map[string]MessageAttr
 	return out
 }
 
+// attributesSize is what SQS counts of a message's attributes: each name,
+// type and value.
+func attributesSize(attrs map[string]MessageAttribute) int {
+	n := 0
+	for name, a := range attrs {
+		n += len(name) + len(a.DataType) + len(a.StringValue) + len(a.BinaryValue)
+	}
+	return n
+}
+
 func group(m *events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
 
 func bodyMD5(body string) string {
@@ -273,10 +293,22 @@ func clip(s string, n int) string {
 }
 
 // Copy is the identity a redriven copy carries: the epoch of the redrive
-// that sent it and its parked message's sequence key.
+// that sent it, its parked message's nonce (the secret that proves the
+// copy was made from it) and its sequence key.
 type Copy struct {
 	Epoch    int64
+	Nonce    string
 	Sequence string
+}
+
+const nonceLen = 32 // hex digits: 128 random bits
+
+func newNonce() (string, error) {
+	var b [nonceLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("quarantine: a nonce: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // copyPrefix starts the MessageDeduplicationId of a redriven copy. The
@@ -286,9 +318,10 @@ type Copy struct {
 // second send of the same copy within its five-minute window.
 const copyPrefix = "fifoworker-redrive."
 
-// DeduplicationID is the MessageDeduplicationId of copy c.
+// DeduplicationID is the MessageDeduplicationId of copy c: at most 19 +
+// 19 + 1 + 32 + 1 + 40 = 112 characters, within SQS's 128.
 func (c Copy) DeduplicationID() string {
-	return copyPrefix + strconv.FormatInt(c.Epoch, 10) + "." + c.Sequence
+	return copyPrefix + strconv.FormatInt(c.Epoch, 10) + "." + c.Nonce + "." + c.Sequence
 }
 
 // ParseCopy reads a redriven copy's identity from m's deduplication id.
@@ -298,15 +331,22 @@ func ParseCopy(m *events.SQSMessage) (Copy, bool) {
 	if !ok {
 		return Copy{}, false
 	}
-	epoch, seq, ok := strings.Cut(rest, ".")
-	n, err := strconv.ParseInt(epoch, 10, 64)
-	if !ok || err != nil || n < 1 || len(seq) != seqWidth {
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return Copy{}, false
+	}
+	n, err := strconv.ParseInt(parts[0], 10, 64)
+	nonce, seq := parts[1], parts[2]
+	if err != nil || n < 1 || len(nonce) != nonceLen || len(seq) != seqWidth {
+		return Copy{}, false
+	}
+	if _, err := hex.DecodeString(nonce); err != nil || strings.ToLower(nonce) != nonce {
 		return Copy{}, false
 	}
 	if _, err := SeqKey(seq); err != nil {
 		return Copy{}, false
 	}
-	return Copy{Epoch: n, Sequence: seq}, true
+	return Copy{Epoch: n, Nonce: nonce, Sequence: seq}, true
 }
 
 // BodyStore keeps bodies too large for a parked item (S3Bodies on S3).

@@ -75,6 +75,11 @@ type Parked struct {
 	Attributes map[string]MessageAttribute
 	// DeduplicationID is the message's original MessageDeduplicationId.
 	DeduplicationID string
+	// Nonce is a random secret the quarantine gives the message when it
+	// parks it. A redriven copy carries it (Copy), so a copy is recognised
+	// only if it was made from this item: a producer knows its message's
+	// body, sequence number and id, never the nonce. It is never shown.
+	Nonce string `json:"-"`
 	ReceiveCount    int
 	Cause           string
 	Status          Status

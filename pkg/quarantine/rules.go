@@ -30,6 +30,14 @@ func checkPark(queue, group string, items []Parked) error {
 	return nil
 }
 
+// nothingToHold reports whether a park finds nothing to do: no message
+// is new, and the group has no hold or a released one. A hold without a
+// parked message would hold the group with nothing to redrive (a redriven
+// copy that failed again after an operator discarded its message, say).
+func nothingToHold(h HoldRecord, ok bool, fresh []Parked) bool {
+	return len(fresh) == 0 && (!ok || h.State == StateReleased)
+}
+
 // parkedHold is hold h (ok: it exists) after fresh, the items not parked
 // before, are parked.
 func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold bool, cause string, now time.Time) HoldRecord {
@@ -59,6 +67,20 @@ func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold
 	}
 	h.UpdatedAt = now
 	return h
+}
+
+// doneConflict says why a redriven copy of epoch cannot be recorded done
+// on hold h (not released), or nil: a copy runs only while its group
+// drains, and a redrive begun while it ran raises the epoch without
+// changing the copy's place in the group's order.
+func doneConflict(h HoldRecord, epoch int64) error {
+	switch {
+	case h.State != StateDraining:
+		return fmt.Errorf("the hold is %s, not draining: %w", h.State, ErrConflict)
+	case epoch < 1 || epoch > h.Epoch:
+		return fmt.Errorf("epoch %d is not one the hold has begun (it is at %d): %w", epoch, h.Epoch, ErrConflict)
+	}
+	return nil
 }
 
 // unparkedHold is hold h after one of its parked messages was done or

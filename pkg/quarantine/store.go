@@ -23,7 +23,9 @@ type Store interface {
 	// write. With hold set, the hold becomes held with cause, whatever its
 	// state (a new hold on a released record starts a new range); without
 	// it, a missing or released hold is created held, and a held or
-	// draining one keeps its state. A message written gets queue, group,
+	// draining one keeps its state. A park with no new message never
+	// creates a hold: on a missing or released one it writes nothing and
+	// returns it as it is. A message written gets queue, group,
 	// StatusParked, and now as ParkedAt and UpdatedAt, whatever items say.
 	// It returns the hold afterwards.
 	Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error)
@@ -31,11 +33,13 @@ type Store interface {
 	// Done marks the parked message seq done and uncounts it, releasing
 	// the hold when it was the last: one atomic write, so a hold is never
 	// left draining with nothing parked. It writes only while the hold is
-	// draining at epoch and the message is parked; otherwise it writes
-	// nothing and returns ErrNoHold (no hold, or a released one),
-	// ErrConflict (held, or draining under another epoch) or ErrNotParked
-	// (no message seq, or one already done or discarded), checked in that
-	// order.
+	// draining at epoch or a later one (a redrive begun while the copy
+	// ran: the copy ran in its order all the same, and the later epoch's
+	// copy of the message is then dropped as done, rather than run a
+	// second time) and the message is parked; otherwise it writes nothing
+	// and returns ErrNoHold (no hold, or a released one), ErrConflict
+	// (held, or an epoch not yet begun) or ErrNotParked (no message seq,
+	// or one already done or discarded), checked in that order.
 	Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error)
 
 	// Discard marks the parked message seq discarded and uncounts it,
