@@ -425,7 +425,10 @@ func TestViewWatchCatchesARegressionTheEndStateHides(t *testing.T) {
 func TestPipelineEndToEnd(t *testing.T) {
 	sum := runPipeline(t, 200, false)
 	require.True(t, sum.OK, "%+v", sum)
-	require.Equal(t, 202, sum.Jobs)
+	require.Equal(t, 203, sum.Jobs, "the running example, the cancelled job, the poison job and 200")
+	require.Equal(t, 1, sum.GroupsHeld)
+	require.Equal(t, 3, sum.Redriven)
+	require.True(t, sum.OrderKept)
 	require.Equal(t, 1, sum.Cancelled)
 	require.Equal(t, sum.Jobs-1, sum.Completed+sum.Failed)
 	require.Zero(t, sum.FailedUnexpectedly, "a job may fail only by running out of generations (a loaded machine)")
