@@ -1,0 +1,402 @@
+// Package candidatetest provides MemoryS3, an in-memory S3 bucket that
+// stands in for the *s3.Client a candidate.Store (and the sweeper's cursor,
+// and the quarantine's body store) calls, with the S3 semantics they rely
+// on. pkg/candidate runs its store tests against it as well as against the
+// emulator (a conformance run), so what passes on MemoryS3 passes on S3.
+package candidatetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5" //nolint:gosec // S3's ETag of a single-part object is the MD5 of its content
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+)
+
+// MemoryS3 is an in-memory S3 with the semantics candidates, the sweeper's
+// cursors and quarantined bodies rely on:
+//
+//   - PutObject reads the whole body, checks it against ContentLength
+//     (IncompleteBody) and against ChecksumSHA256 when given (BadDigest), and
+//     with IfNoneMatch "*" refuses a key that holds an object (412
+//     PreconditionFailed); a put without it replaces the object. The ETag is
+//     the quoted MD5 of the content; user metadata comes back with lower-case
+//     keys, as the SDK returns it, and so does the Content-Type
+//     (binary/octet-stream when none was sent).
+//   - GetObject and HeadObject answer NoSuchKey and NotFound for a missing
+//     key. They return the object's SHA-256 checksum only with ChecksumMode
+//     ENABLED, and then GetObject's body, like the SDK's validating reader,
+//     fails the read that reaches the end when the content does not match
+//     it.
+//   - ListObjectsV2 lists keys in UTF-8 byte order under Prefix, after
+//     StartAfter and ContinuationToken, at most MaxKeys (default and cap
+//     1,000) per page, with IsTruncated and NextContinuationToken.
+//   - DeleteObject of a missing key succeeds.
+//   - LastModified is the clock's time (WithClock), truncated to the second
+//     as S3 reports it.
+//   - Any bucket but the ones it was made with is NoSuchBucket.
+//
+// It is safe for concurrent use; concurrent conditional puts of one key are
+// serialised, so one wins and the others get 412 (S3 may also answer 409
+// ConditionalRequestConflict, which the candidate store retries).
+type MemoryS3 struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]map[string]*object
+}
+
+type object struct {
+	body        []byte
+	meta        map[string]string
+	contentType string
+	checksum    string // base64 SHA-256, S3's own checksum; "" when none was sent
+	etag        string
+	modified    time.Time
+}
+
+var (
+	_ candidate.S3API = (*MemoryS3)(nil)
+	// The sweeper's cursor and the quarantine's body store call a subset.
+	_ interface {
+		GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+		PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+		ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	} = (*MemoryS3)(nil)
+)
+
+// Option configures a MemoryS3.
+type Option func(*MemoryS3)
+
+// WithClock sets the clock LastModified is read from (default time.Now).
+func WithClock(now func() time.Time) Option { return func(m *MemoryS3) { m.now = now } }
+
+// NewMemoryS3 returns an S3 with the given buckets, all empty. It panics
+// without a bucket or with an empty name.
+func NewMemoryS3(buckets []string, opts ...Option) *MemoryS3 {
+	if len(buckets) == 0 {
+		panic("candidatetest: NewMemoryS3 needs a bucket")
+	}
+	m := &MemoryS3{now: time.Now, buckets: map[string]map[string]*object{}}
+	for _, b := range buckets {
+		if b == "" {
+			panic("candidatetest: NewMemoryS3 with an empty bucket name")
+		}
+		m.buckets[b] = map[string]*object{}
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// apiError is an S3 error answer with its code, as the SDK returns it.
+func apiError(code, msg string) error {
+	return &smithy.GenericAPIError{Code: code, Message: "candidatetest.MemoryS3: " + msg}
+}
+
+// bucket returns the objects of a bucket; call with mu held.
+func (m *MemoryS3) bucket(name *string) (map[string]*object, error) {
+	b, ok := m.buckets[aws.ToString(name)]
+	if !ok {
+		return nil, apiError("NoSuchBucket", "no bucket "+aws.ToString(name))
+	}
+	return b, nil
+}
+
+// PutObject implements the S3 call.
+func (m *MemoryS3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if aws.ToString(in.Key) == "" {
+		return nil, apiError("InvalidArgument", "empty key")
+	}
+	var body []byte
+	if in.Body != nil {
+		var err error
+		if body, err = io.ReadAll(in.Body); err != nil {
+			return nil, err
+		}
+	}
+	if in.ContentLength != nil && *in.ContentLength != int64(len(body)) {
+		return nil, apiError("IncompleteBody", "the body is not Content-Length bytes long")
+	}
+	sum := sha256.Sum256(body)
+	checksum := base64.StdEncoding.EncodeToString(sum[:])
+	if c := aws.ToString(in.ChecksumSHA256); c != "" && c != checksum {
+		return nil, apiError("BadDigest", "the SHA-256 checksum does not match the body")
+	}
+	if in.ChecksumSHA256 == nil {
+		checksum = ""
+	}
+	if m := aws.ToString(in.IfNoneMatch); m != "" && m != "*" {
+		return nil, apiError("NotImplemented", "If-None-Match takes only *")
+	}
+	etag := md5.Sum(body) //nolint:gosec // the ETag, not a protection
+	obj := &object{body: body, meta: lower(in.Metadata), contentType: contentType(in.ContentType), checksum: checksum,
+		etag: `"` + hex.EncodeToString(etag[:]) + `"`}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	objects, err := m.bucket(in.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	key := aws.ToString(in.Key)
+	if aws.ToString(in.IfNoneMatch) == "*" && objects[key] != nil {
+		return nil, apiError("PreconditionFailed", "the key holds an object")
+	}
+	obj.modified = m.now().UTC().Truncate(time.Second)
+	objects[key] = obj
+	out := &s3.PutObjectOutput{ETag: aws.String(obj.etag)}
+	if obj.checksum != "" {
+		out.ChecksumSHA256 = aws.String(obj.checksum)
+	}
+	return out, nil
+}
+
+// PutRaw stores an object exactly as given, without the checks S3 makes on
+// upload (the body against checksum, a base64 SHA-256, when not empty):
+// what corruption at rest, or an emulator that checks nothing, leaves.
+func (m *MemoryS3) PutRaw(bucket, key string, body []byte, meta map[string]string, checksum string) error {
+	etag := md5.Sum(body) //nolint:gosec // the ETag, not a protection
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	objects, err := m.bucket(&bucket)
+	if err != nil {
+		return err
+	}
+	objects[key] = &object{body: slices.Clone(body), meta: lower(meta), contentType: contentType(nil), checksum: checksum,
+		etag: `"` + hex.EncodeToString(etag[:]) + `"`, modified: m.now().UTC().Truncate(time.Second)}
+	return nil
+}
+
+// contentType is the Content-Type S3 stores: the one sent, or
+// binary/octet-stream.
+func contentType(sent *string) string {
+	if t := aws.ToString(sent); t != "" {
+		return t
+	}
+	return "binary/octet-stream"
+}
+
+func lower(meta map[string]string) map[string]string {
+	out := make(map[string]string, len(meta))
+	for k, v := range meta {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// lookup returns a copy of the object at key, nil if there is none.
+func (m *MemoryS3) lookup(bucket, key *string) (*object, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	objects, err := m.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	obj := objects[aws.ToString(key)]
+	if obj == nil {
+		return nil, nil
+	}
+	c := *obj
+	c.meta = maps.Clone(obj.meta)
+	return &c, nil
+}
+
+// GetObject implements the S3 call.
+func (m *MemoryS3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	obj, err := m.lookup(in.Bucket, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, &types.NoSuchKey{Message: aws.String("candidatetest.MemoryS3: no such key")}
+	}
+	out := &s3.GetObjectOutput{
+		Body:          io.NopCloser(bytes.NewReader(obj.body)),
+		ContentLength: aws.Int64(int64(len(obj.body))),
+		ContentType:   aws.String(obj.contentType),
+		ETag:          aws.String(obj.etag),
+		LastModified:  aws.Time(obj.modified),
+		Metadata:      obj.meta,
+	}
+	if in.ChecksumMode == types.ChecksumModeEnabled && obj.checksum != "" {
+		out.ChecksumSHA256 = aws.String(obj.checksum)
+		out.Body = &validatingBody{r: bytes.NewReader(obj.body), want: obj.checksum, hash: sha256.New()}
+	}
+	return out, nil
+}
+
+// validatingBody is what the SDK's checksum-validating reader does with a
+// body whose checksum came back: the read that reaches the end fails when
+// the content's SHA-256 is not the checksum.
+type validatingBody struct {
+	r    io.Reader
+	want string
+	hash hash.Hash
+	err  error
+}
+
+func (v *validatingBody) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.r.Read(p)
+	v.hash.Write(p[:n])
+	if errors.Is(err, io.EOF) {
+		if got := base64.StdEncoding.EncodeToString(v.hash.Sum(nil)); got != v.want {
+			v.err = fmt.Errorf("checksum did not match: algorithm SHA256, expect %v, actual %v", v.want, got)
+			return n, v.err
+		}
+	}
+	return n, err
+}
+
+func (v *validatingBody) Close() error { return nil }
+
+// HeadObject implements the S3 call.
+func (m *MemoryS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	obj, err := m.lookup(in.Bucket, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, &types.NotFound{Message: aws.String("candidatetest.MemoryS3: no such key")}
+	}
+	out := &s3.HeadObjectOutput{
+		ContentLength: aws.Int64(int64(len(obj.body))),
+		ContentType:   aws.String(obj.contentType),
+		ETag:          aws.String(obj.etag),
+		LastModified:  aws.Time(obj.modified),
+		Metadata:      obj.meta,
+	}
+	if in.ChecksumMode == types.ChecksumModeEnabled && obj.checksum != "" {
+		out.ChecksumSHA256 = aws.String(obj.checksum)
+	}
+	return out, nil
+}
+
+// maxKeys is ListObjectsV2's page size and its cap.
+const maxKeys = 1000
+
+// ListObjectsV2 implements the S3 call.
+func (m *MemoryS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit := maxKeys
+	if in.MaxKeys != nil {
+		if *in.MaxKeys < 0 {
+			return nil, apiError("InvalidArgument", "negative MaxKeys")
+		}
+		limit = min(int(*in.MaxKeys), maxKeys)
+	}
+	// A continuation token, when given, is where the previous page ended;
+	// StartAfter applies to the first page only, and both exclude the key.
+	after := aws.ToString(in.StartAfter)
+	if t := aws.ToString(in.ContinuationToken); t != "" {
+		after = max(after, t)
+	}
+	prefix := aws.ToString(in.Prefix)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	objects, err := m.bucket(in.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for k := range objects {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys) // UTF-8 byte order, as S3 lists
+	out := &s3.ListObjectsV2Output{
+		Name: in.Bucket, Prefix: in.Prefix, StartAfter: in.StartAfter, ContinuationToken: in.ContinuationToken,
+		MaxKeys: aws.Int32(int32(limit)), IsTruncated: aws.Bool(false),
+	}
+	if len(keys) > limit {
+		keys = keys[:limit]
+		out.IsTruncated = aws.Bool(true)
+		if limit > 0 {
+			out.NextContinuationToken = aws.String(keys[len(keys)-1])
+		} else {
+			out.NextContinuationToken = aws.String(after)
+		}
+	}
+	for _, k := range keys {
+		obj := objects[k]
+		out.Contents = append(out.Contents, types.Object{
+			Key: aws.String(k), Size: aws.Int64(int64(len(obj.body))), ETag: aws.String(obj.etag),
+			LastModified: aws.Time(obj.modified), StorageClass: types.ObjectStorageClassStandard,
+		})
+	}
+	out.KeyCount = aws.Int32(int32(len(keys)))
+	return out, nil
+}
+
+// DeleteObject implements the S3 call. Deleting a missing key succeeds.
+func (m *MemoryS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	objects, err := m.bucket(in.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	delete(objects, aws.ToString(in.Key))
+	return &s3.DeleteObjectOutput{}, nil
+}
+
+// Keys returns the keys of bucket under prefix, in order.
+func (m *MemoryS3) Keys(bucket, prefix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for k := range m.buckets[bucket] {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Object returns the content of the object at key and whether there is
+// one.
+func (m *MemoryS3) Object(bucket, key string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	obj := m.buckets[bucket][key]
+	if obj == nil {
+		return nil, false
+	}
+	return slices.Clone(obj.body), true
+}

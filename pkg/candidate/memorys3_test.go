@@ -1,0 +1,36 @@
+package candidate_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+)
+
+// TestMemoryS3Conformance runs the store's conformance tests
+// (conformance_test.go), which TestIntegrationStore runs on the emulator,
+// on candidatetest.MemoryS3.
+func TestMemoryS3Conformance(t *testing.T) {
+	t.Parallel()
+	for _, c := range storeConformance {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, setupMemoryS3(t))
+		})
+	}
+}
+
+func setupMemoryS3(t *testing.T) *s3Bundle {
+	t.Helper()
+	const bucket = "candidates-conformance"
+	mem := candidatetest.NewMemoryS3([]string{bucket})
+	b := &s3Bundle{client: mem, bucket: bucket, spoolDir: t.TempDir()}
+	b.put = func(t *testing.T, key string, body []byte, meta map[string]string, checksum string) {
+		t.Helper()
+		require.NoError(t, mem.PutRaw(bucket, key, body, meta, checksum))
+	}
+	b.store = candidate.New(mem, bucket, candidate.WithSpoolDir(b.spoolDir))
+	return b
+}
