@@ -10,6 +10,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
@@ -37,7 +38,10 @@ const (
 // TOTALS_TABLE (the projector's), MAX_GENERATIONS (default 3, 1 to 4, as
 // the worker's), SWEEP_GRACE (default 1h), SWEEP_STUCK_AFTER (default
 // 15m), SWEEP_REPAIR_AFTER (default 15m, 1m to 7d), SWEEP_MAX_ITEMS
-// (default 1000, 1 to sweeper.MaxItemsLimit).
+// (default 1000, 1 to sweeper.MaxItemsLimit). With QUARANTINE_TABLE,
+// COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN, each run also reports how many
+// groups of each queue are held (quarantine.MetricHeldGroups, 0 included),
+// the gauge the held-groups alarms watch.
 func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
@@ -48,6 +52,7 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	stuckAfter := env.Duration("SWEEP_STUCK_AFTER", sweeper.DefaultStuckAfter, minSweepDuration, maxStuckAfter)
 	repairAfter := env.Duration("SWEEP_REPAIR_AFTER", sweeper.DefaultRepairAfter, minRepairAfter, maxRepairAfter)
 	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
+	held := heldGroups(env, cfg, log)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -69,5 +74,37 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	if err != nil {
 		return nil, err
 	}
-	return s.Run, nil
+	return func(ctx context.Context, o sweeper.Options) (sweeper.Report, error) {
+		rep, err := s.Run(ctx, o)
+		held(ctx)
+		return rep, err
+	}, nil
+}
+
+// heldGroups returns what reports, after each sweep, the number of held
+// groups of the commands and events queues: nothing without
+// QUARANTINE_TABLE. A failure to count is logged, not the sweep's.
+func heldGroups(env *Env, cfg aws.Config, log *slog.Logger) func(context.Context) {
+	table := env.StringOr("QUARANTINE_TABLE", "")
+	if table == "" {
+		return func(context.Context) {}
+	}
+	var queues []string
+	for _, v := range []string{"COMMANDS_QUEUE_ARN", "EVENTS_QUEUE_ARN"} {
+		arn := env.String(v)
+		if name, err := quarantine.QueueName(arn); arn != "" && err == nil {
+			queues = append(queues, name)
+		}
+	}
+	store := quarantine.NewDynamoStore(DynamoDB(cfg), table)
+	return func(ctx context.Context) {
+		for _, q := range queues {
+			holds, err := store.Holds(ctx, q)
+			if err != nil {
+				log.Error("sweeper: count the held groups", "queue", q, "error", err)
+				continue
+			}
+			quarantine.LogHeldGroups(log, q, len(holds))
+		}
+	}
 }

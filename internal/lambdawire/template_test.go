@@ -25,9 +25,15 @@ func templateEnv(t *testing.T, tpl *samtemplate.Template, logical string) map[st
 			switch x := v.(type) {
 			case map[string]any:
 				ref, _ := x["Ref"].(string)
-				if p, ok := tpl.Parameters[ref]; ok {
+				att, _ := x["Fn::GetAtt"].([]any)
+				switch p, ok := tpl.Parameters[ref]; {
+				case ok:
 					env[k] = fmt.Sprint(p.Default)
-				} else {
+				case len(att) == 2 && att[1] == "Arn":
+					env[k] = standInARN(tpl, fmt.Sprint(att[0]))
+				case len(att) == 2:
+					env[k] = fmt.Sprintf("stack-%s-%s", att[0], att[1])
+				default:
 					env[k] = standIn(tpl, ref)
 				}
 			default:
@@ -50,6 +56,19 @@ func standIn(tpl *samtemplate.Template, name string) string {
 		return url
 	}
 	return "stack-" + name
+}
+
+// standInARN is what a GetAtt of resource name's Arn resolves to.
+func standInARN(tpl *samtemplate.Template, name string) string {
+	r := tpl.Resources[name]
+	if r.Type == "AWS::SQS::Queue" {
+		arn := "arn:aws:sqs:eu-west-1:123456789012:stack-" + name
+		if r.Properties["FifoQueue"] == true {
+			arn += ".fifo"
+		}
+		return arn
+	}
+	return "arn:aws:service:eu-west-1:123456789012:stack-" + name
 }
 
 // Every function builds from exactly the settings template.yaml gives it: a

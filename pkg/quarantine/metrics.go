@@ -65,6 +65,14 @@ func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) 
 	}
 }
 
+// LogHeldGroups logs the number of held groups of queue as an EMF record
+// (see LoggedBatchMetrics).
+func LogHeldGroups(log *slog.Logger, queue string, held int) {
+	log.LogAttrs(context.Background(), slog.LevelInfo, "quarantine: held groups",
+		slog.Any("_aws", emfDirective(map[string]int{MetricHeldGroups: held}, time.Now())),
+		slog.String("Queue", queue), slog.Int(MetricHeldGroups, held))
+}
+
 // HeldGroups writes the number of held groups of queue as one EMF line.
 func HeldGroups(w io.Writer, queue string, held int, now time.Time) error {
 	return writeEMF(w, queue, map[string]int{MetricHeldGroups: held}, now)
