@@ -106,6 +106,21 @@ func WithDeadLetterQueue(client DeadLetterSender, queueURL string) Option {
 	return func(c *config) { c.deadLetter = &deadLetter{client: client, queueURL: queueURL} }
 }
 
+// WithClock makes the processor read the time from now instead of
+// time.Now: when a message may still start before the context's deadline,
+// and the durations it logs and reports. A simulation gives it its own
+// clock, so that the deadline of a context it made from that clock is
+// judged in the same time; the clock may step back, as the wall clock can.
+// Nil means time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			now = time.Now
+		}
+		c.now = now
+	}
+}
+
 // WithLogger logs one record per message (message_id, group_id,
 // receive_count, duration, outcome) and one per batch. Successes are logged
 // at Debug, failures at Warn, panics and invalid batches at Error. A logger

@@ -1031,3 +1031,37 @@ func TestMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
 	recs := logs.Records(t)
 	require.Equal(t, "fifo: metrics hook skipped: no time left before the deadline", recs[len(recs)-1]["msg"])
 }
+
+// WithClock's clock, not the wall clock, decides whether a message may
+// start before the deadline: with a deadline far off in wall-clock time
+// but inside the margin on the given clock, nothing starts; moved back,
+// everything runs.
+func TestWithClockJudgesTheDeadline(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var now atomic.Int64
+	now.Store(deadline.Add(-500 * time.Millisecond).UnixNano()) // inside the 1 s margin
+	var rec recorder
+	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		rec.start(msg.MessageId)
+		return nil
+	}, fifo.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	resp, err := p.Process(ctx, batchOf(t, "a1", "b1"))
+	require.NoError(t, err)
+	require.Empty(t, rec.Started())
+	require.Equal(t, []string{"a1", "b1"}, failedIDs(resp))
+
+	now.Store(deadline.Add(-time.Minute).UnixNano())
+	resp, err = p.Process(ctx, batchOf(t, "a1", "b1"))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"a1", "b1"}, rec.Started())
+	require.Empty(t, failedIDs(resp))
+
+	// Nil is time.Now: an hour is left.
+	p = fifo.New(func(context.Context, events.SQSMessage) error { return nil }, fifo.WithClock(nil))
+	resp, err = p.Process(ctx, batchOf(t, "a1"))
+	require.NoError(t, err)
+	require.Empty(t, failedIDs(resp))
+}
