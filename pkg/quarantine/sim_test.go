@@ -26,11 +26,17 @@ import (
 // maxReceiveCount receives, deduplication by id), the fifo processor with
 // the quarantine on a MemoryStore, failing handlers, crashes between
 // steps, writes applied whose answer is lost, and operator redrives, all
-// from one seed. Its invariant: per group, no message is processed before
-// an older one that is not processed yet, unless SQS's dead-letter queue
-// took that one (the backstop); and at the end, once the causes are fixed
-// and every group redriven, every message was processed or is in the
-// dead-letter queue.
+// from one seed, and adversaries: operators who redrive a group again
+// while one of its copies runs, or discard a parked message (between
+// batches, or while its copy runs: refused), and producers who forge a
+// copy of a parked message (its body, sequence and epoch, their own
+// nonce). Its invariants: per group, no message is processed before an
+// older one that is neither processed nor discarded, unless SQS's
+// dead-letter queue took it (only when the quarantine's store fails); a
+// discarded message never runs; a message runs once unless a crash, a
+// lost answer or a producer's second send gives it a rightful second run;
+// and at the end, once the causes are fixed and every group redriven,
+// every message was processed, discarded or (the backstop) dead-lettered.
 
 var (
 	simSeed  = flag.Uint64("seed", 0, "run the quarantine simulation with this seed only")
@@ -69,6 +75,7 @@ func TestSimulationKeepsEveryGroupInOrder(t *testing.T) {
 		for name, n := range map[string]int{
 			"parked": total.Parked, "dropped": total.Dropped, "copies run": total.CopiesRun,
 			"re-holds": total.Reholds, "releases": total.Releases, "crashes": total.Crashes, "dead-lettered": total.DeadLettered,
+			"forged copies": total.Forged, "discards": total.Discarded,
 		} {
 			if n == 0 {
 				t.Errorf("no seed had %s", name)
@@ -78,7 +85,7 @@ func TestSimulationKeepsEveryGroupInOrder(t *testing.T) {
 }
 
 type simStats struct {
-	Parked, Dropped, CopiesRun, Reholds, Releases, Crashes, DeadLettered int
+	Parked, Dropped, CopiesRun, Reholds, Releases, Crashes, DeadLettered, Forged, Discarded int
 }
 
 func (s *simStats) add(o simStats) {
@@ -89,6 +96,8 @@ func (s *simStats) add(o simStats) {
 	s.Releases += o.Releases
 	s.Crashes += o.Crashes
 	s.DeadLettered += o.DeadLettered
+	s.Forged += o.Forged
+	s.Discarded += o.Discarded
 }
 
 // simMsg is a message in the simulated queue.
@@ -205,6 +214,9 @@ type flakyStore struct {
 	rng  *rand.Rand
 	mu   *sync.Mutex
 	odds int // one write in odds goes wrong; 0: never
+	// touch is told of the body of a parked message whose Done went
+	// wrong: its copy ran, and may rightly run again.
+	touch func(body string)
 }
 
 var errLost = errors.New("sim: the answer was lost")
@@ -238,6 +250,10 @@ func (f *flakyStore) Park(ctx context.Context, queue, group string, items []quar
 
 func (f *flakyStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (quarantine.HoldRecord, error) {
 	before, after := f.fault()
+	if before || after {
+		_, items, _ := f.Read(ctx, queue, nil, []quarantine.ItemKey{{Group: group, Sequence: seq}})
+		f.touch(items[quarantine.ItemKey{Group: group, Sequence: seq}].Body)
+	}
 	if before {
 		return quarantine.HoldRecord{}, errLost
 	}
@@ -277,18 +293,61 @@ type simWorld struct {
 	// copiesRun and reholds count, within the current batch, redriven
 	// copies that succeeded and that failed again.
 	copiesRun, reholds int
+	// runs counts each body's successful runs; touched are the bodies a
+	// crash, a lost answer or a producer's forged copy may rightly run
+	// again; discarded those an operator discarded (never run).
+	runs      map[string]int
+	touched   map[string]bool
+	discarded map[string]bool
+	forged    map[string]bool
+	seed      uint64
+}
+
+func (w *simWorld) touch(body string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.touched[body] = true
+}
+
+// roll is a deterministic draw for message m's k-th receive: lanes run
+// one at a time, but a handler must not consume the scheduler's stream.
+func (w *simWorld) roll(m *events.SQSMessage, n uint64) uint64 {
+	h := w.seed*0x9e3779b97f4a7c15 ^ uint64(len(m.MessageId))
+	for _, c := range m.MessageId + "#" + m.Attributes["ApproximateReceiveCount"] {
+		h = h*1099511628211 ^ uint64(c)
+	}
+	return h % n
 }
 
 func (w *simWorld) logf(format string, args ...any) {
 	w.trace = append(w.trace, fmt.Sprintf(format, args...))
 }
 
-func (w *simWorld) handle(_ context.Context, msg events.SQSMessage) error {
+func (w *simWorld) handle(ctx context.Context, msg events.SQSMessage) error {
+	_, isCopy := quarantine.ParseCopy(&msg)
+	switch {
+	case isCopy && w.roll(&msg, 6) == 0:
+		// The operator redrives the group again while this copy runs.
+		rep, err := w.op.Redrive(ctx, msg.Attributes["MessageGroupId"], false)
+		w.mu.Lock()
+		w.logf("redrive %s mid-copy epoch=%d sent=%d state=%s err=%v", msg.Attributes["MessageGroupId"], rep.Epoch, rep.Sent, rep.State, err)
+		w.mu.Unlock()
+	case isCopy && w.roll(&msg, 6) == 1:
+		// The operator tries to discard this very message while its copy
+		// runs (refused: the group drains).
+		c, _ := quarantine.ParseCopy(&msg)
+		_, _, err := w.op.Discard(ctx, msg.Attributes["MessageGroupId"], quarantine.SeqNumber(c.Sequence))
+		w.mu.Lock()
+		if err == nil {
+			w.discarded[msg.Body] = true
+		}
+		w.logf("discard %s mid-copy: %v", msg.Body, err)
+		w.mu.Unlock()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	g, n := parseBody(msg.Body)
 	f := w.fates[msg.Body]
-	_, isCopy := quarantine.ParseCopy(&msg)
 	switch {
 	case f.poison && !w.fixed[msg.Body]:
 		if isCopy {
@@ -302,11 +361,21 @@ func (w *simWorld) handle(_ context.Context, msg events.SQSMessage) error {
 	// The invariant, checked as it happens: every older message of the
 	// group was processed, or is in the dead-letter queue.
 	for k := 1; k < n; k++ {
-		if !slices.Contains(w.done[g], k) && (w.reliable || !w.inDLQ(g, k)) {
+		older := fmt.Sprintf("%s:%d", g, k)
+		if !slices.Contains(w.done[g], k) && !w.discarded[older] && (w.reliable || !w.inDLQ(g, k)) {
 			if w.err == nil {
 				w.err = fmt.Errorf("group %s: message %d processed before message %d (processed so far: %v)", g, n, k, w.done[g])
 			}
 		}
+	}
+	if w.discarded[msg.Body] && !w.forged[msg.Body] && w.err == nil {
+		w.err = fmt.Errorf("%s ran after an operator discarded it", msg.Body)
+	}
+	// And a message runs once, unless a crash, a lost answer or a
+	// producer's second send gives it a rightful second run.
+	w.runs[msg.Body]++
+	if w.runs[msg.Body] > 1 && !w.touched[msg.Body] && w.reliable && w.err == nil {
+		w.err = fmt.Errorf("%s ran %d times, though no crash or lost answer touched it", msg.Body, w.runs[msg.Body])
 	}
 	if isCopy {
 		w.copiesRun++
@@ -351,17 +420,20 @@ func simulate(seed uint64, check func(*simWorld) error) error {
 	w := &simWorld{
 		rng: rng, queue: newSimQueue(), store: quarantine.NewMemoryStore(),
 		fates: map[string]*fate{}, fixed: map[string]bool{}, done: map[string][]int{}, highest: map[string]int{}, sent: map[string]int{},
+		runs: map[string]int{}, touched: map[string]bool{}, discarded: map[string]bool{}, forged: map[string]bool{}, seed: seed,
 	}
 	var mu sync.Mutex
-	flaky := &flakyStore{Store: w.store, rng: rand.New(rand.NewPCG(seed+1, seed)), mu: &mu}
+	flaky := &flakyStore{Store: w.store, rng: rand.New(rand.NewPCG(seed+1, seed)), mu: &mu, touch: w.touch}
 	reliable := rng.IntN(2) == 0
 	w.reliable = reliable
 	if !reliable {
 		flaky.odds = 8
 	}
 	w.q = quarantine.New(flaky, simQueueARN)
-	w.proc = fifo.New(w.handle, fifo.WithQuarantine(w.q, simThreshold), fifo.WithMetrics(w.count))
-	w.op = &quarantine.Operator{Store: w.store, Queue: "sim.fifo", QueueURL: simQueueURL, Sender: w.queue}
+	// One lane at a time: an operator's redrive from inside a handler, and
+	// the order of the queue's sends, then replay exactly from the seed.
+	w.proc = fifo.New(w.handle, fifo.WithQuarantine(w.q, simThreshold), fifo.WithMetrics(w.count), fifo.WithConcurrency(1))
+	w.op = &quarantine.Operator{Store: w.store, Queue: "sim.fifo", QueueURL: simQueueURL, Sender: w.queue, Bodies: memBodies{}}
 	groups := []string{"g1", "g2", "g3", "g4"}[:1+rng.IntN(4)]
 	steps := 60 + rng.IntN(120)
 	for range steps {
@@ -406,7 +478,7 @@ func simulate(seed uint64, check func(*simWorld) error) error {
 	}
 	for g, n := range w.sent {
 		for k := 1; k <= n; k++ {
-			if !slices.Contains(w.done[g], k) && (reliable || !w.inDLQ(g, k)) {
+			if !slices.Contains(w.done[g], k) && !w.discarded[fmt.Sprintf("%s:%d", g, k)] && (reliable || !w.inDLQ(g, k)) {
 				return fmt.Errorf("group %s: message %d is not processed (reliable store: %v; in the dead-letter queue: %v)\ntrace:\n%s", g, k, reliable, w.inDLQ(g, k), strings.Join(w.trace, "\n"))
 			}
 		}
@@ -438,6 +510,9 @@ func (w *simWorld) produce(g string) {
 	w.mu.Unlock()
 	w.logf("send %s poison=%v transient=%d", body, f.poison, f.transient)
 	w.queue.send(g, body, "d-"+body, nil)
+	if w.rng.IntN(8) == 0 {
+		w.forge(g)
+	}
 	if w.rng.IntN(10) == 0 {
 		w.queue.send(g, body, "d-"+body, nil) // a producer's retry: dropped by deduplication
 	}
@@ -465,16 +540,59 @@ func (w *simWorld) consume() {
 	w.logf("batch %v crashed=%v", ids, crashed)
 	if crashed {
 		w.stats.Crashes++
+		for _, m := range batch {
+			w.touch(m.Body)
+		}
 	}
 	w.queue.settle(batch, failed, crashed)
 }
 
 // redrive fixes some held groups' causes and redrives them; an
 // interrupted redrive sends only part of what is parked.
+// forge sends, as a producer could, a message that claims to be a
+// redriven copy of one of the group's parked messages (the newest: were
+// it taken for a copy, it would run ahead of the older ones): its body,
+// its sequence number, the hold's epoch, but a nonce of the producer's
+// own.
+func (w *simWorld) forge(g string) {
+	h, err := w.store.Hold(context.Background(), "sim.fifo", g)
+	if err != nil || h.State == quarantine.StateReleased {
+		return
+	}
+	items, _ := w.store.Messages(context.Background(), "sim.fifo", g, quarantine.StatusParked, "", 0)
+	if len(items) == 0 {
+		return
+	}
+	p := items[len(items)-1]
+	nonce := fmt.Sprintf("%032x", w.rng.Uint64())
+	w.touch(p.Body) // the producer sent it twice: it may rightly run twice
+	w.mu.Lock()
+	w.forged[p.Body] = true // and its second send runs even if the first is discarded
+	w.mu.Unlock()
+	w.stats.Forged++
+	w.logf("forge %s as a copy of epoch %d", p.Body, max(h.Epoch, 1))
+	w.queue.send(g, p.Body, quarantine.Copy{Epoch: max(h.Epoch, 1), Nonce: nonce, Sequence: p.Sequence}.DeduplicationID(), nil)
+}
+
 func (w *simWorld) redrive(all bool) {
 	holds, _ := w.store.Holds(context.Background(), "sim.fifo")
 	for _, h := range holds {
 		if !all && w.rng.IntN(2) == 0 {
+			continue
+		}
+		if !all && h.State == quarantine.StateHeld && w.rng.IntN(4) == 0 {
+			// The operator gives up on the oldest parked message.
+			items, _ := w.store.Messages(context.Background(), "sim.fifo", h.Group, quarantine.StatusParked, "", 1)
+			if len(items) > 0 {
+				_, _, err := w.op.Discard(context.Background(), h.Group, quarantine.SeqNumber(items[0].Sequence))
+				if err == nil {
+					w.mu.Lock()
+					w.discarded[items[0].Body] = true
+					w.mu.Unlock()
+					w.stats.Discarded++
+				}
+				w.logf("discard %s: %v", items[0].Body, err)
+			}
 			continue
 		}
 		items, _ := w.store.Messages(context.Background(), "sim.fifo", h.Group, quarantine.StatusParked, "", 0)
