@@ -104,7 +104,7 @@ func heldGroups(env *Env, cfg aws.Config, log *slog.Logger) func(context.Context
 				log.Error("sweeper: count the held groups", "queue", q, "error", err)
 				continue
 			}
-			quarantine.LogHeldGroups(log, q, len(holds))
+			quarantine.LogHeldGroups(ctx, log, q, len(holds))
 		}
 	}
 }

@@ -67,8 +67,8 @@ func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) 
 
 // LogHeldGroups logs the number of held groups of queue as an EMF record
 // (see LoggedBatchMetrics).
-func LogHeldGroups(log *slog.Logger, queue string, held int) {
-	log.LogAttrs(context.Background(), slog.LevelInfo, "quarantine: held groups",
+func LogHeldGroups(ctx context.Context, log *slog.Logger, queue string, held int) {
+	log.LogAttrs(ctx, slog.LevelInfo, "quarantine: held groups",
 		slog.Any("_aws", emfDirective(map[string]int{MetricHeldGroups: held}, time.Now())),
 		slog.String("Queue", queue), slog.Int(MetricHeldGroups, held))
 }

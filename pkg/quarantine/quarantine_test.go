@@ -232,4 +232,3 @@ func TestAMessageFromAnotherQueueFailsTheCheck(t *testing.T) {
 	_, err := q.Check(t.Context(), []*events.SQSMessage{&m})
 	require.ErrorContains(t, err, "other.fifo")
 }
-

@@ -79,12 +79,12 @@ type Parked struct {
 	// parks it. A redriven copy carries it (Copy), so a copy is recognised
 	// only if it was made from this item: a producer knows its message's
 	// body, sequence number and id, never the nonce. It is never shown.
-	Nonce string `json:"-"`
-	ReceiveCount    int
-	Cause           string
-	Status          Status
-	ParkedAt        time.Time
-	UpdatedAt       time.Time
+	Nonce        string `json:"-"`
+	ReceiveCount int
+	Cause        string
+	Status       Status
+	ParkedAt     time.Time
+	UpdatedAt    time.Time
 }
 
 // ItemKey names a parked message.
