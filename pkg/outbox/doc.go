@@ -23,5 +23,6 @@
 //     the newest version, delta consumers apply versions in order.
 //   - The decoders accept only what the relay writes: one JSON object of
 //     known fields, an id that matches the job and version, a known type and
-//     status. Anything else wraps ErrMalformed and can never succeed.
+//     status, a tenant the job store accepts, no negative count. Anything
+//     else wraps ErrMalformed and can never succeed.
 package outbox

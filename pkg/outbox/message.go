@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -155,6 +157,8 @@ func DecodeCommand(body string) (Command, error) {
 		return Command{}, fmt.Errorf("%w: command id %q is not job %s's message of version %d", ErrMalformed, c.CommandID, c.JobID, c.Version)
 	case c.Tenant == "":
 		return Command{}, fmt.Errorf("%w: command %s has no tenant", ErrMalformed, c.CommandID)
+	case !validTenant(c.Tenant):
+		return Command{}, fmt.Errorf("%w: command %s: %s", ErrMalformed, c.CommandID, tenantRule)
 	}
 	return c, nil
 }
@@ -176,8 +180,12 @@ func DecodeEvent(body string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: event id %q is not job %s's message of version %d", ErrMalformed, e.EventID, e.JobID, e.Version)
 	case e.Tenant == "":
 		return Event{}, fmt.Errorf("%w: event %s has no tenant", ErrMalformed, e.EventID)
+	case !validTenant(e.Tenant):
+		return Event{}, fmt.Errorf("%w: event %s: %s", ErrMalformed, e.EventID, tenantRule)
 	case e.Progress < 0:
 		return Event{}, fmt.Errorf("%w: event %s has negative progress %d", ErrMalformed, e.EventID, e.Progress)
+	case e.Generation < 0 || e.ResultSize < 0:
+		return Event{}, fmt.Errorf("%w: event %s has a negative generation or result size", ErrMalformed, e.EventID)
 	}
 	switch e.Status {
 	case jobs.StatusPending, jobs.StatusRunning, jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusCancelled:
@@ -185,6 +193,17 @@ func DecodeEvent(body string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: event %s has unknown status %q", ErrMalformed, e.EventID, e.Status)
 	}
 	return e, nil
+}
+
+// tenantRule is the rule the job store holds every tenant to (jobs.Store
+// refuses any other with jobs.ErrInvalid, and so does the projection's
+// store): the relay only ever writes such a tenant. A body with another
+// would be refused by the store on every receive, as if that could pass;
+// the decoders refuse it for good instead.
+const tenantRule = "a tenant is 1 to 256 bytes of UTF-8 without control characters"
+
+func validTenant(s string) bool {
+	return s != "" && len(s) <= 256 && utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // decode reads exactly one JSON object of known fields: a body with unknown

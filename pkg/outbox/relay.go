@@ -60,9 +60,11 @@ func NewRelay(api SQSAPI, commandsURL, eventsURL string, log *slog.Logger) *Rela
 // the batch from there; a resend is deduplicated by SQS within 5 minutes
 // and recognised by its id (the outbox id) beyond.
 //
-// A record that cannot be decoded fails the same way: it is retried, and
-// with bisecting and a retry limit it ends on the mapping's on-failure
-// destination. Records of items that are not jobs (intent markers) and
+// A record that cannot be decoded fails the same way (so does one without
+// the images the stream's NEW_AND_OLD_IMAGES view gives: an insert or a
+// modification without its new image, a modification without its old
+// one): it is retried, and with bisecting and a retry limit it ends on the
+// mapping's on-failure destination. Records of items that are not jobs (intent markers) and
 // deletions (TTL) carry no message and are skipped.
 func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	lanes, order, firstBad := r.collect(ev.Records)
@@ -152,6 +154,18 @@ func recordKey(rec *events.DynamoDBEventRecord) string {
 func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
 		return nil, nil // TTL
+	}
+	// An insert or a modification without the images the table's stream
+	// gives (NEW_AND_OLD_IMAGES) cannot be published as it should: without
+	// the new image the transition's message is unknown, and without the
+	// old one a modification's delta and its repeat check are. Skipping it
+	// would lose the message silently; failing it retries it and then hands
+	// it to the on-failure destination.
+	switch {
+	case len(rec.Change.NewImage) == 0:
+		return nil, fmt.Errorf("outbox: %s record without a new image: the stream's view type must be NEW_AND_OLD_IMAGES", rec.EventName)
+	case rec.EventName == string(events.DynamoDBOperationTypeModify) && len(rec.Change.OldImage) == 0:
+		return nil, fmt.Errorf("outbox: MODIFY record without an old image: the stream's view type must be NEW_AND_OLD_IMAGES")
 	}
 	cur, err := jobs.FromStreamImage(rec.Change.NewImage)
 	if errors.Is(err, jobs.ErrNotJob) {
