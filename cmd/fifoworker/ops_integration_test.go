@@ -278,6 +278,16 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 		require.Equal(t, quarantine.Copy{Epoch: 1, Nonce: nonce, Sequence: key}.DeduplicationID(), m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)])
 	}
 
+	// While the group drains, a copy past its check could be running: the
+	// discard is refused and nothing is archived.
+	code, _, errOut = cli(t, &env, "quarantine", "discard", group, "--yes", "--json")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "is draining under epoch 1")
+	require.Empty(t, archives(t, s3c, bucket), "nothing archived")
+	// A copy fails again: the worker holds the group again, as it would.
+	_, err = q.Park(ctx, group, nil, errors.New("handler: permanent: still bad"), true)
+	require.NoError(t, err)
+
 	code, out, _ = cli(t, &env, "quarantine", "discard", group, "--yes", "--json")
 	require.Equal(t, 0, code)
 	var discarded struct {

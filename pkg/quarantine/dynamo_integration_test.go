@@ -169,8 +169,9 @@ func TestDynamoLayout(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, holds)
 
-	// Held anew: the TTL is gone again.
-	_, err = store.Park(ctx, queue, "g#1", nil, true, "again", released.Add(time.Minute))
+	// Held anew (a new message parked; a park of nothing new holds
+	// nothing): the TTL is gone again.
+	_, err = store.Park(ctx, queue, "g#1", []quarantine.Parked{{Sequence: seqKey(t, "9")}}, true, "again", released.Add(time.Minute))
 	require.NoError(t, err)
 	hold = b.rawItem(t, pk, quarantine.SortHold)
 	_, ok = hold[quarantine.AttrExpiresAt]
