@@ -22,7 +22,9 @@ type Quarantine interface {
 	// Check returns the holds of the messages' groups and what to do with
 	// the messages that are redriven copies or were parked before: one
 	// consistent read for the whole batch. An error fails every message
-	// of the batch: without the holds nothing may run.
+	// of the batch that has a group: without the holds none of them may
+	// run. (Messages without a group, of a standard queue, are not
+	// quarantined and run as they would without it.)
 	Check(ctx context.Context, msgs []*events.SQSMessage) (QuarantineView, error)
 	// Park stores msgs, messages of group in lane order, as parked, and
 	// returns the group's hold afterwards. With hold set, the group is put
