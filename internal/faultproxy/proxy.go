@@ -1,0 +1,489 @@
+package faultproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The kinds of fault.
+const (
+	Latency     Kind = "latency"      // added delay, then forwarded
+	ServerError Kind = "server_error" // 500 or 503, not forwarded
+	Throttle    Kind = "throttle"     // the service's throttling error, not forwarded
+	Reset       Kind = "reset"        // connection reset, not forwarded
+	Drop        Kind = "drop"         // forwarded and applied, then the connection is reset
+)
+
+// Kinds are every kind, in a stable order.
+var Kinds = []Kind{Latency, ServerError, Throttle, Reset, Drop}
+
+// Service says which protocol the upstream speaks, and so which shape the
+// injected errors take.
+type Service int
+
+// The services.
+const (
+	DynamoDB Service = iota + 1 // awsJson1_0, X-Amz-Target DynamoDB_20120810.*
+	SQS                         // awsJson1_0 with the query-compatible error header, X-Amz-Target AmazonSQS.*
+	S3                          // REST-XML, path-style
+)
+
+func (s Service) String() string {
+	switch s {
+	case DynamoDB:
+		return "dynamodb"
+	case SQS:
+		return "sqs"
+	case S3:
+		return "s3"
+	}
+	return fmt.Sprintf("Service(%d)", int(s))
+}
+
+// Rates are the probabilities, each in [0, 1], that a request suffers each
+// kind of fault. ServerError + Throttle + Reset + Drop must not exceed 1:
+// one draw picks at most one of them. Latency is drawn on its own.
+type Rates struct {
+	Latency     float64
+	ServerError float64
+	Throttle    float64
+	Reset       float64
+	Drop        float64
+}
+
+func (r Rates) validate() error {
+	for k, v := range map[Kind]float64{Latency: r.Latency, ServerError: r.ServerError, Throttle: r.Throttle, Reset: r.Reset, Drop: r.Drop} {
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			return fmt.Errorf("faultproxy: rate of %s is %v, not in [0, 1]", k, v)
+		}
+	}
+	if s := r.ServerError + r.Throttle + r.Reset + r.Drop; s > 1+1e-9 {
+		return fmt.Errorf("faultproxy: the error rates add up to %v, more than 1", s)
+	}
+	return nil
+}
+
+// Config configures a proxy.
+type Config struct {
+	Service Service
+	// Target is the upstream's base URL, such as http://127.0.0.1:8000.
+	Target string
+	// Seed seeds every decision.
+	Seed uint64
+	// Rates apply to every operation not in Operations.
+	Rates Rates
+	// Operations overrides Rates per operation ("UpdateItem",
+	// "ReceiveMessage", "PutObject").
+	Operations map[string]Rates
+	// MinLatency and MaxLatency bound an injected delay (defaults 20 ms and
+	// 200 ms).
+	MinLatency, MaxLatency time.Duration
+	// Sleep waits for an injected delay (tests replace it); by default a
+	// timer that the end of ctx cuts short.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Proxy is a running fault-injecting proxy.
+type Proxy struct {
+	// URL is what clients use as the service's endpoint.
+	URL string
+
+	cfg    Config
+	target *url.URL
+	srv    *http.Server
+	client *http.Client
+
+	mu       sync.Mutex
+	gens     map[string]*rand.Rand // per operation
+	enabled  bool
+	requests map[string]int
+	injected map[Kind]map[string]int
+	delays   []time.Duration // every injected delay, for tests
+}
+
+// New starts a proxy on a free port of 127.0.0.1 that forwards to
+// cfg.Target. Close stops it.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Service < DynamoDB || cfg.Service > S3 {
+		return nil, fmt.Errorf("faultproxy: unknown service %v", cfg.Service)
+	}
+	u, err := url.Parse(cfg.Target)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("faultproxy: target %q is not a base URL", cfg.Target)
+	}
+	if err := cfg.Rates.validate(); err != nil {
+		return nil, err
+	}
+	for op, r := range cfg.Operations {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("%w (operation %s)", err, op)
+		}
+	}
+	if cfg.MinLatency == 0 && cfg.MaxLatency == 0 {
+		cfg.MinLatency, cfg.MaxLatency = 20*time.Millisecond, 200*time.Millisecond
+	}
+	if cfg.MinLatency < 0 || cfg.MaxLatency < cfg.MinLatency {
+		return nil, fmt.Errorf("faultproxy: latency bounds [%v, %v]", cfg.MinLatency, cfg.MaxLatency)
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: %w", err)
+	}
+	p := &Proxy{
+		URL: "http://" + l.Addr().String(), cfg: cfg, target: u, enabled: true,
+		gens: map[string]*rand.Rand{}, requests: map[string]int{}, injected: map[Kind]map[string]int{},
+		client: &http.Client{
+			Transport: &http.Transport{
+				Proxy:               nil,
+				DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+				MaxIdleConnsPerHost: 64,
+				IdleConnTimeout:     30 * time.Second,
+				DisableCompression:  true, // bytes pass through as the upstream sent them
+			},
+			// Redirects are the client's to follow, not the proxy's.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(l) }()
+	return p, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the proxy: it stops accepting, waits up to 2 s for requests
+// in flight, then closes every connection.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := p.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = p.srv.Close()
+	}
+	p.client.CloseIdleConnections()
+	return err
+}
+
+// SetEnabled turns injection on (the default) or off; while off, every
+// request is forwarded untouched (and still counted as seen).
+func (p *Proxy) SetEnabled(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.enabled = on
+}
+
+// decision is what happens to one request.
+type decision struct {
+	delay time.Duration // 0: none
+	fault Kind          // "" or ServerError, Throttle, Reset, Drop
+	alt   bool          // the second variant: 503 rather than 500, the other throttling code
+}
+
+// decide draws the request's fault from its operation's generator and
+// counts it.
+func (p *Proxy) decide(op string) decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests[op]++
+	if !p.enabled {
+		return decision{}
+	}
+	g, ok := p.gens[op]
+	if !ok {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(op))
+		g = rand.New(rand.NewPCG(p.cfg.Seed, h.Sum64()))
+		p.gens[op] = g
+	}
+	r, ok := p.cfg.Operations[op]
+	if !ok {
+		r = p.cfg.Rates
+	}
+	// A fixed number of draws per request, whatever is decided, so that the
+	// n-th request of an operation always sees the same numbers.
+	u, lat, spread, alt := g.Float64(), g.Float64(), g.Float64(), g.IntN(2) == 1
+	var d decision
+	switch {
+	case u < r.ServerError:
+		d.fault = ServerError
+	case u < r.ServerError+r.Throttle:
+		d.fault = Throttle
+	case u < r.ServerError+r.Throttle+r.Reset:
+		d.fault = Reset
+	case u < r.ServerError+r.Throttle+r.Reset+r.Drop:
+		d.fault = Drop
+	}
+	d.alt = alt
+	if lat < r.Latency {
+		d.delay = p.cfg.MinLatency + time.Duration(spread*float64(p.cfg.MaxLatency-p.cfg.MinLatency))
+		p.count(Latency, op)
+		p.delays = append(p.delays, d.delay)
+	}
+	if d.fault != "" {
+		p.count(d.fault, op)
+	}
+	return d
+}
+
+func (p *Proxy) count(k Kind, op string) {
+	m := p.injected[k]
+	if m == nil {
+		m = map[string]int{}
+		p.injected[k] = m
+	}
+	m[op]++
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		// The client went away while sending; nothing to answer.
+		return
+	}
+	op := p.operation(r)
+	d := p.decide(op)
+	if d.delay > 0 {
+		if err := p.cfg.Sleep(r.Context(), d.delay); err != nil {
+			return // the caller gave up meanwhile
+		}
+	}
+	switch d.fault {
+	case ServerError, Throttle:
+		status, hdr, b := errorResponse(p.cfg.Service, d.fault, d.alt, r.Method)
+		for k, v := range hdr {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+		return
+	case Reset:
+		reset(w)
+		return
+	}
+	status, header, respBody, err := p.forward(r, body)
+	if err != nil {
+		// The upstream failed (or the caller gave up): the caller sees a
+		// gateway error, as it would behind any proxy.
+		if r.Context().Err() == nil {
+			http.Error(w, "faultproxy: "+err.Error(), http.StatusBadGateway)
+		}
+		return
+	}
+	if d.fault == Drop {
+		reset(w) // applied upstream; the answer is lost
+		return
+	}
+	for k, vs := range header {
+		if hopByHop[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if r.Method != http.MethodHead {
+		w.Header().Set("Content-Length", fmt.Sprint(len(respBody)))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(respBody)
+}
+
+// hopByHop are the headers a proxy does not pass on (RFC 9110, 7.6.1).
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// forward sends the request upstream with its own Host header, so that a
+// signature over it stays valid, and reads the whole answer: its status,
+// headers and body.
+func (p *Proxy) forward(r *http.Request, body []byte) (int, http.Header, []byte, error) {
+	u := *p.target
+	u.Path = strings.TrimSuffix(p.target.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	if r.URL.RawPath != "" {
+		u.RawPath = strings.TrimSuffix(p.target.EscapedPath(), "/") + r.URL.RawPath
+	}
+	u.RawQuery = r.URL.RawQuery
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for k, vs := range r.Header {
+		if hopByHop[k] {
+			continue
+		}
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	req.Host = r.Host
+	req.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		req.Body = http.NoBody
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+// reset ends the connection with a TCP reset and no answer.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler) // closes the connection without an answer
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close sends RST, not FIN
+	}
+	_ = conn.Close()
+}
+
+// operation names the request's operation.
+func (p *Proxy) operation(r *http.Request) string {
+	if p.cfg.Service == S3 {
+		return S3Operation(r.Method, r.URL.Path, r.URL.Query(), r.Header)
+	}
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		if i := strings.LastIndexByte(t, '.'); i >= 0 {
+			return t[i+1:]
+		}
+		return t
+	}
+	return r.Method + " " + r.URL.Path
+}
+
+// Counts is what a proxy saw and injected.
+type Counts struct {
+	// Requests is how many requests of each operation arrived.
+	Requests map[string]int
+	// Injected is, per kind, how many requests of each operation got it.
+	Injected map[Kind]map[string]int
+}
+
+// Counts returns a copy of the counts so far.
+func (p *Proxy) Counts() Counts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Counts{Requests: map[string]int{}, Injected: map[Kind]map[string]int{}}
+	for op, n := range p.requests {
+		c.Requests[op] = n
+	}
+	for k, m := range p.injected {
+		c.Injected[k] = map[string]int{}
+		for op, n := range m {
+			c.Injected[k][op] = n
+		}
+	}
+	return c
+}
+
+// Delays returns every delay injected so far, in order.
+func (p *Proxy) Delays() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Duration(nil), p.delays...)
+}
+
+// Total is how many requests got fault k.
+func (c Counts) Total(k Kind) int {
+	n := 0
+	for _, v := range c.Injected[k] {
+		n += v
+	}
+	return n
+}
+
+// Seen is how many requests arrived.
+func (c Counts) Seen() int {
+	n := 0
+	for _, v := range c.Requests {
+		n += v
+	}
+	return n
+}
+
+// Add returns the sum of c and o.
+func (c Counts) Add(o Counts) Counts {
+	out := Counts{Requests: map[string]int{}, Injected: map[Kind]map[string]int{}}
+	for _, x := range []Counts{c, o} {
+		for op, n := range x.Requests {
+			out.Requests[op] += n
+		}
+		for k, m := range x.Injected {
+			if out.Injected[k] == nil {
+				out.Injected[k] = map[string]int{}
+			}
+			for op, n := range m {
+				out.Injected[k][op] += n
+			}
+		}
+	}
+	return out
+}
+
+// String renders the counts as a table: one line per operation, with the
+// requests seen and the faults of each kind, then the totals.
+func (c Counts) String() string {
+	ops := make([]string, 0, len(c.Requests))
+	for op := range c.Requests {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-26s %8s", "operation", "requests")
+	for _, k := range Kinds {
+		fmt.Fprintf(&b, " %12s", k)
+	}
+	b.WriteByte('\n')
+	line := func(name string, seen int, n func(Kind) int) {
+		fmt.Fprintf(&b, "%-26s %8d", name, seen)
+		for _, k := range Kinds {
+			fmt.Fprintf(&b, " %12d", n(k))
+		}
+		b.WriteByte('\n')
+	}
+	for _, op := range ops {
+		line(op, c.Requests[op], func(k Kind) int { return c.Injected[k][op] })
+	}
+	line("total", c.Seen(), c.Total)
+	return b.String()
+}
