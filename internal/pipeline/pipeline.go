@@ -428,6 +428,17 @@ func (p *Pipeline) Invoke(ctx context.Context, fn string, event, out any) error 
 	return nil
 }
 
+// RIE returns the runtime interface emulator running function fn, or nil
+// in process.
+func (p *Pipeline) RIE(fn string) *RIEProcess {
+	for _, r := range p.ries {
+		if r.Name == fn {
+			return r
+		}
+	}
+	return nil
+}
+
 // Setting is function fn's setting name as the pipeline built it (from
 // template.yaml and Config.Settings), e.g. intake's TENANT_CLAIM.
 func (p *Pipeline) Setting(fn, name string) string { return p.settings[fn][name] }

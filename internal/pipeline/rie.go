@@ -20,6 +20,7 @@ type RIEProcess struct {
 	Addr string // host:port of the emulator's invoke API
 	Log  string // the emulator's and the bootstrap's output
 	cmd  *exec.Cmd
+	pid  int
 	done chan struct{} // closed when the emulator has exited; exit holds why
 	exit error
 }
@@ -63,6 +64,7 @@ func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout 
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pipeline: start %s under the RIE: %w", name, err)
 	}
+	p.pid = p.cmd.Process.Pid
 	go func() { p.exit = p.cmd.Wait(); close(p.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -84,6 +86,16 @@ func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout 
 			return nil, fmt.Errorf("pipeline: the RIE for %s did not listen on %s within 10s; see %s", name, p.Addr, p.Log)
 		}
 	}
+}
+
+// PID is the emulator's process id. The emulator runs the function's
+// bootstrap as its child, and starts a new one at the next invocation
+// after the bootstrap exited.
+func (p *RIEProcess) PID() int {
+	if p == nil {
+		return 0
+	}
+	return p.pid
 }
 
 // Stop ends the emulator and its bootstrap, by process group: TERM, then
