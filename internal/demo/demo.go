@@ -107,6 +107,19 @@ type Options struct {
 	// Setenv sets a variable of this process for the in-process functions'
 	// SDK configuration (default os.Setenv; tests pass t.Setenv).
 	Setenv func(key, value string)
+	// Route, when set, gives the endpoint the functions use for a service
+	// instead of the one the demo would give them: it is called once for
+	// each of AWS_ENDPOINT_URL_DYNAMODB (whose endpoint is then the demo's
+	// delaying proxy), AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_S3. In
+	// process the event source mappings share the functions' environment,
+	// so their SQS requests take the same route (their stream reads do
+	// not). The demo's own requests (seeding, the poison job's sends and
+	// redrive, every check) keep the stack's endpoints. Tests put a fault
+	// proxy there (internal/faultproxy).
+	Route func(variable, endpoint string) (string, error)
+	// Started, when set, is called with the pipeline once it is built,
+	// before any request is sent.
+	Started func(*pipeline.Pipeline)
 }
 
 // Run runs the demo; the summary says whether every invariant held.
@@ -196,6 +209,9 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 			endpoints[i] = "AWS_ENDPOINT_URL_DYNAMODB=" + d.hold.URL
 		}
 	}
+	if endpoints, err = d.route(endpoints); err != nil {
+		return d.sum, err
+	}
 
 	cfg := pipeline.Config{
 		Template: d.tpl, Deployed: d.res, StackName: d.o.StackName, Region: d.state.Region, Endpoints: endpoints,
@@ -248,6 +264,9 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 		}
 	}()
 	d.say("functions: intake, relay, worker, projector, sweeper (%s); their log: %s", d.sum.Mode, logPath)
+	if d.o.Started != nil {
+		d.o.Started(d.p)
+	}
 
 	if err := d.submit(ctx, articles); err != nil {
 		return d.sum, err
@@ -277,6 +296,37 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 }
 
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
+
+// route applies Options.Route to the functions' DynamoDB, SQS and S3
+// endpoints, in endpoints (what functions under the RIE get) and in this
+// process's environment (what in-process functions and the mappings read).
+func (d *demoRun) route(endpoints []string) ([]string, error) {
+	if d.o.Route == nil {
+		return endpoints, nil
+	}
+	for _, name := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_S3"} {
+		at, current := -1, d.state.External
+		if name == "AWS_ENDPOINT_URL_DYNAMODB" {
+			current = d.hold.URL
+		}
+		for i, kv := range endpoints {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				at, current = i, v
+			}
+		}
+		routed, err := d.o.Route(name, current)
+		if err != nil {
+			return nil, fmt.Errorf("demo: route %s: %w", name, err)
+		}
+		if at < 0 {
+			endpoints = append(endpoints, name+"="+routed)
+		} else {
+			endpoints[at] = name + "=" + routed
+		}
+		d.o.Setenv(name, routed)
+	}
+	return endpoints, nil
+}
 
 // seedArticles writes each tenant's articles and returns how many each has.
 func (d *demoRun) seedArticles(ctx context.Context) (map[string]int, error) {
@@ -358,11 +408,36 @@ func answerErr(what string, status int, err error) error {
 	return fmt.Errorf("%s: intake answered %d", what, status)
 }
 
-// post submits a job and returns its id.
-func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int) (string, int, error) {
-	resp, err := d.p.HTTP(ctx, request(http.MethodPost, "/jobs", tenant, intent, fmt.Sprintf(`{"spec":{"page_size":"%d"}}`, pageSize)))
+// send sends req to intake as an API client does: an answer of 500 or
+// more (intake's, when DynamoDB kept failing through the SDK's retries) is
+// sent again, with the same Idempotency-Key, up to 4 tries in all. retried
+// says whether it was.
+func (d *demoRun) send(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, retried bool, err error) {
+	for try := 1; ; try++ {
+		resp, err = d.p.HTTP(ctx, req)
+		if err != nil || resp.StatusCode < 500 || try == 4 {
+			return resp, try > 1, err
+		}
+		d.say("%s %s (%s) answered %d; sent again", req.RequestContext.HTTP.Method, req.RawPath, req.Headers["idempotency-key"], resp.StatusCode)
+		select {
+		case <-ctx.Done():
+			return resp, true, ctx.Err()
+		case <-time.After(time.Duration(100<<try) * time.Millisecond):
+		}
+	}
+}
+
+// post submits a job and returns its id. For an intent not sent before
+// (fresh), a 200 after a retry (send) means that an earlier try, answered
+// with a 5xx, created the job: the status is then 202, as if that try had
+// been answered.
+func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int, fresh bool) (string, int, error) {
+	resp, retried, err := d.send(ctx, request(http.MethodPost, "/jobs", tenant, intent, fmt.Sprintf(`{"spec":{"page_size":"%d"}}`, pageSize)))
 	if err != nil {
 		return "", 0, err
+	}
+	if fresh && retried && resp.StatusCode == http.StatusOK {
+		resp.StatusCode = http.StatusAccepted
 	}
 	var body struct {
 		JobID string `json:"job_id"`
@@ -378,13 +453,13 @@ func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int)
 // submit sends the demo's requests through intake before the mappings
 // start, so the stream holds a burst of creations.
 func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
-	id, status, err := d.post(ctx, "t-1", exampleIntent, 25)
+	id, status, err := d.post(ctx, "t-1", exampleIntent, 25, true)
 	if err != nil || status != http.StatusAccepted {
 		return answerErr("the running example", status, err)
 	}
 	d.submitted = append(d.submitted, demoJob{id: id, tenant: "t-1", intent: exampleIntent, role: "running example: A stalls, B wins", articles: articles["t-1"]})
 	d.say("POST /jobs  Idempotency-Key: %s  → 202 %s", exampleIntent, id)
-	again, status, err := d.post(ctx, "t-1", exampleIntent, 25)
+	again, status, err := d.post(ctx, "t-1", exampleIntent, 25, false)
 	if err != nil || status != http.StatusOK || again != id {
 		return answerErr("the repeated intent (job "+again+")", status, err)
 	}
@@ -400,7 +475,7 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 		{"malformed JSON", request(http.MethodPost, "/jobs", "t-2", "intent-y", `{"spec":`), http.StatusBadRequest},
 		{"another tenant's job", request(http.MethodGet, "/jobs/"+id, "t-2", "", ""), http.StatusNotFound},
 	} {
-		resp, err := d.p.HTTP(ctx, bad.req)
+		resp, _, err := d.send(ctx, bad.req)
 		if err != nil || resp.StatusCode != bad.want {
 			return answerErr(fmt.Sprintf("bad request (%s), which wants %d,", bad.what, bad.want), resp.StatusCode, err)
 		}
@@ -408,11 +483,11 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 		d.say("bad request (%s) → %d %s", bad.what, resp.StatusCode, strings.TrimSpace(resp.Body))
 	}
 
-	cancelID, status, err := d.post(ctx, "t-3", "cancel-me", 10)
+	cancelID, status, err := d.post(ctx, "t-3", "cancel-me", 10, true)
 	if err != nil || status != http.StatusAccepted {
 		return answerErr("the job to cancel", status, err)
 	}
-	resp, err := d.p.HTTP(ctx, request(http.MethodDelete, "/jobs/"+cancelID, "t-3", "", ""))
+	resp, _, err := d.send(ctx, request(http.MethodDelete, "/jobs/"+cancelID, "t-3", "", ""))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return answerErr("DELETE /jobs/"+cancelID, resp.StatusCode, err)
 	}
@@ -433,7 +508,7 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			id, status, err := d.post(ctx, tenant, intent, size)
+			id, status, err := d.post(ctx, tenant, intent, size, true)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil && status != http.StatusAccepted {

@@ -63,7 +63,7 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	d.sum.GroupsHeld++
 
 	// The fix: the job is created. Its own command is parked behind the two.
-	got, status, err := d.post(ctx, "t-1", poisonIntent, 25)
+	got, status, err := d.post(ctx, "t-1", poisonIntent, 25, true)
 	if err != nil || status != http.StatusAccepted || got != id {
 		return answerErr("the poison job's creation (job "+got+")", status, err)
 	}
