@@ -70,7 +70,7 @@ func (e *Env) AWSConfig() aws.Config {
 			Source: []aws.CredentialSource{aws.CredentialSourceEnvVars},
 		})
 	} else {
-		e.errs = append(e.errs, fmt.Errorf("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set: Lambda sets them to the execution role's credentials; no other source of credentials is read"))
+		e.errs = append(e.errs, fmt.Errorf("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set: Lambda sets them to the execution role's credentials on the provided.al2023 runtime; no other source of credentials is read (not the container credentials endpoint Lambda gives SnapStart functions, which this runtime does not offer)"))
 	}
 
 	ignore, err := endpointSource{e.lookup}.ignoreConfigured()
