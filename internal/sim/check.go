@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/sweeper"
+)
+
+// maxSettleRounds bounds the settling phase: a run that has not settled by
+// then has a job, a message or a hold that nothing will ever move.
+const maxSettleRounds = 400
+
+// settle runs the pipeline without faults until it is quiet: the causes of
+// the poison messages are fixed (their jobs created), requests held in the
+// network arrive, the relay publishes every record, the consumers drain
+// their queues, the operator redrives every held group, and time passes
+// for visibility timeouts to end and for the sweeper to nudge stuck jobs
+// and repair projections. Then, past the grace period, the sweeper deletes
+// every candidate that is no result.
+func (w *World) settle() {
+	w.faulty = false
+	for w.resumeOne(false) {
+	}
+	for _, in := range w.intents {
+		if in.poison && w.journal.peek(context.Background(), in.jobID) == nil {
+			w.post(in, in.spec)
+		}
+	}
+	for round := 0; ; round++ {
+		if w.err != nil {
+			return
+		}
+		if round == maxSettleRounds {
+			w.violate("the pipeline did not settle: %s", strings.Join(w.unsettled(), "; "))
+			return
+		}
+		for w.resumeOne(false) {
+		}
+		w.deliverDelayed(true)
+		w.relay(true)
+		for busy := true; busy && w.err == nil; {
+			busy = w.consume(w.commands, w.workerFn, "worker", workerTimeout)
+			busy = w.consume(w.evts, w.projector, "projector", projectorTimeout) || busy
+			busy = busy || w.commands.Receivable() > 0 || w.evts.Receivable() > 0
+		}
+		w.redrive(true)
+		if len(w.unsettled()) == 0 {
+			break
+		}
+		next, ok := w.commands.NextVisible()
+		if t, ok2 := w.evts.NextVisible(); ok2 && (!ok || t.Before(next)) {
+			next, ok = t, true
+		}
+		if ok {
+			w.clock.AdvanceTo(next)
+		} else {
+			w.clock.Advance(5 * time.Minute)
+		}
+		w.sweep()
+	}
+	// Past the grace period, sweeps go round the bucket.
+	w.clock.Advance(sweeper.DefaultGrace + time.Minute)
+	for range 2 + (len(w.s3.Keys(bucket, candidate.Prefix))/sweeperMaxItems)*2 {
+		w.sweep()
+	}
+}
+
+// unsettled says what still moves: a live job, an unpublished record, a
+// request in the network, a queued message, a held group, a projection
+// behind its job.
+func (w *World) unsettled() []string {
+	var out []string
+	for _, id := range w.jobIDs {
+		j := w.journal.peek(context.Background(), id)
+		if !j.Status.Final() {
+			out = append(out, "job "+describe(j))
+			continue
+		}
+		lag, err := projection.LagOf(context.Background(), w.views, j)
+		if err != nil || lag.Behind() {
+			out = append(out, fmt.Sprintf("the projection of %s: %+v %v", id, lag, err))
+		}
+	}
+	if ids := w.pendingStreams(); len(ids) > 0 {
+		out = append(out, fmt.Sprintf("stream records of %v", ids))
+	}
+	if len(w.delayed) > 0 {
+		out = append(out, fmt.Sprintf("%d requests in the network", len(w.delayed)))
+	}
+	for _, q := range []*Queue{w.commands, w.evts} {
+		if q.Len() > 0 {
+			out = append(out, fmt.Sprintf("%d messages in %s", q.Len(), q.Name))
+		}
+		holds, _ := w.qmem.Holds(context.Background(), q.Name)
+		for _, h := range holds {
+			out = append(out, fmt.Sprintf("%s group %s %s (%d parked: %s)", q.Name, h.Group, h.State, h.Parked, h.Cause))
+		}
+	}
+	return out
+}
+
+// checkEnd checks the invariants on the settled pipeline.
+func (w *World) checkEnd() {
+	ctx := context.Background()
+	progress, completed := map[string]int64{}, map[string]int64{}
+	results := map[string]bool{}
+	for _, id := range w.jobIDs {
+		j := w.journal.peek(context.Background(), id)
+		// Every job ends final.
+		switch j.Status {
+		case jobs.StatusCompleted:
+			w.stats.Completed++
+			completed[j.Tenant]++
+			results[j.Result.Key] = true
+			w.checkResult(ctx, j)
+		case jobs.StatusFailed:
+			w.stats.Failed++
+		case jobs.StatusCancelled:
+			w.stats.Cancelled++
+		default:
+			w.violate("job %s did not end: %s", id, describe(j))
+		}
+		progress[j.Tenant] += j.Progress
+		w.checkMessages(j)
+		// The view holds the job's last version, the totals count it.
+		v, err := w.views.View(ctx, id)
+		if err != nil || v != projection.ViewOfJob(j) {
+			w.violate("the view of %s is %+v (%v); the job is %s", id, v, err, describe(j))
+		}
+		if c, err := w.views.Cursor(ctx, j.Tenant, id); err != nil || c.Version != j.Version || c.Progress != j.Progress {
+			w.violate("the totals' cursor of %s is %+v (%v); the job is %s", id, c, err, describe(j))
+		}
+	}
+	// The totals are the sum of the deltas applied, and of the jobs.
+	for _, t := range tenants {
+		tot, err := w.views.Totals(ctx, t)
+		if err != nil || tot.Processed != progress[t] || tot.Completed != completed[t] {
+			w.violate("the totals of %s are %+v (%v); its jobs processed %d items and %d completed", t, tot, err, progress[t], completed[t])
+		}
+	}
+	// Every message ended acknowledged (deleted, parked ones included) or
+	// in a dead-letter queue, and nothing is left parked.
+	for _, q := range []*Queue{w.commands, w.evts} {
+		for _, m := range q.All() {
+			if m.Fate == Queued {
+				w.violate("%s message %s (%s) is still queued", q.Name, m.ID, m.DedupID)
+			}
+		}
+		w.stats.DeadLettered += len(q.DLQ())
+		groups := map[string]bool{}
+		for _, m := range q.All() {
+			groups[m.Group] = true
+		}
+		for _, g := range sortedKeys(groups) {
+			h, err := w.qmem.Hold(ctx, q.Name, g)
+			if errors.Is(err, quarantine.ErrNoHold) {
+				continue
+			}
+			if err != nil || h.State != quarantine.StateReleased || h.Parked != 0 {
+				w.violate("%s group %s: hold %+v (%v)", q.Name, g, h, err)
+				continue
+			}
+			w.stats.Released++
+			parked, err := w.qmem.Messages(ctx, q.Name, g, quarantine.StatusParked, "", 0)
+			if err != nil || len(parked) > 0 {
+				w.violate("%s group %s still has %d parked messages (%v)", q.Name, g, len(parked), err)
+			}
+		}
+	}
+	// Past the grace period, the sweeper has left only the results.
+	for _, k := range w.s3.Keys(bucket, candidate.Prefix) {
+		if !results[k] {
+			w.violate("candidate %s is no result, and the sweeper left it", k)
+		}
+	}
+	for k := range results {
+		if _, ok := w.s3.Object(bucket, k); !ok {
+			w.violate("result %s is gone", k)
+		}
+	}
+}
+
+// checkMessages checks a job's stream and what the relay made of it: one
+// record per version, each published (unless the relay lost it), an event
+// for every version from 1 and a command for creation and every nudge,
+// each under its outbox id, and no message of a version that does not
+// exist.
+func (w *World) checkMessages(j *jobs.Job) {
+	s := w.streams[j.ID]
+	if len(s.records) != int(j.Version)+1 {
+		w.violate("job %s is at version %d with %d stream records", j.ID, j.Version, len(s.records))
+		return
+	}
+	for v, r := range s.records {
+		id := jobs.OutboxID(j.ID, int64(v))
+		if r.cur.Version != int64(v) {
+			w.violate("stream record %d of %s is version %d", v, j.ID, r.cur.Version)
+		}
+		if r.lost {
+			continue
+		}
+		if r.published == 0 {
+			w.violate("%s was never published", id)
+		}
+		_, cmd := w.commandBodies[id]
+		body, evt := w.eventBodies[id]
+		wantCmd := v == 0 || r.cur.Outbox.Type == jobs.MessageRun
+		if cmd != wantCmd || evt != (v > 0) {
+			w.violate("%s: command published %v, event published %v", id, cmd, evt)
+		}
+		if evt {
+			ev, err := eventOf(body)
+			if err != nil || ev.Version != int64(v) || ev.Status != r.cur.Status || ev.Progress != r.cur.Progress {
+				w.violate("event %s is %+v (%v); its transition is %s", id, ev, err, describe(&r.cur))
+			}
+		}
+	}
+	for _, bodies := range []map[string]string{w.commandBodies, w.eventBodies} {
+		for v := j.Version + 1; ; v++ {
+			if _, ok := bodies[jobs.OutboxID(j.ID, v)]; !ok {
+				break
+			}
+			w.violate("a message of %s's version %d, which does not exist, was published", j.ID, v)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,56 @@
+// Package sim is a deterministic simulation of the whole pipeline, driven
+// by one seed: intake, the relay, the worker, the projector, the sweeper
+// and the quarantine's operator, each running its real code (intake's
+// Handler, outbox.FromTransition, worker.Worker.Handle and
+// projection.Projector.Handle under fifo.Processor with the quarantine,
+// sweeper.Sweeper, quarantine.Operator) on the in-memory stores
+// (jobs.MemoryStore, projection.MemoryStore, quarantine.MemoryStore,
+// candidatetest.MemoryS3), with a simulated clock and simulated SQS FIFO
+// queues (group lock, visibility timeout, receive counts, a redrive policy
+// to a dead-letter queue, the five-minute deduplication window).
+//
+// A scheduler drawing from a PCG generator seeded by the seed picks each
+// step: a client's request (a new intent, a retry, a conflicting retry, a
+// cancellation, a read), the relay publishing stream records (in version
+// order per job, some twice, a few lost), a batch of a queue received and
+// processed in one invocation, time passing, a sweep, an operator's
+// redrive (sometimes interrupted), a command sent before its job exists
+// (a poison message), a request held back in the network arriving late.
+// A fault plan, with rates drawn per seed, refuses requests (throttling),
+// applies them and loses the answer, holds writes back to deliver them
+// later, answers 409 to conditional puts, crashes invocations before or
+// after any request, drops a batch's answer, and makes the task stall past
+// its deadline, its lease or its message's visibility timeout while other
+// steps run, fail transiently, or see its job cancelled. Handlers run one
+// at a time (fifo.WithConcurrency(1)); every goroutine the code starts is
+// waited for before the next step, so a seed replays exactly.
+//
+// After the chaos phase the faults stop, the causes of the poison
+// messages are fixed, and the pipeline runs until nothing moves: every
+// request delivered, every record published, every queue drained, every
+// held group redriven, the sweeper run past its thresholds.
+//
+// Invariants, checked as things happen and at the end:
+//   - Every write the job store applied was current when it landed: a
+//     claim never took over a live lease and started the next generation;
+//     a renewal, accept or failure found the job running at the caller's
+//     generation, version and lease; a cancel and a nudge did what they
+//     say. The check is the journal's own, not the store's decision.
+//   - A job has at most one accepted result, the accepting attempt's own
+//     candidate of the job's generation, stored with the recorded SHA-256
+//     and size and holding what that attempt's task wrote.
+//   - Every transition is one stream record, published (unless the relay
+//     lost it) under its outbox id: a command for creation and for every
+//     nudge, an event for every version from 1; no id is published with
+//     two bodies, and no message exists of a version that does not.
+//   - Per queue and group, a message is processed only after every older
+//     message of the group has been, or was dead-lettered; a redriven copy
+//     stands for its parked message.
+//   - A job view never goes back; the totals are at every moment the sum
+//     of the deltas and completions the store counted, and at the end the
+//     sum of the jobs' progress and completions.
+//   - At the end every job is final, every view and cursor is at its job's
+//     version, every message was acknowledged (parked ones included) or
+//     dead-lettered, no group is held and nothing is parked, and the
+//     sweeper has deleted every candidate that is no result, and no result.
+package sim

@@ -1,0 +1,207 @@
+package sim_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fifoworker/fifoworker/internal/sim"
+)
+
+// mutant is a bug put into the real code: one change to one function of
+// one file, compiled in with go test's -overlay, so that the simulation
+// runs the mutated package exactly as it would run the real one.
+type mutant struct {
+	name string
+	file string // from the module's root
+	fn   string // the function the change is confined to
+	old  string // what the change replaces, once in fn
+	new  string
+	// within is how many seeds (1, 2, ...) the simulation may take to
+	// catch it.
+	within int
+}
+
+var mutants = []mutant{
+	{
+		// The accept's fence is not checked: an accept lands on whatever
+		// running job it finds, taking the current generation, version and
+		// holder as its own.
+		name: "jobs-accept-ignores-the-fence", file: "pkg/jobs/transition.go", fn: "decideAccept",
+		old: "\tif err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {",
+		new: "\tif cur != nil && cur.Status == StatusRunning {\n\t\tr.Generation, r.Version, r.AttemptID = cur.Generation, cur.Version, cur.LeaseOwner\n\t}\n" +
+			"\tif err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {",
+		within: 20,
+	},
+	{
+		// A claim takes over a live lease.
+		name: "jobs-claim-takes-a-live-lease", file: "pkg/jobs/transition.go", fn: "decideClaim",
+		old:    "\t\treturn step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}",
+		new:    "\t\tst := startGeneration(r, cur, now)\n\t\tst.guard.expiredBefore = time.Time{}\n\t\treturn st, nil",
+		within: 200,
+	},
+	{
+		// A message that fails does not stop the rest of its lane.
+		name: "fifo-lane-runs-on-after-a-failure", file: "pkg/fifo/quarantine.go", fn: "runQuarantinedLane",
+		old:    "\t\t\tcase !r.outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
+		new:    "\t\t\tcase !r.outcome.Acknowledged():",
+		within: 20,
+	},
+	{
+		// The quarantine's check does not report held groups.
+		name: "quarantine-check-ignores-holds", file: "pkg/quarantine/quarantine.go", fn: "Check",
+		old:    "\t\tcase StateHeld:\n\t\t\tview.Holds[g] = fifo.Hold{State: fifo.Held, Epoch: h.Epoch}",
+		new:    "\t\tcase StateHeld:",
+		within: 20,
+	},
+	{
+		// A view takes any snapshot, older ones included.
+		name: "projection-view-not-version-gated", file: "pkg/projection/projection.go", fn: "viewNewer",
+		old:    "return !ok || held < v",
+		new:    "return true",
+		within: 20,
+	},
+	{
+		// The relay's codec gives an event the job's progress as its delta.
+		name: "outbox-delta-is-the-progress", file: "pkg/outbox/message.go", fn: "FromTransition",
+		old:    "Delta: cur.Progress - before,",
+		new:    "Delta: cur.Progress + 0*before,",
+		within: 20,
+	},
+	{
+		// The sweeper deletes a final job's result like any other
+		// candidate of its job.
+		name: "sweeper-deletes-results", file: "pkg/sweeper/sweeper.go", fn: "judge",
+		old:    "\tcase j.Status.Final() && j.Result.Key == e.Key.String():",
+		new:    "\tcase false && j.Status.Final() && j.Result.Key == e.Key.String():",
+		within: 20,
+	},
+}
+
+// TestMutantsAreCaught runs the simulation, seed 1 onwards, on each mutant
+// and requires it to fail within the mutant's number of seeds. Each mutant
+// is a go test of its own (with -overlay), so this takes a while: -short
+// skips it.
+func TestMutantsAreCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the mutants each compile and run a simulation of their own")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goBin, err := exec.LookPath("go") // go test puts its own first on PATH
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			src, err := os.ReadFile(filepath.Join(root, m.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutated, err := mutate(string(src), m)
+			if err != nil {
+				t.Fatalf("%v: the mutant no longer applies to %s; update it", err, m.file)
+			}
+			dir := t.TempDir()
+			file := filepath.Join(dir, filepath.Base(m.file))
+			overlay := filepath.Join(dir, "overlay.json")
+			spec, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, m.file): file}})
+			if err := os.WriteFile(file, []byte(mutated), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(overlay, spec, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(goBin, "test", "-overlay", overlay, "-count=1", "-run", "^TestSimulation$", "./internal/sim",
+				"-args", "-seeds", strconv.Itoa(m.within))
+			cmd.Dir = root
+			out, err := cmd.CombinedOutput()
+			seeds, caught := caughtAfter(string(out))
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				t.Fatalf("the mutant passed %d seeds:\n%s", m.within, out)
+			case !errors.As(err, &exit) || !caught:
+				t.Fatalf("the mutant did not run (%v):\n%s", err, out)
+			}
+			t.Logf("caught after %d seed(s): %s", seeds, firstViolation(string(out)))
+			fmt.Printf("mutant %s: caught after %d seed(s)\n", m.name, seeds)
+		})
+	}
+}
+
+// mutate applies m's change inside m's function.
+func mutate(src string, m mutant) (string, error) {
+	start := strings.Index(src, "\nfunc "+m.fn+"(") + 1
+	if i := strings.Index(src, ") "+m.fn+"("); start == 0 && i >= 0 {
+		start = strings.LastIndex(src[:i], "\nfunc ") + 1 // a method
+	}
+	if start == 0 {
+		start = -1
+	}
+	if start < 0 {
+		return "", fmt.Errorf("no function %s", m.fn)
+	}
+	end := strings.Index(src[start:], "\n}\n")
+	if end < 0 {
+		return "", fmt.Errorf("function %s has no end", m.fn)
+	}
+	end += start
+	body := src[start:end]
+	if n := strings.Count(body, m.old); n != 1 {
+		return "", fmt.Errorf("%q occurs %d times in %s", m.old, n, m.fn)
+	}
+	return src[:start] + strings.Replace(body, m.old, m.new, 1) + src[end:], nil
+}
+
+var caughtRE = regexp.MustCompile(`after (\d+) seeds: seed \d+: `)
+
+// caughtAfter reads how many seeds TestSimulation ran before one failed.
+func caughtAfter(out string) (int, bool) {
+	m := caughtRE.FindStringSubmatch(out)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+func firstViolation(out string) string {
+	i := strings.Index(out, "seed ")
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(out[i:], "\n")
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
+}
+
+// The quarantine's check disabled in the simulation itself (no mutant
+// needed: the processors are given a quarantine whose check sees no hold)
+// is caught within a few seeds, in process.
+func TestBrokenQuarantineCheckIsCaught(t *testing.T) {
+	t.Parallel()
+	const within = 10
+	for seed := uint64(1); seed <= within; seed++ {
+		if _, err := sim.Run(sim.Config{Seed: seed, Break: sim.BreakQuarantineCheck}); err != nil {
+			t.Logf("caught at seed %d: %s", seed, firstViolation(err.Error()))
+			if !strings.Contains(err.Error(), "was processed before the older message") {
+				t.Errorf("caught by another invariant than the order: %v", firstViolation(err.Error()))
+			}
+			return
+		}
+	}
+	t.Fatalf("the broken quarantine check passed %d seeds", within)
+}

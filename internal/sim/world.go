@@ -1,0 +1,393 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/sweeper"
+	"github.com/fifoworker/fifoworker/pkg/worker"
+)
+
+// The deployment the simulation runs: template.yaml's defaults.
+const (
+	bucket                  = "candidates-sim"
+	workerTimeout           = 60 * time.Second
+	commandsVisibility      = 360 * time.Second // 6 x the worker's timeout
+	shortVisibility         = 40 * time.Second  // below the worker's timeout: some seeds
+	commandsMaxReceive      = 8
+	commandsQuarantineAfter = 6
+	projectorTimeout        = 30 * time.Second
+	eventsVisibility        = 180 * time.Second
+	eventsMaxReceive        = 10
+	eventsQuarantineAfter   = 6
+	recoverAfter            = 3
+	maxGenerations          = jobs.DefaultMaxGenerations
+	sweeperTimeout          = 120 * time.Second
+	sweeperMaxItems         = 25 // small, so that runs resume from their cursors
+	// itemTime is how long the task takes per item.
+	itemTime = 200 * time.Millisecond
+	// pageSize is how many items the task does between progress reports.
+	pageSize = 8
+)
+
+// Break is a bug put into the pipeline on purpose, to show that the
+// invariants catch it.
+type Break int
+
+// The deliberate bugs.
+const (
+	// BreakNone runs the code as it is.
+	BreakNone Break = iota
+	// BreakQuarantineCheck makes both processors' quarantine report no
+	// hold: a held group's later messages run instead of being parked.
+	BreakQuarantineCheck
+)
+
+func (b Break) String() string {
+	switch b {
+	case BreakNone:
+		return "none"
+	case BreakQuarantineCheck:
+		return "quarantine-check"
+	}
+	return fmt.Sprintf("Break(%d)", int(b))
+}
+
+// Config is one run's.
+type Config struct {
+	Seed  uint64
+	Break Break
+	// Trace, when set, receives the run's steps as they happen; otherwise
+	// the last lines are kept for the error of a failed run.
+	Trace io.Writer
+}
+
+// Stats count what a run did, so that a set of seeds can be shown to reach
+// every path the invariants are about.
+type Stats struct {
+	Steps, Jobs, Completed, Failed, Cancelled int
+	Accepts, Takeovers, Nudges, FencedWrites  int
+	LeaseHeld                                 int
+	Crashes, Refused, LostAnswers, Delayed    int
+	DroppedAnswers, TimedOut, Stalls          int
+	Redelivered, Deduplicated, LostRecords    int
+	Parked, Dropped, SkippedDeadline          int
+	Redrives, Released, DeadLettered, Poisons int
+	Hostile, Discarded, Outages               int
+	Recoveries, Repairs, OrphansDeleted       int
+	IntakeConflicts, IntakeRetries            int
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	a := []*int{&s.Steps, &s.Jobs, &s.Completed, &s.Failed, &s.Cancelled, &s.Accepts, &s.Takeovers, &s.Nudges, &s.FencedWrites, &s.LeaseHeld,
+		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.Redelivered,
+		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
+		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries}
+	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
+		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.Redelivered,
+		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
+		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries}
+	for i := range a {
+		*a[i] += b[i]
+	}
+}
+
+// intent is a client's idempotency key and what it asked for.
+type intent struct {
+	tenant, key string
+	spec        map[string]string
+	jobID       string
+	created     bool // the client saw the job created (202 or 200)
+	// poison: a command for the intent's job was sent before the job
+	// existed (a producer that ran ahead); fixed once the job is created.
+	poison bool
+}
+
+// World is one run: the pipeline, the simulated AWS around it, the fault
+// plan, the scheduler and the observations the invariants are checked on.
+type World struct {
+	cfg   Config
+	rng   *rand.Rand
+	clock *Clock
+	// faulty: the fault plan is on (the chaos phase); off, nothing fails
+	// that the code could not be expected to get through.
+	faulty bool
+	odds   odds
+	// outages: a component refuses every request until then.
+	outages map[string]time.Time
+	// current is the fiber running, nil for the scheduler; suspended the
+	// fibers waiting to be resumed.
+	current   *fiber
+	suspended []*fiber
+
+	mem        *jobs.MemoryStore
+	journal    *journal
+	jobs       *faultJobs
+	s3         *candidatetest.MemoryS3
+	bucket     *faultS3
+	candidates *candidate.Store
+	checker    *candidate.Store // on the bucket itself, for the checks: no faults
+	commands   *Queue
+	evts       *Queue
+	qmem       *quarantine.MemoryStore
+	views      *views
+	proj       *faultProjection
+	workerFn   *fifo.Processor
+	projector  *fifo.Processor
+	sweeper    *sweeper.Sweeper
+	intake     *intake.Handler
+	operators  map[*Queue]*quarantine.Operator
+
+	// What happened.
+	jobIDs        []string       // every job, in the order it was created
+	created       map[string]int // job id → its place in jobIDs
+	streams       map[string]*stream
+	intents       []*intent
+	delayed       []delayedWrite
+	commandBodies map[string]string // outbox id → the command's body
+	eventBodies   map[string]string // outbox id → the event's body
+	processed     map[*Queue]map[string]map[uint64]bool
+	accepts       map[string]int
+	deltas        map[string]int64 // tenant → the deltas the totals were given
+	completions   map[string]int64 // tenant → completions counted
+	invocations   int
+	presigned     []string
+	// hostile holds the deduplication ids of the messages no redrive can
+	// fix (a command naming another tenant, an event that is not JSON):
+	// the operator discards them.
+	hostile   map[string]bool
+	discarded map[*Queue]map[uint64]bool // sequence numbers discarded
+	stats     Stats
+
+	err   error
+	trace []string
+}
+
+// Run runs one seed: a chaos phase of random steps with faults, then a
+// settling phase without them, then the final checks. It returns the first
+// invariant that failed, with the run's last steps.
+func Run(cfg Config) (Stats, error) {
+	w := newWorld(cfg)
+	err := w.run()
+	// Whatever happened, no invocation is left suspended.
+	for w.resumeOne(false) {
+	}
+	w.stats.Jobs = len(w.jobIDs)
+	if err != nil {
+		return w.stats, fmt.Errorf("seed %d: %w\n--- the run's last steps:\n%s", cfg.Seed, err, strings.Join(w.trace, "\n"))
+	}
+	return w.stats, nil
+}
+
+func newWorld(cfg Config) *World {
+	w := &World{
+		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), clock: NewClock(),
+		created: map[string]int{}, streams: map[string]*stream{},
+		commandBodies: map[string]string{}, eventBodies: map[string]string{},
+		processed: map[*Queue]map[string]map[uint64]bool{}, accepts: map[string]int{},
+		deltas: map[string]int64{}, completions: map[string]int64{},
+		outages: map[string]time.Time{}, hostile: map[string]bool{}, discarded: map[*Queue]map[uint64]bool{},
+	}
+	// Each seed has its own fault rates, some of them near zero.
+	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4)}
+
+	w.mem = jobs.NewMemoryStore(jobs.WithClock(w.clock.Now), jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: maxGenerations}))
+	w.journal = &journal{w: w, mem: w.mem}
+	w.jobs = &faultJobs{w: w, inner: w.journal}
+	w.s3 = candidatetest.NewMemoryS3([]string{bucket}, candidatetest.WithClock(w.clock.Now))
+	w.bucket = &faultS3{w: w, inner: w.s3}
+	w.candidates = candidate.New(w.bucket, bucket, candidate.WithConflictRetry(3, 0))
+	w.checker = candidate.New(w.s3, bucket)
+	// One seed in eight runs a deployment that ignores the 6 x rule: the
+	// commands' visibility timeout ends before a stalled attempt's lease,
+	// so a command can come back while its job's lease is live.
+	visibility := commandsVisibility
+	if w.rng.IntN(8) == 0 {
+		visibility = shortVisibility
+	}
+	w.commands = NewQueue("commands.fifo", visibility, commandsMaxReceive, w.clock)
+	w.evts = NewQueue("events.fifo", eventsVisibility, eventsMaxReceive, w.clock)
+	w.processed[w.commands] = map[string]map[uint64]bool{}
+	w.processed[w.evts] = map[string]map[uint64]bool{}
+	w.discarded[w.commands] = map[uint64]bool{}
+	w.discarded[w.evts] = map[uint64]bool{}
+
+	w.qmem = quarantine.NewMemoryStore()
+	qstore := &faultQuarantine{Store: w.qmem, w: w}
+	var commandsQ, eventsQ fifo.Quarantine = quarantine.New(qstore, w.commands.ARN, quarantine.WithClock(w.clock.Now)),
+		quarantine.New(qstore, w.evts.ARN, quarantine.WithClock(w.clock.Now))
+	if cfg.Break == BreakQuarantineCheck {
+		commandsQ, eventsQ = blind{commandsQ}, blind{eventsQ}
+	}
+	w.operators = map[*Queue]*quarantine.Operator{}
+	for _, q := range []*Queue{w.commands, w.evts} {
+		w.operators[q] = &quarantine.Operator{Store: w.qmem, Queue: q.Name, QueueURL: q.URL, Sender: q, Now: w.clock.Now,
+			Bodies: quarantine.NewS3Bodies(w.s3, bucket)}
+	}
+
+	wk := worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Task: task{w}, Now: w.clock.Now})
+	w.workerFn = fifo.New(w.tracked(w.commands, wk.Handle), fifo.WithQuarantine(commandsQ, commandsQuarantineAfter),
+		fifo.WithConcurrency(1), fifo.WithClock(w.clock.Now), fifo.WithMetrics(w.outcomes))
+
+	w.views = &views{w: w, mem: projection.NewMemoryStore()}
+	w.proj = &faultProjection{w: w, inner: w.views}
+	p := projection.NewProjector(w.proj, w.jobs, projection.WithRecoverAfter(recoverAfter))
+	w.projector = fifo.New(w.tracked(w.evts, p.Handle), fifo.WithQuarantine(eventsQ, eventsQuarantineAfter),
+		fifo.WithConcurrency(1), fifo.WithClock(w.clock.Now), fifo.WithMetrics(w.outcomes))
+
+	var err error
+	w.sweeper, err = sweeper.New(sweeper.Config{
+		Jobs: w.jobs, Candidates: w.candidates, Clock: w.clock.Now, Projection: w.proj,
+		Cursor:       sweeper.NewS3Cursor(w.bucket, bucket),
+		RepairCursor: sweeper.NewS3CursorAt(w.bucket, bucket, sweeper.RepairCursorKey),
+		MaxItems:     sweeperMaxItems,
+	})
+	if err != nil {
+		panic(err)
+	}
+	w.intake, err = intake.New(intake.Config{Store: w.jobs, Presigner: presigner{w}, Now: w.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+// logf adds a line to the trace.
+func (w *World) logf(format string, args ...any) {
+	line := fmt.Sprintf("%9.3fs %s", w.clock.Now().Sub(Epoch).Seconds(), fmt.Sprintf(format, args...))
+	if w.cfg.Trace != nil {
+		fmt.Fprintln(w.cfg.Trace, line)
+		return
+	}
+	const keep = 400
+	if len(w.trace) >= 2*keep {
+		w.trace = append(w.trace[:0], w.trace[len(w.trace)-keep:]...)
+	}
+	w.trace = append(w.trace, line)
+}
+
+// violate records a broken invariant; the first one ends the run.
+func (w *World) violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.logf("VIOLATION: %s", msg)
+	if w.err == nil {
+		w.err = fmt.Errorf("%s (at %s, step %d)", msg, w.clock.Now().Sub(Epoch), w.stats.Steps)
+	}
+}
+
+// sendFault is SQS refusing a send of the relay (throttling). The
+// operator's sends are not refused: its retry waits in real time.
+func (w *World) sendFault() error {
+	if w.faulty && w.rng.IntN(1000) < w.odds.before {
+		return errThrottled
+	}
+	return nil
+}
+
+// invoke makes an invocation's context: its request id, its deadline on
+// the simulated clock, and, with faults on, the crash it may die of.
+func (w *World) invoke(kind string, timeout time.Duration) (context.Context, *invocation, context.CancelFunc) {
+	w.invocations++
+	inv := &invocation{id: fmt.Sprintf("%s-%d", kind, w.invocations), kind: kind, deadline: w.clock.Now().Add(timeout)}
+	if w.faulty {
+		switch r := w.rng.IntN(100); {
+		case r < 4:
+			inv.crashAt = 1 + w.rng.IntN(12)
+		case r < 7:
+			inv.dropAnswer = true
+		}
+	}
+	ctx := context.WithValue(context.Background(), invocationKey{}, inv)
+	ctx, cancel := context.WithDeadline(ctx, inv.deadline)
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		AwsRequestID:       inv.id,
+		InvokedFunctionArn: "arn:aws:lambda:eu-west-1:123456789012:function:" + kind,
+	})
+	return ctx, inv, cancel
+}
+
+// consume receives a batch from q and runs it through proc in one
+// invocation, then gives the queue the invocation's answer, unless the
+// invocation crashed, lost its answer or outlived its deadline.
+func (w *World) consume(q *Queue, proc *fifo.Processor, kind string, timeout time.Duration) bool {
+	batch := q.Receive(w.rng, 1+w.rng.IntN(10))
+	if len(batch) == 0 {
+		return false
+	}
+	ctx, inv, cancel := w.invoke(kind, timeout)
+	var ids []string
+	for _, m := range batch {
+		ids = append(ids, m.MessageId+"#"+m.Attributes["ApproximateReceiveCount"])
+	}
+	w.logf("%s %s receives %v", kind, inv.id, ids)
+	w.spawn(inv.id, func() {
+		defer cancel()
+		w.answer(q, inv, batch, ctx, proc)
+	})
+	return true
+}
+
+// answer runs the batch and gives the queue the invocation's answer.
+func (w *World) answer(q *Queue, inv *invocation, batch []events.SQSMessage, ctx context.Context, proc *fifo.Processor) {
+	kind := inv.kind
+	resp, err := proc.Process(ctx, events.SQSEvent{Records: batch})
+	if err != nil {
+		w.violate("%s refused its batch: %v", kind, err)
+		return
+	}
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	answered := !inv.dead && !inv.dropAnswer
+	if w.clock.Now().After(inv.deadline) {
+		// Lambda timed the invocation out: the whole batch comes back.
+		answered = false
+		w.stats.TimedOut++
+	}
+	if !answered && !inv.dead {
+		w.stats.DroppedAnswers++
+	}
+	w.logf("%s %s ends: failed %v, answered %v", kind, inv.id, resp.BatchItemFailures, answered)
+	q.Settle(batch, failed, answered)
+}
+
+// outcomes is the processors' metrics hook.
+func (w *World) outcomes(m fifo.BatchMetrics) {
+	w.stats.Parked += m.Count(fifo.Parked)
+	w.stats.Dropped += m.Count(fifo.Dropped)
+	w.stats.SkippedDeadline += m.Count(fifo.SkippedDeadline)
+}
+
+// blind is a quarantine whose check sees no hold (BreakQuarantineCheck).
+type blind struct{ fifo.Quarantine }
+
+func (b blind) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo.QuarantineView, error) {
+	v, err := b.Quarantine.Check(ctx, msgs)
+	v.Holds = nil
+	return v, err
+}
+
+// presigner signs nothing: it records the keys intake asked for.
+type presigner struct{ w *World }
+
+func (p presigner) PresignGet(_ context.Context, key string, ttl time.Duration) (string, error) {
+	p.w.presigned = append(p.w.presigned, key)
+	return "https://" + bucket + ".s3.eu-west-1.amazonaws.com/" + key + "?X-Amz-Expires=" + fmt.Sprint(int(ttl.Seconds())), nil
+}
