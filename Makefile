@@ -70,6 +70,19 @@ bin/fifoworker:
 lint: $(GOLANGCI_LINT) ## golangci-lint at the pinned version
 	$(GOLANGCI_LINT) run --build-tags integration ./...
 
+# make soak: the simulation of the pipeline (internal/sim) on many seeds:
+# SOAK_SEEDS of them from SOAK_FIRST, or as many as SOAK_TIME (10m, 2h)
+# allows when it is set, on every CPU. It prints seeds/s; a failure prints
+# its seed and the one-line command that replays it with its trace.
+SOAK_SEEDS ?= 100000
+SOAK_FIRST ?= 1
+SOAK_TIME  ?=
+.PHONY: soak
+soak: ## the pipeline simulation on many seeds (SOAK_SEEDS=100000 from SOAK_FIRST=1, or SOAK_TIME=10m); prints seeds/s, and a failing seed with the command that replays it
+	go test -count=1 -timeout 0 -v -run '^TestSimulation$$' ./internal/sim \
+		-args -first $(SOAK_FIRST) $(if $(SOAK_TIME),-soak-time $(SOAK_TIME),-seeds $(SOAK_SEEDS)) \
+		| grep -vE '^=== (RUN|CONT|PAUSE)'
+
 .PHONY: bench
 bench: $(BENCHSTAT) ## benchmarks, summarised by benchstat
 	mkdir -p bench
