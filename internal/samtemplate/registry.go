@@ -36,6 +36,9 @@ type ResourceSchema struct {
 	root     map[string]any
 	readOnly [][]string // paths under Properties that a template may not set
 	patterns *patternCache
+	// native: the schema has handlers, so its resource's Fn::GetAtt
+	// attributes are among its properties (older types' are not always).
+	native bool
 }
 
 // Schema returns the registry schema of a resource type such as
@@ -77,6 +80,7 @@ func ParseResourceSchema(raw []byte) (*ResourceSchema, error) {
 		return nil, fmt.Errorf("no typeName")
 	}
 	s := &ResourceSchema{TypeName: name, root: root, patterns: &patternCache{compiled: map[string]*regexp.Regexp{}}}
+	_, s.native = root["handlers"].(map[string]any)
 	ro, _ := root["readOnlyProperties"].([]any)
 	for _, p := range ro {
 		ptr, _ := p.(string)
@@ -103,18 +107,30 @@ func ParseResourceSchema(raw []byte) (*ResourceSchema, error) {
 // integer or number property takes a string that parses as one, and a
 // boolean property takes "true" or "false".
 //
-// An intrinsic function may stand for any value. Two are looked into: each
-// branch of Fn::If is checked like the value itself (AWS::NoValue, an
-// absent property, passes), and a Ref to a template parameter is checked
-// with each value the template lets the parameter take: its Default, its
-// AllowedValues, MinValue and MaxValue. params are the template's
-// parameters (may be nil).
+// Intrinsic functions are checked by what they give. Each branch of Fn::If
+// is checked like the value itself (AWS::NoValue, an absent property,
+// passes). A Ref to a template parameter is checked with each value the
+// template lets the parameter take: its Default, its AllowedValues,
+// MinValue and MaxValue (a list parameter's split at commas), or, when it
+// names none, by the parameter's type. A text the template fixes (Fn::Sub
+// without variables, Fn::Join of literals, Fn::Base64 of a literal) is
+// checked as that text. Otherwise the result's type is: Fn::Sub, Fn::Join,
+// Fn::Base64, Fn::ImportValue and a resource's Ref give a string (which
+// passes for a number or a boolean only if its literal pieces could make
+// one), Fn::Split, Fn::GetAZs, Fn::Cidr and AWS::NotificationARNs a list,
+// Fn::GetAtt what the attribute's schema says (CheckRegistry only). What
+// Fn::Select, Fn::FindInMap and the like give is unknown and passes.
+// params are the template's parameters (may be nil).
 func (s *ResourceSchema) Validate(props map[string]any, params map[string]Parameter) []Problem {
-	v := &validator{schema: s, params: params}
-	v.check(props, s.root, "Properties", 0)
+	return s.validate(props, params, nil, "Properties")
+}
+
+func (s *ResourceSchema) validate(props map[string]any, params map[string]Parameter, ctx *registryContext, root string) []Problem {
+	v := &validator{schema: s, params: params, ctx: ctx}
+	v.check(props, s.root, root, 0)
 	for _, path := range s.readOnly {
 		if isSet(props, path) {
-			v.addf("Properties."+strings.Join(path, "."), "is read-only: a template cannot set it")
+			v.addf(root+"."+strings.Join(path, "."), "is read-only: a template cannot set it")
 		}
 	}
 	return v.problems
@@ -156,6 +172,7 @@ const maxSchemaDepth = 64
 type validator struct {
 	schema   *ResourceSchema
 	params   map[string]Parameter
+	ctx      *registryContext // the template the value is in; nil for Validate
 	problems []Problem
 }
 
@@ -166,7 +183,7 @@ func (v *validator) addf(path, format string, args ...any) {
 // try reports the problems value would have against schema, without
 // keeping them.
 func (v *validator) try(value any, schema map[string]any, path string, depth int) []Problem {
-	sub := &validator{schema: v.schema, params: v.params}
+	sub := &validator{schema: v.schema, params: v.params, ctx: v.ctx}
 	sub.check(value, schema, path, depth)
 	return sub.problems
 }
@@ -261,18 +278,21 @@ func (v *validator) checkIntrinsic(fn string, arg any, schema map[string]any, pa
 			}
 			v.check(branch, schema, fmt.Sprintf("%s(Fn::If branch %d)", path, i+1), depth+1)
 		}
+		return
 	case "Ref":
 		name, _ := arg.(string)
-		p, ok := v.params[name]
-		if !ok {
-			return // a resource or a pseudo parameter
-		}
-		for _, c := range p.candidates() {
-			if errs := v.try(c.value, schema, path, depth+1); len(errs) > 0 {
-				v.addf(path, "Ref %s: the parameter's %s %v: %v", name, c.what, c.value, errs[0])
+		if p, ok := v.params[name]; ok {
+			if cs := p.candidates(); len(cs) > 0 {
+				for _, c := range cs {
+					if errs := v.try(c.value, schema, path, depth+1); len(errs) > 0 {
+						v.addf(path, "Ref %s: the parameter's %s %v: %v", name, c.what, c.value, errs[0])
+					}
+				}
+				return
 			}
 		}
 	}
+	v.checkValue(v.intrinsicValue(fn, arg), schema, path, depth)
 }
 
 // candidate is a value a template lets a parameter take.
@@ -284,9 +304,16 @@ type candidate struct {
 func (p Parameter) candidates() []candidate {
 	var out []candidate
 	if p.Default != nil {
-		out = append(out, candidate{"Default", p.Default})
+		d := p.Default
+		if s, ok := scalarText(d); ok && p.isList() {
+			d = splitList(s)
+		}
+		out = append(out, candidate{"Default", d})
 	}
 	for _, a := range p.AllowedValues {
+		if p.isList() {
+			a = []any{a} // each element of the list is one of them
+		}
 		out = append(out, candidate{"allowed value", a})
 	}
 	if p.MinValue != nil {
@@ -294,6 +321,18 @@ func (p Parameter) candidates() []candidate {
 	}
 	if p.MaxValue != nil {
 		out = append(out, candidate{"MaxValue", p.MaxValue})
+	}
+	return out
+}
+
+// splitList is a list parameter's value: its text split at commas.
+func splitList(s string) []any {
+	if s == "" {
+		return []any{}
+	}
+	var out []any
+	for _, e := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(e))
 	}
 	return out
 }
@@ -608,28 +647,64 @@ func describe(value any) string {
 
 // RegistryCheck is what CheckRegistry found.
 type RegistryCheck struct {
-	Checked  []string // logical ids of the resources checked against a registry schema, sorted
-	Skipped  []string // "Name (Type): why", for the resources not checked
-	Problems []ResourceProblem
+	// Checked are the logical ids of the resources checked against a
+	// registry schema, and Function.Events.Name for a SAM function's event
+	// checked as an event source mapping.
+	Checked   []string
+	Skipped   []string // "Name (Type): why", for the resources not checked
+	Unchecked []string // "Name (Type): what", for parts of checked resources no schema covers
+	Problems  []ResourceProblem
 }
 
-// ResourceProblem is a Problem of a resource of the template.
+// ResourceProblem is a Problem of a resource of the template, or, with no
+// Resource, of another section (Path Outputs.Url.Value, Conditions.X).
 type ResourceProblem struct {
 	Resource, Type string
 	Problem
 }
 
 func (p ResourceProblem) Error() string {
+	if p.Resource == "" {
+		return p.Path + ": " + p.Msg
+	}
 	return fmt.Sprintf("Resources.%s (%s).%s: %s", p.Resource, p.Type, p.Path, p.Msg)
 }
 
-// CheckRegistry checks the Properties of every plain CloudFormation
-// resource (AWS::...) of the template against its registry schema.
-// SAM's resources (AWS::Serverless::...) are skipped: SAM transforms them
-// into other resources first, and no registry schema describes them.
-// Custom resources are skipped too. A resource type without a schema is a
-// problem: it is not a type CloudFormation knows.
+// CheckRegistry checks the template against what CloudFormation (and SAM)
+// will take of it:
+//
+//   - the Properties of every plain CloudFormation resource (AWS::...)
+//     against its type's registry schema (see Validate), and a few service
+//     rules the schemas leave out (Lambda's Timeout and MemorySize limits,
+//     an event source mapping's parameters by source: see
+//     eventSourceRules). A resource type without a schema is a problem:
+//     it is not a type CloudFormation knows.
+//   - each AWS::Serverless::Function as the resources SAM makes of it
+//     (see checkSAMFunction), and Globals.Function's property names.
+//   - every reference: each Ref and Fn::Sub ${Name} names a parameter, a
+//     resource or a pseudo parameter (in Conditions, only a parameter or
+//     a pseudo parameter); each Fn::GetAtt and ${Name.Attr} a resource,
+//     and an attribute its registry schema has (for types with handlers:
+//     older types' schemas do not list every attribute); each Fn::If, and
+//     each Condition of a resource, an output or a condition, a condition
+//     of Conditions.
+//   - each resource's attributes: only Condition, DependsOn,
+//     DeletionPolicy, UpdateReplacePolicy, CreationPolicy, UpdatePolicy
+//     (and SAM's IgnoreGlobals and Connectors on its resources);
+//     DeletionPolicy and UpdateReplacePolicy one of Delete, Retain,
+//     RetainExceptOnCreate, Snapshot (whether a type supports Snapshot is
+//     not checked; nor intrinsics there, which only the
+//     AWS::LanguageExtensions transform allows); DependsOn names other
+//     resources.
+//
+// Skipped: SAM's other resources (HttpApi, Api, ...: SAM transforms them,
+// and no registry schema describes them) and custom resources. Not
+// checked: Fn::FindInMap's map names (Mappings), Rules, Outputs' values'
+// types, Export names, circular dependencies, CreationPolicy and
+// UpdatePolicy's contents, and whatever an intrinsic's value depends on
+// at deploy time.
 func (t *Template) CheckRegistry(schemas *RegistrySchemas) RegistryCheck {
+	ctx := &registryContext{t: t, schemas: schemas}
 	var out RegistryCheck
 	names := make([]string, 0, len(t.Resources))
 	for name := range t.Resources {
@@ -639,6 +714,9 @@ func (t *Template) CheckRegistry(schemas *RegistrySchemas) RegistryCheck {
 	for _, name := range names {
 		r := t.Resources[name]
 		switch {
+		case r.Type == "AWS::Serverless::Function":
+			out.checkSAMFunction(ctx, name, r)
+			continue
 		case strings.HasPrefix(r.Type, "AWS::Serverless::"):
 			out.Skipped = append(out.Skipped, fmt.Sprintf("%s (%s): a SAM resource, transformed before CloudFormation sees it", name, r.Type))
 			continue
@@ -652,9 +730,21 @@ func (t *Template) CheckRegistry(schemas *RegistrySchemas) RegistryCheck {
 			continue
 		}
 		out.Checked = append(out.Checked, name)
-		for _, p := range s.Validate(r.Properties, t.Parameters) {
+		problems := s.validate(r.Properties, t.Parameters, ctx, "Properties")
+		switch r.Type {
+		case "AWS::Lambda::Function":
+			problems = append(problems, lambdaFunctionRules(r.Properties, t.Parameters, "Properties")...)
+		case "AWS::Lambda::EventSourceMapping":
+			problems = append(problems, ctx.eventSourceRules(r.Properties, t.Parameters, "Properties", "")...)
+		}
+		for _, p := range problems {
 			out.Problems = append(out.Problems, ResourceProblem{name, r.Type, p})
 		}
 	}
+	out.checkGlobals(t)
+	refs := newRefChecker(ctx)
+	refs.checkReferences()
+	out.Problems = append(out.Problems, refs.problems...)
+	sort.Strings(out.Checked)
 	return out
 }

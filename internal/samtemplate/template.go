@@ -13,6 +13,7 @@ import (
 type Template struct {
 	Globals    map[string]any // SAM's Globals section
 	Parameters map[string]Parameter
+	Conditions map[string]any
 	Resources  map[string]Resource
 	Outputs    map[string]any
 }
@@ -35,6 +36,9 @@ type Resource struct {
 	Type       string
 	Properties map[string]any
 	Metadata   map[string]any // SAM reads BuildMethod here
+	// Attributes are the entry's other keys: DependsOn, Condition,
+	// DeletionPolicy, UpdateReplacePolicy, ... (nil when it has none).
+	Attributes map[string]any
 }
 
 // Load reads and parses the template at path.
@@ -95,8 +99,18 @@ func Parse(raw []byte) (*Template, error) {
 			props = map[string]any{}
 		}
 		meta, _ := rm["Metadata"].(map[string]any)
-		t.Resources[name] = Resource{Type: typ, Properties: props, Metadata: meta}
+		var attrs map[string]any
+		for k, v := range rm {
+			if k != "Type" && k != "Properties" && k != "Metadata" {
+				if attrs == nil {
+					attrs = map[string]any{}
+				}
+				attrs[k] = v
+			}
+		}
+		t.Resources[name] = Resource{Type: typ, Properties: props, Metadata: meta, Attributes: attrs}
 	}
+	t.Conditions, _ = top["Conditions"].(map[string]any)
 	t.Outputs, _ = top["Outputs"].(map[string]any)
 	t.Globals, _ = top["Globals"].(map[string]any)
 	return t, nil
