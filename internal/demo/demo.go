@@ -41,6 +41,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
 // Summary is the demo's result; its JSON is the demo's last line, for
@@ -221,15 +222,26 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 			if fn != "projector" {
 				return
 			}
-			d.events.Add(int64(len(r.Deleted)))
-			deleted := map[string]bool{}
+			// Consumed: every record of a batch the projector processed
+			// whole, else the ones the mapping deleted (those the function
+			// did not report failed). A delete can fail after one of the
+			// SDK's tries landed, its answer lost: the record was consumed
+			// all the same. What the queues still hold is checked apart
+			// (drain, queuesLeft).
+			consumed := map[string]bool{}
 			for _, id := range r.Deleted {
-				deleted[id] = true
+				consumed[id] = true
 			}
+			if r.Outcome == localesm.OutcomeSuccess {
+				for _, rec := range r.Records {
+					consumed[rec.MessageId] = true
+				}
+			}
+			d.events.Add(int64(len(consumed)))
 			d.seenMu.Lock()
 			defer d.seenMu.Unlock()
 			for _, rec := range r.Records {
-				if deleted[rec.MessageId] {
+				if consumed[rec.MessageId] {
 					d.seen[rec.Attributes["MessageDeduplicationId"]] = true
 				}
 			}
@@ -280,6 +292,9 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 		return d.sum, err
 	}
 	if err := d.sweep(ctx); err != nil {
+		return d.sum, err
+	}
+	if err := d.drain(ctx); err != nil {
 		return d.sum, err
 	}
 	if err := d.check(ctx, articles); err != nil {
@@ -581,11 +596,23 @@ func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
 
 func (d *demoRun) sweep(ctx context.Context) error {
 	time.Sleep(1100 * time.Millisecond) // the demo's grace
-	rep, err := d.p.Sweep(ctx, false)
-	if err != nil {
-		return err
+	// A run that fails (a request that failed through the SDK's retries)
+	// is run again, as the schedule would, up to 3 times; the orphans of
+	// the runs that report are counted.
+	var rep sweeper.Report
+	for try := 1; ; try++ {
+		r, err := d.p.Sweep(ctx, false)
+		if err == nil {
+			rep = r
+			d.sum.OrphansSwept += r.Deleted
+			break
+		}
+		if try == 3 {
+			return err
+		}
+		d.say("sweeper failed (%v); running it again", err)
+		time.Sleep(time.Second)
 	}
-	d.sum.OrphansSwept = rep.Deleted
 	// Of the running example's candidates only generation 2's result is
 	// left: worker A's is the orphan the sweeper removed.
 	example := jobs.DeriveJobID("t-1", exampleIntent)
@@ -709,6 +736,43 @@ func (d *demoRun) checkResult(ctx context.Context, cands *candidate.Store, job *
 		return fmt.Errorf("result has %d lines, progress %d, the tenant has %d articles", lines, job.Progress, want)
 	}
 	return nil
+}
+
+// drain waits, up to 4 minutes, until the commands and events queues hold
+// no message, visible or in flight: a message whose delete failed comes
+// back after its visibility timeout (180 s on the events queue) and is
+// consumed then. What is still there after that, check reports.
+func (d *demoRun) drain(ctx context.Context) error {
+	client := d.state.SQSClient()
+	deadline := time.Now().Add(4 * time.Minute)
+	for said := false; ; {
+		held := 0
+		for _, q := range []string{"CommandsQueue", "EventsQueue"} {
+			out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl:       aws.String(d.res.Resources[q]),
+				AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"},
+			})
+			if err != nil {
+				return err
+			}
+			for _, v := range out.Attributes {
+				n, _ := strconv.Atoi(v)
+				held += n
+			}
+		}
+		if held == 0 || time.Now().After(deadline) {
+			return nil
+		}
+		if !said {
+			d.say("waiting for %d messages the queues still hold (received, not deleted: they come back after the visibility timeout)", held)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // queuesLeft counts messages still in any queue: every message must have
