@@ -49,7 +49,9 @@
 //     constants. A job view says why a job failed under "failure", so
 //     "error" at the top level means an error answer and nothing else.
 //   - An internal error (a store or signing failure, a panic) is answered
-//     500 with a generic message; its detail goes to the log only. Handle
+//     500 with a generic message; its detail goes to the log only. A store
+//     the database throttled (a throttling error code after the SDK's
+//     retries) is answered 503 "unavailable" with Retry-After. Handle
 //     never returns an error, so API Gateway never substitutes its own body.
 //   - A result URL is valid for Config.ResultURLTTL (5 minutes by default,
 //     at most an hour) and only for the result's key; answers carry

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -22,7 +23,11 @@ const (
 	CodeIntentConflict        = "intent_conflict"         // 409: the key already created a job with another spec
 	CodeJobFinal              = "job_final"               // 409: the job already ended; "status" says how
 	CodeInternal              = "internal"                // 500: details only in the log
+	CodeUnavailable           = "unavailable"             // 503: the database throttled the request, retries included; see Retry-After
 )
+
+// RetryAfterSeconds is the Retry-After of a 503.
+const RetryAfterSeconds = "1"
 
 // ErrorBody is the body of every 4xx and 5xx answer.
 type ErrorBody struct {
@@ -57,13 +62,41 @@ func fail(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, detail: ErrorDetail{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
-// internal hides cause from the client.
+// internal hides cause from the client. A cause that is the database
+// throttling the request (after the SDK's own retries) is a 503 with
+// Retry-After instead: the client should come back, not report a bug.
 func internal(cause error) *apiError {
+	if throttled(cause) {
+		return &apiError{
+			status: http.StatusServiceUnavailable,
+			detail: ErrorDetail{Code: CodeUnavailable, Message: "the service is busy; retry after a moment"},
+			cause:  cause,
+		}
+	}
 	return &apiError{
 		status: http.StatusInternalServerError,
 		detail: ErrorDetail{Code: CodeInternal, Message: "internal error; the request may be retried"},
 		cause:  cause,
 	}
+}
+
+// throttlingCodes are the error codes AWS answers a throttled request
+// with (DynamoDB's, and the generic ones).
+var throttlingCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+	"Throttling":                             true,
+	"TooManyRequestsException":               true,
+}
+
+// throttled reports whether err is, or wraps, an API error whose code says
+// the request was throttled. (A DynamoDB transaction cancelled because an
+// item was throttled carries the code in its cancellation reasons only,
+// and stays a 500.)
+func throttled(err error) bool {
+	var api interface{ ErrorCode() string }
+	return errors.As(err, &api) && throttlingCodes[api.ErrorCode()]
 }
 
 // jobNotFound is the one answer for a missing job and another tenant's, so

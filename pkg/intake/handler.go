@@ -307,6 +307,8 @@ func (h *Handler) finish(ctx context.Context, req *events.APIGatewayV2HTTPReques
 			headers["Allow"] = a.err.allow
 		case http.StatusUnauthorized:
 			headers["WWW-Authenticate"] = "Bearer"
+		case http.StatusServiceUnavailable:
+			headers["Retry-After"] = RetryAfterSeconds
 		}
 	}
 	raw, err := json.Marshal(body)
