@@ -154,6 +154,12 @@ func (w *World) checkEnd() {
 			if m.Fate == Queued {
 				w.violate("%s message %s (%s) is still queued", q.Name, m.ID, m.DedupID)
 			}
+			// Nothing was lost: every message was processed (itself, or a
+			// redriven copy of it), or dead-lettered, or discarded by the
+			// operator. (A copy stands for its parked message.)
+			if !m.Copy && !w.processed[q][m.Group][m.Seq] && m.Fate != DeadLettered && !w.discarded[q][m.Seq] {
+				w.violate("%s message %s (%s, sequence %d) was acknowledged but never processed", q.Name, m.ID, m.DedupID, m.Seq)
+			}
 		}
 		w.stats.DeadLettered += len(q.DLQ())
 		groups := map[string]bool{}

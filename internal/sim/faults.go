@@ -64,7 +64,7 @@ func invocationOf(ctx context.Context) *invocation {
 
 // odds are the fault plan's chances, per thousand requests.
 type odds struct {
-	before, after, delay, conflict int
+	before, after, delay, conflict, slow int
 }
 
 // What a request may suffer besides refusals and lost answers.
@@ -97,6 +97,15 @@ func (w *World) fault(ctx context.Context, comp, op string, m may) fault {
 	}
 	if !w.faulty {
 		return faultNone
+	}
+	if inv := invocationOf(ctx); inv != nil && w.current != nil && w.current.inv == inv && w.rng.IntN(1000) < w.odds.slow {
+		// A slow request: the invocation waits for its answer while the
+		// scheduler goes on with other steps. (Only an invocation that
+		// runs as a fiber: a client's request made from inside one, a
+		// cancellation during a task, is not suspended with it.)
+		w.stats.SlowRequests++
+		w.logf("  %s is slow", op)
+		w.yield()
 	}
 	if w.clock.Now().Before(w.outages[comp]) {
 		w.stats.Refused++

@@ -11,15 +11,17 @@ package sim
 // passed meanwhile.
 type fiber struct {
 	name   string
+	inv    *invocation // the invocation the fiber runs
 	resume chan struct{}
 	// event carries true when the fiber suspends itself, false when it
 	// has ended.
 	event chan bool
 }
 
-// spawn runs f as a fiber until it ends or suspends itself.
-func (w *World) spawn(name string, f func()) {
-	fb := &fiber{name: name, resume: make(chan struct{}), event: make(chan bool)}
+// spawn runs f, the work of inv, as a fiber until it ends or suspends
+// itself.
+func (w *World) spawn(inv *invocation, f func()) {
+	fb := &fiber{name: inv.id, inv: inv, resume: make(chan struct{}), event: make(chan bool)}
 	outer := w.current
 	w.current = fb
 	go func() {

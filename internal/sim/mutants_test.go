@@ -38,42 +38,42 @@ var mutants = []mutant{
 		old: "\tif err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {",
 		new: "\tif cur != nil && cur.Status == StatusRunning {\n\t\tr.Generation, r.Version, r.AttemptID = cur.Generation, cur.Version, cur.LeaseOwner\n\t}\n" +
 			"\tif err := refuseFenced(cur, r.Generation, r.Version, r.AttemptID); err != nil {",
-		within: 20,
+		within: 30,
 	},
 	{
 		// A claim takes over a live lease.
 		name: "jobs-claim-takes-a-live-lease", file: "pkg/jobs/transition.go", fn: "decideClaim",
 		old:    "\t\treturn step{}, &LeaseHeldError{Owner: cur.LeaseOwner, Generation: cur.Generation, Until: cur.LeaseExpiresAt}",
 		new:    "\t\tst := startGeneration(r, cur, now)\n\t\tst.guard.expiredBefore = time.Time{}\n\t\treturn st, nil",
-		within: 200,
+		within: 100,
 	},
 	{
 		// A message that fails does not stop the rest of its lane.
 		name: "fifo-lane-runs-on-after-a-failure", file: "pkg/fifo/quarantine.go", fn: "runQuarantinedLane",
 		old:    "\t\t\tcase !r.outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
 		new:    "\t\t\tcase !r.outcome.Acknowledged():",
-		within: 20,
+		within: 30,
 	},
 	{
 		// The quarantine's check does not report held groups.
 		name: "quarantine-check-ignores-holds", file: "pkg/quarantine/quarantine.go", fn: "Check",
 		old:    "\t\tcase StateHeld:\n\t\t\tview.Holds[g] = fifo.Hold{State: fifo.Held, Epoch: h.Epoch}",
 		new:    "\t\tcase StateHeld:",
-		within: 20,
+		within: 10,
 	},
 	{
 		// A view takes any snapshot, older ones included.
 		name: "projection-view-not-version-gated", file: "pkg/projection/projection.go", fn: "viewNewer",
 		old:    "return !ok || held < v",
 		new:    "return true",
-		within: 20,
+		within: 10,
 	},
 	{
 		// The relay's codec gives an event the job's progress as its delta.
 		name: "outbox-delta-is-the-progress", file: "pkg/outbox/message.go", fn: "FromTransition",
 		old:    "Delta: cur.Progress - before,",
 		new:    "Delta: cur.Progress + 0*before,",
-		within: 20,
+		within: 10,
 	},
 	{
 		// The sweeper deletes a final job's result like any other
@@ -81,7 +81,7 @@ var mutants = []mutant{
 		name: "sweeper-deletes-results", file: "pkg/sweeper/sweeper.go", fn: "judge",
 		old:    "\tcase j.Status.Final() && j.Result.Key == e.Key.String():",
 		new:    "\tcase false && j.Status.Final() && j.Result.Key == e.Key.String():",
-		within: 20,
+		within: 10,
 	},
 }
 

@@ -151,10 +151,16 @@ func (w *World) post(in *intent, spec map[string]string) {
 		w.stats.IntakeRetries++
 	case resp.StatusCode == http.StatusConflict && before != nil && !same:
 		w.stats.IntakeConflicts++
-	case resp.StatusCode == http.StatusInternalServerError && w.faulty:
+	case failedForNow(resp.StatusCode) && w.faulty:
 	default:
 		w.violate("POST /jobs of %s/%s answered %d %s; the job was %s and is %s", in.tenant, in.key, resp.StatusCode, resp.Body, describe(before), describe(after))
 	}
+}
+
+// failedForNow reports whether intake's answer says the request failed
+// and may be retried: 500, or 503 for a store that throttled.
+func failedForNow(status int) bool {
+	return status == http.StatusInternalServerError || status == http.StatusServiceUnavailable
 }
 
 // produce is a client: a new intent, or a retry of one (now and then with
@@ -213,14 +219,14 @@ func (w *World) cancel(id, tenant string) {
 	w.logf("intake: DELETE %s as %s → %d", id, tenant, resp.StatusCode)
 	switch {
 	case tenant != before.Tenant:
-		if (resp.StatusCode != http.StatusNotFound && (resp.StatusCode != http.StatusInternalServerError || !w.faulty)) ||
+		if (resp.StatusCode != http.StatusNotFound && (!failedForNow(resp.StatusCode) || !w.faulty)) ||
 			after.Version != before.Version {
 			w.violate("DELETE of %s's job %s by %s answered %d and left it %s", before.Tenant, id, tenant, resp.StatusCode, describe(after))
 		}
 	case resp.StatusCode == http.StatusOK && !before.Status.Final() && after.Status == jobs.StatusCancelled &&
 		after.Version == before.Version+1:
 	case resp.StatusCode == http.StatusConflict && before.Status.Final() && after.Version == before.Version:
-	case resp.StatusCode == http.StatusInternalServerError && w.faulty:
+	case failedForNow(resp.StatusCode) && w.faulty:
 	default:
 		w.violate("DELETE of %s answered %d %s; the job was %s and is %s", id, resp.StatusCode, resp.Body, describe(before), describe(after))
 	}
@@ -238,12 +244,12 @@ func (w *World) get() {
 	}
 	resp := w.http(request(http.MethodGet, "/jobs/"+j.ID, tenant))
 	if tenant != j.Tenant {
-		if resp.StatusCode != http.StatusNotFound && (resp.StatusCode != http.StatusInternalServerError || !w.faulty) {
+		if resp.StatusCode != http.StatusNotFound && (!failedForNow(resp.StatusCode) || !w.faulty) {
 			w.violate("GET of %s's job %s by %s answered %d", j.Tenant, j.ID, tenant, resp.StatusCode)
 		}
 		return
 	}
-	if resp.StatusCode == http.StatusInternalServerError && w.faulty {
+	if failedForNow(resp.StatusCode) && w.faulty {
 		return
 	}
 	var v intake.JobView
@@ -430,14 +436,24 @@ func (w *World) deliverDelayed(all bool) {
 	}
 }
 
-// sweep runs the sweeper once.
+// sweep runs the sweeper once, in an invocation of its own, unless a run
+// is still going on (suspended at a slow request): runs of one Sweeper do
+// not overlap, as the schedule's do not.
 func (w *World) sweep() {
-	ctx, inv, cancel := w.invoke("sweeper", sweeperTimeout)
-	defer cancel()
-	rep, err := w.sweeper.Run(ctx, sweeper.Options{})
-	w.stats.Repairs += rep.Repaired
-	w.logf("sweeper %s: %d examined, %d deleted, %d nudged, %d repaired, %d errors (%v)", inv.id, rep.Examined, rep.Deleted, rep.Nudged, rep.Repaired, rep.Errors, err)
-	if err != nil && !w.faulty {
-		w.violate("the sweeper failed without faults: %v", err)
+	if w.sweeping {
+		return
 	}
+	w.sweeping = true
+	ctx, inv, cancel := w.invoke("sweeper", sweeperTimeout)
+	w.spawn(inv, func() {
+		defer cancel()
+		faulty := w.faulty
+		rep, err := w.sweeper.Run(ctx, sweeper.Options{})
+		w.sweeping = false
+		w.stats.Repairs += rep.Repaired
+		w.logf("sweeper %s: %d examined, %d deleted, %d nudged, %d repaired, %d errors (%v)", inv.id, rep.Examined, rep.Deleted, rep.Nudged, rep.Repaired, rep.Errors, err)
+		if err != nil && !faulty && !w.faulty {
+			w.violate("the sweeper failed without faults: %v", err)
+		}
+	})
 }

@@ -85,6 +85,7 @@ type Stats struct {
 	LeaseHeld                                 int
 	Crashes, Refused, LostAnswers, Delayed    int
 	DroppedAnswers, TimedOut, Stalls          int
+	SlowRequests                              int
 	Redelivered, Deduplicated, LostRecords    int
 	Parked, Dropped, SkippedDeadline          int
 	Redrives, Released, DeadLettered, Poisons int
@@ -96,11 +97,11 @@ type Stats struct {
 // Add adds o to s.
 func (s *Stats) Add(o Stats) {
 	a := []*int{&s.Steps, &s.Jobs, &s.Completed, &s.Failed, &s.Cancelled, &s.Accepts, &s.Takeovers, &s.Nudges, &s.FencedWrites, &s.LeaseHeld,
-		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.Redelivered,
+		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
 		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
-		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.Redelivered,
+		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
 		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries}
 	for i := range a {
@@ -135,6 +136,7 @@ type World struct {
 	// fibers waiting to be resumed.
 	current   *fiber
 	suspended []*fiber
+	sweeping  bool // a sweeper run has not ended
 
 	mem        *jobs.MemoryStore
 	journal    *journal
@@ -205,7 +207,7 @@ func newWorld(cfg Config) *World {
 		outages: map[string]time.Time{}, hostile: map[string]bool{}, discarded: map[*Queue]map[uint64]bool{},
 	}
 	// Each seed has its own fault rates, some of them near zero.
-	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4)}
+	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4), slow: w.rng.IntN(30)}
 
 	w.mem = jobs.NewMemoryStore(jobs.WithClock(w.clock.Now), jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: maxGenerations}))
 	w.journal = &journal{w: w, mem: w.mem}
@@ -336,7 +338,7 @@ func (w *World) consume(q *Queue, proc *fifo.Processor, kind string, timeout tim
 		ids = append(ids, m.MessageId+"#"+m.Attributes["ApproximateReceiveCount"])
 	}
 	w.logf("%s %s receives %v", kind, inv.id, ids)
-	w.spawn(inv.id, func() {
+	w.spawn(inv, func() {
 		defer cancel()
 		w.answer(q, inv, batch, ctx, proc)
 	})
