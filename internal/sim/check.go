@@ -157,7 +157,7 @@ func (w *World) checkEnd() {
 			// Nothing was lost: every message was processed (itself, or a
 			// redriven copy of it), or dead-lettered, or discarded by the
 			// operator. (A copy stands for its parked message.)
-			if !m.Copy && !w.processed[q][m.Group][m.Seq] && m.Fate != DeadLettered && !w.discarded[q][m.Seq] {
+			if !m.Copy && !w.processed[q][m.Group][m.Seq] && m.Fate != DeadLettered && !w.isDiscarded(ctx, q, m) {
 				w.violate("%s message %s (%s, sequence %d) was acknowledged but never processed", q.Name, m.ID, m.DedupID, m.Seq)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
@@ -98,15 +99,7 @@ func (w *World) fault(ctx context.Context, comp, op string, m may) fault {
 	if !w.faulty {
 		return faultNone
 	}
-	if inv := invocationOf(ctx); inv != nil && w.current != nil && w.current.inv == inv && w.rng.IntN(1000) < w.odds.slow {
-		// A slow request: the invocation waits for its answer while the
-		// scheduler goes on with other steps. (Only an invocation that
-		// runs as a fiber: a client's request made from inside one, a
-		// cancellation during a task, is not suspended with it.)
-		w.stats.SlowRequests++
-		w.logf("  %s is slow", op)
-		w.yield()
-	}
+	w.slow(ctx, op)
 	if w.clock.Now().Before(w.outages[comp]) {
 		w.stats.Refused++
 		return faultBefore
@@ -126,6 +119,21 @@ func (w *World) fault(ctx context.Context, comp, op string, m may) fault {
 		return faultConflict
 	}
 	return faultNone
+}
+
+// slow makes, now and then, a request of the running fiber slow: the
+// invocation waits for its answer while the scheduler goes on with other
+// steps. Only the fiber's own invocation is suspended: a client's request
+// made from inside it (a cancellation during a task) is not.
+func (w *World) slow(ctx context.Context, op string) {
+	if !w.faulty {
+		return
+	}
+	if inv := invocationOf(ctx); inv != nil && w.current != nil && w.current.inv == inv && w.rng.IntN(1000) < w.odds.slow {
+		w.stats.SlowRequests++
+		w.logf("  %s is slow", op)
+		w.yield()
+	}
 }
 
 // call runs one request under the fault plan: write is the request, which
@@ -301,6 +309,45 @@ func (f *faultQuarantine) Done(ctx context.Context, queue, group, seq string, ep
 	return call(f.w, ctx, "quarantine", "done "+group, 0, func(ctx context.Context) (quarantine.HoldRecord, error) {
 		return f.Store.Done(ctx, queue, group, seq, epoch, now)
 	})
+}
+
+// The operator's calls: a redrive or a discard can be slow, refused, or
+// lose its answer at any request, like the processors'.
+
+func (f *faultQuarantine) BeginRedrive(ctx context.Context, queue, group string, now time.Time) (quarantine.HoldRecord, error) {
+	return call(f.w, ctx, "quarantine", "begin redrive "+group, 0, func(ctx context.Context) (quarantine.HoldRecord, error) {
+		return f.Store.BeginRedrive(ctx, queue, group, now)
+	})
+}
+
+func (f *faultQuarantine) Discard(ctx context.Context, queue, group, seq string, now time.Time) (quarantine.HoldRecord, error) {
+	return call(f.w, ctx, "quarantine", "discard "+group, 0, func(ctx context.Context) (quarantine.HoldRecord, error) {
+		return f.Store.Discard(ctx, queue, group, seq, now)
+	})
+}
+
+func (f *faultQuarantine) Hold(ctx context.Context, queue, group string) (quarantine.HoldRecord, error) {
+	return read(f.w, ctx, "quarantine", "hold "+group, func(ctx context.Context) (quarantine.HoldRecord, error) {
+		return f.Store.Hold(ctx, queue, group)
+	})
+}
+
+func (f *faultQuarantine) Messages(ctx context.Context, queue, group string, status quarantine.Status, after string, limit int) ([]quarantine.Parked, error) {
+	return read(f.w, ctx, "quarantine", "messages "+group, func(ctx context.Context) ([]quarantine.Parked, error) {
+		return f.Store.Messages(ctx, queue, group, status, after, limit)
+	})
+}
+
+// slowSender is the queue as the operator's redrive sends to it: a send
+// may be slow, never refused (the redrive's retry would wait in real time).
+type slowSender struct {
+	w *World
+	q *Queue
+}
+
+func (s slowSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s.w.slow(ctx, "send a copy to "+s.q.Name)
+	return s.q.SendMessage(ctx, in, opts...)
 }
 
 // faultProjection is the projection store as the projector and the

@@ -13,6 +13,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // views is the projection store under the projector and the sweeper:
@@ -116,7 +117,7 @@ func (w *World) tracked(q *Queue, h fifo.Handler) fifo.Handler {
 			w.processed[q][group] = done
 		}
 		for _, o := range q.All() {
-			if o.Group == group && !o.Copy && o.Seq < m.Original && !done[o.Seq] && o.Fate != DeadLettered && !w.discarded[q][o.Seq] {
+			if o.Group == group && !o.Copy && o.Seq < m.Original && !done[o.Seq] && o.Fate != DeadLettered && !w.isDiscarded(ctx, q, o) {
 				w.violate("%s group %s: message %s (sequence %d) was processed before the older message %s (sequence %d)",
 					q.Name, group, m.ID, m.Original, o.ID, o.Seq)
 				break
@@ -126,6 +127,19 @@ func (w *World) tracked(q *Queue, h fifo.Handler) fifo.Handler {
 		w.logf("  %s %s processed (sequence %d)", q.Name, m.ID, m.Original)
 		return nil
 	}
+}
+
+// isDiscarded reports whether the operator discarded m: its parked item,
+// under its sequence number, is marked so in the quarantine's store (the
+// operator's own answer may have been lost).
+func (w *World) isDiscarded(ctx context.Context, q *Queue, m *Msg) bool {
+	key, err := quarantine.SeqKey(strconv.FormatUint(m.Seq, 10))
+	if err != nil {
+		return false
+	}
+	k := quarantine.ItemKey{Group: m.Group, Sequence: key}
+	_, items, err := w.qmem.Read(context.WithoutCancel(ctx), q.Name, nil, []quarantine.ItemKey{k})
+	return err == nil && items[k].Status == quarantine.StatusDiscarded
 }
 
 // checkResult checks a completed job's result: the accepting attempt's own

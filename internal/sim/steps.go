@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -372,31 +371,41 @@ func (w *World) redrive(all bool) {
 					}
 				}
 			}
-			if h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0) {
-				w.discardHostile(q, h.Group)
-			}
-			op := *w.operators[q]
-			ctx, cancel := context.WithCancel(context.Background())
+			discard := h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0)
+			stopAfter := -1
 			if !all && w.rng.IntN(4) == 0 {
-				stopAfter := w.rng.IntN(3)
-				op.Progress = func(p quarantine.RedriveProgress) {
-					if p.Sent > stopAfter {
-						cancel()
+				stopAfter = w.rng.IntN(3)
+			}
+			// The operator's command runs as a fiber: a slow request
+			// suspends it while consumers go on, and a crash interrupts it.
+			octx, inv, done := w.invoke("operator", time.Hour)
+			w.spawn(inv, func() {
+				defer done()
+				if discard {
+					w.discardHostile(octx, q, h.Group)
+				}
+				op := *w.operators[q]
+				ctx, cancel := context.WithCancel(octx)
+				defer cancel()
+				if stopAfter >= 0 {
+					op.Progress = func(p quarantine.RedriveProgress) {
+						if p.Sent > stopAfter {
+							cancel()
+						}
 					}
 				}
-			}
-			rep, err := op.Redrive(ctx, h.Group, false)
-			cancel()
-			w.stats.Redrives++
-			w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.Name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
+				rep, err := op.Redrive(ctx, h.Group, false)
+				w.stats.Redrives++
+				w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.Name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
+			})
 		}
 	}
 }
 
 // discardHostile has the operator discard the held group's parked
 // messages that no redrive can fix.
-func (w *World) discardHostile(q *Queue, group string) {
-	parked, err := w.qmem.Messages(context.Background(), q.Name, group, quarantine.StatusParked, "", 0)
+func (w *World) discardHostile(ctx context.Context, q *Queue, group string) {
+	parked, err := w.qmem.Messages(ctx, q.Name, group, quarantine.StatusParked, "", 0)
 	if err != nil {
 		w.violate("parked messages of %s: %v", group, err)
 		return
@@ -406,16 +415,11 @@ func (w *World) discardHostile(q *Queue, group string) {
 			continue
 		}
 		seq := quarantine.SeqNumber(p.Sequence)
-		_, h, err := w.operators[q].Discard(context.Background(), group, seq)
+		_, h, err := w.operators[q].Discard(ctx, group, seq)
 		w.logf("operator: discard %s %s %s (%s): %s, err %v", q.Name, group, seq, p.DeduplicationID, h.State, err)
-		if err != nil {
-			continue
+		if err == nil {
+			w.stats.Discarded++
 		}
-		n, _ := strconv.ParseUint(seq, 10, 64)
-		if i, ok := slices.BinarySearchFunc(q.All(), n, func(m *Msg, n uint64) int { return cmp.Compare(m.Seq, n) }); ok {
-			w.discarded[q][q.All()[i].Original] = true
-		}
-		w.stats.Discarded++
 	}
 }
 

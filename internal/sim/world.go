@@ -148,6 +148,7 @@ type World struct {
 	commands   *Queue
 	evts       *Queue
 	qmem       *quarantine.MemoryStore
+	qstore     *faultQuarantine
 	views      *views
 	proj       *faultProjection
 	workerFn   *fifo.Processor
@@ -173,9 +174,8 @@ type World struct {
 	// hostile holds the deduplication ids of the messages no redrive can
 	// fix (a command naming another tenant, an event that is not JSON):
 	// the operator discards them.
-	hostile   map[string]bool
-	discarded map[*Queue]map[uint64]bool // sequence numbers discarded
-	stats     Stats
+	hostile map[string]bool
+	stats   Stats
 
 	err   error
 	trace []string
@@ -204,7 +204,7 @@ func newWorld(cfg Config) *World {
 		commandBodies: map[string]string{}, eventBodies: map[string]string{},
 		processed: map[*Queue]map[string]map[uint64]bool{}, accepts: map[string]int{},
 		deltas: map[string]int64{}, completions: map[string]int64{},
-		outages: map[string]time.Time{}, hostile: map[string]bool{}, discarded: map[*Queue]map[uint64]bool{},
+		outages: map[string]time.Time{}, hostile: map[string]bool{},
 	}
 	// Each seed has its own fault rates, some of them near zero.
 	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4), slow: w.rng.IntN(30)}
@@ -227,11 +227,10 @@ func newWorld(cfg Config) *World {
 	w.evts = NewQueue("events.fifo", eventsVisibility, eventsMaxReceive, w.clock)
 	w.processed[w.commands] = map[string]map[uint64]bool{}
 	w.processed[w.evts] = map[string]map[uint64]bool{}
-	w.discarded[w.commands] = map[uint64]bool{}
-	w.discarded[w.evts] = map[uint64]bool{}
 
 	w.qmem = quarantine.NewMemoryStore()
 	qstore := &faultQuarantine{Store: w.qmem, w: w}
+	w.qstore = qstore
 	var commandsQ, eventsQ fifo.Quarantine = quarantine.New(qstore, w.commands.ARN, quarantine.WithClock(w.clock.Now)),
 		quarantine.New(qstore, w.evts.ARN, quarantine.WithClock(w.clock.Now))
 	if cfg.Break == BreakQuarantineCheck {
@@ -239,7 +238,7 @@ func newWorld(cfg Config) *World {
 	}
 	w.operators = map[*Queue]*quarantine.Operator{}
 	for _, q := range []*Queue{w.commands, w.evts} {
-		w.operators[q] = &quarantine.Operator{Store: w.qmem, Queue: q.Name, QueueURL: q.URL, Sender: q, Now: w.clock.Now,
+		w.operators[q] = &quarantine.Operator{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
 			Bodies: quarantine.NewS3Bodies(w.s3, bucket)}
 	}
 
