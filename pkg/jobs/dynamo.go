@@ -171,26 +171,33 @@ const (
 
 // GetMany implements BatchGetter: one strongly consistent BatchGetItem per
 // 100 ids, and one more for any keys DynamoDB left unprocessed, after a
-// backoff, at most maxRounds in all per 100.
+// backoff, at most maxRounds in all per 100. Items that do not decode are
+// collected into an *UndecodableError, returned with the others.
 func (s *DynamoStore) GetMany(ctx context.Context, ids []string) (map[string]Job, error) {
 	unique, err := uniqueIDs(ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]Job, len(unique))
+	bad := map[string]error{}
 	for chunk := range slices.Chunk(unique, maxBatchGet) {
 		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
 		for _, id := range chunk {
 			keys = append(keys, map[string]types.AttributeValue{attrJobID: str(id)})
 		}
-		if err := s.batchGet(ctx, keys, out); err != nil {
+		if err := s.batchGet(ctx, keys, out, bad); err != nil {
 			return nil, fmt.Errorf("jobs: get many: %w", err)
 		}
+	}
+	if len(bad) > 0 {
+		return out, &UndecodableError{Items: bad}
 	}
 	return out, nil
 }
 
-func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, into map[string]Job) error {
+// batchGet reads keys into into, and the errors of the items that do not
+// decode into bad, by job id.
+func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, into map[string]Job, bad map[string]error) error {
 	for round := 1; ; round++ {
 		res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 			s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
@@ -201,7 +208,13 @@ func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.Attr
 		for _, item := range res.Responses[s.table] {
 			j, err := FromItem(item)
 			if err != nil {
-				return err
+				// The key is the one attribute every item has, as a string.
+				id, _ := item[attrJobID].(*types.AttributeValueMemberS)
+				if id == nil {
+					return err
+				}
+				bad[id.Value] = err
+				continue
 			}
 			into[j.ID] = j
 		}

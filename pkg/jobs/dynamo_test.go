@@ -260,6 +260,64 @@ func TestDynamoGetManyBatchesAndRetriesUnprocessedKeys(t *testing.T) {
 	})
 }
 
+// TestDynamoGetManyLeavesOutItemsThatDoNotDecode: an item FromItem refuses
+// (written by hand, or by a version that stored something else) does not
+// fail the read of the others: GetMany reads every chunk and returns every
+// job that decodes, with an *UndecodableError naming the items left out.
+func TestDynamoGetManyLeavesOutItemsThatDoNotDecode(t *testing.T) {
+	t.Parallel()
+	bad := map[string]types.AttributeValue{
+		"job-3":   &types.AttributeValueMemberS{Value: "three"}, // a version that is not a number
+		"job-150": &types.AttributeValueMemberN{Value: "7"},     // a status that is not a string
+	}
+	var asked int
+	api := &fakeDynamo{t: t, batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
+		out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+		for _, k := range in.RequestItems["jobs"].Keys {
+			asked++
+			id := k["job_id"].(*types.AttributeValueMemberS).Value
+			item := map[string]types.AttributeValue{
+				"job_id": &types.AttributeValueMemberS{Value: id}, "status": &types.AttributeValueMemberS{Value: "completed"},
+			}
+			switch v := bad[id].(type) {
+			case *types.AttributeValueMemberS:
+				item["version"] = v
+			case *types.AttributeValueMemberN:
+				item["status"] = v
+			}
+			out.Responses["jobs"] = append(out.Responses["jobs"], item)
+		}
+		return out, nil
+	}}
+	store := jobs.NewDynamoStore(api, "jobs")
+	var ids []string
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("job-%d", i))
+	}
+	got, err := store.GetMany(t.Context(), ids)
+	var undecodable *jobs.UndecodableError
+	require.ErrorAs(t, err, &undecodable)
+	require.Equal(t, 200, asked, "every chunk read")
+	require.Len(t, got, 198, "every job that decodes")
+	require.Equal(t, jobs.StatusCompleted, got["job-199"].Status)
+	require.NotContains(t, got, "job-3")
+	require.NotContains(t, got, "job-150")
+	require.Len(t, undecodable.Items, 2)
+	require.ErrorContains(t, undecodable.Items["job-3"], "version")
+	require.ErrorContains(t, undecodable.Items["job-150"], "status")
+	require.ErrorContains(t, err, "job-150")
+	require.ErrorContains(t, err, "job-3")
+
+	// A request that fails is no UndecodableError, and returns no jobs.
+	api.batchGet = func(*dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
+		return nil, errors.New("throttled")
+	}
+	got, err = store.GetMany(t.Context(), ids)
+	require.ErrorContains(t, err, "throttled")
+	require.False(t, errors.As(err, &undecodable))
+	require.Nil(t, got)
+}
+
 // TestDynamoFinishedQueriesEveryShardInKeyOrderAfterTheCursor: Finished
 // reads each shard of the finished index in key order between the cursor
 // and the bound, page by page, asks no shard for more than it still needs,

@@ -3,6 +3,9 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,3 +79,27 @@ func (e *FinalError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrFinal) match.
 func (e *FinalError) Unwrap() error { return ErrFinal }
+
+// UndecodableError is GetMany's error when items it read do not decode as
+// jobs (FromItem refuses them: written by hand, or by a version that
+// stored something else). Only those are missing: GetMany still reads
+// every id and returns, with this error, every job that decodes, so a
+// caller that walks many jobs can skip the ones named here rather than
+// stop at them for good.
+type UndecodableError struct {
+	Items map[string]error // job id → why its item does not decode
+}
+
+func (e *UndecodableError) Error() string {
+	ids := slices.Sorted(maps.Keys(e.Items))
+	var b strings.Builder
+	fmt.Fprintf(&b, "jobs: %d items do not decode as jobs", len(ids))
+	for i, id := range ids {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(ids)-i)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %v", id, e.Items[id])
+	}
+	return b.String()
+}

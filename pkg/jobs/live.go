@@ -63,7 +63,10 @@ type Lister interface {
 type BatchGetter interface {
 	// GetMany reads the jobs of ids, strongly consistent, each once however
 	// often ids names it. A job that does not exist is absent from the map.
-	// An invalid id is ErrInvalid, and nothing is read.
+	// An invalid id is ErrInvalid, and nothing is read. An item that does
+	// not decode as a job is absent too, and named by the
+	// *UndecodableError GetMany then returns together with the map of
+	// every other job; any other error comes with no map.
 	GetMany(ctx context.Context, ids []string) (map[string]Job, error)
 }
 
