@@ -2,6 +2,7 @@ package lambdawire
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,12 +22,21 @@ const (
 	minSweepDuration = time.Second
 	maxSweepGrace    = 365 * 24 * time.Hour
 	maxStuckAfter    = 7 * 24 * time.Hour
-	// The repair's delay is the one bound that matters beyond a demo: the
-	// repair cursor passes every final job that ended before now minus the
-	// delay, so the delay must be far beyond the finished index's
-	// propagation (well under a second) and the functions' clock skew.
-	minRepairAfter = time.Minute
-	maxRepairAfter = 7 * 24 * time.Hour
+	// The repair's delays are the bounds that matter beyond a demo: each
+	// of its cursors passes every final job that ended before now minus its
+	// delay, so a job the finished index shows later than that (its
+	// propagation is well under a second; add the functions' clock skew)
+	// is passed. The recheck's delay is the bound that counts: a job the
+	// first check passed unseen is found by the recheck.
+	minRepairAfter  = time.Minute
+	maxRepairAfter  = 7 * 24 * time.Hour
+	minRecheckAfter = 10 * time.Minute
+	maxRecheckAfter = 30 * 24 * time.Hour
+	// The repair's time per run beyond its first listings: it shares the
+	// function's timeout (template.yaml: 120s) with the nudges and the
+	// candidates.
+	defaultRepairBudget = 45 * time.Second
+	maxRepairBudget     = 15 * time.Minute
 )
 
 // Sweeper deletes orphan candidates, nudges stuck jobs and repairs the
@@ -37,8 +47,15 @@ const (
 // sweeper.CursorKey and sweeper.RepairCursorKey), VIEWS_TABLE and
 // TOTALS_TABLE (the projector's), MAX_GENERATIONS (default 3, 1 to 4, as
 // the worker's), SWEEP_GRACE (default 1h), SWEEP_STUCK_AFTER (default
-// 15m), SWEEP_REPAIR_AFTER (default 15m, 1m to 7d), SWEEP_MAX_ITEMS
-// (default 1000, 1 to sweeper.MaxItemsLimit). With QUARANTINE_TABLE,
+// 15m), SWEEP_REPAIR_AFTER (default 15m, 1m to 7d), SWEEP_RECHECK_AFTER
+// (default sweeper.DefaultRecheckAfter, 24h, or twice SWEEP_REPAIR_AFTER if
+// longer; 10m to 30d, beyond SWEEP_REPAIR_AFTER; its cursor is at
+// sweeper.RecheckCursorKey), SWEEP_REPAIR_BUDGET (default 45s, 0 to 15m:
+// how long a run may go on checking final jobs past its first MaxItems),
+// SWEEP_MAX_ITEMS (default 1000, 1 to sweeper.MaxItemsLimit). Each run
+// logs the repair cursors' lags (sweeper.MetricRepairLag, the gauge the
+// repair-lag alarm watches) with the dimension FunctionName, Lambda's
+// AWS_LAMBDA_FUNCTION_NAME (no metrics without it). With QUARANTINE_TABLE,
 // COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN, each run also reports how many
 // groups of each queue are held (quarantine.MetricHeldGroups, 0 included),
 // the gauge the held-groups alarms watch.
@@ -51,7 +68,13 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	grace := env.Duration("SWEEP_GRACE", sweeper.DefaultGrace, minSweepDuration, maxSweepGrace)
 	stuckAfter := env.Duration("SWEEP_STUCK_AFTER", sweeper.DefaultStuckAfter, minSweepDuration, maxStuckAfter)
 	repairAfter := env.Duration("SWEEP_REPAIR_AFTER", sweeper.DefaultRepairAfter, minRepairAfter, maxRepairAfter)
+	recheckAfter := env.Duration("SWEEP_RECHECK_AFTER", 0, minRecheckAfter, maxRecheckAfter)
+	if recheckAfter != 0 && recheckAfter <= repairAfter {
+		env.Problem("SWEEP_RECHECK_AFTER", fmt.Errorf("%v is not beyond SWEEP_REPAIR_AFTER %v", recheckAfter, repairAfter))
+	}
+	repairBudget := env.Duration("SWEEP_REPAIR_BUDGET", defaultRepairBudget, 0, maxRepairBudget)
 	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
+	function := env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
 	held := heldGroups(env, cfg, log)
 	if err := env.Err(); err != nil {
 		return nil, err
@@ -61,15 +84,19 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	s, err := sweeper.New(sweeper.Config{
 		Jobs: jobs.NewDynamoStore(db, table,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
-		Candidates:   candidate.New(s3c, bucket),
-		Cursor:       sweeper.NewS3Cursor(s3c, bucket),
-		Projection:   projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
-		RepairCursor: sweeper.NewS3CursorAt(s3c, bucket, sweeper.RepairCursorKey),
-		Grace:        grace,
-		StuckAfter:   stuckAfter,
-		RepairAfter:  repairAfter,
-		MaxItems:     maxItems,
-		Logger:       log,
+		Candidates:    candidate.New(s3c, bucket),
+		Cursor:        sweeper.NewS3Cursor(s3c, bucket),
+		Projection:    projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
+		RepairCursor:  sweeper.NewS3CursorAt(s3c, bucket, sweeper.RepairCursorKey),
+		RecheckCursor: sweeper.NewS3CursorAt(s3c, bucket, sweeper.RecheckCursorKey),
+		Grace:         grace,
+		StuckAfter:    stuckAfter,
+		RepairAfter:   repairAfter,
+		RecheckAfter:  recheckAfter,
+		RepairBudget:  repairBudget,
+		MaxItems:      maxItems,
+		FunctionName:  function,
+		Logger:        log,
 	})
 	if err != nil {
 		return nil, err

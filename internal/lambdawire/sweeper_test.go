@@ -6,6 +6,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
 func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
@@ -13,22 +16,55 @@ func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	_, err := Sweeper(NewEnvFrom(map[string]string{
 		"MAX_GENERATIONS": "5", "SWEEP_GRACE": "soon", "SWEEP_STUCK_AFTER": "10ms", "SWEEP_MAX_ITEMS": "0",
-		"SWEEP_REPAIR_AFTER": "59s",
+		"SWEEP_REPAIR_AFTER": "59s", "SWEEP_RECHECK_AFTER": "9m", "SWEEP_REPAIR_BUDGET": "-1s",
 	}), aws.Config{}, log)
 	require.ErrorContains(t, err, "JOBS_TABLE is not set")
 	require.ErrorContains(t, err, "CANDIDATES_BUCKET is not set")
 	require.ErrorContains(t, err, "VIEWS_TABLE is not set")
 	require.ErrorContains(t, err, "TOTALS_TABLE is not set")
 	require.ErrorContains(t, err, `SWEEP_REPAIR_AFTER="59s"`)
+	require.ErrorContains(t, err, `SWEEP_RECHECK_AFTER="9m"`)
+	require.ErrorContains(t, err, `SWEEP_REPAIR_BUDGET="-1s"`)
 	require.ErrorContains(t, err, `MAX_GENERATIONS="5"`)
 	require.ErrorContains(t, err, `SWEEP_GRACE="soon"`)
 	require.ErrorContains(t, err, `SWEEP_STUCK_AFTER="10ms"`)
 	require.ErrorContains(t, err, `SWEEP_MAX_ITEMS="0"`)
 
-	h, err := Sweeper(NewEnvFrom(map[string]string{
+	set := map[string]string{
 		"JOBS_TABLE": "jobs", "CANDIDATES_BUCKET": "candidates", "VIEWS_TABLE": "views", "TOTALS_TABLE": "totals",
-		"SWEEP_GRACE": "1s", "SWEEP_REPAIR_AFTER": "1m",
-	}), aws.Config{Region: "eu-west-1"}, log)
+		"SWEEP_GRACE": "1s", "SWEEP_REPAIR_AFTER": "1h", "SWEEP_RECHECK_AFTER": "1h",
+	}
+	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	require.ErrorContains(t, err, "SWEEP_RECHECK_AFTER: 1h0m0s is not beyond SWEEP_REPAIR_AFTER 1h0m0s")
+
+	set["SWEEP_RECHECK_AFTER"], set["SWEEP_REPAIR_BUDGET"] = "61m", "0s"
+	h, err := Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.NoError(t, err)
 	require.NotNil(t, h)
+}
+
+// The repair-lag alarm watches the gauge the sweeper logs: its namespace,
+// metric name and dimension are the package's, and the dimension's value
+// is the function's name, which Lambda gives the function as
+// AWS_LAMBDA_FUNCTION_NAME.
+func TestTemplateAlarmsOnTheSweepersRepairLag(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	var found []string
+	for _, name := range tpl.OfType("AWS::CloudWatch::Alarm") {
+		p := tpl.Resources[name].Properties
+		if p["Namespace"] != sweeper.MetricsNamespace {
+			continue
+		}
+		found = append(found, name)
+		require.Equal(t, sweeper.MetricRepairLag, p["MetricName"], name)
+		require.Equal(t, []any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": "SweeperFunction"}}},
+			p["Dimensions"], name)
+		require.Equal(t, "Maximum", p["Statistic"], name)
+		require.Equal(t, "GreaterThanThreshold", p["ComparisonOperator"], name)
+		// The gauge comes once per run (every 5 minutes): a period holds one.
+		require.Equal(t, 300, p["Period"], name)
+	}
+	require.Equal(t, []string{"SweeperRepairLagAlarm"}, found)
 }

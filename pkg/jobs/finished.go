@@ -20,10 +20,12 @@ import (
 // both attributes in its own conditional UpdateItem, and nothing writes
 // them again (a final job never changes), so the index holds exactly the
 // final jobs, by shard and by the time of their final transition, until
-// TTL removes their items. The sweeper walks it with a cursor (a
-// FinishedKey) to check, once per job, that the projector applied the
-// final transition, without scanning the table. (An item that became final
-// before the index existed is not in it.)
+// TTL removes their items. The sweeper walks it with two cursors (each a
+// FinishedKey or a FinishedBound), a first check and a later recheck, to
+// check that the projector applied each final transition, without
+// scanning the table; the recheck finds a job the index showed only after
+// the first cursor had passed its key. (An item that became final before
+// the index existed is not in it.)
 const (
 	// FinishedIndex is the name of the index.
 	FinishedIndex = "finished"

@@ -64,6 +64,10 @@ var _ CursorAPI = (*s3.Client)(nil)
 // kept in the candidates bucket, beside CursorKey.
 const RepairCursorKey = "sweeper/finished"
 
+// RecheckCursorKey is where the recheck's cursor (Config.RecheckCursor) is
+// kept in the candidates bucket, beside RepairCursorKey.
+const RecheckCursorKey = "sweeper/finished-recheck"
+
 // S3Cursor keeps the cursor as the body of one object (CursorKey, unless
 // NewS3CursorAt names another): one GetObject per Load and one PutObject
 // per Save.
@@ -81,8 +85,8 @@ func NewS3Cursor(api CursorAPI, bucket string) *S3Cursor {
 	return NewS3CursorAt(api, bucket, CursorKey)
 }
 
-// NewS3CursorAt returns the cursor at key in bucket (RepairCursorKey for
-// the repair's). Keep the key outside candidates/, so no listing of
+// NewS3CursorAt returns the cursor at key in bucket (RepairCursorKey and
+// RecheckCursorKey for the repair's). Keep the key outside candidates/, so no listing of
 // candidates sees it, and under sweeper/, which the sweeper's role may
 // read and write. It panics on a nil client or an empty bucket name or key.
 func NewS3CursorAt(api CursorAPI, bucket, key string) *S3Cursor {

@@ -51,6 +51,10 @@
 //     strongly consistent after the listing, through the projector's own
 //     recovery (projection.RecoverJob); never from anything older, and
 //     never by adding a delta of its own (see Repair below).
+//   - A job item that does not decode as a job (jobs.UndecodableError)
+//     stops nothing: it is logged, counted (Report.Undecodable) and left
+//     alone, and the cursors pass it. Its candidates are never deleted:
+//     no rule can be applied to a job that cannot be read.
 //   - A dry run decides and reports everything and writes nothing: no
 //     delete, no nudge, no repair, no cursor.
 //   - A run leaves the time it needs to save the cursors and report before
@@ -74,17 +78,43 @@
 //     key order, at most MaxItems final jobs after the repair cursor
 //     (Config.RepairCursor, an object beside the candidates' cursor) whose
 //     final transition was before now - RepairAfter, and reads them
-//     together (BatchGetItem). So every final job is checked once, some
-//     RepairAfter after it ended, whatever the table's size: a final job
-//     never changes, and a projection once in step never goes back (its
-//     view is version-gated, its cursor only moves forward), so one check
-//     is enough. A run whose listing comes up short has seen every job
-//     before the bound and moves the cursor to it (jobs.FinishedBound);
-//     otherwise the cursor stays at the last job decided. A request that
-//     fails stops the repair at that job, for the next run. RepairAfter
-//     must stay far beyond the index's propagation delay and the clocks'
-//     skew, or the cursor may pass a job before the index shows it; it is
-//     not what makes a repair safe.
+//     together (jobs.BatchGetter: a BatchGetItem per 100). So every final
+//     job is checked some RepairAfter after it ended, whatever the table's
+//     size: a final job never changes, and a projection once in step never
+//     goes back (its view is version-gated, its cursor only moves
+//     forward), so a check that finds it in step is final. A listing that
+//     comes up short has seen every job before the bound and moves the
+//     cursor to it (jobs.FinishedBound); otherwise the cursor stays at the
+//     last job decided. A request that fails stops the repair at that job,
+//     for the next run.
+//   - The recheck. The index is eventually consistent, and the key's time
+//     comes from the clock of the function that made the job final: a job
+//     the index shows more than RepairAfter after its key's time sorts
+//     behind a cursor that has already passed it, and the first check
+//     never lists it. So each run walks the index a second time, the same
+//     way, from a cursor of its own (Config.RecheckCursor) up to
+//     now - RecheckAfter (DefaultRecheckAfter, 24 hours): every final job is
+//     checked twice, and one the index shows late is found by the recheck
+//     as long as it shows within RecheckAfter. That is the bound: a job
+//     the index shows later still is never checked. The recheck costs a
+//     second check of every job (a listing, a read of the item, of its
+//     view and of its cursor), and repairs nothing the first check saw;
+//     a repair it does make is counted (Report.RepairedOnRecheck) and
+//     logged with "walk": "recheck". Both checks are idempotent, so which
+//     comes first, or whether one walk overtakes the other, changes
+//     nothing. RepairAfter is then how long a lost final event may leave a
+//     view behind; neither delay is what makes a repair safe.
+//   - How many. Without a RepairBudget, a run lists at most MaxItems
+//     final jobs per walk: with the default 1000 and a run every 5
+//     minutes, about 3.3 jobs ending per second. With one (lambdawire's
+//     default is 45 seconds), a walk whose listing came back full lists
+//     the next MaxItems at once, until the budget has passed since the
+//     repair began; the context's deadline stops it in any case. A check
+//     that cannot keep up falls behind, never silently: each run reports
+//     how far each cursor is behind its bound (Report.RepairLagSeconds,
+//     RecheckLagSeconds) and logs them as metrics (MetricsNamespace,
+//     MetricRepairLag, MetricRecheckLag; with Config.FunctionName), and
+//     the template alarms when the repair cursor is an hour behind.
 //   - Whether it is behind. projection.LagOf reads the job's view and its
 //     cursor in the tenant's totals: behind when the view holds an older
 //     version (or none) or the cursor has not counted the job's last

@@ -2,8 +2,10 @@ package sweeper_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +45,7 @@ func setup(t *testing.T, adjust ...func(*sweeper.Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &testenv.Buffer{}}
 	b.store = jobs.NewMemoryStore(jobs.WithClock(b.clock.Now))
-	b.jobs = &countingJobs{Jobs: b.store}
+	b.jobs = &countingJobs{Jobs: b.store, now: b.clock.Now}
 	b.s3 = newFakeS3(b.clock.Now)
 	b.candidates = candidate.New(b.s3, b.s3.bucket, candidate.WithSpoolDir(t.TempDir()))
 	b.cursor = sweeper.NewS3Cursor(b.s3, b.s3.bucket)
@@ -126,6 +128,17 @@ type countingJobs struct {
 	// staleLive is added to what Live lists, as an eventually consistent
 	// index lists jobs that moved on or ended a moment ago.
 	staleLive []string
+	// now is the bundle's clock; showFinishedAt holds back jobs from
+	// Finished until now reaches the time given, as an index that shows
+	// them late.
+	now            func() time.Time
+	showFinishedAt map[string]time.Time
+	// undecodable names the jobs whose items GetMany reads but cannot
+	// decode: it leaves them out and returns a jobs.UndecodableError with
+	// the others, as DynamoStore does.
+	undecodable map[string]bool
+	// onGetMany, when set, runs at each GetMany.
+	onGetMany func()
 }
 
 func (c *countingJobs) count(op string, ids ...string) {
@@ -148,15 +161,43 @@ func (c *countingJobs) Live(ctx context.Context, before time.Time, limit int) ([
 
 func (c *countingJobs) Finished(ctx context.Context, after string, before time.Time, limit int) ([]jobs.FinishedJob, error) {
 	c.count("Finished")
-	return c.Jobs.Finished(ctx, after, before, limit)
+	got, err := c.Jobs.Finished(ctx, after, before, limit)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.DeleteFunc(got, func(f jobs.FinishedJob) bool {
+		at, late := c.showFinishedAt[f.ID]
+		return late && c.now().Before(at)
+	}), err
 }
 
 func (c *countingJobs) GetMany(ctx context.Context, ids []string) (map[string]jobs.Job, error) {
 	c.count("GetMany", ids...)
+	c.mu.Lock()
+	hook := c.onGetMany
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	if c.failGetMany != nil {
 		return nil, c.failGetMany
 	}
-	return c.Jobs.GetMany(ctx, ids)
+	found, err := c.Jobs.GetMany(ctx, ids)
+	if err != nil {
+		return found, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bad := map[string]error{}
+	for _, id := range ids {
+		if _, ok := found[id]; ok && c.undecodable[id] {
+			delete(found, id)
+			bad[id] = errors.New("jobs: attribute version: want N, have S")
+		}
+	}
+	if len(bad) > 0 {
+		return found, &jobs.UndecodableError{Items: bad}
+	}
+	return found, nil
 }
 
 func (c *countingJobs) Nudge(ctx context.Context, req jobs.NudgeRequest) (jobs.Job, error) {

@@ -2,82 +2,147 @@ package sweeper
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/projection"
 )
 
-// repairFinished checks the projections of the final jobs that ended after
-// the repair cursor and before now - RepairAfter, at most MaxItems of them
-// in the finished index's order, and recovers each one that is behind its
-// job item (see the package documentation).
+// walk is one of the repair's two walks of the finished index: the first
+// check of each final job, RepairAfter after it ended, and the recheck,
+// RecheckAfter after it ended.
+type walk struct {
+	name    string // "repair" or "recheck", in logs and metrics
+	cursor  Cursor
+	after   time.Duration
+	recheck bool
+}
+
+// walked is where a walk stopped.
+type walked struct {
+	cursor string // where the next run's walk starts
+	listed int    // final jobs listed
+	lag    int64  // seconds the cursor is behind the walk's bound
+	known  bool   // the cursor was read, so lag means something
+}
+
+// repairFinished walks the finished index twice, from the repair cursor
+// and from the recheck cursor, and recovers each final job whose
+// projection is behind its job item (see the package documentation).
 func (r *run) repairFinished() {
 	if r.projection == nil || r.outOfTime() {
 		return
 	}
-	from, err := r.repairCursor.Load(r.ctx)
+	r.repairStart = r.clock()
+	r.lags = map[string]int64{}
+	first := r.walk(walk{name: "repair", cursor: r.repairCursor, after: r.repairAfter})
+	r.r.RepairCursor, r.r.Finished, r.r.RepairLagSeconds = first.cursor, first.listed, first.lag
+	if first.known {
+		r.lags[MetricRepairLag] = first.lag
+	}
+	second := r.walk(walk{name: "recheck", cursor: r.recheckCursor, after: r.recheckAfter, recheck: true})
+	r.r.RecheckCursor, r.r.Rechecked, r.r.RecheckLagSeconds = second.cursor, second.listed, second.lag
+	if second.known {
+		r.lags[MetricRecheckLag] = second.lag
+	}
+}
+
+// walk checks, from w's cursor, the final jobs that ended before
+// now - w.after: at most MaxItems per listing, and another listing while
+// the last came back full and the run is within its RepairBudget. Then it
+// saves the cursor.
+func (r *run) walk(w walk) walked {
+	if r.outOfTime() {
+		return walked{}
+	}
+	from, err := w.cursor.Load(r.ctx)
 	if err != nil {
-		r.fail(err, "sweep: load the repair cursor")
-		return
+		r.fail(err, "sweep: load the "+w.name+" cursor")
+		return walked{}
 	}
 	if !isFinishedCursor(from) {
 		// Only a hand-written object can be anything else; a cursor past
-		// every key would stop the repair for good.
-		r.log.WarnContext(r.ctx, "sweep: the repair cursor is not a finished index key; starting at the first final job", "cursor", from)
+		// every key would stop the walk for good.
+		r.log.WarnContext(r.ctx, "sweep: the "+w.name+" cursor is not a finished index key; starting at the first final job", "cursor", from)
 		from = ""
 	}
-	r.r.RepairCursor = from
-	before := r.now.Add(-r.repairAfter)
-	listed, err := r.jobs.Finished(r.ctx, from, before, r.maxItems)
-	if err != nil {
-		r.fail(err, "sweep: list finished jobs", "cursor", from)
-		return
-	}
-	r.r.Finished = len(listed)
-	// Fewer than asked for: the listing holds every final job before the
-	// bound, and once each is decided the cursor may pass the bound.
-	complete := len(listed) < r.maxItems
-	var found map[string]jobs.Job
-	if len(listed) > 0 {
-		ids := make([]string, 0, len(listed))
-		for _, f := range listed {
-			ids = append(ids, f.ID)
-		}
-		if found, err = r.jobs.GetMany(r.ctx, ids); err != nil {
-			r.fail(err, "sweep: read finished jobs", "jobs", len(ids))
-			return
-		}
-	}
-	next := from
-	for _, f := range listed {
-		if r.outOfTime() {
-			complete = false
+	before := r.now.Add(-w.after)
+	out := walked{cursor: from, known: true}
+	for listing := 0; listing == 0 || r.withinRepairBudget(); listing++ {
+		next, listed, more := r.repairBatch(w, out.cursor, before)
+		out.cursor, out.listed = next, out.listed+listed
+		if !more {
 			break
 		}
-		if j, ok := found[f.ID]; ok && !r.repair(&j) {
-			complete = false
-			break // the next run starts with this job again
+	}
+	out.lag, out.known = lagSeconds(out.cursor, before)
+	if r.dry || out.cursor == from {
+		return out
+	}
+	if err := w.cursor.Save(r.ctx, out.cursor); err != nil {
+		r.fail(err, "sweep: save the "+w.name+" cursor", "cursor", out.cursor)
+	}
+	return out
+}
+
+// withinRepairBudget reports whether the repair may list more final jobs:
+// only with a RepairBudget, and until it has passed since the repair
+// began.
+func (r *run) withinRepairBudget() bool {
+	return r.repairBudget > 0 && r.clock().Sub(r.repairStart) < r.repairBudget
+}
+
+// repairBatch lists at most MaxItems final jobs after from that ended
+// before before, reads them together (jobs.BatchGetter, 100 a request) and
+// checks each in key order. It returns where the walk goes on, how many
+// were listed, and whether the walk may list again at once: the listing
+// was full and every job on it was decided.
+func (r *run) repairBatch(w walk, from string, before time.Time) (next string, listed int, more bool) {
+	if r.outOfTime() {
+		return from, 0, false
+	}
+	got, err := r.jobs.Finished(r.ctx, from, before, r.maxItems)
+	if err != nil {
+		r.fail(err, "sweep: list finished jobs", "walk", w.name, "cursor", from)
+		return from, 0, false
+	}
+	ids := make([]string, 0, len(got))
+	for _, f := range got {
+		ids = append(ids, f.ID)
+	}
+	found, _, ok := r.getMany(ids, "sweep: read finished jobs")
+	if !ok {
+		return from, len(got), false
+	}
+	next = from
+	for _, f := range got {
+		if r.outOfTime() {
+			return next, len(got), false
 		}
-		// Gone since the index was read (TTL): nothing to repair to.
+		if j, ok := found[f.ID]; ok && !r.repair(&j, w) {
+			return next, len(got), false // the next run starts with this job again
+		}
+		// Gone since the index was read (TTL), or an item that does not
+		// decode (logged and counted): nothing to repair to.
 		next = f.Key
 	}
-	if bound := jobs.FinishedBound(before); complete && bound > next {
-		next = bound
+	if len(got) < r.maxItems {
+		// Fewer than asked for: the listing held every final job before
+		// the bound, each now decided, so the cursor may pass the bound.
+		if bound := jobs.FinishedBound(before); bound > next {
+			next = bound
+		}
+		return next, len(got), false
 	}
-	r.r.RepairCursor = next
-	if r.dry || next == from {
-		return
-	}
-	if err := r.repairCursor.Save(r.ctx, next); err != nil {
-		r.fail(err, "sweep: save the repair cursor", "cursor", next)
-	}
+	return next, len(got), true
 }
 
 // repair checks one final job's projection and recovers it from j when it
 // is behind. It returns false when a request failed and j must be checked
 // again.
-func (r *run) repair(j *jobs.Job) bool {
+func (r *run) repair(j *jobs.Job, w walk) bool {
 	if !j.Status.Final() {
 		// Only a job id reused after its item expired can be listed and
 		// live: its projection is the projector's business.
@@ -85,16 +150,19 @@ func (r *run) repair(j *jobs.Job) bool {
 	}
 	lag, err := projection.LagOf(r.ctx, r.projection, j)
 	if err != nil {
-		r.fail(err, "sweep: read a finished job's projection", "job_id", j.ID)
+		r.fail(err, "sweep: read a finished job's projection", "job_id", j.ID, "walk", w.name)
 		return false
 	}
 	if !lag.Behind() {
 		return true
 	}
 	attrs := []any{"job_id", j.ID, "tenant", j.Tenant, "status", j.Status, "version", j.Version,
-		"view_version", lag.View, "cursor_version", lag.Cursor.Version, "finished_at", j.UpdatedAt}
+		"view_version", lag.View, "cursor_version", lag.Cursor.Version, "finished_at", j.UpdatedAt, "walk", w.name}
 	if r.dry {
 		r.r.WouldRepair++
+		if w.recheck {
+			r.r.RepairedOnRecheck++
+		}
 		r.log.InfoContext(r.ctx, "sweep: would repair a final job's projection", attrs...)
 		return true
 	}
@@ -116,8 +184,27 @@ func (r *run) repair(j *jobs.Job) bool {
 		return true
 	}
 	r.r.Repaired++
+	if w.recheck {
+		// The first check passed this job without seeing it behind: the
+		// finished index showed it late.
+		r.r.RepairedOnRecheck++
+	}
 	r.log.WarnContext(r.ctx, "sweep: repaired a final job's projection from its job item", attrs...)
 	return true
+}
+
+// lagSeconds returns how far cursor is behind FinishedBound(before), in
+// whole seconds (0 at or past it), and false for the cursor "", which no
+// walk has moved yet.
+func lagSeconds(cursor string, before time.Time) (int64, bool) {
+	if len(cursor) < 13 {
+		return 0, false
+	}
+	at, err := strconv.ParseInt(cursor[:13], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return max(before.UnixMilli()-at, 0) / 1000, true
 }
 
 // isFinishedCursor reports whether c is a repair cursor: "", a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -276,13 +277,14 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 		o.APIOptions = append(o.APIOptions, requests.Count("s3."))
 	})
 	s, err := sweeper.New(sweeper.Config{
-		Jobs:         jobs.NewDynamoStore(sweepDB, res["JobsTable"], jobs.WithClock(clock.Now)),
-		Candidates:   candidate.New(sweepS3, res["CandidatesBucket"], candidate.WithSpoolDir(t.TempDir())),
-		Cursor:       sweeper.NewS3Cursor(sweepS3, res["CandidatesBucket"]),
-		Projection:   projection.NewDynamoStore(sweepDB, tables),
-		RepairCursor: sweeper.NewS3CursorAt(sweepS3, res["CandidatesBucket"], sweeper.RepairCursorKey),
-		Clock:        clock.Now,
-		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Jobs:          jobs.NewDynamoStore(sweepDB, res["JobsTable"], jobs.WithClock(clock.Now)),
+		Candidates:    candidate.New(sweepS3, res["CandidatesBucket"], candidate.WithSpoolDir(t.TempDir())),
+		Cursor:        sweeper.NewS3Cursor(sweepS3, res["CandidatesBucket"]),
+		Projection:    projection.NewDynamoStore(sweepDB, tables),
+		RepairCursor:  sweeper.NewS3CursorAt(sweepS3, res["CandidatesBucket"], sweeper.RepairCursorKey),
+		RecheckCursor: sweeper.NewS3CursorAt(sweepS3, res["CandidatesBucket"], sweeper.RecheckCursorKey),
+		Clock:         clock.Now,
+		Logger:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
 	clock.Advance(sweeper.DefaultRepairAfter + time.Millisecond)
@@ -316,11 +318,12 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	require.Equal(t, projection.Totals{Tenant: tenant, Processed: 200, Completed: 2}, totals,
 		"processed is the jobs' progress, completed the jobs completed")
 	t.Logf("repair run requests: %v", cost)
-	require.Equal(t, 2*jobs.LiveShards, cost["dynamodb.Query"], "the live and the finished index, one page per shard")
+	require.Equal(t, 3*jobs.LiveShards, cost["dynamodb.Query"],
+		"the live index, and the finished index for the check and for the recheck, one page per shard")
 	require.Equal(t, 1, cost["dynamodb.BatchGetItem"], "the finished jobs, read together")
 	require.Equal(t, 3*2+2, cost["dynamodb.GetItem"], "each job's view and cursor, and each recovery's cursor")
 	require.Equal(t, 2, cost["dynamodb.TransactWriteItems"], "one per recovery")
-	require.Equal(t, 1, cost["s3.PutObject"], "the repair cursor")
+	require.Equal(t, 2, cost["s3.PutObject"], "the repair cursor, and the recheck's, moved to its bound")
 
 	// The lost event is redriven after all: a duplicate, counted nothing.
 	msgs, err := outbox.FromTransition(&lostJob, &beforeLost)
@@ -340,6 +343,97 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, r.Finished+r.Repaired)
 	require.Equal(t, jobs.FinishedBound(clock.Now().Add(-sweeper.DefaultRepairAfter)), r.RepairCursor)
+}
+
+// One final job whose item DynamoDB holds but FromItem refuses (its
+// version is not a number, as if written by hand): on DynamoDB Local the
+// finished index lists it and BatchGetItem returns it, and the run neither
+// fails nor stops there. The jobs around it are repaired, it is counted
+// and left alone, the repair cursor passes it, and its candidates, which
+// would be deleted were it readable, are kept.
+func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
+	t.Parallel()
+	testenv.DynamoDB(t) // fail clearly without the stack's endpoints
+	testenv.S3(t)
+	ctx := t.Context()
+	cfg := testenv.Config(t)
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{}}
+	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket"} {
+		only.Resources[name] = tpl.Resources[name]
+	}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	clients := localdeploy.Clients{DynamoDB: ddb, S3: s3c}
+	deployed, err := localdeploy.Deploy(ctx, only, testenv.Name(t, "undecodable"), cfg.Region, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	res := deployed.Resources
+
+	clock := jobstest.NewClock(time.Now().UTC())
+	store := jobs.NewDynamoStore(ddb, res["JobsTable"], jobs.WithClock(clock.Now))
+	proj := projection.NewDynamoStore(ddb, projection.Tables{Views: res["ViewsTable"], Totals: res["TotalsTable"]})
+	cands := candidate.New(s3c, res["CandidatesBucket"], candidate.WithSpoolDir(t.TempDir()))
+	var kept []string
+	for _, id := range []string{"job-1", "job-bad", "job-3"} {
+		_, err := store.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
+		require.NoError(t, err)
+		c, err := store.Claim(ctx, jobs.ClaimRequest{JobID: id, AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
+		require.NoError(t, err)
+		var out candidate.Result
+		for _, attempt := range []string{"attempt-z", "attempt-a"} { // the result last
+			k, err := candidate.NewKey(id, c.Generation, attempt, "csv")
+			require.NoError(t, err)
+			out, err = cands.Put(ctx, k, strings.NewReader("id,title\n"))
+			require.NoError(t, err)
+			if id == "job-bad" {
+				kept = append(kept, k.String())
+			}
+		}
+		_, err = store.Accept(ctx, jobs.AcceptRequest{JobID: id, AttemptID: "attempt-a", Generation: c.Generation, Version: c.Version,
+			Progress: 100, Result: jobs.Result{Key: key(id, c.Generation, "attempt-a"), SHA256: out.SHA256, Size: out.Size}})
+		require.NoError(t, err)
+		clock.Advance(time.Millisecond)
+	}
+	_, err = ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(res["JobsTable"]), Key: map[string]dbtypes.AttributeValue{"job_id": &dbtypes.AttributeValueMemberS{Value: "job-bad"}},
+		UpdateExpression:          aws.String("SET #v = :v"),
+		ExpressionAttributeNames:  map[string]string{"#v": "version"},
+		ExpressionAttributeValues: map[string]dbtypes.AttributeValue{":v": &dbtypes.AttributeValueMemberS{Value: "three"}},
+	})
+	require.NoError(t, err)
+	_, err = store.Get(ctx, "job-bad")
+	require.ErrorContains(t, err, "version", "the item no longer decodes")
+
+	s, err := sweeper.New(sweeper.Config{
+		Jobs: store, Candidates: cands, Projection: proj, Clock: clock.Now,
+		Cursor:       sweeper.NewS3Cursor(s3c, res["CandidatesBucket"]),
+		RepairCursor: sweeper.NewS3CursorAt(s3c, res["CandidatesBucket"], sweeper.RepairCursorKey),
+		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	clock.Advance(sweeper.DefaultGrace + time.Minute) // past RepairAfter, and the grace by the emulator's wall clock
+	r, err := s.Run(ctx, sweeper.Options{})
+	require.NoError(t, err)
+	require.Zero(t, r.Errors)
+	require.Equal(t, 3, r.Finished)
+	require.Equal(t, 2, r.Repaired, "job-1 and job-3")
+	require.Equal(t, 2, r.Undecodable, "job-bad, read for the repair and for its candidates")
+	require.Equal(t, jobs.FinishedBound(clock.Now().Add(-sweeper.DefaultRepairAfter)), r.RepairCursor, "past job-bad")
+	require.Equal(t, 2, r.Deleted, "the other jobs' attempt-z candidates")
+	for _, k := range kept {
+		_, err := s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(res["CandidatesBucket"]), Key: aws.String(k)})
+		require.NoError(t, err, "%s is kept", k)
+	}
+	totals, err := proj.Totals(ctx, "t-1")
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: "t-1", Processed: 200, Completed: 2}, totals)
+
+	clock.Advance(5 * time.Minute)
+	r, err = s.Run(ctx, sweeper.Options{})
+	require.NoError(t, err)
+	require.Zero(t, r.Finished, "the cursor passed job-bad")
 }
 
 func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }

@@ -37,6 +37,7 @@ func setupRepair(t *testing.T, adjust ...func(*sweeper.Config)) *repairBundle {
 	b.projector = projection.NewProjector(b.proj, b.store)
 	b.cfg.Projection = b.proj
 	b.cfg.RepairCursor = sweeper.NewS3CursorAt(b.s3, b.s3.bucket, sweeper.RepairCursorKey)
+	b.cfg.RecheckCursor = sweeper.NewS3CursorAt(b.s3, b.s3.bucket, sweeper.RecheckCursorKey)
 	for _, a := range adjust {
 		a(&b.cfg)
 	}
@@ -386,7 +387,7 @@ func TestRepairNeedsAProjectionAndDefaultsItsDelay(t *testing.T) {
 	r = b.run(t, sweeper.Options{})
 	require.Equal(t, 1, r.Repaired)
 	calls, _ = b.jobs.take()
-	require.Equal(t, 1, calls["Finished"])
+	require.Equal(t, 2, calls["Finished"], "the check and the recheck, one listing each")
 }
 
 // A repair cursor that is no finished index key (written by hand) would

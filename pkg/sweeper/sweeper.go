@@ -1,10 +1,13 @@
 package sweeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +53,11 @@ const (
 	DefaultGrace       = time.Hour
 	DefaultStuckAfter  = 15 * time.Minute
 	DefaultRepairAfter = 15 * time.Minute
-	DefaultMaxItems    = 1000
+	// DefaultRecheckAfter is when a final job is checked the second time
+	// (see the package documentation, Repair): the longest the finished
+	// index may take to show a job and the job still be checked.
+	DefaultRecheckAfter = 24 * time.Hour
+	DefaultMaxItems     = 1000
 	// MaxItemsLimit bounds MaxItems: every object examined may cost a
 	// DeleteObject, and a run must end within its function's timeout.
 	MaxItemsLimit = 100_000
@@ -90,12 +97,35 @@ type Config struct {
 	// RepairAfter is how long after its final transition a job's
 	// projection is checked (default DefaultRepairAfter): the time the
 	// relay and the projector have to deliver the final event themselves.
-	// It must be well beyond the finished index's propagation delay, or a
-	// job the index has not shown yet may be passed by the cursor.
+	// It should be well beyond the finished index's propagation delay: a
+	// job the index shows later than that is passed by the cursor, and
+	// only the recheck finds it.
 	RepairAfter time.Duration
+	// RecheckCursor keeps how far the recheck has checked final jobs, as
+	// RepairCursor does for the first check; nil means a MemoryCursor of
+	// the Sweeper's own.
+	RecheckCursor Cursor
+	// RecheckAfter is how long after its final transition a job's
+	// projection is checked the second time: the bound on how late the
+	// finished index may show a job and the job still be checked. Zero
+	// means DefaultRecheckAfter, or twice RepairAfter if that is longer;
+	// any other value must exceed RepairAfter.
+	RecheckAfter time.Duration
+	// RepairBudget is how long a run may keep checking final jobs beyond
+	// the first MaxItems of each check: while a listing comes back full,
+	// the run lists the next MaxItems, until RepairBudget has passed since
+	// its repair began (by Clock). Zero, the default, is one listing per
+	// check and run. The context's deadline bounds the run either way.
+	RepairBudget time.Duration
+	// FunctionName is the value of the FunctionName dimension of the
+	// run's metrics (MetricRepairLag and MetricRecheckLag, embedded metric
+	// format records through Logger); lambdawire passes the function's
+	// name. Empty means no metrics.
+	FunctionName string
 	// MaxItems bounds a run: at most this many objects listed, at most
 	// this many stuck jobs read and at most this many final jobs checked
-	// (default DefaultMaxItems, at most MaxItemsLimit).
+	// by each check per listing (see RepairBudget) (default
+	// DefaultMaxItems, at most MaxItemsLimit).
 	MaxItems int
 	// Logger receives one record per deletion, nudge, repair, unparsable
 	// key and error, and the report; nil discards them.
@@ -115,6 +145,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sweeper: StuckAfter %v is negative", c.StuckAfter)
 	case c.RepairAfter < 0:
 		return fmt.Errorf("sweeper: RepairAfter %v is negative", c.RepairAfter)
+	case c.RecheckAfter < 0:
+		return fmt.Errorf("sweeper: RecheckAfter %v is negative", c.RecheckAfter)
+	case c.RecheckAfter > 0 && c.RecheckAfter <= cmp.Or(c.RepairAfter, DefaultRepairAfter):
+		return fmt.Errorf("sweeper: RecheckAfter %v is not beyond RepairAfter %v", c.RecheckAfter, cmp.Or(c.RepairAfter, DefaultRepairAfter))
+	case c.RepairBudget < 0:
+		return fmt.Errorf("sweeper: RepairBudget %v is negative", c.RepairBudget)
 	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
 		return fmt.Errorf("sweeper: MaxItems %d is outside 0..%d", c.MaxItems, MaxItemsLimit)
 	}
@@ -126,17 +162,21 @@ func (c *Config) Validate() error {
 // different ones (two invocations) may, harmlessly: deletes and nudges are
 // idempotent and fenced, and a repair is conditioned on the cursor it read.
 type Sweeper struct {
-	jobs         Jobs
-	candidates   Candidates
-	cursor       Cursor
-	projection   Projection
-	repairCursor Cursor
-	clock        func() time.Time
-	grace        time.Duration
-	stuckAfter   time.Duration
-	repairAfter  time.Duration
-	maxItems     int
-	log          *slog.Logger
+	jobs          Jobs
+	candidates    Candidates
+	cursor        Cursor
+	projection    Projection
+	repairCursor  Cursor
+	recheckCursor Cursor
+	clock         func() time.Time
+	grace         time.Duration
+	stuckAfter    time.Duration
+	repairAfter   time.Duration
+	recheckAfter  time.Duration
+	repairBudget  time.Duration
+	maxItems      int
+	function      string
+	log           *slog.Logger
 }
 
 // New returns a Sweeper, or the error Validate reports.
@@ -146,8 +186,9 @@ func New(cfg Config) (*Sweeper, error) {
 	}
 	s := &Sweeper{
 		jobs: cfg.Jobs, candidates: cfg.Candidates, cursor: cfg.Cursor, clock: cfg.Clock,
-		projection: cfg.Projection, repairCursor: cfg.RepairCursor,
-		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, maxItems: cfg.MaxItems, log: cfg.Logger,
+		projection: cfg.Projection, repairCursor: cfg.RepairCursor, recheckCursor: cfg.RecheckCursor,
+		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, recheckAfter: cfg.RecheckAfter,
+		repairBudget: cfg.RepairBudget, maxItems: cfg.MaxItems, function: cfg.FunctionName, log: cfg.Logger,
 	}
 	if s.cursor == nil {
 		s.cursor = &MemoryCursor{}
@@ -155,8 +196,14 @@ func New(cfg Config) (*Sweeper, error) {
 	if s.repairCursor == nil {
 		s.repairCursor = &MemoryCursor{}
 	}
+	if s.recheckCursor == nil {
+		s.recheckCursor = &MemoryCursor{}
+	}
 	if s.repairAfter == 0 {
 		s.repairAfter = DefaultRepairAfter
+	}
+	if s.recheckAfter == 0 {
+		s.recheckAfter = max(DefaultRecheckAfter, 2*s.repairAfter)
 	}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -212,14 +259,34 @@ type Report struct {
 	// Finished counts the final jobs the finished index listed after the
 	// repair cursor, each checked against its projection.
 	Finished int `json:"finished"`
+	// Rechecked counts the final jobs the finished index listed after the
+	// recheck cursor, each checked a second time.
+	Rechecked int `json:"rechecked"`
 	// Repaired counts final jobs whose view or totals were behind their
 	// job item and were recovered from it; WouldRepair those a dry run
 	// would have recovered.
 	Repaired    int `json:"repaired"`
 	WouldRepair int `json:"would_repair"`
+	// RepairedOnRecheck counts, of Repaired (of WouldRepair in a dry
+	// run), the jobs the recheck found behind: a job the finished index
+	// showed only after the repair cursor had passed it.
+	RepairedOnRecheck int `json:"repaired_on_recheck"`
 	// RepairCursor is where the next run's check of final jobs starts (""
-	// the first): saved, unless this was a dry run.
-	RepairCursor string `json:"repair_cursor"`
+	// the first): saved, unless this was a dry run. RecheckCursor is the
+	// recheck's.
+	RepairCursor  string `json:"repair_cursor"`
+	RecheckCursor string `json:"recheck_cursor"`
+	// RepairLagSeconds is how far RepairCursor is behind the time it would
+	// reach if the check kept up (now - RepairAfter), in whole seconds:
+	// zero when the run checked every job up to it. RecheckLagSeconds is
+	// RecheckCursor's, behind now - RecheckAfter. Both are zero when the
+	// cursor could not be read.
+	RepairLagSeconds  int64 `json:"repair_lag_seconds"`
+	RecheckLagSeconds int64 `json:"recheck_lag_seconds"`
+	// Undecodable counts job items read that do not decode as jobs
+	// (jobs.UndecodableError): each is logged and left alone, as if it
+	// did not exist, except that its candidates are never deleted.
+	Undecodable int `json:"undecodable"`
 	// Errors counts failed requests; a run with errors returns an error.
 	Errors int `json:"errors"`
 	// Cursor is where the next run starts ("" the beginning): saved,
@@ -244,6 +311,11 @@ type run struct {
 	dry  bool
 	r    Report
 	errs []error
+	// repairStart is when the repair began, by the Sweeper's clock: where
+	// RepairBudget is counted from.
+	repairStart time.Time
+	// lags holds the lag metrics known after the repair, by name.
+	lags map[string]int64
 }
 
 func (r *run) fail(err error, msg string, attrs ...any) {
@@ -279,6 +351,7 @@ func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 	r.nudgeStuck()
 	r.repairFinished()
 	r.sweepCandidates()
+	r.logMetrics()
 	r.r.ElapsedMS = time.Since(start).Milliseconds()
 	s.log.InfoContext(ctx, "sweep", "report", r.r)
 	if r.r.Errors > 0 {
@@ -299,18 +372,14 @@ func (r *run) nudgeStuck() {
 		return
 	}
 	r.r.Stuck = len(ids)
-	if len(ids) == 0 {
-		return
-	}
-	found, err := r.jobs.GetMany(r.ctx, ids)
-	if err != nil {
-		r.fail(err, "sweep: read stuck jobs")
+	found, _, ok := r.getMany(ids, "sweep: read stuck jobs")
+	if !ok {
 		return
 	}
 	for _, id := range ids {
 		j, ok := found[id]
 		if !ok {
-			continue // gone since the index was read
+			continue // gone since the index was read, or undecodable
 		}
 		reason, ok := stuck(&j, r.now, cutoff)
 		if !ok {
@@ -338,6 +407,32 @@ func (r *run) nudgeStuck() {
 			r.fail(err, "sweep: nudge", attrs...)
 		}
 	}
+}
+
+// getMany reads the jobs of ids, none without a request. An item that does
+// not decode as a job is logged, counted (Report.Undecodable) and left out
+// of found, as a job that does not exist is; undecodable names those, for
+// a caller that must tell the two apart. ok is false when the read failed,
+// which msg logs.
+func (r *run) getMany(ids []string, msg string) (found map[string]jobs.Job, undecodable map[string]error, ok bool) {
+	if len(ids) == 0 {
+		return nil, nil, true
+	}
+	found, err := r.jobs.GetMany(r.ctx, ids)
+	var bad *jobs.UndecodableError
+	switch {
+	case errors.As(err, &bad) && found != nil:
+		for _, id := range slices.Sorted(maps.Keys(bad.Items)) {
+			r.r.Undecodable++
+			r.log.ErrorContext(r.ctx, "sweep: a job item does not decode as a job; left alone", "job_id", id,
+				"while", msg, "error", bad.Items[id])
+		}
+		return found, bad.Items, true
+	case err != nil:
+		r.fail(err, msg, "jobs", len(ids))
+		return nil, nil, false
+	}
+	return found, nil, true
 }
 
 // stuck says whether the sweeper nudges j, and why: pending, or running on
@@ -449,15 +544,20 @@ func (r *run) decide(entries []candidate.Entry) (string, bool) {
 			ids = append(ids, e.Key.JobID)
 		}
 	}
-	found, err := r.jobs.GetMany(r.ctx, ids)
-	if err != nil {
-		r.fail(err, "sweep: read the candidates' jobs", "jobs", len(ids))
+	found, undecodable, ok := r.getMany(ids, "sweep: read the candidates' jobs")
+	if !ok {
 		return "", false
 	}
 	decided := ""
 	for _, e := range entries {
 		if r.outOfTime() {
 			return decided, false
+		}
+		if _, bad := undecodable[e.Key.JobID]; bad {
+			// Its job exists but cannot be read: no rule applies, so the
+			// candidate stays, and the next round of the bucket looks again.
+			decided = e.Key.String()
+			continue
 		}
 		j, ok := found[e.Key.JobID]
 		var job *jobs.Job

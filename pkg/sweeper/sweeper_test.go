@@ -498,6 +498,7 @@ func TestReportFieldNamesAreStable(t *testing.T) {
 		"examined", "deleted", "would_delete", "kept_current", "kept_result", "kept_grace", "unparsable",
 		"stuck", "nudged", "would_nudge", "nudge_refused", "errors", "cursor", "wrapped", "out_of_time",
 		"dry_run", "elapsed_ms", "finished", "repaired", "would_repair", "repair_cursor",
+		"rechecked", "repaired_on_recheck", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable",
 	}, names)
 	opts, err := json.Marshal(sweeper.Options{DryRun: true})
 	require.NoError(t, err)
@@ -511,11 +512,17 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		mutate func(*sweeper.Config)
 		want   string
 	}{
-		"no jobs":            {func(c *sweeper.Config) { c.Jobs = nil }, "Config.Jobs is nil"},
-		"no candidates":      {func(c *sweeper.Config) { c.Candidates = nil }, "Config.Candidates is nil"},
-		"negative grace":     {func(c *sweeper.Config) { c.Grace = -time.Second }, "Grace -1s is negative"},
-		"negative stuck":     {func(c *sweeper.Config) { c.StuckAfter = -time.Second }, "StuckAfter -1s is negative"},
-		"negative repair":    {func(c *sweeper.Config) { c.RepairAfter = -time.Second }, "RepairAfter -1s is negative"},
+		"no jobs":          {func(c *sweeper.Config) { c.Jobs = nil }, "Config.Jobs is nil"},
+		"no candidates":    {func(c *sweeper.Config) { c.Candidates = nil }, "Config.Candidates is nil"},
+		"negative grace":   {func(c *sweeper.Config) { c.Grace = -time.Second }, "Grace -1s is negative"},
+		"negative stuck":   {func(c *sweeper.Config) { c.StuckAfter = -time.Second }, "StuckAfter -1s is negative"},
+		"negative repair":  {func(c *sweeper.Config) { c.RepairAfter = -time.Second }, "RepairAfter -1s is negative"},
+		"negative recheck": {func(c *sweeper.Config) { c.RecheckAfter = -time.Second }, "RecheckAfter -1s is negative"},
+		"recheck too early": {func(c *sweeper.Config) { c.RecheckAfter = sweeper.DefaultRepairAfter },
+			"RecheckAfter 15m0s is not beyond RepairAfter 15m0s"},
+		"recheck before repair": {func(c *sweeper.Config) { c.RepairAfter, c.RecheckAfter = time.Hour, 59*time.Minute },
+			"RecheckAfter 59m0s is not beyond RepairAfter 1h0m0s"},
+		"negative budget":    {func(c *sweeper.Config) { c.RepairBudget = -time.Second }, "RepairBudget -1s is negative"},
 		"negative max items": {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
 		"too many items":     {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
 	} {
