@@ -347,7 +347,12 @@ type slowSender struct {
 
 func (s slowSender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	s.w.slow(ctx, "send a copy to "+s.q.Name)
-	return s.q.SendMessage(ctx, in, opts...)
+	out, err := s.q.SendMessage(ctx, in, opts...)
+	if err == nil {
+		m := s.q.ByID(aws.ToString(out.MessageId))
+		s.w.logf("  operator: copy of sequence %d sent to %s as %s", m.CopyOf, s.q.Name, m.ID)
+	}
+	return out, err
 }
 
 // faultProjection is the projection store as the projector and the

@@ -84,14 +84,17 @@ type Queue struct {
 	Visibility time.Duration
 	MaxReceive int
 
-	clock    *Clock
-	msgs     []*Msg // queued: visible or in flight, in sequence order
-	all      []*Msg // every message accepted, in sequence order
-	byID     map[string]*Msg
-	dlq      []*Msg
-	dedup    map[string]dedupEntry
-	seq      uint64
-	receipts int
+	clock *Clock
+	msgs  []*Msg // queued: visible or in flight, in sequence order
+	all   []*Msg // every message accepted, in sequence order
+	byID  map[string]*Msg
+	dlq   []*Msg
+	// dlqCopies: the sequence numbers of the messages a copy of which
+	// was dead-lettered.
+	dlqCopies map[uint64]bool
+	dedup     map[string]dedupEntry
+	seq       uint64
+	receipts  int
 }
 
 type dedupEntry struct {
@@ -107,7 +110,7 @@ func NewQueue(name string, visibility time.Duration, maxReceive int, clock *Cloc
 	return &Queue{
 		Name: name, ARN: "arn:aws:sqs:eu-west-1:123456789012:" + name, URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/" + name,
 		Visibility: visibility, MaxReceive: maxReceive, clock: clock,
-		byID: map[string]*Msg{}, dedup: map[string]dedupEntry{}, seq: firstSeq,
+		byID: map[string]*Msg{}, dedup: map[string]dedupEntry{}, seq: firstSeq, dlqCopies: map[uint64]bool{},
 	}
 }
 
@@ -187,6 +190,9 @@ func (q *Queue) Receive(rng *rand.Rand, max int) []events.SQSMessage {
 		if m.Receives >= q.MaxReceive {
 			m.Fate = DeadLettered
 			q.dlq = append(q.dlq, m)
+			if m.Copy {
+				q.dlqCopies[m.Original] = true
+			}
 			q.msgs = slices.Delete(q.msgs, i, i+1)
 			i--
 			continue
@@ -279,6 +285,10 @@ func (q *Queue) NextVisible() (time.Time, bool) {
 
 // All returns every message the queue accepted, in sequence order.
 func (q *Queue) All() []*Msg { return q.all }
+
+// CopyDeadLettered reports whether a redriven copy of the message with
+// sequence number seq was dead-lettered.
+func (q *Queue) CopyDeadLettered(seq uint64) bool { return q.dlqCopies[seq] }
 
 // DLQ returns the dead-lettered messages, in the order they were moved.
 func (q *Queue) DLQ() []*Msg { return q.dlq }

@@ -14,7 +14,7 @@ import (
 
 var (
 	seedFlag    = flag.Uint64("seed", 0, "run this seed only (its steps are printed with -v)")
-	seedsFlag   = flag.Int("seeds", 150, "how many seeds TestSimulation runs, from -first")
+	seedsFlag   = flag.Int("seeds", 100, "how many seeds TestSimulation runs, from -first")
 	firstFlag   = flag.Uint64("first", 1, "the first seed TestSimulation runs")
 	soakTime    = flag.Duration("soak-time", 0, "run seeds from -first until this much time has passed (instead of -seeds)")
 	breakFlag   = flag.String("break", "", "run with a deliberate bug: quarantine-check")
