@@ -83,11 +83,55 @@ soak: ## the pipeline simulation on many seeds (SOAK_SEEDS=100000 from SOAK_FIRS
 		-args -first $(SOAK_FIRST) $(if $(SOAK_TIME),-soak-time $(SOAK_TIME),-seeds $(SOAK_SEEDS)) \
 		| grep -vE '^=== (RUN|CONT|PAUSE)'
 
+# make bench: pkg/fifo's benchmarks, then the local stack's, each round on a
+# fresh stack of its own (started and stopped here, as make integration's
+# is): DynamoDB Local slows down as a stack ages (tables created and
+# deleted, its heap), which would weigh on later rounds. Raw results go to
+# bench/, and benchstat summarises them. Only make bench runs benchmarks:
+# make test compiles test/'s and runs none.
 .PHONY: bench
-bench: $(BENCHSTAT) ## benchmarks, summarised by benchstat
+bench: $(BENCHSTAT) bin/fifoworker ## benchmarks: pkg/fifo; then on fresh local stacks jobs/s end to end and ordering cost with 1, 10, 100 groups (CPU per process, a profile), requests per job per path, cold starts. Raw results in bench/
 	mkdir -p bench
 	go test -run '^$$' -bench . -count $(BENCH_COUNT) ./pkg/fifo | tee bench/fifo.txt
 	$(BENCHSTAT) bench/fifo.txt
+	: > bench/stack.txt
+	for i in $$(seq $(BENCH_ROUNDS)); do \
+		bin/fifoworker local run --name bench-$$$$-$$i -- $(MAKE) --no-print-directory bench-round; \
+	done
+	$(BENCHSTAT) -col /groups bench/stack.txt | tee bench/stack-summary.txt
+	bin/fifoworker local run --name bench-$$$$ -- $(MAKE) --no-print-directory bench-stack
+
+# The benchmarks of the local stack run in rounds, each round every
+# configuration once (groups=1, 10, 100 side by side), so that the
+# machine's load, which others share, weighs on each alike; benchstat then
+# compares the groups as columns. Every figure carries the 1-minute load
+# average (load1) when it was taken.
+BENCH_ROUNDS        ?= 6
+BENCH_PIPELINE_TIME ?= 5s
+BENCH_ORDERING_TIME ?= 3s
+BENCH_GO_TEST       := go test -tags integration -count=1
+
+.PHONY: bench-round
+bench-round: ## one round of the local stack's benchmarks, appended to bench/stack.txt, on the stack the environment names (make bench starts one per round)
+	mkdir -p bench
+	@echo "# round on stack $$FIFOWORKER_STACK, load $$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a bench/stack.txt
+	$(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkPipeline$$' -benchtime $(BENCH_PIPELINE_TIME) ./test/ | tee -a bench/stack.txt
+	$(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkOrdering$$' -benchtime $(BENCH_ORDERING_TIME) ./test/ | tee -a bench/stack.txt
+
+.PHONY: bench-stack
+bench-stack: ## the rest of make bench, on the stack the environment names: a CPU profile of groups=100 end to end, requests per job per path, cold starts
+	mkdir -p bench
+	@echo "# where the time goes: groups=100 end to end under the CPU profiler"
+	$(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkPipeline$$/^groups=100$$' -benchtime 200x \
+		-cpuprofile bench/pipeline.cpu -o bench/.stack.test ./test/ | tee bench/pipeline-profiled.txt
+	rm -f bench/.stack.test
+	go tool pprof -top -nodecount=30 bench/pipeline.cpu 2>/dev/null | tee bench/pipeline-profile.txt
+	go tool pprof -top -unit=ms -nodefraction=0 -nodecount=1000000 bench/pipeline.cpu 2>/dev/null \
+		| awk -f bench/profile-by-package.awk | tee -a bench/pipeline-profile.txt
+	@echo "# requests per job on each path, counted by SDK middleware"
+	$(BENCH_GO_TEST) -run '^TestRequestsPerJob' -v ./test/ | grep -E 'requests path=|^(--- |ok|FAIL)' | tee bench/requests.txt
+	@echo "# cold start per function: bootstrap size and init under the RIE"
+	$(BENCH_GO_TEST) -run '^TestEachFunctionAnswersItsSampleUnderTheRIE$$' -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
 
 .PHONY: tools
 tools: $(GOLANGCI_LINT) $(BENCHSTAT) ## install the pinned tools into the cache
