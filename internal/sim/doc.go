@@ -11,19 +11,29 @@
 //
 // A scheduler drawing from a PCG generator seeded by the seed picks each
 // step: a client's request (a new intent, a retry, a conflicting retry, a
-// cancellation, a read), the relay publishing stream records (in version
-// order per job, some twice, a few lost), a batch of a queue received and
-// processed in one invocation, time passing, a sweep, an operator's
-// redrive (sometimes interrupted), a command sent before its job exists
-// (a poison message), a request held back in the network arriving late.
-// A fault plan, with rates drawn per seed, refuses requests (throttling),
-// applies them and loses the answer, holds writes back to deliver them
-// later, answers 409 to conditional puts, crashes invocations before or
-// after any request, drops a batch's answer, and makes the task stall past
-// its deadline, its lease or its message's visibility timeout while other
-// steps run, fail transiently, or see its job cancelled. Handlers run one
-// at a time (fifo.WithConcurrency(1)); every goroutine the code starts is
-// waited for before the next step, so a seed replays exactly.
+// cancellation, a read, another tenant's request), the relay publishing
+// stream records (in version order per job, some twice, a few lost), a
+// batch of a queue received and processed in one invocation, time
+// passing, a sweep, an operator's redrive (sometimes interrupted) with a
+// discard of what no redrive can fix, a poison message (a command for a
+// job that does not exist yet, a command naming another tenant, an event
+// that is not JSON), a request held back in the network arriving late, an
+// outage of a store, a suspended invocation resuming. A fault plan, with
+// rates drawn per seed, refuses requests (throttling), applies them and
+// loses the answer, holds writes back to deliver them later, answers 409
+// to conditional puts, crashes invocations before or after any request,
+// drops a batch's answer, makes requests slow, and makes the task stall,
+// fail transiently, or see its job cancelled. One seed in eight runs a
+// commands visibility timeout shorter than the lease.
+//
+// Handlers run one at a time (fifo.WithConcurrency(1)). An invocation is a
+// fiber: a goroutine the scheduler hands control to and takes it back
+// from, so that exactly one goroutine runs at any moment. A task that
+// stalls, or a request that is slow, suspends its invocation; the
+// scheduler goes on with other steps (the same command received again
+// and taken over, a sweep, a redrive) and resumes it later. Every package
+// reads the simulated clock, and deadlines lie far beyond the wall clock,
+// so no real timer fires: a seed replays exactly.
 //
 // After the chaos phase the faults stop, the causes of the poison
 // messages are fixed, and the pipeline runs until nothing moves: every
@@ -44,13 +54,15 @@
 //     nudge, an event for every version from 1; no id is published with
 //     two bodies, and no message exists of a version that does not.
 //   - Per queue and group, a message is processed only after every older
-//     message of the group has been, or was dead-lettered; a redriven copy
-//     stands for its parked message.
+//     message of the group has been, or was dead-lettered (itself, or a
+//     redriven copy of it: the quarantine's backstop), or was discarded by
+//     the operator; a redriven copy stands for its parked message.
 //   - A job view never goes back; the totals are at every moment the sum
 //     of the deltas and completions the store counted, and at the end the
 //     sum of the jobs' progress and completions.
 //   - At the end every job is final, every view and cursor is at its job's
-//     version, every message was acknowledged (parked ones included) or
-//     dead-lettered, no group is held and nothing is parked, and the
-//     sweeper has deleted every candidate that is no result, and no result.
+//     version, every message was processed, dead-lettered or discarded, no
+//     group is held and nothing is parked, and the sweeper has deleted
+//     every candidate that is no result, and no result; no delete ever
+//     touched a live job's current generation.
 package sim
