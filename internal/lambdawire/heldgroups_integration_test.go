@@ -3,7 +3,6 @@
 package lambdawire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -13,8 +12,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
@@ -25,21 +22,14 @@ import (
 func TestTheSweeperReportsHeldGroups(t *testing.T) {
 	t.Parallel()
 	cfg := testenv.Config(t)
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"QuarantineTable": tpl.Resources["QuarantineTable"]}}
-	clients := localdeploy.Clients{DynamoDB: DynamoDB(cfg)}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "held"), cfg.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	table := deployed.Resources["QuarantineTable"]
+	table := testenv.TemplateTable(t, DynamoDB(cfg), "QuarantineTable")
 
 	commands := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "c") + ".fifo"
 	events_ := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "e") + ".fifo"
 	q := quarantine.New(quarantine.NewDynamoStore(DynamoDB(cfg), table), commands)
 	msg := events.SQSMessage{MessageId: "m1", Body: "x", EventSourceARN: commands,
 		Attributes: map[string]string{"MessageGroupId": "job-1", "SequenceNumber": "1001"}}
-	_, err = q.Park(t.Context(), "job-1", []*events.SQSMessage{&msg}, errors.New("boom"), true)
+	_, err := q.Park(t.Context(), "job-1", []*events.SQSMessage{&msg}, errors.New("boom"), true)
 	require.NoError(t, err)
 
 	var buf testenv.Buffer

@@ -3,7 +3,6 @@
 package jobs_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,8 +16,6 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -44,17 +41,7 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
 	})
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	table, ok := tpl.Resources["JobsTable"]
-	require.True(t, ok, "template.yaml declares no JobsTable")
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"JobsTable": table}}
-	clients := localdeploy.Clients{DynamoDB: b.client}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "jobs"), testenv.Config(t).Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	b.table = deployed.Resources["JobsTable"]
-	require.NotEmpty(t, b.table)
+	b.table = testenv.TemplateTable(t, b.client, "JobsTable")
 	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
 	var indexes []string

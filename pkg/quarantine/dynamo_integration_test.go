@@ -16,8 +16,6 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
@@ -42,17 +40,7 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses.
 		o.DisableValidateResponseChecksum = true
 	})
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	table, ok := tpl.Resources["QuarantineTable"]
-	require.True(t, ok, "template.yaml declares no QuarantineTable")
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"QuarantineTable": table}}
-	clients := localdeploy.Clients{DynamoDB: b.client}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "quarantine"), testenv.Config(t).Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	b.table = deployed.Resources["QuarantineTable"]
-	require.NotEmpty(t, b.table)
+	b.table = testenv.TemplateTable(t, b.client, "QuarantineTable")
 
 	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
