@@ -123,11 +123,11 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 	totals := env.String("TOTALS_TABLE")
 	jobsTable := env.String("JOBS_TABLE")
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
-	q := quarantined(env, cfg, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
+	db := DynamoDB(cfg)
+	q := quarantined(env, cfg, db, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	db := DynamoDB(cfg)
 	projector := projection.NewProjector(
 		projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
 		jobs.NewDynamoStore(db, jobsTable),
@@ -152,11 +152,11 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	maxGenerations := env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4)
 	// A command's receives up to MaxGenerations + 1 are takeovers the
 	// recovery policy decides on; the quarantine must not take them.
-	q := quarantined(env, cfg, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
+	ddb := DynamoDB(cfg)
+	q := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	ddb := DynamoDB(cfg)
 	w := worker.New(worker.Config{
 		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
@@ -174,7 +174,7 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 // before it runs: at least least, and below the queue's maxReceiveCount
 // (the template test checks both). Parked and dropped messages are counted
 // in EMF records of the function's log.
-func quarantined(env *Env, cfg aws.Config, log *slog.Logger, arnVar string, least int) []fifo.Option {
+func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) []fifo.Option {
 	table := env.String("QUARANTINE_TABLE")
 	queueARN := env.String(arnVar)
 	bucket := env.String("QUARANTINE_BUCKET")
@@ -187,7 +187,7 @@ func quarantined(env *Env, cfg aws.Config, log *slog.Logger, arnVar string, leas
 	if table == "" || queueARN == "" || bucket == "" {
 		return nil // env.Err reports it
 	}
-	q := quarantine.New(quarantine.NewDynamoStore(DynamoDB(cfg), table), queueARN,
+	q := quarantine.New(quarantine.NewDynamoStore(db, table), queueARN,
 		quarantine.WithBodyStore(quarantine.NewS3Bodies(S3(cfg), bucket), 0))
 	return []fifo.Option{fifo.WithQuarantine(q, after), fifo.WithMetrics(quarantine.LoggedBatchMetrics(log, queue))}
 }

@@ -35,7 +35,7 @@ func TestTheSweeperReportsHeldGroups(t *testing.T) {
 	var buf testenv.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	env := NewEnvFrom(map[string]string{"QUARANTINE_TABLE": table, "COMMANDS_QUEUE_ARN": commands, "EVENTS_QUEUE_ARN": events_})
-	report := heldGroups(env, cfg, log)
+	report := heldGroups(env, DynamoDB(cfg), log)
 	require.NoError(t, env.Err())
 	report(t.Context())
 
@@ -53,7 +53,7 @@ func TestTheSweeperReportsHeldGroups(t *testing.T) {
 	// Without the table, nothing is reported and nothing is required.
 	var none testenv.Buffer
 	env = NewEnvFrom(map[string]string{})
-	heldGroups(env, cfg, slog.New(slog.NewJSONHandler(&none, nil)))(t.Context())
+	heldGroups(env, DynamoDB(cfg), slog.New(slog.NewJSONHandler(&none, nil)))(t.Context())
 	require.NoError(t, env.Err())
 	require.Empty(t, none.String())
 }

@@ -17,7 +17,7 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 		"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:c.fifo",
 	}
 	env := NewEnvFrom(full)
-	require.Len(t, quarantined(env, cfg, Logger(), "COMMANDS_QUEUE_ARN", 5), 2)
+	require.Len(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5), 2)
 	require.NoError(t, env.Err())
 
 	for name, want := range map[string]string{
@@ -32,13 +32,13 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 			}
 		}
 		env := NewEnvFrom(m)
-		require.NotPanics(t, func() { require.Nil(t, quarantined(env, cfg, Logger(), "COMMANDS_QUEUE_ARN", 5)) })
+		require.NotPanics(t, func() { require.Nil(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)) })
 		require.ErrorContains(t, env.Err(), want)
 	}
 
 	bad := map[string]string{"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "commands.fifo"}
 	env = NewEnvFrom(bad)
-	require.Nil(t, quarantined(env, cfg, Logger(), "COMMANDS_QUEUE_ARN", 5))
+	require.Nil(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5))
 	require.ErrorContains(t, env.Err(), `COMMANDS_QUEUE_ARN: "commands.fifo" is not a queue ARN`)
 
 	low := map[string]string{"QUARANTINE_AFTER_RECEIVES": "4"}
@@ -46,6 +46,6 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 		low[k] = v
 	}
 	env = NewEnvFrom(low)
-	quarantined(env, cfg, Logger(), "COMMANDS_QUEUE_ARN", 5)
+	quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)
 	require.ErrorContains(t, env.Err(), `QUARANTINE_AFTER_RECEIVES="4" is not an integer in [5, 1000]`, "below the receives the consumer's recovery needs")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -75,12 +76,12 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	repairBudget := env.Duration("SWEEP_REPAIR_BUDGET", defaultRepairBudget, 0, maxRepairBudget)
 	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
 	function := env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
-	held := heldGroups(env, cfg, log)
+	db := DynamoDB(cfg)
+	held := heldGroups(env, db, log)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
 	s3c := S3(cfg)
-	db := DynamoDB(cfg)
 	s, err := sweeper.New(sweeper.Config{
 		Jobs: jobs.NewDynamoStore(db, table,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
@@ -111,7 +112,7 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 // heldGroups returns what reports, after each sweep, the number of held
 // groups of the commands and events queues: nothing without
 // QUARANTINE_TABLE. A failure to count is logged, not the sweep's.
-func heldGroups(env *Env, cfg aws.Config, log *slog.Logger) func(context.Context) {
+func heldGroups(env *Env, db *dynamodb.Client, log *slog.Logger) func(context.Context) {
 	table := env.StringOr("QUARANTINE_TABLE", "")
 	if table == "" {
 		return func(context.Context) {}
@@ -123,7 +124,7 @@ func heldGroups(env *Env, cfg aws.Config, log *slog.Logger) func(context.Context
 			queues = append(queues, name)
 		}
 	}
-	store := quarantine.NewDynamoStore(DynamoDB(cfg), table)
+	store := quarantine.NewDynamoStore(db, table)
 	return func(ctx context.Context) {
 		for _, q := range queues {
 			holds, err := store.Holds(ctx, q)
