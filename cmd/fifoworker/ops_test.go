@@ -918,6 +918,17 @@ func TestSweepRunsTheFunctionsSweeperOnTheOutputs(t *testing.T) {
 		"SWEEP_GRACE": "1m30s", "SWEEP_STUCK_AFTER": "2m0s", "SWEEP_REPAIR_AFTER": "1h0m0s", "SWEEP_MAX_ITEMS": "10", "MAX_GENERATIONS": "2",
 	}, o.open.sweepAsked.Settings)
 	require.Equal(t, "--jobs-table", o.open.sweepAsked.Hints["JOBS_TABLE"])
+
+	code, out, _ = o.run("sweep", "--dry-run", "--repair-after", "1h", "--recheck-after", "48h", "--repair-budget", "0")
+	require.Equal(t, 0, code)
+	require.Equal(t, sweeper.Options{DryRun: true}, got[2], "the new settings leave a dry run dry")
+	require.Contains(t, out, "nothing was changed")
+	require.Equal(t, map[string]string{
+		"JOBS_TABLE": "fw-jobs", "VIEWS_TABLE": "fw-views", "TOTALS_TABLE": "fw-totals", "CANDIDATES_BUCKET": "fw-candidates",
+		"SWEEP_REPAIR_AFTER": "1h0m0s", "SWEEP_RECHECK_AFTER": "48h0m0s", "SWEEP_REPAIR_BUDGET": "0s",
+	}, o.open.sweepAsked.Settings)
+	require.Equal(t, "--recheck-after", o.open.sweepAsked.Hints["SWEEP_RECHECK_AFTER"])
+	require.Equal(t, "--repair-budget", o.open.sweepAsked.Hints["SWEEP_REPAIR_BUDGET"])
 }
 
 func TestSweepReportsARealRun(t *testing.T) {
@@ -961,6 +972,8 @@ func TestSweepArguments(t *testing.T) {
 	}{
 		{[]string{"sweep", "now"}, 2, `unexpected arguments ["now"]`},
 		{[]string{"sweep", "--grace", "soon"}, 2, `invalid value "soon" for flag -grace`},
+		{[]string{"sweep", "--recheck-after", "tomorrow"}, 2, `invalid value "tomorrow" for flag -recheck-after`},
+		{[]string{"sweep", "--repair-budget", "45"}, 2, `invalid value "45" for flag -repair-budget`},
 		{[]string{"sweep", "--timeout", "5s"}, 2, "--timeout 5s: more than the 5s a run keeps"},
 	} {
 		o := newTestOps(t)
@@ -998,4 +1011,46 @@ func TestSweepSettingsAreTheFunctionsAndItsErrorsNameTheFlags(t *testing.T) {
 	require.Contains(t, errOut, `--max-generations="9" is not an integer in [1, 4]`)
 	require.NotContains(t, errOut, "lambdawire")
 	require.NotContains(t, errOut, "SWEEP_")
+}
+
+// --recheck-after and --repair-budget are SWEEP_RECHECK_AFTER and
+// SWEEP_REPAIR_BUDGET: the function's bounds, inclusive, and its rule that
+// the recheck comes after the first check.
+func TestSweepRecheckAfterAndRepairBudgetAreTheFunctions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string // "": accepted
+	}{
+		{[]string{"--recheck-after", "9m59s"}, `--recheck-after="9m59s" is not a duration in [10m0s, 720h0m0s]`},
+		{[]string{"--recheck-after", "720h1s"}, `--recheck-after="720h0m1s" is not a duration in [10m0s, 720h0m0s]`},
+		{[]string{"--recheck-after", "0s"}, `--recheck-after="0s" is not a duration in [10m0s, 720h0m0s]`},
+		{[]string{"--repair-budget", "-1s"}, `--repair-budget="-1s" is not a duration in [0s, 15m0s]`},
+		{[]string{"--repair-budget", "15m1s"}, `--repair-budget="15m1s" is not a duration in [0s, 15m0s]`},
+		{[]string{"--repair-after", "1h", "--recheck-after", "1h"}, "--recheck-after: 1h0m0s is not beyond --repair-after 1h0m0s"},
+		{[]string{"--recheck-after", "14m"}, "--recheck-after: 14m0s is not beyond --repair-after 15m0s"},
+		{[]string{"--recheck-after", "10m", "--repair-after", "1m"}, ""},
+		{[]string{"--recheck-after", "720h", "--repair-after", "168h"}, ""},
+		{[]string{"--repair-after", "1h", "--recheck-after", "1h0m1s"}, ""},
+		{[]string{"--repair-budget", "0s"}, ""},
+		{[]string{"--repair-budget", "15m"}, ""},
+	} {
+		o := newTestOps(t)
+		o.env.open = awsOpener{load: func(context.Context) (aws.Config, error) { return aws.Config{Region: "eu-west-1"}, nil }}
+		// --max-generations 9 makes the builder fail before any request
+		// whether or not the flags under test are accepted.
+		args := append([]string{"sweep", "--dry-run", "--max-generations", "9"}, tc.args...)
+		code, out, errOut := o.run(args...)
+		require.Equal(t, 1, code, "%q: %s", tc.args, errOut)
+		require.Empty(t, out, "%q", tc.args)
+		require.Contains(t, errOut, `--max-generations="9" is not an integer in [1, 4]`, "%q", tc.args)
+		require.NotContains(t, errOut, "SWEEP_", "%q", tc.args)
+		if tc.want == "" {
+			require.NotContains(t, errOut, "--recheck-after", "%q", tc.args)
+			require.NotContains(t, errOut, "--repair-budget", "%q", tc.args)
+			require.NotContains(t, errOut, "--repair-after", "%q", tc.args)
+			continue
+		}
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+	}
 }

@@ -41,12 +41,20 @@ the function's settings (defaults: the function's; pass what the deployment sets
   --grace D             SWEEP_GRACE: how old an orphan candidate must be to be deleted (default %v)
   --stuck-after D       SWEEP_STUCK_AFTER: how long a job must be unchanged to be nudged (default %v)
   --repair-after D      SWEEP_REPAIR_AFTER: how long after its end a job's projection is checked (default %v)
+  --recheck-after D     SWEEP_RECHECK_AFTER: how long after its end it is checked again, beyond --repair-after (default %v, or twice --repair-after if longer)
+  --repair-budget D     SWEEP_REPAIR_BUDGET: how long a run may go on checking final jobs past its first --max-items, 0 for not at all (default %v)
   --max-items N         SWEEP_MAX_ITEMS: the bound of a run (default %d)
   --max-generations N   MAX_GENERATIONS: the recovery policy, as the worker's (default %d)
 
 Exit status: 0 done, 1 failed (a missing table or bucket, a request that
 failed: the report counts them), 2 a usage error.
-`, sweeper.DefaultGrace, sweeper.DefaultStuckAfter, sweeper.DefaultRepairAfter, sweeper.DefaultMaxItems, jobs.DefaultMaxGenerations)
+`, sweeper.DefaultGrace, sweeper.DefaultStuckAfter, sweeper.DefaultRepairAfter, sweeper.DefaultRecheckAfter, defaultRepairBudget,
+	sweeper.DefaultMaxItems, jobs.DefaultMaxGenerations)
+
+// defaultRepairBudget is lambdawire.Sweeper's default SWEEP_REPAIR_BUDGET,
+// for the help only: an unset --repair-budget leaves the setting unset, so
+// the function's own default applies.
+const defaultRepairBudget = 45 * time.Second
 
 // sweepTarget is what a sweep runs on: the settings lambdawire.Sweeper
 // reads, and where each came from (for the error that says one is wrong).
@@ -90,6 +98,8 @@ var sweepFlags = []struct{ setting, flag, output string }{
 	{"SWEEP_GRACE", "grace", ""},
 	{"SWEEP_STUCK_AFTER", "stuck-after", ""},
 	{"SWEEP_REPAIR_AFTER", "repair-after", ""},
+	{"SWEEP_RECHECK_AFTER", "recheck-after", ""},
+	{"SWEEP_REPAIR_BUDGET", "repair-budget", ""},
 	{"SWEEP_MAX_ITEMS", "max-items", ""},
 	{"MAX_GENERATIONS", "max-generations", ""},
 }
@@ -112,6 +122,8 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 	grace := fs.Duration("grace", 0, "SWEEP_GRACE")
 	stuckAfter := fs.Duration("stuck-after", 0, "SWEEP_STUCK_AFTER")
 	repairAfter := fs.Duration("repair-after", 0, "SWEEP_REPAIR_AFTER")
+	recheckAfter := fs.Duration("recheck-after", 0, "SWEEP_RECHECK_AFTER")
+	repairBudget := fs.Duration("repair-budget", 0, "SWEEP_REPAIR_BUDGET")
 	maxItems := fs.Int("max-items", 0, "SWEEP_MAX_ITEMS")
 	maxGenerations := fs.Int("max-generations", 0, "MAX_GENERATIONS")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long the run may take")
@@ -152,6 +164,10 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 			t.Settings["SWEEP_STUCK_AFTER"] = stuckAfter.String()
 		case "repair-after":
 			t.Settings["SWEEP_REPAIR_AFTER"] = repairAfter.String()
+		case "recheck-after":
+			t.Settings["SWEEP_RECHECK_AFTER"] = recheckAfter.String()
+		case "repair-budget":
+			t.Settings["SWEEP_REPAIR_BUDGET"] = repairBudget.String()
 		case "max-items":
 			t.Settings["SWEEP_MAX_ITEMS"] = strconv.Itoa(*maxItems)
 		case "max-generations":
