@@ -370,7 +370,10 @@ func TestRequestsPerJobOnATakeover(t *testing.T) {
 // transaction (the messages with the hold's count); a held group's later
 // lane the same; a redrive one conditional write of the hold, a listing of
 // the parked messages and one send per message, in order; a copy that ran
-// one transaction (its message done, the count down). The measured
+// one transaction (its message done, the count down), and, unless it was
+// the last, a read of the message parked after it, which only its copy may
+// run next (a hold that names its oldest message keeps a lost copy from
+// being passed). The measured
 // counts' differences are in the assertions' comments.
 func TestRequestsPerJobOnTheQuarantinePath(t *testing.T) {
 	c := newCostStack(t, nil)
@@ -441,10 +444,10 @@ func TestRequestsPerJobOnTheQuarantinePath(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"BatchGetItem":       2, // each copy's batch: its hold and its parked message (the emulator gives one message of a group per receive; SQS may give both in one batch)
 		"UpdateItem":         3, // the first copy: claim and accept; the second: its claim, refused (completed)
-		"Query":              1,
+		"Query":              2, // the first copy's export, one page; the first Done's read of the message parked next (the last Done has none to read)
 		"PutObject":          1,
 		"GetItem":            2, // each Done reads the hold ...
-		"TransactWriteItems": 2, // ... and marks its message done with the hold's count (the last releases it)
+		"TransactWriteItems": 2, // ... and marks its message done with the hold's count and next (the last releases it)
 	}, drained["worker"], "drain: %v", drained)
 	require.Equal(t, map[string]int{"SendMessageBatch": 2}, drained["relay"], "job.started, job.completed")
 	requireProjector(t, drained["projector"], 2)

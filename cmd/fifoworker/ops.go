@@ -460,6 +460,7 @@ type holdJSON struct {
 	Cause     string    `json:"cause"`
 	From      string    `json:"first_sequence,omitempty"`
 	Through   string    `json:"last_sequence,omitempty"`
+	Next      string    `json:"next_sequence,omitempty"` // the oldest still parked: the only one whose copy may run
 	HeldAt    time.Time `json:"held_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -468,6 +469,9 @@ func toHoldJSON(h quarantine.HoldRecord) holdJSON {
 	j := holdJSON{Queue: h.Queue, Group: h.Group, State: string(h.State), Epoch: h.Epoch, Parked: h.Parked, Cause: h.Cause, HeldAt: h.HeldAt, UpdatedAt: h.UpdatedAt}
 	if h.From != "" {
 		j.From, j.Through = quarantine.SeqNumber(h.From), quarantine.SeqNumber(h.Through)
+	}
+	if h.Next != "" {
+		j.Next = quarantine.SeqNumber(h.Next)
 	}
 	return j
 }

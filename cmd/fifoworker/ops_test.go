@@ -601,7 +601,7 @@ func TestQuarantineListAndShow(t *testing.T) {
 	require.Equal(t, "fw-commands.fifo", holds.Queue)
 	require.Len(t, holds.Holds, 1)
 	require.Equal(t, holdJSON{Queue: "fw-commands.fifo", Group: "g1", State: "held", Parked: 2, Cause: "handler: permanent: bad spec",
-		From: "1001", Through: "1002", HeldAt: t0, UpdatedAt: t0}, holds.Holds[0])
+		From: "1001", Through: "1002", Next: "1001", HeldAt: t0, UpdatedAt: t0}, holds.Holds[0])
 
 	code, out, _ = o.run("quarantine", "show", "g1")
 	require.Equal(t, 0, code)

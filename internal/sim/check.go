@@ -162,6 +162,7 @@ func (w *World) checkEnd() {
 			}
 		}
 		w.stats.DeadLettered += len(q.DLQ())
+		w.stats.DeadLetteredCopies += q.DeadLetteredCopies()
 		groups := map[string]bool{}
 		for _, m := range q.All() {
 			groups[m.Group] = true

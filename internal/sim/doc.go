@@ -54,9 +54,10 @@
 //     nudge, an event for every version from 1; no id is published with
 //     two bodies, and no message exists of a version that does not.
 //   - Per queue and group, a message is processed only after every older
-//     message of the group has been, or was dead-lettered (itself, or a
-//     redriven copy of it: the quarantine's backstop), or was discarded by
-//     the operator; a redriven copy stands for its parked message.
+//     message of the group has been, or was dead-lettered itself (the
+//     quarantine's backstop when its store is out), or was discarded by
+//     the operator; a redriven copy stands for its parked message, and a
+//     dead-lettered copy excuses nothing: its message stays parked.
 //   - A job view never goes back; the totals are at every moment the sum
 //     of the deltas and completions the store counted, and at the end the
 //     sum of the jobs' progress and completions.

@@ -286,9 +286,9 @@ func (q *Queue) NextVisible() (time.Time, bool) {
 // All returns every message the queue accepted, in sequence order.
 func (q *Queue) All() []*Msg { return q.all }
 
-// CopyDeadLettered reports whether a redriven copy of the message with
-// sequence number seq was dead-lettered.
-func (q *Queue) CopyDeadLettered(seq uint64) bool { return q.dlqCopies[seq] }
+// DeadLetteredCopies counts the messages a redriven copy of which was
+// dead-lettered.
+func (q *Queue) DeadLetteredCopies() int { return len(q.dlqCopies) }
 
 // DLQ returns the dead-lettered messages, in the order they were moved.
 func (q *Queue) DLQ() []*Msg { return q.dlq }

@@ -90,7 +90,7 @@ type Stats struct {
 	Parked, Dropped, SkippedDeadline          int
 	Redrives, Released, DeadLettered, Poisons int
 	Hostile, Discarded, Outages               int
-	PassedDeadLetteredCopy                    int
+	DeadLetteredCopies                        int
 	Recoveries, Repairs, OrphansDeleted       int
 	IntakeConflicts, IntakeRetries            int
 }
@@ -100,11 +100,11 @@ func (s *Stats) Add(o Stats) {
 	a := []*int{&s.Steps, &s.Jobs, &s.Completed, &s.Failed, &s.Cancelled, &s.Accepts, &s.Takeovers, &s.Nudges, &s.FencedWrites, &s.LeaseHeld,
 		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
-		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.PassedDeadLetteredCopy, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries}
+		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
-		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.PassedDeadLetteredCopy, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries}
+		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries}
 	for i := range a {
 		*a[i] += b[i]
 	}

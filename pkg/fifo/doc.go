@@ -82,6 +82,12 @@
 //     permanently or reaches the threshold holds the group again with a
 //     Park of no messages (its parked message stays parked) and is Parked
 //     too; one that fails otherwise is received again.
+//   - Only the copy of the group's oldest parked message runs (Hold.Next).
+//     A copy of the current epoch that stands for a later message means
+//     the older one's copy was lost, dead-lettered by SQS when the
+//     quarantine could not take it back: the copy holds the group again,
+//     as a failed one does (ErrCopyOutOfOrder), and the next redrive sends
+//     both again, in order.
 //   - A copy of another epoch, or one whose group is not draining, and a
 //     message Check says to drop are acknowledged without running, with
 //     the outcome Dropped.

@@ -41,8 +41,9 @@ type modelMsg struct {
 
 	// Under a quarantine:
 	kind     msgKind
-	epoch    int64 // a copy's epoch
-	receives int   // its ApproximateReceiveCount
+	epoch    int64  // a copy's epoch
+	key      string // the parked message a copy stands for
+	receives int    // its ApproximateReceiveCount
 	// What Done does for a copy: fail, or release the hold.
 	doneFails, doneReleases bool
 }
@@ -70,6 +71,11 @@ type modelRun struct {
 }
 
 const modelThreshold = 3 // the quarantine's threshold of receives
+
+// copyKeys are the parked messages a copy may stand for and a draining
+// hold may name next: the first, mostly (rapid favours it), so that copies
+// run; the second, out of order.
+var copyKeys = []string{"k1", "k2"}
 
 // lanes returns the batch's lanes, each a list of message indexes in batch
 // order, in the order the processor takes them: batch order of their first
@@ -154,6 +160,7 @@ func drawRun(t *rapid.T) modelRun {
 				// Draining first: rapid favours the first values.
 				State: rapid.SampledFrom([]fifo.HoldState{fifo.Draining, fifo.NotHeld, fifo.Held}).Draw(t, "hold"),
 				Epoch: int64(rapid.IntRange(1, 2).Draw(t, "holdEpoch")),
+				Next:  rapid.SampledFrom(copyKeys).Draw(t, "holdNext"),
 			}
 			r.parkFails[group] = rapid.IntRange(0, 5).Draw(t, "parkFails") == 5 // rapid favours small values
 		}
@@ -179,6 +186,7 @@ func drawRun(t *rapid.T) modelRun {
 			case k == 0 || k <= 2 && draining:
 				m.kind = redriven
 				m.epoch = r.holds[m.group].Epoch // mostly the hold's
+				m.key = rapid.SampledFrom(copyKeys).Draw(t, "key")
 				if rapid.IntRange(0, 3).Draw(t, "otherEpoch") == 3 {
 					m.epoch = 3 - m.epoch
 				}
@@ -242,7 +250,7 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 				hold := q.HoldOf(m.group)
 				mayRun := m.receives < modelThreshold &&
 					(m.kind == ordinary && hold.State == fifo.NotHeld ||
-						m.kind == redriven && hold.State == fifo.Draining && hold.Epoch == m.epoch)
+						m.kind == redriven && hold.State == fifo.Draining && hold.Epoch == m.epoch && hold.Next == m.key)
 				if !mayRun {
 					mu.Lock()
 					forbidden = append(forbidden, fmt.Sprintf("%s (%+v, group %+v)", m.id, m, hold))
@@ -435,7 +443,7 @@ func (r modelRun) fakeQuarantine() *fakeQuarantine {
 	for _, m := range r.msgs {
 		switch m.kind {
 		case redriven:
-			q.view.Messages[m.id] = fifo.Disposition{Copy: true, Epoch: m.epoch}
+			q.view.Messages[m.id] = fifo.Disposition{Copy: true, Epoch: m.epoch, Key: m.key}
 			if m.doneReleases {
 				q.after[m.id] = fifo.Hold{}
 			}

@@ -73,6 +73,15 @@ type Hold struct {
 	State HoldState
 	// Epoch is the current redrive's epoch while Draining.
 	Epoch int64
+	// Next names, while Draining, the group's oldest parked message: only
+	// its copy (the copy whose Disposition.Key is Next) may run. A copy of
+	// the epoch that names another message arrived before the copy of an
+	// older one, which was lost on the way (SQS dead-lettered it after
+	// the quarantine's store failed to take it back, say); running it
+	// would pass that message, so the group is held again instead
+	// (ErrCopyOutOfOrder). A Quarantine that leaves Next and every Key
+	// empty does not order its copies.
+	Next string
 }
 
 // Disposition says what to do with a message Check recognised.
@@ -82,6 +91,8 @@ type Disposition struct {
 	// under that epoch; otherwise it is dropped (its parked message stays).
 	Copy  bool
 	Epoch int64
+	// Key names the parked message the copy stands for, as Hold.Next does.
+	Key string
 	// Drop, with Reason: acknowledge the message without running it. It is
 	// a copy of a message already processed or discarded, or a redelivery
 	// of a message that was parked before.
@@ -128,6 +139,11 @@ func (q *quarantine) validate() error {
 // reached the quarantine threshold before it ran.
 var ErrQuarantineThreshold = errors.New("fifo: the message reached the quarantine threshold of receives")
 
+// ErrCopyOutOfOrder is the cause a draining group is held again with when
+// a redriven copy arrives while an older message of the group is still
+// parked (see Hold.Next).
+var ErrCopyOutOfOrder = errors.New("fifo: a redriven copy arrived while an older message of its group is still parked (that message's copy was lost, or is in the dead-letter queue)")
+
 // checkQuarantine reads the holds of the batch's groups, once, before any
 // lane starts.
 func (b *batch) checkQuarantine(ctx context.Context) {
@@ -165,9 +181,9 @@ func (b *batch) quarantined(i int) bool {
 
 // runQuarantinedLane runs a group's lane under its hold, following the
 // hold as it changes: a message that fails permanently or has reached the
-// threshold holds the group and parks itself and the rest of the lane; a
-// redriven copy of the current epoch runs, and its success can release the
-// hold, after which the lane's later messages run.
+// threshold holds the group and parks itself and the rest of the lane; the
+// redriven copy of the group's oldest parked message runs, and its success
+// can release the hold, after which the lane's later messages run.
 func (b *batch) runQuarantinedLane(head int) {
 	group := b.records[head].Attributes[groupAttribute]
 	if b.heldErr != nil {
@@ -183,7 +199,8 @@ func (b *batch) runQuarantinedLane(head int) {
 	for i := head; i >= 0; i = b.next[i] {
 		r, msg := &b.results[i], &b.records[i]
 		d, known := b.held.Messages[msg.MessageId]
-		runnable := known && d.Copy && hold.State == Draining && hold.Epoch == d.Epoch
+		current := known && d.Copy && hold.State == Draining && hold.Epoch == d.Epoch
+		runnable := current && hold.Next == d.Key
 		switch {
 		case r.outcome != pending:
 			continue // parked or dropped with an earlier message
@@ -191,6 +208,12 @@ func (b *batch) runQuarantinedLane(head int) {
 			r.outcome = rest
 		case known && d.Drop:
 			r.outcome, r.note = Dropped, d.Reason
+		case current && !runnable:
+			// Its parked message stays parked, for the next redrive to
+			// send again after the older one.
+			cause := fmt.Errorf("%w: the copy of %s came while %s is parked", ErrCopyOutOfOrder, d.Key, hold.Next)
+			hold, rest = b.rehold(i, group, hold, cause, "redriven copy out of order: ")
+			continue // rehold logged it
 		case known && d.Copy && !runnable:
 			r.outcome = Dropped
 			r.note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
@@ -200,7 +223,7 @@ func (b *batch) runQuarantinedLane(head int) {
 		case receiveCount(msg) >= threshold:
 			cause := fmt.Errorf("%w (%d receives, threshold %d)", ErrQuarantineThreshold, receiveCount(msg), threshold)
 			if runnable {
-				hold, rest = b.rehold(i, group, hold, cause)
+				hold, rest = b.rehold(i, group, hold, cause, "redriven copy failed again: ")
 			} else {
 				hold, rest = b.park(i, group, hold, cause, true)
 			}
@@ -218,7 +241,7 @@ func (b *batch) runQuarantinedLane(head int) {
 			case r.outcome == Succeeded && runnable:
 				hold, rest = b.done(i, group, hold)
 			case r.outcome == Failed && r.park && runnable:
-				hold, rest = b.rehold(i, group, hold, r.err)
+				hold, rest = b.rehold(i, group, hold, r.err, "redriven copy failed again: ")
 			case r.outcome == Failed && r.park:
 				hold, rest = b.park(i, group, hold, r.err, true)
 			case !r.outcome.Acknowledged():
@@ -265,7 +288,7 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 	for j := i; j >= 0; j = b.next[j] {
 		d, known := b.held.Messages[b.records[j].MessageId]
 		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
-			break // a copy that runs: what follows it waits for its outcome
+			break // a copy of the epoch: what follows waits for it to run, or to hold the group again
 		}
 		if j != i && known && (d.Drop || d.Copy) {
 			continue // decided by runQuarantinedLane when it gets there
@@ -303,8 +326,9 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 }
 
 // rehold puts the group back on hold because the redriven copy i failed
-// again or reached the threshold: its parked message stays parked.
-func (b *batch) rehold(i int, group string, hold Hold, cause error) (Hold, Outcome) {
+// again, reached the threshold or came out of order (note says which): its
+// parked message stays parked.
+func (b *batch) rehold(i int, group string, hold Hold, cause error, note string) (Hold, Outcome) {
 	r := &b.results[i]
 	failed := func(err error) {
 		r.outcome, r.park, r.err = Failed, false, errors.Join(r.err, fmt.Errorf("fifo: re-hold: %w", err))
@@ -319,7 +343,7 @@ func (b *batch) rehold(i int, group string, hold Hold, cause error) (Hold, Outco
 		failed(err)
 		return hold, SkippedAfterFailure
 	}
-	r.outcome, r.park, r.note = Parked, false, "redriven copy failed again: "+cause.Error()
+	r.outcome, r.park, r.note = Parked, false, note+cause.Error()
 	b.logOutcome(i)
 	return got, pending
 }

@@ -164,7 +164,7 @@ func (q *fakeQuarantine) Park(ctx context.Context, group string, msgs []*events.
 		}
 	}, func() {
 		if hold {
-			q.holds[group] = fifo.Hold{State: fifo.Held, Epoch: q.holds[group].Epoch}
+			q.holds[group] = fifo.Hold{State: fifo.Held, Epoch: q.holds[group].Epoch, Next: q.holds[group].Next}
 		}
 		got = q.holds[group]
 	})
@@ -177,7 +177,7 @@ func (q *fakeQuarantine) Done(ctx context.Context, group string, msg *events.SQS
 	err := q.call(c, func() {
 		q.inLaneOrder(group, []*events.SQSMessage{msg})
 		d := q.view.Messages[msg.MessageId]
-		if cur := q.holds[group]; !d.Copy || cur.State != fifo.Draining || cur.Epoch != d.Epoch {
+		if cur := q.holds[group]; !d.Copy || cur.State != fifo.Draining || cur.Epoch != d.Epoch || cur.Next != d.Key {
 			q.violate("done for %s (%+v) while group %s is %+v", msg.MessageId, d, group, cur)
 		}
 	}, func() {
@@ -632,6 +632,77 @@ func TestQuarantineCopyThatFailsAgainHoldsTheGroupAgain(t *testing.T) {
 // A transient failure, or a panic, is what it is without the quarantine:
 // the message and the rest of its lane are reported, the lane's later
 // messages do not run, and the quarantine hears nothing of it. That holds
+// Only the copy of the group's oldest parked message runs (Hold.Next). A
+// copy of the epoch that stands for a later message came before the copy
+// of an older one, which was lost (dead-lettered when the quarantine could
+// not take it back): it must not run, or it would pass that message. It
+// holds the group again, with a Park of no messages, as a copy that fails
+// again does; the lane's later copies are dropped and its ordinary
+// messages parked. Copies in order run, each following the Next that the
+// previous one's Done returns.
+func TestQuarantineCopyOutOfOrderHoldsTheGroupAgain(t *testing.T) {
+	t.Parallel()
+	keyed := func(key string) fifo.Disposition { return fifo.Disposition{Copy: true, Epoch: 3, Key: key} }
+	next := func(key string) fifo.Hold { return fifo.Hold{State: fifo.Draining, Epoch: 3, Next: key} }
+	view := func(hold fifo.Hold) fifo.QuarantineView {
+		return fifo.QuarantineView{
+			Holds:    map[string]fifo.Hold{"a": hold},
+			Messages: map[string]fifo.Disposition{"ac1": keyed("s1"), "ac2": keyed("s2"), "ac3": keyed("s3")},
+		}
+	}
+
+	t.Run("the oldest copy was lost", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{view: view(next("s1"))}
+		r := runQuarantine(t, q, batchOf(t, "ac2", "ac3", "a7", "b1"), nil)
+		require.Empty(t, r.resp.BatchItemFailures, "acknowledged: their parked messages stay parked")
+		require.Equal(t, []string{"b1"}, r.started, "no copy ran")
+		require.Equal(t, []string{"park hold", "park a7"}, q.Calls("a"))
+		cause := q.Call(t, "a", 0).Cause
+		require.ErrorIs(t, cause, fifo.ErrCopyOutOfOrder)
+		require.Contains(t, cause.Error(), "the copy of s2 came while s1 is parked")
+		require.Equal(t, fifo.Hold{State: fifo.Held, Epoch: 3, Next: "s1"}, q.HoldOf("a"))
+		require.Equal(t, map[string]fifo.Outcome{
+			"ac2": fifo.Parked, "ac3": fifo.Dropped, "a7": fifo.Parked, "b1": fifo.Succeeded,
+		}, r.outcomes())
+		ac2 := r.lines(t, "ac2")
+		require.Len(t, ac2, 1, "it never ran")
+		require.Equal(t, "parked", ac2[0]["outcome"])
+		require.Contains(t, ac2[0]["reason"], "redriven copy out of order: fifo: a redriven copy arrived while an older message")
+	})
+	t.Run("in order, each Done naming the next", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{view: view(next("s1")), after: map[string]fifo.Hold{"ac1": next("s2"), "ac2": next("s3"), "ac3": {}}}
+		r := runQuarantine(t, q, batchOf(t, "ac1", "ac2", "ac3", "a7"), nil)
+		require.Empty(t, r.resp.BatchItemFailures)
+		require.Equal(t, []string{"ac1", "ac2", "ac3", "a7"}, r.started, "released by the last copy, a7 runs")
+		require.Equal(t, []string{"done ac1", "done ac2", "done ac3"}, q.Calls("a"))
+	})
+	t.Run("a Done that does not move Next on", func(t *testing.T) {
+		t.Parallel()
+		// The store says s1 is still the oldest parked message after
+		// ac1's Done (a message older than every copy was parked in the
+		// meantime, say): ac2 must wait for it.
+		q := &fakeQuarantine{view: view(next("s1")), after: map[string]fifo.Hold{"ac1": next("s0")}}
+		r := runQuarantine(t, q, batchOf(t, "ac1", "ac2", "ac3"), nil)
+		require.Equal(t, []string{"ac1"}, r.started)
+		require.Equal(t, []string{"done ac1", "park hold"}, q.Calls("a"))
+		require.Equal(t, map[string]fifo.Outcome{"ac1": fifo.Succeeded, "ac2": fifo.Parked, "ac3": fifo.Dropped}, r.outcomes())
+	})
+	t.Run("the re-hold fails", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{view: view(next("s1")), script: func(c qCall) error {
+			if c.Method == "park" {
+				return errors.New("store down")
+			}
+			return nil
+		}}
+		r := runQuarantine(t, q, batchOf(t, "ac2", "ac3", "a7"), nil)
+		require.Equal(t, []string{"ac2", "ac3", "a7"}, failedIDs(r.resp), "received again, in order; none ran")
+		require.Empty(t, r.started)
+	})
+}
+
 // for a redriven copy too: it is received again.
 func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 	t.Parallel()

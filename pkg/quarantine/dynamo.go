@@ -75,6 +75,7 @@ const (
 	attrCause     = "cause"
 	attrFrom      = "from"
 	attrThrough   = "through"
+	attrNext      = "next"
 	attrVersion   = "version" // the hold record's, raised by each write: the condition of the next
 	attrUpdatedAt = "updated_at"
 
@@ -378,7 +379,7 @@ func (s *DynamoStore) holdPut(h HoldRecord, cur storedHold) *dynamodb.PutItemInp
 // still the one read). A refusal of the hold's condition returns the hold
 // as it is now, and the write is tried again from it.
 func (s *DynamoStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error { return doneConflict(h, epoch) })
+	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error { return doneConflict(h, seq, epoch) })
 }
 
 // Discard implements Store as Done does, under any state but released.
@@ -409,7 +410,16 @@ func (s *DynamoStore) unpark(ctx context.Context, op, queue, group, seq string, 
 		if err := check(cur.rec); err != nil {
 			return fail(err)
 		}
-		h := unparkedHold(cur.rec, now)
+		next := ""
+		if needsNext(cur.rec, seq) {
+			// Read after the hold: a message parked since is in the
+			// query, or the hold's version has moved and the write below
+			// is refused.
+			if next, err = s.nextParked(ctx, pk, seq); err != nil {
+				return fail(err)
+			}
+		}
+		h := unparkedHold(cur.rec, seq, next, now)
 		put := s.holdPut(h, cur)
 		werr := s.write(ctx, []types.TransactWriteItem{
 			{Update: &types.Update{
@@ -543,6 +553,45 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 		if round == maxRounds {
 			return fail(fmt.Errorf("the hold kept changing: %w", werr))
 		}
+	}
+}
+
+// nextParkedPage is how many messages one Query of nextParked reads: the
+// message after the oldest is almost always parked too (the messages done
+// come before it), and a small page keeps a large body from being read for
+// nothing.
+const nextParkedPage = 2
+
+// nextParked returns the sequence key of the oldest message still parked
+// in partition pk after seq, or "" when there is none: strongly
+// consistent Queries of nextParkedPage messages, keys and statuses only.
+func (s *DynamoStore) nextParked(ctx context.Context, pk, seq string) (string, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk > :after"),
+		ProjectionExpression:     aws.String("#sk, #st"),
+		ExpressionAttributeNames: map[string]string{"#pk": KeyHold, "#sk": KeySort, "#st": attrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(pk), ":after": str(MessagePrefix + seq),
+		},
+		ConsistentRead: aws.Bool(true),
+		Limit:          aws.Int32(nextParkedPage),
+	}
+	for {
+		page, err := s.api.Query(ctx, in)
+		if err != nil {
+			return "", fmt.Errorf("find the message parked after %s: %w", SeqNumber(seq), err)
+		}
+		for _, item := range page.Items {
+			st, _ := item[attrStatus].(*types.AttributeValueMemberS)
+			if sk := sortKey(item); strings.HasPrefix(sk, MessagePrefix) && st != nil && st.Value == string(StatusParked) {
+				return strings.TrimPrefix(sk, MessagePrefix), nil
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return "", nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 }
 
@@ -820,6 +869,7 @@ func holdItem(h *HoldRecord, version int64) map[string]types.AttributeValue {
 	putStr(item, attrCause, h.Cause)
 	putStr(item, attrFrom, h.From)
 	putStr(item, attrThrough, h.Through)
+	putStr(item, attrNext, h.Next)
 	if h.State == StateReleased {
 		item[AttrExpiresAt] = num(expiry(h.UpdatedAt))
 	} else {
@@ -839,6 +889,7 @@ func decodeHold(item map[string]types.AttributeValue) (storedHold, error) {
 		Cause:     d.optStr(attrCause),
 		From:      d.optStr(attrFrom),
 		Through:   d.optStr(attrThrough),
+		Next:      d.optStr(attrNext),
 		HeldAt:    d.time(AttrHeldAt),
 		UpdatedAt: d.time(attrUpdatedAt),
 	}}

@@ -204,7 +204,9 @@ func TestDynamoRequestCounts(t *testing.T) {
 		_, err := store.BeginRedrive(ctx, queue, "g", t0)
 		return err
 	})
-	measure("done", map[string]int{"GetItem": 1, "TransactWriteItems": 1}, func() error {
+	// The hold's next, the oldest message parked after the one done, is
+	// read with a query, but for the last one parked.
+	measure("done", map[string]int{"GetItem": 1, "Query": 1, "TransactWriteItems": 1}, func() error {
 		_, err := store.Done(ctx, queue, "g", seqKey(t, "1"), 1, t0)
 		return err
 	})
@@ -223,7 +225,7 @@ func TestDynamoRequestCounts(t *testing.T) {
 		}
 		return err
 	})
-	measure("discard of the last", map[string]int{"GetItem": 2, "TransactWriteItems": 2}, func() error {
+	measure("discard of the next, then of the last", map[string]int{"GetItem": 2, "Query": 1, "TransactWriteItems": 2}, func() error {
 		if _, err := store.Discard(ctx, queue, "g", seqKey(t, "2"), t0); err != nil {
 			return err
 		}

@@ -93,7 +93,7 @@ func (m *MemoryStore) Done(ctx context.Context, queue, group, seq string, epoch 
 	case !ok || h.State == StateReleased:
 		return HoldRecord{}, ErrNoHold
 	}
-	if err := doneConflict(h, epoch); err != nil {
+	if err := doneConflict(h, seq, epoch); err != nil {
 		return HoldRecord{}, err
 	}
 	return m.unpark(k, h, seq, StatusDone, now)
@@ -119,9 +119,18 @@ func (m *MemoryStore) unpark(k holdKey, h HoldRecord, seq string, to Status, now
 	if !ok || p.Status != StatusParked {
 		return HoldRecord{}, ErrNotParked
 	}
+	next := ""
+	if needsNext(h, seq) {
+		for _, after := range slices.Sorted(maps.Keys(m.items[k])) {
+			if after > seq && m.items[k][after].Status == StatusParked {
+				next = after
+				break
+			}
+		}
+	}
 	p.Status, p.UpdatedAt = to, now
 	m.items[k][seq] = p
-	h = unparkedHold(h, now)
+	h = unparkedHold(h, seq, next, now)
 	m.holds[k] = h
 	return h, nil
 }

@@ -106,11 +106,8 @@ func (q *Quarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo
 	}
 	view := fifo.QuarantineView{Holds: map[string]fifo.Hold{}, Messages: map[string]fifo.Disposition{}}
 	for g, h := range holds {
-		switch h.State {
-		case StateHeld:
-			view.Holds[g] = fifo.Hold{State: fifo.Held, Epoch: h.Epoch}
-		case StateDraining:
-			view.Holds[g] = fifo.Hold{State: fifo.Draining, Epoch: h.Epoch}
+		if fh := fifoHold(h); fh.State != fifo.NotHeld {
+			view.Holds[g] = fh
 		}
 	}
 	for _, m := range msgs {
@@ -134,7 +131,7 @@ func disposition(m *events.SQSMessage, copies map[string]ItemKey, items map[Item
 		if ok && p.Nonce != "" && p.Nonce == c.Nonce && p.BodyMD5 == bodyMD5(m.Body) {
 			switch p.Status {
 			case StatusParked:
-				return fifo.Disposition{Copy: true, Epoch: c.Epoch}, true
+				return fifo.Disposition{Copy: true, Epoch: c.Epoch, Key: c.Sequence}, true
 			case StatusDone:
 				return fifo.Disposition{Drop: true, Reason: "a copy of a parked message already processed"}, true
 			case StatusDiscarded:
@@ -194,9 +191,9 @@ func (q *Quarantine) Done(ctx context.Context, group string, msg *events.SQSMess
 func fifoHold(h HoldRecord) fifo.Hold {
 	switch h.State {
 	case StateHeld:
-		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch}
+		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch, Next: h.Next}
 	case StateDraining:
-		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch}
+		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch, Next: h.Next}
 	}
 	return fifo.Hold{}
 }

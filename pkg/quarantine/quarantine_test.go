@@ -94,15 +94,15 @@ func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 
 	view, err := q.Check(t.Context(), []*events.SQSMessage{&genuine, &forgedNoNonce, &forgedBody, &malformed})
 	require.NoError(t, err)
-	require.Equal(t, fifo.Hold{State: fifo.Draining, Epoch: 1}, view.Holds["g"])
-	require.Equal(t, fifo.Disposition{Copy: true, Epoch: 1}, view.Messages["copy-2"], "the genuine copy")
+	require.Equal(t, fifo.Hold{State: fifo.Draining, Epoch: 1, Next: keyOf(t, 1001)}, view.Holds["g"], "g-1 is the oldest parked")
+	require.Equal(t, fifo.Disposition{Copy: true, Epoch: 1, Key: keyOf(t, 1002)}, view.Messages["copy-2"], "the genuine copy, of g-2")
 	for _, id := range []string{forgedNoNonce.MessageId, "forged-body", malformed.MessageId} {
 		_, known := view.Messages[id]
 		require.False(t, known, "%s is an ordinary message", id)
 	}
 
-	// Through the processor: the forged messages are parked, the genuine
-	// copy of g-2 is not run before g-1's (it is not this batch's first).
+	// Through the processor: the forged message is parked, and the
+	// copies run in order.
 	var ran []string
 	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
 		ran = append(ran, m.MessageId)
@@ -113,6 +113,66 @@ func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"copy-1", "copy-2"}, ran, "the forged message is parked, the copies run in order")
+}
+
+func keyOf(t *testing.T, n int) string {
+	t.Helper()
+	k, err := quarantine.SeqKey(strconv.Itoa(n))
+	require.NoError(t, err)
+	return k
+}
+
+// The copy of g-1 is lost (SQS dead-lettered it while the store could not
+// take it back, say), and the copy of g-2 comes first: it must not run,
+// or g-2 would pass g-1. It holds the group again, its parked message
+// stays parked, and the next redrive sends both again; they run in order.
+func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) {
+	t.Parallel()
+	store, q, out := holdTwo(t)
+	var ran []string
+	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
+		ran = append(ran, m.Body)
+		return nil
+	}, fifo.WithQuarantine(q, 3))
+	later := unitMsg("g", 7, "seven") // sent after the redrive began
+	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.ins[1], "copy-2", 2001), later}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, ran)
+	h, err := store.Hold(t.Context(), "unit.fifo", "g")
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateHeld, h.State)
+	require.Equal(t, int64(3), h.Parked, "g-1, g-2 and g-7 parked")
+	require.Equal(t, keyOf(t, 1001), h.Next)
+	require.Contains(t, h.Cause, "a redriven copy arrived while an older message of its group is still parked")
+
+	// The store refuses g-2's Done too: the processor is not the only
+	// guard.
+	_, err = store.Done(t.Context(), "unit.fifo", "g", keyOf(t, 1002), 1, h.UpdatedAt)
+	require.ErrorIs(t, err, quarantine.ErrConflict)
+
+	// The lost copy turns up late (an operator moved it back from the
+	// dead-letter queue): its epoch is over, it is dropped.
+	resp, err = p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.ins[0], "copy-1", 2002)}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, ran)
+
+	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	rep, err := op.Redrive(t.Context(), "g", false)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Sent)
+	var copies []events.SQSMessage
+	for i, in := range out.ins[2:] {
+		copies = append(copies, asCopy(in, fmt.Sprintf("again-%d", i), 3000+i))
+	}
+	resp, err = p.Process(t.Context(), events.SQSEvent{Records: copies})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"one", "two", "seven"}, ran)
+	h, err = store.Hold(t.Context(), "unit.fifo", "g")
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateReleased, h.State)
 }
 
 // A copy of a message already done, or discarded, is dropped; a redelivery

@@ -47,8 +47,12 @@ type HoldRecord struct {
 	// From and Through are the first and the last sequence number parked
 	// under this hold: every message of the group in that range was parked.
 	From, Through string
-	HeldAt        time.Time
-	UpdatedAt     time.Time
+	// Next is the sequence key of the oldest message still parked (empty
+	// once released): the only one whose redriven copy may run, so that a
+	// copy lost on its way (dead-lettered) is never passed by a later one.
+	Next      string
+	HeldAt    time.Time
+	UpdatedAt time.Time
 }
 
 // MessageAttribute is one of a parked message's message attributes.

@@ -58,6 +58,9 @@ func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold
 	}
 	h.Parked += int64(len(fresh))
 	for _, p := range fresh {
+		if h.Next == "" || p.Sequence < h.Next {
+			h.Next = p.Sequence
+		}
 		if h.From == "" || p.Sequence < h.From {
 			h.From = p.Sequence
 		}
@@ -69,29 +72,42 @@ func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold
 	return h
 }
 
-// doneConflict says why a redriven copy of epoch cannot be recorded done
-// on hold h (not released), or nil: a copy runs only while its group
-// drains, and a redrive begun while it ran raises the epoch without
-// changing the copy's place in the group's order.
-func doneConflict(h HoldRecord, epoch int64) error {
+// doneConflict says why the redriven copy of message seq, of epoch,
+// cannot be recorded done on hold h (not released), or nil: a copy runs
+// only while its group drains, and only the copy of the oldest message
+// parked (a later one would pass it); a redrive begun while it ran raises
+// the epoch without changing the copy's place in the group's order.
+func doneConflict(h HoldRecord, seq string, epoch int64) error {
 	switch {
 	case h.State != StateDraining:
 		return fmt.Errorf("the hold is %s, not draining: %w", h.State, ErrConflict)
 	case epoch < 1 || epoch > h.Epoch:
 		return fmt.Errorf("epoch %d is not one the hold has begun (it is at %d): %w", epoch, h.Epoch, ErrConflict)
+	case seq != h.Next:
+		return fmt.Errorf("message %s is not the oldest parked, %s is: %w", SeqNumber(seq), SeqNumber(h.Next), ErrConflict)
 	}
 	return nil
 }
 
-// unparkedHold is hold h after one of its parked messages was done or
-// discarded: released when it was the last.
-func unparkedHold(h HoldRecord, now time.Time) HoldRecord {
+// unparkedHold is hold h after its parked message seq was done or
+// discarded: released when it was the last. next is the oldest message
+// parked after seq, which is the hold's next when seq was.
+func unparkedHold(h HoldRecord, seq, next string, now time.Time) HoldRecord {
 	h.Parked--
+	if h.Next == seq {
+		h.Next = next
+	}
 	if h.Parked <= 0 {
-		h.Parked, h.State = 0, StateReleased
+		h.Parked, h.State, h.Next = 0, StateReleased, ""
 	}
 	h.UpdatedAt = now
 	return h
+}
+
+// needsNext reports whether unparking message seq from hold h needs the
+// oldest message parked after it: seq is the hold's next, and not its last.
+func needsNext(h HoldRecord, seq string) bool {
+	return h.Next == seq && h.Parked > 1
 }
 
 // redrivenHold is hold h when a redrive begins: draining under a new

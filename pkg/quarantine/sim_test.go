@@ -32,7 +32,8 @@ import (
 // copy of a parked message (its body, sequence and epoch, their own
 // nonce). Its invariants: per group, no message is processed before an
 // older one that is neither processed nor discarded, unless SQS's
-// dead-letter queue took it (only when the quarantine's store fails); a
+// dead-letter queue took that message itself (only when the quarantine's
+// store fails; a dead-lettered redriven copy excuses nothing); a
 // discarded message never runs; a message runs once unless a crash, a
 // lost answer or a producer's second send gives it a rightful second run;
 // and at the end, once the causes are fixed and every group redriven,
@@ -214,6 +215,11 @@ type flakyStore struct {
 	rng  *rand.Rand
 	mu   *sync.Mutex
 	odds int // one write in odds goes wrong; 0: never
+	// outage counts the writes still to fail in a run of failures (the
+	// table throttles its writes, say, while reads go on): long enough
+	// for a redriven copy that cannot be held again to reach the
+	// dead-letter queue, with the copies after it still to come.
+	outage int
 	// touch is told of the body of a parked message whose Done went
 	// wrong: its copy ran, and may rightly run again.
 	touch func(body string)
@@ -227,6 +233,14 @@ func (f *flakyStore) fault() (before, after bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.outage > 0 {
+		f.outage--
+		return true, false
+	}
+	if f.rng.IntN(f.odds*6) == 0 {
+		f.outage = 4 + f.rng.IntN(16)
+		return true, false
+	}
 	switch f.rng.IntN(f.odds) {
 	case 0:
 		return true, false
@@ -287,8 +301,8 @@ type simWorld struct {
 	trace   []string
 	stats   simStats
 	// reliable: the quarantine's store never fails in this run, so no
-	// message may be skipped, even if a copy of it reached the dead-letter
-	// queue (as repeated crashes can do to a message already parked).
+	// message may be skipped at all: not even one that SQS dead-lettered
+	// itself.
 	reliable bool
 	// copiesRun and reholds count, within the current batch, redriven
 	// copies that succeeded and that failed again.
@@ -359,7 +373,8 @@ func (w *simWorld) handle(ctx context.Context, msg events.SQSMessage) error {
 		return fmt.Errorf("transient %s", msg.Body)
 	}
 	// The invariant, checked as it happens: every older message of the
-	// group was processed, or is in the dead-letter queue.
+	// group was processed, or is itself in the dead-letter queue (a
+	// dead-lettered copy excuses nothing: its message stays parked).
 	for k := 1; k < n; k++ {
 		older := fmt.Sprintf("%s:%d", g, k)
 		if !slices.Contains(w.done[g], k) && !w.discarded[older] && (w.reliable || !w.inDLQ(g, k)) {
@@ -385,12 +400,15 @@ func (w *simWorld) handle(ctx context.Context, msg events.SQSMessage) error {
 	return nil
 }
 
+// inDLQ reports whether message n of group g itself is in the dead-letter
+// queue (not a redriven copy of it: the copy's parked message stays
+// parked, and must still run in its place).
 func (w *simWorld) inDLQ(g string, n int) bool {
 	w.queue.mu.Lock()
 	defer w.queue.mu.Unlock()
 	body := fmt.Sprintf("%s:%d", g, n)
 	for _, m := range w.queue.dlq {
-		if m.body == body {
+		if m.body == body && !strings.HasPrefix(m.dedup, "fifoworker-redrive.") {
 			return true
 		}
 	}

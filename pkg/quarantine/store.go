@@ -20,7 +20,7 @@ type Store interface {
 
 	// Park writes the messages of items not parked yet (all of one group, in
 	// sequence order) and counts them in the group's hold, in one atomic
-	// write. With hold set, the hold becomes held with cause, whatever its
+	// write; Next becomes the oldest of them if it is older than Next. With hold set, the hold becomes held with cause, whatever its
 	// state (a new hold on a released record starts a new range); without
 	// it, a missing or released hold is created held, and a held or
 	// draining one keeps its state. A park with no new message never
@@ -36,15 +36,17 @@ type Store interface {
 	// draining at epoch or a later one (a redrive begun while the copy
 	// ran: the copy ran in its order all the same, and the later epoch's
 	// copy of the message is then dropped as done, rather than run a
-	// second time) and the message is parked; otherwise it writes nothing
-	// and returns ErrNoHold (no hold, or a released one), ErrConflict
-	// (held, or an epoch not yet begun) or ErrNotParked (no message seq,
-	// or one already done or discarded), checked in that order.
+	// second time) and seq is the hold's Next, the oldest message parked;
+	// otherwise it writes nothing and returns ErrNoHold (no hold, or a
+	// released one) or ErrConflict (held, an epoch not yet begun, or seq
+	// not the oldest message parked: a later one, or one not parked at
+	// all), checked in that order. The hold it returns names the oldest
+	// message still parked as Next.
 	Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error)
 
 	// Discard marks the parked message seq discarded and uncounts it,
 	// releasing the hold when it was the last, whether the hold is held or
-	// draining (under any epoch). It writes nothing and returns ErrNoHold
+	// draining (under any epoch), and moves Next on when seq was Next. It writes nothing and returns ErrNoHold
 	// when the group has no hold or a released one, ErrNotParked when seq
 	// is not parked.
 	Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error)

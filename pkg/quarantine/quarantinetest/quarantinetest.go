@@ -44,6 +44,7 @@ var suite = []struct {
 	{"EpochCarriesOverARelease", testEpochCarriesOver},
 	{"FromAndThroughSpanWhatWasParked", testRange},
 	{"DoneOnlyWhileDrainingAtTheEpochOnAParkedMessage", testDone},
+	{"NextIsTheOldestParkedMessage", testNext},
 	{"ReleaseExactlyWhenTheLastParkedMessageGoes", testRelease},
 	{"BeginRedriveRaisesTheEpoch", testBeginRedrive},
 	{"DiscardUnderAnyStateAndEpoch", testDiscard},
@@ -199,7 +200,7 @@ func (b *bundle) message(t *testing.T, group string, n int) quarantine.Parked {
 
 // requireCounted checks the count invariant of group's hold: it counts
 // exactly the messages with StatusParked, none when released, and at
-// least one while draining.
+// least one while draining; and its Next is the oldest of them.
 func (b *bundle) requireCounted(t *testing.T, group string) {
 	t.Helper()
 	parked := b.messages(t, group, quarantine.StatusParked)
@@ -210,6 +211,11 @@ func (b *bundle) requireCounted(t *testing.T, group string) {
 	}
 	require.NoError(t, err)
 	require.Equal(t, int64(len(parked)), h.Parked, "the hold of %s does not count its parked messages", group)
+	oldest := ""
+	if len(parked) > 0 {
+		oldest = parked[0].Sequence
+	}
+	require.Equal(t, oldest, h.Next, "the hold of %s does not name its oldest parked message next", group)
 	switch h.State {
 	case quarantine.StateReleased:
 		require.Zero(t, h.Parked, "a released hold counts parked messages")
@@ -276,7 +282,7 @@ func testParkHolds(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	want := quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Epoch: 0, Parked: 3,
-		Cause: "handler: permanent: bad order", From: seq(3), Through: seq(12), HeldAt: now, UpdatedAt: now,
+		Cause: "handler: permanent: bad order", From: seq(3), Through: seq(12), Next: seq(3), HeldAt: now, UpdatedAt: now,
 	}
 	require.Equal(t, want, h)
 	require.Equal(t, want, b.hold(t, "g"))
@@ -307,7 +313,7 @@ func testParkIdempotent(t *testing.T, newStore NewStore) {
 	b.requireHold(t, h)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Parked: 3, Cause: "boom again",
-		From: seq(1), Through: seq(3), HeldAt: now, UpdatedAt: now,
+		From: seq(1), Through: seq(3), Next: seq(1), HeldAt: now, UpdatedAt: now,
 	}, h)
 	require.Equal(t, before, b.messages(t, "g", ""))
 	b.requireCounted(t, "g")
@@ -358,7 +364,7 @@ func testParkWithoutHold(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "new", State: quarantine.StateHeld, Parked: 1, Cause: "parked while held",
-		From: seq(1), Through: seq(1), HeldAt: now, UpdatedAt: now,
+		From: seq(1), Through: seq(1), Next: seq(1), HeldAt: now, UpdatedAt: now,
 	}, h)
 	b.requireHold(t, h)
 
@@ -367,7 +373,7 @@ func testParkWithoutHold(t *testing.T, newStore NewStore) {
 	h = b.park(t, "g", false, "later", 2)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Parked: 2, Cause: "boom",
-		From: seq(1), Through: seq(2), HeldAt: held.HeldAt, UpdatedAt: b.now,
+		From: seq(1), Through: seq(2), Next: seq(1), HeldAt: held.HeldAt, UpdatedAt: b.now,
 	}, h)
 
 	// A draining one keeps draining under its epoch.
@@ -375,7 +381,7 @@ func testParkWithoutHold(t *testing.T, newStore NewStore) {
 	h = b.park(t, "g", false, "later still", 3)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateDraining, Epoch: drain.Epoch, Parked: 3, Cause: "boom",
-		From: seq(1), Through: seq(3), HeldAt: held.HeldAt, UpdatedAt: b.now,
+		From: seq(1), Through: seq(3), Next: seq(1), HeldAt: held.HeldAt, UpdatedAt: b.now,
 	}, h)
 
 	// A released one is held anew: new cause, time and range.
@@ -385,7 +391,7 @@ func testParkWithoutHold(t *testing.T, newStore NewStore) {
 	h = b.park(t, "g", false, "again", 4)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Epoch: drain.Epoch, Parked: 1, Cause: "again",
-		From: seq(4), Through: seq(4), HeldAt: b.now, UpdatedAt: b.now,
+		From: seq(4), Through: seq(4), Next: seq(4), HeldAt: b.now, UpdatedAt: b.now,
 	}, h)
 
 	// A hold without a cause takes the first one given.
@@ -405,7 +411,7 @@ func testParkWithHold(t *testing.T, newStore NewStore) {
 	h := b.park(t, "g", true, "second", 2)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Parked: 2, Cause: "second",
-		From: seq(1), Through: seq(2), HeldAt: b.now, UpdatedAt: b.now,
+		From: seq(1), Through: seq(2), Next: seq(1), HeldAt: b.now, UpdatedAt: b.now,
 	}, h)
 
 	// Draining, held again by a copy that failed (nothing parked): the
@@ -415,14 +421,14 @@ func testParkWithHold(t *testing.T, newStore NewStore) {
 	h = b.park(t, "g", true, "copy failed again")
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Epoch: 1, Parked: 2, Cause: "copy failed again",
-		From: seq(1), Through: seq(2), HeldAt: b.now, UpdatedAt: b.now,
+		From: seq(1), Through: seq(2), Next: seq(1), HeldAt: b.now, UpdatedAt: b.now,
 	}, h)
 	// Draining, held again with messages parked.
 	b.redrive(t, "g")
 	h = b.park(t, "g", true, "threshold", 5, 6)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Epoch: 2, Parked: 4, Cause: "threshold",
-		From: seq(1), Through: seq(6), HeldAt: b.now, UpdatedAt: b.now,
+		From: seq(1), Through: seq(6), Next: seq(1), HeldAt: b.now, UpdatedAt: b.now,
 	}, h)
 
 	// Released, held anew: a new range; the epoch goes on.
@@ -432,7 +438,7 @@ func testParkWithHold(t *testing.T, newStore NewStore) {
 	h = b.park(t, "g", true, "third", 7, 8)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateHeld, Epoch: 2, Parked: 2, Cause: "third",
-		From: seq(7), Through: seq(8), HeldAt: b.now, UpdatedAt: b.now,
+		From: seq(7), Through: seq(8), Next: seq(7), HeldAt: b.now, UpdatedAt: b.now,
 	}, h)
 
 	// Released, a park with nothing new: no hold is created (it would hold
@@ -533,21 +539,26 @@ func testDone(t *testing.T, newStore NewStore) {
 	drain := b.redrive(t, "g")
 	try("g", 1, 0, quarantine.ErrConflict) // no copy has epoch 0
 	try("g", 1, 2, quarantine.ErrConflict) // an epoch not begun
-	try("g", 99, 1, quarantine.ErrNotParked)
+	// Only the oldest parked message's copy is done: a later one would pass
+	// it (its copy lost on the way), and a message not parked is never the
+	// oldest parked.
+	try("g", 2, 1, quarantine.ErrConflict)
+	try("g", 3, 1, quarantine.ErrConflict)
+	try("g", 99, 1, quarantine.ErrConflict)
 
 	before := b.message(t, "g", 1)
 	h := b.done(t, "g", 1, 1)
 	require.Equal(t, quarantine.HoldRecord{
 		Queue: b.queue, Group: "g", State: quarantine.StateDraining, Epoch: 1, Parked: 2, Cause: "boom",
-		From: seq(1), Through: seq(3), HeldAt: drain.HeldAt, UpdatedAt: b.now,
+		From: seq(1), Through: seq(3), Next: seq(2), HeldAt: drain.HeldAt, UpdatedAt: b.now,
 	}, h)
 	after := before
 	after.Status, after.UpdatedAt = quarantine.StatusDone, b.now
 	require.Equal(t, after, b.message(t, "g", 1))
-	try("g", 1, 1, quarantine.ErrNotParked) // done already
+	try("g", 1, 1, quarantine.ErrConflict) // done already: 2 is the oldest parked now
 
 	b.discard(t, "g", 2)
-	try("g", 2, 1, quarantine.ErrNotParked) // discarded
+	try("g", 2, 1, quarantine.ErrConflict) // discarded: 3 is
 
 	// Held again: no Done while held, though the message is parked.
 	b.park(t, "g", true, "copy failed")
@@ -561,6 +572,46 @@ func testDone(t *testing.T, newStore NewStore) {
 	h = b.done(t, "g", 3, 1)
 	require.Equal(t, quarantine.StateReleased, h.State)
 	try("g", 3, 2, quarantine.ErrNoHold) // released
+}
+
+// testNext follows a hold's Next, the only message whose copy may be
+// done, through parks (one older than Next among them), discards of it
+// and of others, a re-hold and dones, past more done and discarded
+// messages than one read of the store's may bring.
+func testNext(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	next := func(h quarantine.HoldRecord) string { t.Helper(); return quarantine.SeqNumber(h.Next) }
+	require.Equal(t, "5", next(b.park(t, "g", true, "boom", 5, 7, 9)))
+	require.Equal(t, "5", next(b.park(t, "g", false, "", 11)), "a later message leaves Next")
+	require.Equal(t, "3", next(b.park(t, "g", false, "", 3)), "an older one, parked late (a redelivery), is next")
+	require.Equal(t, "3", next(b.discard(t, "g", 9)), "a discard of another leaves Next")
+	require.Equal(t, "5", next(b.discard(t, "g", 3)), "a discard of Next moves it on")
+
+	epoch := b.redrive(t, "g").Epoch
+	before := b.snapshot(t, "g")
+	_, err := b.store.Done(b.ctx, b.queue, "g", seq(7), epoch, b.tick())
+	b.refused(t, err, quarantine.ErrConflict, before, "g")
+	require.Equal(t, "7", next(b.done(t, "g", 5, epoch)))
+	require.Equal(t, "7", next(b.park(t, "g", true, "copy failed again")), "a re-hold leaves Next")
+	epoch = b.redrive(t, "g").Epoch
+	require.Equal(t, "11", next(b.done(t, "g", 7, epoch)), "past the discarded 9")
+	require.Equal(t, "11", next(b.park(t, "g", false, "", 13)))
+	require.Equal(t, "13", next(b.done(t, "g", 11, epoch)))
+	h := b.done(t, "g", 13, epoch)
+	require.Equal(t, quarantine.StateReleased, h.State)
+	require.Empty(t, h.Next, "a released hold names nothing next")
+	require.Equal(t, "20", next(b.park(t, "g", true, "again", 20, 21)), "a new hold starts afresh")
+
+	// Many messages done or discarded between Next and the next one parked.
+	b.park(t, "many", true, "boom", 1)
+	for n := 2; n <= 12; n++ {
+		b.park(t, "many", false, "", n)
+	}
+	for n := 2; n <= 11; n++ {
+		b.discard(t, "many", n)
+	}
+	epoch = b.redrive(t, "many").Epoch
+	require.Equal(t, "12", next(b.done(t, "many", 1, epoch)))
 }
 
 func testRelease(t *testing.T, newStore NewStore) {
@@ -666,9 +717,11 @@ func testDiscard(t *testing.T, newStore NewStore) {
 
 func testMessages(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
-	b.park(t, "g", true, "boom", 2, 4, 6, 8, 10)
+	// 4 done (parked first, and redriven alone), 8 discarded.
+	b.park(t, "g", true, "boom", 4)
 	b.redrive(t, "g")
 	b.done(t, "g", 4, 1)
+	b.park(t, "g", true, "boom", 2, 6, 8, 10)
 	b.discard(t, "g", 8)
 	list := func(status quarantine.Status, after string, limit int) []string {
 		t.Helper()
@@ -1082,7 +1135,9 @@ func testConcurrentParks(t *testing.T, newStore NewStore) {
 }
 
 // testConcurrentUnparks finishes every parked message of a draining
-// group at once: exactly one call releases the hold.
+// group at once (the oldest done, the others discarded): exactly one call
+// releases the hold, and the hold's version condition keeps each write's
+// Next from another's.
 func testConcurrentUnparks(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	b.park(t, "g", true, "boom", 1, 2, 3, 4, 5, 6)
@@ -1093,7 +1148,7 @@ func testConcurrentUnparks(t *testing.T, newStore NewStore) {
 	errs := make([]error, 6)
 	for i := range 6 {
 		wg.Go(func() {
-			if i%2 == 0 {
+			if i == 0 {
 				got[i], errs[i] = b.store.Done(b.ctx, b.queue, "g", seq(i+1), epoch, now)
 			} else {
 				got[i], errs[i] = b.store.Discard(b.ctx, b.queue, "g", seq(i+1), now)
@@ -1109,6 +1164,7 @@ func testConcurrentUnparks(t *testing.T, newStore NewStore) {
 			released++
 		}
 		counts = append(counts, got[i].Parked)
+		require.Equal(t, got[i].Parked > 0, got[i].Next != "", "call %d: %+v", i, got[i])
 	}
 	require.Equal(t, 1, released, "one call releases the hold")
 	require.ElementsMatch(t, []int64{0, 1, 2, 3, 4, 5}, counts, "each call took one message off the count")
@@ -1116,7 +1172,7 @@ func testConcurrentUnparks(t *testing.T, newStore NewStore) {
 	require.Equal(t, quarantine.StateReleased, h.State)
 	require.Zero(t, h.Parked)
 	require.Equal(t, map[string]quarantine.Status{
-		"1": quarantine.StatusDone, "2": quarantine.StatusDiscarded, "3": quarantine.StatusDone,
-		"4": quarantine.StatusDiscarded, "5": quarantine.StatusDone, "6": quarantine.StatusDiscarded,
+		"1": quarantine.StatusDone, "2": quarantine.StatusDiscarded, "3": quarantine.StatusDiscarded,
+		"4": quarantine.StatusDiscarded, "5": quarantine.StatusDiscarded, "6": quarantine.StatusDiscarded,
 	}, statuses(b.messages(t, "g", "")))
 }
