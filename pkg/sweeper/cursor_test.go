@@ -12,8 +12,8 @@ import (
 
 func TestS3CursorRoundTrip(t *testing.T) {
 	t.Parallel()
-	fake := newFakeS3(jobstest.NewClock(jobstest.Start).Now)
-	c := sweeper.NewS3Cursor(fake, fake.bucket)
+	fake := newBucket(jobstest.NewClock(jobstest.Start).Now)
+	c := sweeper.NewS3Cursor(fake, testBucket)
 	ctx := t.Context()
 
 	got, err := c.Load(ctx)
@@ -23,7 +23,7 @@ func TestS3CursorRoundTrip(t *testing.T) {
 
 	k := key("job-42", 2, "attempt-b")
 	require.NoError(t, c.Save(ctx, k))
-	require.Equal(t, []byte(k), fake.object(sweeper.CursorKey).body)
+	require.Equal(t, k, fake.body(t, sweeper.CursorKey))
 	got, err = c.Load(ctx)
 	require.NoError(t, err)
 	require.Equal(t, k, got)
@@ -34,10 +34,10 @@ func TestS3CursorRoundTrip(t *testing.T) {
 	require.Equal(t, map[string]int{"PutObject": 2, "GetObject": 2}, fake.takeCalls(), "one request per load or save")
 
 	require.Error(t, c.Save(ctx, strings.Repeat("k", 1025)), "longer than any S3 key")
-	fake.rawPut(sweeper.CursorKey, []byte(strings.Repeat("k", 1025)))
+	fake.rawPut(t, sweeper.CursorKey, []byte(strings.Repeat("k", 1025)))
 	_, err = c.Load(ctx)
 	require.ErrorContains(t, err, "is not a key")
-	fake.rawPut(sweeper.CursorKey, []byte{0xff, 0xfe})
+	fake.rawPut(t, sweeper.CursorKey, []byte{0xff, 0xfe})
 	_, err = c.Load(ctx)
 	require.ErrorContains(t, err, "is not a key")
 }
@@ -47,11 +47,11 @@ func TestS3CursorRoundTrip(t *testing.T) {
 // not 404. The cursor tells "missing" from "denied" by listing its key.
 func TestS3CursorTellsAMissingCursorFromADeniedRead(t *testing.T) {
 	t.Parallel()
-	fake := newFakeS3(jobstest.NewClock(jobstest.Start).Now)
+	fake := newBucket(jobstest.NewClock(jobstest.Start).Now)
 	fake.deniesMissing = true
-	c := sweeper.NewS3Cursor(fake, fake.bucket)
+	c := sweeper.NewS3Cursor(fake, testBucket)
 	ctx := t.Context()
-	fake.rawPut("sweeper/cursor-old", []byte("x")) // a neighbour the listing must not mistake for it
+	fake.rawPut(t, "sweeper/cursor-old", []byte("x")) // a neighbour the listing must not mistake for it
 
 	got, err := c.Load(ctx)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
@@ -20,10 +21,10 @@ func Example() {
 	ctx := context.Background()
 	clock := jobstest.NewClock(jobstest.Start)
 	store := jobs.NewMemoryStore(jobs.WithClock(clock.Now))
-	bucket := newFakeS3(clock.Now) // an in-memory bucket; *s3.Client in a function
+	bucket := candidatetest.NewMemoryS3([]string{"candidates"}, candidatetest.WithClock(clock.Now)) // *s3.Client in a function
 	dir, _ := os.MkdirTemp("", "sweeper-example-")
 	defer func() { _ = os.RemoveAll(dir) }()
-	candidates := candidate.New(bucket, bucket.bucket, candidate.WithSpoolDir(dir))
+	candidates := candidate.New(bucket, "candidates", candidate.WithSpoolDir(dir))
 	write := func(j jobs.Job, attempt string) candidate.Result {
 		key, _ := candidate.NewKey(j.ID, j.Generation, attempt, "csv")
 		res, _ := candidates.Put(ctx, key, strings.NewReader("id,title\n"))
@@ -40,7 +41,7 @@ func Example() {
 		Result: jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}})
 
 	s, _ := sweeper.New(sweeper.Config{
-		Jobs: store, Candidates: candidates, Cursor: sweeper.NewS3Cursor(bucket, bucket.bucket), Clock: clock.Now,
+		Jobs: store, Candidates: candidates, Cursor: sweeper.NewS3Cursor(bucket, "candidates"), Clock: clock.Now,
 	})
 	r, _ := s.Run(ctx, sweeper.Options{DryRun: true})
 	fmt.Printf("dry run, at once: would delete %d, kept for grace %d, kept result %d\n", r.WouldDelete, r.KeptGrace, r.KeptResult)
@@ -50,7 +51,7 @@ func Example() {
 	fmt.Printf("dry run, an hour later: would delete %d, kept result %d\n", r.WouldDelete, r.KeptResult)
 	r, _ = s.Run(ctx, sweeper.Options{})
 	fmt.Printf("run: examined %d, deleted %d, kept result %d\n", r.Examined, r.Deleted, r.KeptResult)
-	for _, k := range bucket.keys() {
+	for _, k := range bucket.Keys("candidates", "") {
 		fmt.Println("left:", k)
 	}
 	// Output:

@@ -26,13 +26,14 @@ func TestMain(m *testing.M) {
 }
 
 // testBundle is a sweeper over the memory job store and the candidate
-// store on a fake bucket, sharing one clock, with the cursor in the bucket.
+// store on a bucket in memory (candidatetest.MemoryS3, see bucket), sharing
+// one clock, with the cursor in the bucket.
 type testBundle struct {
 	ctx        context.Context
 	clock      *jobstest.Clock
 	store      *jobs.MemoryStore
 	jobs       *countingJobs
-	s3         *fakeS3
+	s3         *bucket
 	candidates *candidate.Store
 	cursor     *sweeper.S3Cursor
 	logs       *testenv.Buffer
@@ -46,9 +47,9 @@ func setup(t *testing.T, adjust ...func(*sweeper.Config)) *testBundle {
 	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &testenv.Buffer{}}
 	b.store = jobs.NewMemoryStore(jobs.WithClock(b.clock.Now))
 	b.jobs = &countingJobs{Jobs: b.store, now: b.clock.Now}
-	b.s3 = newFakeS3(b.clock.Now)
-	b.candidates = candidate.New(b.s3, b.s3.bucket, candidate.WithSpoolDir(t.TempDir()))
-	b.cursor = sweeper.NewS3Cursor(b.s3, b.s3.bucket)
+	b.s3 = newBucket(b.clock.Now)
+	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpoolDir(t.TempDir()))
+	b.cursor = sweeper.NewS3Cursor(b.s3, testBucket)
 	b.cfg = sweeper.Config{
 		Jobs: b.jobs, Candidates: b.candidates, Cursor: b.cursor, Clock: b.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),

@@ -14,25 +14,26 @@ import (
 
 // candidate.Store.ListPage, which the sweeper walks the bucket with: one
 // request per page, candidates and unparsable keys apart, in key order, and
-// Next until the end. (It lives here, next to the fake bucket it runs on.)
+// Next until the end. (It lives here, next to the counting bucket it runs
+// on.)
 func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
-	fake := newFakeS3(clock.Now)
-	store := candidate.New(fake, fake.bucket)
+	fake := newBucket(clock.Now)
+	store := candidate.New(fake, testBucket)
 	ctx := t.Context()
 	var want []string
 	for j := range 3 {
 		for g := range 2 {
 			k := key(fmt.Sprintf("job-%d", j), int64(g+1), "attempt-a")
-			fake.rawPut(k, []byte("x"))
+			fake.rawPut(t, k, []byte("x"))
 			want = append(want, k)
 			clock.Advance(time.Second)
 		}
 	}
-	fake.rawPut("candidates/job-1/notes.txt", []byte("notes"))
-	fake.rawPut("elsewhere/job-0/g0000000001/attempt-a.csv", []byte("x")) // not under the prefix
-	fake.rawPut("sweeper/cursor", []byte("candidates/job-0"))
+	fake.rawPut(t, "candidates/job-1/notes.txt", []byte("notes"))
+	fake.rawPut(t, "elsewhere/job-0/g0000000001/attempt-a.csv", []byte("x")) // not under the prefix
+	fake.rawPut(t, "sweeper/cursor", []byte("candidates/job-0"))
 
 	p, err := store.ListPage(ctx, "", 4)
 	require.NoError(t, err)
@@ -77,10 +78,10 @@ func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 func TestListPageAsksForAtMostMaxPageSize(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
-	fake := newFakeS3(clock.Now)
-	store := candidate.New(fake, fake.bucket)
+	fake := newBucket(clock.Now)
+	store := candidate.New(fake, testBucket)
 	for i := range candidate.MaxPageSize + 5 {
-		fake.rawPut(key(fmt.Sprintf("job-%04d", i), 1, "attempt-a"), []byte("x"))
+		fake.rawPut(t, key(fmt.Sprintf("job-%04d", i), 1, "attempt-a"), []byte("x"))
 	}
 	p, err := store.ListPage(t.Context(), "", 5000)
 	require.NoError(t, err)

@@ -36,8 +36,8 @@ func setupRepair(t *testing.T, adjust ...func(*sweeper.Config)) *repairBundle {
 	b.proj = &failingProjection{MemoryStore: projection.NewMemoryStore()}
 	b.projector = projection.NewProjector(b.proj, b.store)
 	b.cfg.Projection = b.proj
-	b.cfg.RepairCursor = sweeper.NewS3CursorAt(b.s3, b.s3.bucket, sweeper.RepairCursorKey)
-	b.cfg.RecheckCursor = sweeper.NewS3CursorAt(b.s3, b.s3.bucket, sweeper.RecheckCursorKey)
+	b.cfg.RepairCursor = sweeper.NewS3CursorAt(b.s3, testBucket, sweeper.RepairCursorKey)
+	b.cfg.RecheckCursor = sweeper.NewS3CursorAt(b.s3, testBucket, sweeper.RecheckCursorKey)
 	for _, a := range adjust {
 		a(&b.cfg)
 	}
@@ -172,7 +172,7 @@ func TestLostFinalEventIsRepairedFromTheJobItem(t *testing.T) {
 	r := b.run(t, sweeper.Options{})
 	require.Zero(t, r.Finished+r.Repaired)
 	require.Equal(t, jobs.StatusRunning, b.view(t, "job-42").Status)
-	saved := string(b.s3.object(sweeper.RepairCursorKey).body)
+	saved := b.s3.body(t, sweeper.RepairCursorKey)
 	require.Equal(t, jobs.FinishedBound(b.clock.Now().Add(-sweeper.DefaultRepairAfter)), saved,
 		"the listing was complete: the cursor is at the bound, the job's final transition")
 
@@ -185,7 +185,7 @@ func TestLostFinalEventIsRepairedFromTheJobItem(t *testing.T) {
 	require.NotEmpty(t, dry.RepairCursor)
 	require.Equal(t, jobs.StatusRunning, b.view(t, "job-42").Status)
 	require.Equal(t, projection.Totals{Tenant: "t-1", Processed: 40}, b.totals(t, "t-1"))
-	require.Equal(t, saved, string(b.s3.object(sweeper.RepairCursorKey).body), "a dry run saves no cursor")
+	require.Equal(t, saved, b.s3.body(t, sweeper.RepairCursorKey), "a dry run saves no cursor")
 	require.Contains(t, b.logs.String(), `"msg":"sweep: would repair a final job's projection","job_id":"job-42"`)
 
 	r = b.run(t, sweeper.Options{})
@@ -199,7 +199,7 @@ func TestLostFinalEventIsRepairedFromTheJobItem(t *testing.T) {
 	require.Equal(t, projection.Cursor{Version: 3, Progress: 100, Status: jobs.StatusCompleted}, cur)
 	require.Equal(t, jobs.FinishedBound(b.clock.Now().Add(-sweeper.DefaultRepairAfter)), r.RepairCursor,
 		"the listing was complete: the cursor passes the bound")
-	require.Equal(t, r.RepairCursor, string(b.s3.object(sweeper.RepairCursorKey).body), "the cursor is saved")
+	require.Equal(t, r.RepairCursor, b.s3.body(t, sweeper.RepairCursorKey), "the cursor is saved")
 	require.Contains(t, b.logs.String(), `"msg":"sweep: repaired a final job's projection from its job item","job_id":"job-42"`)
 
 	// The lost event arrives after all (a redrive): it is a duplicate.
@@ -399,7 +399,7 @@ func TestRepairCursorThatIsNoKeyStartsAtTheBeginning(t *testing.T) {
 		b := setupRepair(t)
 		b.lifecycle(t, "job-42", "t-1", 1)
 		b.clock.Advance(sweeper.DefaultRepairAfter + time.Millisecond)
-		b.s3.rawPut(sweeper.RepairCursorKey, []byte(bad))
+		b.s3.rawPut(t, sweeper.RepairCursorKey, []byte(bad))
 		r := b.run(t, sweeper.Options{})
 		require.Equal(t, 1, r.Repaired, bad)
 		require.Contains(t, b.logs.String(), "the repair cursor is not a finished index key", bad)
@@ -408,10 +408,10 @@ func TestRepairCursorThatIsNoKeyStartsAtTheBeginning(t *testing.T) {
 	b := setupRepair(t)
 	b.lifecycle(t, "job-42", "t-1", 1)
 	b.clock.Advance(sweeper.DefaultRepairAfter + time.Millisecond)
-	b.s3.rawPut(sweeper.RepairCursorKey, []byte(jobs.FinishedBound(b.clock.Now())))
+	b.s3.rawPut(t, sweeper.RepairCursorKey, []byte(jobs.FinishedBound(b.clock.Now())))
 	r := b.run(t, sweeper.Options{})
 	require.Zero(t, r.Finished, "the job ended before the cursor")
-	b.s3.rawPut(sweeper.RepairCursorKey, []byte(jobs.FinishedKey("job-1", jobstest.Start)))
+	b.s3.rawPut(t, sweeper.RepairCursorKey, []byte(jobs.FinishedKey("job-1", jobstest.Start)))
 	r = b.run(t, sweeper.Options{})
 	require.Equal(t, 1, r.Repaired)
 	require.NotContains(t, b.logs.String(), "not a finished index key")

@@ -170,7 +170,7 @@ func TestUnparsableKeysAreReportedNeverDeleted(t *testing.T) {
 		"candidates/job-42/g0000000001/a/b.csv", // a segment too many
 	}
 	for _, k := range weird {
-		b.s3.rawPut(k, []byte("x"))
+		b.s3.rawPut(t, k, []byte("x"))
 	}
 	b.put(t, "job-gone", 1, "attempt-a")
 	b.clock.Advance(365 * 24 * time.Hour)
@@ -227,8 +227,7 @@ func snapshot(t *testing.T, b *testBundle, ids ...string) map[string]string {
 	t.Helper()
 	s := map[string]string{}
 	for _, k := range b.s3.keys() {
-		o := b.s3.object(k)
-		s[k] = fmt.Sprintf("%q %s", o.body, o.modified)
+		s[k] = fmt.Sprintf("%q %s", b.s3.body(t, k), b.s3.modified(t, k))
 	}
 	for _, id := range ids {
 		s["job "+id] = fmt.Sprintf("%+v", b.get(t, id))
@@ -250,7 +249,7 @@ func TestBoundedRunsResumeFromTheCursorAndCoverEverything(t *testing.T) {
 			all = append(all, b.put(t, id, int64(g+1), "attempt-a").Key.String())
 		}
 	}
-	b.s3.rawPut("candidates/job-3/readme.txt", []byte("not a candidate"))
+	b.s3.rawPut(t, "candidates/job-3/readme.txt", []byte("not a candidate"))
 	require.Len(t, all, 24)
 	b.clock.Advance(2 * time.Hour)
 
@@ -578,7 +577,7 @@ func TestRequestsPerRunOfNObjects(t *testing.T) {
 	for j := range jobsN {
 		for g := range perJob {
 			key := fmt.Sprintf("candidates/job-%03d/g%010d/attempt-a.csv", j, g+1)
-			b.s3.rawPut(key, []byte("x"))
+			b.s3.rawPut(t, key, []byte("x"))
 		}
 	}
 	b.clock.Advance(2 * time.Hour)

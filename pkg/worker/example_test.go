@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/worker"
@@ -22,7 +23,7 @@ func Example() {
 	ctx := context.Background()
 	store := jobs.NewMemoryStore()
 	// In a function: candidate.New(s3.NewFromConfig(cfg), bucket).
-	candidates := candidate.New(newFakeS3(), "candidates-test")
+	candidates := candidate.New(candidatetest.NewMemoryS3([]string{"candidates-test"}), "candidates-test")
 	created, _ := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
 
 	task := worker.TaskFunc("ndjson", func(ctx context.Context, in worker.Input) (worker.Output, error) {

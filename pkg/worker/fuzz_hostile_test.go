@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/outbox"
@@ -41,8 +40,7 @@ func FuzzHandleDecidesForGood(f *testing.F) {
 	store := jobs.NewMemoryStore()
 	_, err := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "intent-42", Tenant: "t-1"})
 	require.NoError(f, err)
-	s3 := newFakeS3()
-	w := worker.New(worker.Config{Jobs: store, Candidates: candidate.New(s3, s3.bucket, candidate.WithSpoolDir(f.TempDir())), Task: lines("x")})
+	w := worker.New(worker.Config{Jobs: store, Candidates: memoryCandidates(f.TempDir()), Task: lines("x")})
 	f.Fuzz(func(t *testing.T, raw string) {
 		inv, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()

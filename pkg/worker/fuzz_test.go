@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/outbox"
@@ -38,8 +37,7 @@ func FuzzHandle(f *testing.F) {
 	if _, err := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "intent-42", Tenant: "t-1"}); err != nil {
 		f.Fatal(err)
 	}
-	s3 := newFakeS3()
-	w := worker.New(worker.Config{Jobs: store, Candidates: candidate.New(s3, s3.bucket, candidate.WithSpoolDir(f.TempDir())), Task: lines("x")})
+	w := worker.New(worker.Config{Jobs: store, Candidates: memoryCandidates(f.TempDir()), Task: lines("x")})
 	f.Fuzz(func(t *testing.T, raw, messageID string) {
 		inv, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()

@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testBundle is a worker on the memory store and a fake bucket, with a
-// controllable clock and a log recorder.
+// testBundle is a worker on the memory store and a bucket in memory
+// (candidatetest.MemoryS3), with a controllable clock and a log recorder.
 type testBundle struct {
 	clock *jobstest.Clock
 	// behind sets the store's clock back from clock (nanoseconds): two
@@ -37,7 +37,7 @@ type testBundle struct {
 	// and a write by the other sets it for the second.
 	behind     atomic.Int64
 	store      *jobs.MemoryStore
-	s3         *fakeS3
+	s3         *bucket
 	candidates *candidate.Store
 	logs       *logRecorder
 	// jobs is what the worker writes through: the store, or a wrapper a
@@ -50,10 +50,10 @@ type testBundle struct {
 // tests move the store's clock forward to end leases.
 func setup(t *testing.T, opts ...jobs.Option) *testBundle {
 	t.Helper()
-	b := &testBundle{clock: jobstest.NewClock(time.Now().UTC().Truncate(time.Millisecond)), s3: newFakeS3(), logs: &logRecorder{}}
+	b := &testBundle{clock: jobstest.NewClock(time.Now().UTC().Truncate(time.Millisecond)), s3: newBucket(), logs: &logRecorder{}}
 	b.store = jobs.NewMemoryStore(append([]jobs.Option{jobs.WithClock(b.now)}, opts...)...)
 	b.jobs = b.store
-	b.candidates = candidate.New(b.s3, b.s3.bucket, candidate.WithSpoolDir(t.TempDir()))
+	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpoolDir(t.TempDir()))
 	return b
 }
 

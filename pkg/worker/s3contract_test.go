@@ -12,8 +12,10 @@ import (
 )
 
 // s3Contract is what the worker's tests rely on from a bucket, checked
-// through candidate.Store: the S3 fake passes it here and the S3 emulator
-// in the integration tests, so the fake answers as the emulator does.
+// through candidate.Store: candidatetest.MemoryS3 (behind the tests'
+// bucket wrapper) passes it here and the S3 emulator in the integration
+// tests. pkg/candidate's conformance run holds MemoryS3 to the emulator
+// in full; this is the part the worker's tests lean on.
 func s3Contract(t *testing.T, store *candidate.Store) {
 	ctx := context.Background()
 	key, err := candidate.NewKey("job-42", 1, "req-1_msg-1", "txt")
@@ -58,7 +60,7 @@ func s3Contract(t *testing.T, store *candidate.Store) {
 	require.ErrorIs(t, err, candidate.ErrNotFound)
 }
 
-func TestFakeS3MeetsTheContract(t *testing.T) {
+func TestMemoryS3MeetsTheContract(t *testing.T) {
 	t.Parallel()
 	s3Contract(t, setup(t).candidates)
 }

@@ -292,7 +292,8 @@ func TestCommandThroughTheQueueAndTheEventSourceMapping(t *testing.T) {
 	require.Equal(t, want, st.readLines(t, done))
 }
 
-// The S3 emulator answers as the unit tests' fake does.
+// The S3 emulator answers as the unit tests' bucket (candidatetest.MemoryS3)
+// does.
 func TestS3EmulatorMeetsTheContract(t *testing.T) {
 	t.Parallel()
 	s3Contract(t, deployStack(t).candidates)
