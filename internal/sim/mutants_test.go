@@ -57,8 +57,8 @@ var mutants = []mutant{
 	{
 		// The quarantine's check does not report held groups.
 		name: "quarantine-check-ignores-holds", file: "pkg/quarantine/quarantine.go", fn: "Check",
-		old:    "\t\tcase StateHeld:\n\t\t\tview.Holds[g] = fifo.Hold{State: fifo.Held, Epoch: h.Epoch}",
-		new:    "\t\tcase StateHeld:",
+		old:    "if fh := fifoHold(h); fh.State != fifo.NotHeld {",
+		new:    "if fh := fifoHold(h); fh.State == fifo.Draining {",
 		within: 10,
 	},
 	{
