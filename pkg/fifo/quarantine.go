@@ -1,6 +1,7 @@
 package fifo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,7 +212,7 @@ func (b *batch) runQuarantinedLane(head int) {
 		case current && !runnable:
 			// Its parked message stays parked, for the next redrive to
 			// send again after the older one.
-			cause := fmt.Errorf("%w: the copy of %s came while %s is parked", ErrCopyOutOfOrder, d.Key, hold.Next)
+			cause := fmt.Errorf("%w: the copy of %s came while %s is parked", ErrCopyOutOfOrder, d.Key, cmp.Or(hold.Next, "a message the hold does not name"))
 			hold, rest = b.rehold(i, group, hold, cause, "redriven copy out of order: ")
 			continue // rehold logged it
 		case known && d.Copy && !runnable:

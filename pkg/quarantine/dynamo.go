@@ -415,7 +415,7 @@ func (s *DynamoStore) unpark(ctx context.Context, op, queue, group, seq string, 
 			// Read after the hold: a message parked since is in the
 			// query, or the hold's version has moved and the write below
 			// is refused.
-			if next, err = s.nextParked(ctx, pk, seq); err != nil {
+			if next, err = s.nextParked(ctx, pk, seq, false); err != nil {
 				return fail(err)
 			}
 		}
@@ -518,7 +518,15 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 		if !cur.ok || cur.rec.State == StateReleased {
 			return fail(fmt.Errorf("no hold, or a released one: %w", ErrNoHold))
 		}
-		h := redrivenHold(cur.rec, now)
+		oldest := ""
+		if needsOldest(cur.rec) {
+			// A record written before holds kept their next: the oldest
+			// message parked under it is at or above its From.
+			if oldest, err = s.nextParked(ctx, pk, cur.rec.From, true); err != nil {
+				return fail(err)
+			}
+		}
+		h := redrivenHold(cur.rec, oldest, now)
 		_, werr := s.api.PutItem(ctx, s.holdPut(h, cur))
 		if werr == nil {
 			return h, nil
@@ -563,12 +571,17 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 const nextParkedPage = 2
 
 // nextParked returns the sequence key of the oldest message still parked
-// in partition pk after seq, or "" when there is none: strongly
-// consistent Queries of nextParkedPage messages, keys and statuses only.
-func (s *DynamoStore) nextParked(ctx context.Context, pk, seq string) (string, error) {
+// in partition pk after seq (from seq, when inclusive), or "" when there is
+// none: strongly consistent Queries of nextParkedPage messages, keys and
+// statuses only.
+func (s *DynamoStore) nextParked(ctx context.Context, pk, seq string, inclusive bool) (string, error) {
+	cond := "#pk = :pk AND #sk > :after"
+	if inclusive {
+		cond = "#pk = :pk AND #sk >= :after"
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
-		KeyConditionExpression:   aws.String("#pk = :pk AND #sk > :after"),
+		KeyConditionExpression:   aws.String(cond),
 		ProjectionExpression:     aws.String("#sk, #st"),
 		ExpressionAttributeNames: map[string]string{"#pk": KeyHold, "#sk": KeySort, "#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{

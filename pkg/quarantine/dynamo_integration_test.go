@@ -168,6 +168,59 @@ func TestDynamoLayout(t *testing.T) {
 	require.True(t, ok)
 }
 
+// TestDynamoRedriveNamesTheOldestParkedOfAHoldWithoutNext: a hold record
+// written before holds kept their next (the attribute "next") names no
+// message whose copy may run, so every copy would hold the group again. A
+// redrive of such a hold reads the oldest message still parked, from the
+// hold's first, and names it: the redrive repairs the record. A hold that
+// names its next is not read again.
+func TestDynamoRedriveNamesTheOldestParkedOfAHoldWithoutNext(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	store := quarantine.NewDynamoStore(b.client, b.table)
+	ctx := t.Context()
+	queue := "upgrade-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	var parked []quarantine.Parked
+	for _, n := range []string{"3", "4", "5", "7"} {
+		parked = append(parked, quarantine.Parked{Sequence: seqKey(t, n)})
+	}
+	_, err := store.Park(ctx, queue, "g", parked, true, "boom", t0)
+	require.NoError(t, err)
+	for _, n := range []string{"3", "4"} { // done and discarded messages come first: paged past
+		_, err = store.Discard(ctx, queue, "g", seqKey(t, n), t0)
+		require.NoError(t, err)
+	}
+	_, err = b.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(b.table),
+		Key: map[string]ddbtypes.AttributeValue{
+			quarantine.KeyHold: &ddbtypes.AttributeValueMemberS{Value: queue + "#g"}, quarantine.KeySort: &ddbtypes.AttributeValueMemberS{Value: quarantine.SortHold},
+		},
+		UpdateExpression: aws.String("REMOVE #n"), ExpressionAttributeNames: map[string]string{"#n": "next"},
+	})
+	require.NoError(t, err)
+	old, err := store.Hold(ctx, queue, "g")
+	require.NoError(t, err)
+	require.Empty(t, old.Next)
+
+	b.counter.Take()
+	h, err := store.BeginRedrive(ctx, queue, "g", t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"GetItem": 1, "Query": 2, "PutItem": 1}, b.counter.Take(), "the hold, two pages of two keys, the write")
+	require.Equal(t, seqKey(t, "5"), h.Next)
+	require.Equal(t, quarantine.StateDraining, h.State)
+	got, err := store.Hold(ctx, queue, "g")
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	h, err = store.Done(ctx, queue, "g", seqKey(t, "5"), h.Epoch, t0.Add(2*time.Minute))
+	require.NoError(t, err, "the copy of the oldest runs")
+	require.Equal(t, seqKey(t, "7"), h.Next)
+
+	b.counter.Take()
+	_, err = store.BeginRedrive(ctx, queue, "g", t0.Add(3*time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"GetItem": 1, "PutItem": 1}, b.counter.Take(), "a hold that names its next is not read again")
+}
+
 func mustInt(t *testing.T, s string) int64 {
 	t.Helper()
 	var n int64

@@ -121,18 +121,24 @@ func (m *MemoryStore) unpark(k holdKey, h HoldRecord, seq string, to Status, now
 	}
 	next := ""
 	if needsNext(h, seq) {
-		for _, after := range slices.Sorted(maps.Keys(m.items[k])) {
-			if after > seq && m.items[k][after].Status == StatusParked {
-				next = after
-				break
-			}
-		}
+		next = m.firstParked(k, seq)
 	}
 	p.Status, p.UpdatedAt = to, now
 	m.items[k][seq] = p
 	h = unparkedHold(h, seq, next, now)
 	m.holds[k] = h
 	return h, nil
+}
+
+// firstParked returns the oldest message of k parked after sequence key
+// after, or "".
+func (m *MemoryStore) firstParked(k holdKey, after string) string {
+	for _, seq := range slices.Sorted(maps.Keys(m.items[k])) {
+		if seq > after && m.items[k][seq].Status == StatusParked {
+			return seq
+		}
+	}
+	return ""
 }
 
 // BeginRedrive implements Store.
@@ -147,7 +153,11 @@ func (m *MemoryStore) BeginRedrive(ctx context.Context, queue, group string, now
 	if !ok || h.State == StateReleased {
 		return HoldRecord{}, ErrNoHold
 	}
-	h = redrivenHold(h, now)
+	oldest := ""
+	if needsOldest(h) {
+		oldest = m.firstParked(k, "")
+	}
+	h = redrivenHold(h, oldest, now)
 	m.holds[k] = h
 	return h, nil
 }

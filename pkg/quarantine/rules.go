@@ -111,15 +111,26 @@ func needsNext(h HoldRecord, seq string) bool {
 }
 
 // redrivenHold is hold h when a redrive begins: draining under a new
-// epoch, or released at once when nothing is parked.
-func redrivenHold(h HoldRecord, now time.Time) HoldRecord {
+// epoch, or released at once when nothing is parked. oldest is the oldest
+// message parked, read when h names none (a record written before holds
+// kept their next).
+func redrivenHold(h HoldRecord, oldest string, now time.Time) HoldRecord {
+	if h.Next == "" {
+		h.Next = oldest
+	}
 	h.Epoch++
 	h.State = StateDraining
 	if h.Parked <= 0 {
-		h.Parked, h.State = 0, StateReleased
+		h.Parked, h.State, h.Next = 0, StateReleased, ""
 	}
 	h.UpdatedAt = now
 	return h
+}
+
+// needsOldest reports whether a redrive of hold h must read its oldest
+// parked message: h has messages parked but names none next.
+func needsOldest(h HoldRecord) bool {
+	return h.Next == "" && h.Parked > 0
 }
 
 func sortHolds(hs []HoldRecord) {
