@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 )
 
 // The running example: worker A (generation 1) stalled, worker B
@@ -16,7 +17,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	// In a function: candidate.New(s3.NewFromConfig(cfg), bucket).
-	store := candidate.New(newFakeS3(), "candidates-test")
+	store := candidate.New(candidatetest.NewMemoryS3([]string{"candidates-test"}), "candidates-test")
 
 	keyB, err := candidate.NewKey("job-42", 2, "worker-b", "json")
 	if err != nil {

@@ -18,19 +18,19 @@ func TestMain(m *testing.M) {
 }
 
 type testBundle struct {
-	fake     *fakeS3
+	bucket   *bucket
 	store    *candidate.Store
 	spoolDir string
 }
 
-// setup returns a store on a fake bucket, spooling into a directory of its
-// own so that spool files can be counted. Conflict retries do not wait
-// unless opts say otherwise.
+// setup returns a store on a test bucket (bucket_test.go), spooling into
+// a directory of its own so that spool files can be counted. Conflict
+// retries do not wait unless opts say otherwise.
 func setup(t *testing.T, opts ...candidate.Option) *testBundle {
 	t.Helper()
-	b := &testBundle{fake: newFakeS3(), spoolDir: t.TempDir()}
+	b := &testBundle{bucket: newBucket(), spoolDir: t.TempDir()}
 	opts = append([]candidate.Option{candidate.WithSpoolDir(b.spoolDir), candidate.WithConflictRetry(candidate.DefaultConflictAttempts, 0)}, opts...)
-	b.store = candidate.New(b.fake, b.fake.bucket, opts...)
+	b.store = candidate.New(b.bucket, testBucket, opts...)
 	return b
 }
 

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 )
 
 func TestOpenReadsAndVerifies(t *testing.T) {
@@ -56,7 +56,7 @@ func TestOpenDetectsChangedContent(t *testing.T) {
 			key := mustKey(t, "job-42", 1, "a", "txt")
 			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
 			require.NoError(t, err)
-			b.fake.tamper(t, key.String(), tt.tampered, tt.endErr)
+			b.bucket.tamper(t, key.String(), tt.tampered, tt.endErr)
 
 			r, err := b.store.Open(context.Background(), key)
 			require.NoError(t, err)
@@ -82,7 +82,7 @@ func TestReadErrorIsNotAMismatch(t *testing.T) {
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("0123456789"))
 	require.NoError(t, err)
 	reset := errors.New("connection reset")
-	b.fake.tamper(t, key.String(), []byte("01234"), reset)
+	b.bucket.tamper(t, key.String(), []byte("01234"), reset)
 	r, err := b.store.Open(context.Background(), key)
 	require.NoError(t, err)
 	_, err = io.ReadAll(r)
@@ -116,9 +116,9 @@ func TestReadingExactlyTheSizeDetectsAMismatch(t *testing.T) {
 			key := mustKey(t, "job-42", 1, "a", "txt")
 			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
 			require.NoError(t, err)
-			b.fake.tamper(t, key.String(), tt.tampered, nil)
+			b.bucket.tamper(t, key.String(), tt.tampered, nil)
 			if tt.pauseAt > 0 {
-				b.fake.pauseAfter(t, key.String(), tt.pauseAt)
+				b.bucket.pauseAfter(t, key.String(), tt.pauseAt)
 			}
 
 			r, err := b.store.Open(context.Background(), key)
@@ -157,10 +157,10 @@ func TestCloseChecksTheEndOnlyAfterTheWholeSize(t *testing.T) {
 			_, err := b.store.Put(context.Background(), key, bytes.NewReader(content))
 			require.NoError(t, err)
 			if tt.tampered != nil {
-				b.fake.tamper(t, key.String(), tt.tampered, nil)
+				b.bucket.tamper(t, key.String(), tt.tampered, nil)
 			}
 			if tt.pauseAt > 0 {
-				b.fake.pauseAfter(t, key.String(), tt.pauseAt)
+				b.bucket.pauseAfter(t, key.String(), tt.pauseAt)
 			}
 			r, err := b.store.Open(context.Background(), key)
 			require.NoError(t, err)
@@ -189,7 +189,7 @@ func TestCloseChecksAnEmptyCandidateNeverRead(t *testing.T) {
 		_, err := b.store.Put(context.Background(), k, strings.NewReader(""))
 		require.NoError(t, err)
 	}
-	b.fake.tamper(t, grown.String(), []byte("!"), nil)
+	b.bucket.tamper(t, grown.String(), []byte("!"), nil)
 
 	r, err := b.store.Open(context.Background(), good)
 	require.NoError(t, err)
@@ -238,7 +238,7 @@ func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			key := mustKey(t, "job-42", 1, "a", "txt")
-			b.fake.rawPut(key.String(), content, tt.meta)
+			b.bucket.rawPut(t, key.String(), content, tt.meta)
 			_, err := b.store.Head(context.Background(), key)
 			require.ErrorIs(t, err, candidate.ErrInvalidMetadata)
 			require.ErrorContains(t, err, tt.want)
@@ -250,7 +250,7 @@ func TestOpenAndHeadCheckMetadataAgainstKey(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		key := mustKey(t, "job-42", 1, "a", "txt")
-		b.fake.rawPut(key.String(), content, good)
+		b.bucket.rawPut(t, key.String(), content, good)
 		_, err := b.store.Head(context.Background(), key)
 		require.NoError(t, err)
 	})
@@ -264,18 +264,14 @@ func TestS3ChecksumMustAgreeWithMetadata(t *testing.T) {
 	key := mustKey(t, "job-42", 1, "a", "txt")
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("content"))
 	require.NoError(t, err)
-	b.fake.mu.Lock()
-	b.fake.objects[key.String()].checksum = aws.String(base64.StdEncoding.EncodeToString(make([]byte, 32)))
-	b.fake.mu.Unlock()
+	b.bucket.setChecksum(t, key.String(), base64.StdEncoding.EncodeToString(make([]byte, 32)))
 	_, err = b.store.Head(context.Background(), key)
 	require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
 	_, err = b.store.Open(context.Background(), key)
 	require.ErrorIs(t, err, candidate.ErrChecksumMismatch)
 
 	// A multipart object's checksum is a checksum of checksums: not compared.
-	b.fake.mu.Lock()
-	b.fake.objects[key.String()].checksum = aws.String("AAAA-2")
-	b.fake.mu.Unlock()
+	b.bucket.setChecksum(t, key.String(), "AAAA-2")
 	_, err = b.store.Head(context.Background(), key)
 	require.NoError(t, err)
 }
@@ -309,8 +305,7 @@ func TestMissingCandidateIsErrNotFound(t *testing.T) {
 
 func TestOtherErrorsAreNotErrNotFound(t *testing.T) {
 	t.Parallel()
-	fake := newFakeS3()
-	s := candidate.New(fake, "no-such-bucket")
+	s := candidate.New(candidatetest.NewMemoryS3([]string{testBucket}), "no-such-bucket")
 	key := mustKey(t, "job-42", 1, "a", "json")
 	_, err := s.Head(context.Background(), key)
 	require.ErrorContains(t, err, "NoSuchBucket")
@@ -322,7 +317,7 @@ func TestOtherErrorsAreNotErrNotFound(t *testing.T) {
 
 func TestListReturnsEveryGenerationInOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t) // the fake returns two keys per page
+	b := setup(t) // the test bucket lists two keys a page
 	ctx := context.Background()
 	keys := []candidate.Key{
 		mustKey(t, "job-42", 10, "attempt-d", "json"),
@@ -341,10 +336,12 @@ func TestListReturnsEveryGenerationInOrder(t *testing.T) {
 		_, err := b.store.Put(ctx, k, strings.NewReader("neighbour"))
 		require.NoError(t, err)
 	}
-	b.fake.rawPut("candidates/job-42/notes.txt", []byte("not a candidate"), nil)
+	b.bucket.rawPut(t, "candidates/job-42/notes.txt", []byte("not a candidate"), nil)
 
+	b.bucket.TakeCalls()
 	entries, err := b.store.List(ctx, "job-42")
 	require.NoError(t, err)
+	require.Equal(t, 3, b.bucket.TakeCalls()[candidatetest.OpListObjectsV2], "six objects, two a page")
 	var got []candidate.Key
 	for _, e := range entries {
 		got = append(got, e.Key)

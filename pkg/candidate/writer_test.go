@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 )
 
 func TestPutStoresContentHashAndMetadata(t *testing.T) {
@@ -35,14 +37,14 @@ func TestPutStoresContentHashAndMetadata(t *testing.T) {
 	require.NotEmpty(t, res.ETag)
 	require.False(t, res.AlreadyExisted)
 
-	obj := b.fake.object(t, key.String())
+	obj := b.bucket.object(t, key.String())
 	require.NotNil(t, obj)
 	require.Equal(t, content, obj.body)
 	require.Equal(t, map[string]string{
 		"job-id": "job-42", "generation": "2", "attempt-id": "attempt-b", "sha256": checksum.SHA256Hex(content),
 	}, obj.meta)
 	sum := sha256.Sum256(content)
-	require.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), *obj.checksum, "S3 checksum")
+	require.Equal(t, base64.StdEncoding.EncodeToString(sum[:]), obj.checksum, "S3 checksum")
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -64,7 +66,7 @@ func TestWriterAcceptsManySmallWrites(t *testing.T) {
 	res, err := w.Commit()
 	require.NoError(t, err)
 	require.Equal(t, checksum.SHA256Hex(want.Bytes()), res.SHA256)
-	require.Equal(t, want.Bytes(), b.fake.object(t, key.String()).body)
+	require.Equal(t, want.Bytes(), b.bucket.object(t, key.String()).body)
 }
 
 func TestEmptyCandidate(t *testing.T) {
@@ -89,7 +91,7 @@ func TestSpoolIsRemoved(t *testing.T) {
 	content := []byte("candidate content")
 	tests := []struct {
 		name    string
-		prepare func(b *testBundle)
+		prepare func(t *testing.T, b *testBundle)
 		run     func(t *testing.T, b *testBundle, w *candidate.Writer, cancel context.CancelFunc) error
 		wantErr error
 	}{
@@ -99,23 +101,22 @@ func TestSpoolIsRemoved(t *testing.T) {
 		},
 		{
 			name:    "upload fails",
-			prepare: func(b *testBundle) { b.fake.failNextPuts(apiError("InternalError")) },
+			prepare: func(_ *testing.T, b *testBundle) { b.bucket.FailNextPuts(apiError("InternalError")) },
 			run:     commitOnly,
 			wantErr: errAny,
 		},
 		{
 			name: "already exists",
-			prepare: func(b *testBundle) {
-				b.fake.rawPut("candidates/job-42/g0000000001/a.txt", []byte("other"), nil)
+			prepare: func(t *testing.T, b *testBundle) {
+				b.bucket.rawPut(t, "candidates/job-42/g0000000001/a.txt", []byte("other"), nil)
 			},
 			run:     commitOnly,
 			wantErr: candidate.ErrExists,
 		},
 		{
-			name:    "context cancelled during upload",
-			prepare: func(b *testBundle) { b.fake.putStarted = make(chan struct{}) },
-			run: func(t *testing.T, b *testBundle, w *candidate.Writer, cancel context.CancelFunc) error {
-				started := b.fake.putStarted
+			name: "context cancelled during upload",
+			run: func(_ *testing.T, b *testBundle, w *candidate.Writer, cancel context.CancelFunc) error {
+				started := b.bucket.HoldNextPut()
 				go func() { <-started; cancel() }()
 				_, err := w.Commit()
 				return err
@@ -141,7 +142,7 @@ func TestSpoolIsRemoved(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			if tt.prepare != nil {
-				tt.prepare(b)
+				tt.prepare(t, b)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -173,7 +174,7 @@ func TestClosedWithoutCommitUploadsNothing(t *testing.T) {
 	b := setup(t)
 	w := b.createAndWrite(context.Background(), t, mustKey(t, "job-42", 1, "a", "txt"), []byte("partial"))
 	require.NoError(t, w.Close())
-	require.Zero(t, b.fake.putCalls())
+	require.Zero(t, b.bucket.putCalls())
 	_, err := w.Write([]byte("more"))
 	require.ErrorIs(t, err, os.ErrClosed)
 	_, err = w.Commit()
@@ -190,7 +191,7 @@ func TestCommitTwiceFails(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrClosed)
 	_, err = w.Write([]byte("y"))
 	require.ErrorIs(t, err, os.ErrClosed)
-	require.Equal(t, 1, b.fake.putCalls())
+	require.Equal(t, 1, b.bucket.putCalls())
 }
 
 func TestWriteAfterContextEndsFails(t *testing.T) {
@@ -203,7 +204,7 @@ func TestWriteAfterContextEndsFails(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = w.Commit()
 	require.ErrorIs(t, err, context.Canceled)
-	require.Zero(t, b.fake.putCalls())
+	require.Zero(t, b.bucket.putCalls())
 	requireNoSpools(t, b.spoolDir)
 
 	_, err = b.store.Create(ctx, mustKey(t, "job-42", 1, "b", "txt"))
@@ -219,7 +220,7 @@ func TestCreateRejectsInvalidKey(t *testing.T) {
 	_, err = b.store.Put(context.Background(), candidate.Key{JobID: "job-42", Generation: 0, AttemptID: "a", Ext: "json"}, strings.NewReader("x"))
 	require.ErrorIs(t, err, candidate.ErrInvalidKey)
 	requireNoSpools(t, b.spoolDir)
-	require.Zero(t, b.fake.putCalls())
+	require.Zero(t, b.bucket.putCalls())
 }
 
 func TestMaxSize(t *testing.T) {
@@ -232,7 +233,7 @@ func TestMaxSize(t *testing.T) {
 	require.Zero(t, n)
 	_, err = w.Commit()
 	require.ErrorIs(t, err, candidate.ErrTooLarge)
-	require.Zero(t, b.fake.putCalls())
+	require.Zero(t, b.bucket.putCalls())
 	requireNoSpools(t, b.spoolDir)
 
 	_, err = b.store.Put(context.Background(), key, strings.NewReader("0123456789+"))
@@ -246,7 +247,7 @@ func TestPutReportsSourceError(t *testing.T) {
 	_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), io.MultiReader(strings.NewReader("half"), errReader{boom}))
 	require.ErrorIs(t, err, boom)
 	require.ErrorContains(t, err, "read content")
-	require.Zero(t, b.fake.putCalls())
+	require.Zero(t, b.bucket.putCalls())
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -257,13 +258,13 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 func TestConflictIsRetriedThenSucceeds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.fake.failNextPuts(apiError("ConditionalRequestConflict"), apiError("ConditionalRequestConflict"))
+	b.bucket.FailNextPuts(apiError("ConditionalRequestConflict"), apiError("ConditionalRequestConflict"))
 	key := mustKey(t, "job-42", 1, "a", "txt")
 	res, err := b.store.Put(context.Background(), key, strings.NewReader("content"))
 	require.NoError(t, err)
 	require.False(t, res.AlreadyExisted)
-	require.Equal(t, 3, b.fake.putCalls())
-	require.Equal(t, []byte("content"), b.fake.object(t, key.String()).body, "every retry sends the whole body")
+	require.Equal(t, 3, b.bucket.putCalls())
+	require.Equal(t, []byte("content"), b.bucket.object(t, key.String()).body, "every retry sends the whole body")
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -271,12 +272,12 @@ func TestConflictRetriesAreBounded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, candidate.WithConflictRetry(3, 0))
 	conflict := apiError("ConditionalRequestConflict")
-	b.fake.failNextPuts(conflict, conflict, conflict, conflict)
+	b.bucket.FailNextPuts(conflict, conflict, conflict, conflict)
 	_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
 	require.ErrorIs(t, err, conflict)
 	require.NotErrorIs(t, err, candidate.ErrExists)
 	require.ErrorContains(t, err, "still conflicting after 3 attempts")
-	require.Equal(t, 3, b.fake.putCalls())
+	require.Equal(t, 3, b.bucket.putCalls())
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -285,22 +286,22 @@ func TestConflictThenExists(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	key := mustKey(t, "job-42", 1, "a", "txt")
-	b.fake.rawPut(key.String(), []byte("winner"), map[string]string{
+	b.bucket.rawPut(t, key.String(), []byte("winner"), map[string]string{
 		"job-id": "job-42", "generation": "1", "attempt-id": "a", "sha256": checksum.SHA256Hex([]byte("winner")),
 	})
-	b.fake.failNextPuts(apiError("ConditionalRequestConflict"))
+	b.bucket.FailNextPuts(apiError("ConditionalRequestConflict"))
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("loser"))
 	var exists *candidate.ExistsError
 	require.ErrorAs(t, err, &exists)
 	require.Equal(t, checksum.SHA256Hex([]byte("winner")), exists.SHA256)
-	require.Equal(t, 2, b.fake.putCalls())
+	require.Equal(t, 2, b.bucket.putCalls())
 }
 
 func TestConflictBackoffStopsWithContext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := setup(t, candidate.WithConflictRetry(5, time.Hour))
-		b.fake.failNextPuts(apiError("ConditionalRequestConflict"))
+		b.bucket.FailNextPuts(apiError("ConditionalRequestConflict"))
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -308,7 +309,7 @@ func TestConflictBackoffStopsWithContext(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.ErrorContains(t, err, "waiting to retry after a conflict")
 		require.Equal(t, 50*time.Millisecond, time.Since(start), "the wait ends with the context, not the hour")
-		require.Equal(t, 1, b.fake.putCalls())
+		require.Equal(t, 1, b.bucket.putCalls())
 		requireNoSpools(t, b.spoolDir)
 	})
 }
@@ -322,10 +323,10 @@ func TestConflictRetryWaitsAsConfigured(t *testing.T) {
 		const base = 100 * time.Millisecond
 		b := setup(t, candidate.WithConflictRetry(4, base))
 		conflict := apiError("ConditionalRequestConflict")
-		b.fake.failNextPuts(conflict, conflict, conflict, conflict)
+		b.bucket.FailNextPuts(conflict, conflict, conflict, conflict)
 		_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
 		require.ErrorContains(t, err, "still conflicting after 4 attempts")
-		times := b.fake.putCallTimes()
+		times := b.bucket.CallTimes(candidatetest.OpPutObject)
 		require.Len(t, times, 4)
 		for i, full := range []time.Duration{base, 2 * base, 4 * base} {
 			wait := times[i+1].Sub(times[i])
@@ -349,7 +350,7 @@ func TestExistingObjectWithOtherContentIsErrExists(t *testing.T) {
 	require.Equal(t, key, exists.Key)
 	require.Equal(t, first.SHA256, exists.SHA256)
 	require.Equal(t, checksum.SHA256Hex([]byte("second")), exists.Ours)
-	require.Equal(t, []byte("first"), b.fake.object(t, key.String()).body, "the first object is unchanged")
+	require.Equal(t, []byte("first"), b.bucket.object(t, key.String()).body, "the first object is unchanged")
 	requireNoSpools(t, b.spoolDir)
 }
 
@@ -368,7 +369,7 @@ func TestExistingIdenticalObjectIsOurEarlierSuccess(t *testing.T) {
 	require.Equal(t, first.SHA256, again.SHA256)
 	require.Equal(t, first.Size, again.Size)
 	require.Equal(t, first.ETag, again.ETag)
-	require.Equal(t, 2, b.fake.putCalls(), "the second write was sent and refused by S3")
+	require.Equal(t, 2, b.bucket.putCalls(), "the second write was sent and refused by S3")
 }
 
 // Same hash is not enough when the object was not written for this key.
@@ -376,7 +377,7 @@ func TestExistingForeignObjectIsErrExists(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	key := mustKey(t, "job-42", 1, "a", "json")
-	b.fake.rawPut(key.String(), []byte("same"), map[string]string{
+	b.bucket.rawPut(t, key.String(), []byte("same"), map[string]string{
 		"job-id": "job-42", "generation": "1", "attempt-id": "other", "sha256": checksum.SHA256Hex([]byte("same")),
 	})
 	_, err := b.store.Put(context.Background(), key, strings.NewReader("same"))
@@ -389,23 +390,23 @@ func TestExistingForeignObjectIsErrExists(t *testing.T) {
 func TestPreconditionByStatusOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.fake.failNextPuts(statusError{412})
+	b.bucket.FailNextPuts(statusError{412})
 	_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "json"), strings.NewReader("x"))
 	require.ErrorIs(t, err, candidate.ErrExists)
 	require.ErrorIs(t, err, candidate.ErrNotFound)
-	require.Equal(t, 1, b.fake.putCalls())
+	require.Equal(t, 1, b.bucket.putCalls())
 }
 
 func TestOtherErrorsAreNotRetried(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// A 409 with another code is not a conditional-write conflict.
-	b.fake.failNextPuts(apiError("OperationAborted"))
+	b.bucket.FailNextPuts(apiError("OperationAborted"))
 	_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "json"), strings.NewReader("x"))
 	require.ErrorContains(t, err, "OperationAborted")
 	require.ErrorContains(t, err, "candidate: put candidates/job-42/g0000000001/a.json")
 	require.NotErrorIs(t, err, candidate.ErrExists)
-	require.Equal(t, 1, b.fake.putCalls())
+	require.Equal(t, 1, b.bucket.putCalls())
 }
 
 // Memory use does not grow with the size of a candidate: writing and
@@ -413,7 +414,7 @@ func TestOtherErrorsAreNotRetried(t *testing.T) {
 // no other test's allocations are counted.
 func TestMemoryDoesNotGrowWithSize(t *testing.T) {
 	b := setup(t)
-	b.fake.discard = true
+	b.bucket.discardBodies()
 	const size = 64 << 20
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB, reused
 	key := mustKey(t, "job-42", 1, "big", "bin")
@@ -436,30 +437,35 @@ func TestMemoryDoesNotGrowWithSize(t *testing.T) {
 	t.Logf("allocated %d KiB to store %d MiB", allocated>>10, size>>20)
 	require.Less(t, allocated, uint64(4<<20), "memory grew with the object")
 	require.Equal(t, int64(size), res.Size)
-	require.Equal(t, res.SHA256, b.fake.object(t, key.String()).sha256)
+	sent := b.bucket.receivedAt(t, key.String())
+	require.Equal(t, res.SHA256, sent.sha256)
+	require.Equal(t, int64(size), sent.size)
+	require.Equal(t, int64(size), sent.contentLength)
+	raw, err := hex.DecodeString(res.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, base64.StdEncoding.EncodeToString(raw), sent.checksum)
 	requireNoSpools(t, b.spoolDir)
 }
 
 func TestNewPanicsOnProgrammingErrors(t *testing.T) {
 	t.Parallel()
-	fake := newFakeS3()
+	mem := candidatetest.NewMemoryS3([]string{testBucket})
 	require.PanicsWithValue(t, "candidate: New with a nil S3 client", func() { candidate.New(nil, "b") })
-	require.PanicsWithValue(t, "candidate: New with an empty bucket name", func() { candidate.New(fake, "") })
+	require.PanicsWithValue(t, "candidate: New with an empty bucket name", func() { candidate.New(mem, "") })
 	for _, opt := range []candidate.Option{
 		candidate.WithMaxSize(0),
 		candidate.WithMaxSize(candidate.MaxSize + 1),
 		candidate.WithConflictRetry(0, time.Millisecond),
 		candidate.WithConflictRetry(3, -time.Millisecond),
 	} {
-		require.Panics(t, func() { candidate.New(fake, "b", opt) })
+		require.Panics(t, func() { candidate.New(mem, "b", opt) })
 	}
-	require.NotPanics(t, func() { candidate.New(fake, "b", candidate.WithMaxSize(candidate.MaxSize)) })
+	require.NotPanics(t, func() { candidate.New(mem, "b", candidate.WithMaxSize(candidate.MaxSize)) })
 }
 
 func TestCreateFailsWhenSpoolDirIsMissing(t *testing.T) {
 	t.Parallel()
-	fake := newFakeS3()
-	s := candidate.New(fake, fake.bucket, candidate.WithSpoolDir(t.TempDir()+"/missing"))
+	s := candidate.New(candidatetest.NewMemoryS3([]string{testBucket}), testBucket, candidate.WithSpoolDir(t.TempDir()+"/missing"))
 	_, err := s.Create(context.Background(), mustKey(t, "job-42", 1, "a", "json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, "spool")

@@ -3,6 +3,9 @@
 // and the quarantine's body store) calls, with the S3 semantics they rely
 // on. pkg/candidate runs its store tests against it as well as against the
 // emulator (a conformance run), so what passes on MemoryS3 passes on S3.
+//
+// FaultyS3 wraps a MemoryS3 with what tests need that S3 does not offer:
+// counting requests, failing chosen ones and holding a put.
 package candidatetest
 
 import (
