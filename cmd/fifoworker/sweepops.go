@@ -48,13 +48,8 @@ the function's settings (defaults: the function's; pass what the deployment sets
 
 Exit status: 0 done, 1 failed (a missing table or bucket, a request that
 failed: the report counts them), 2 a usage error.
-`, sweeper.DefaultGrace, sweeper.DefaultStuckAfter, sweeper.DefaultRepairAfter, sweeper.DefaultRecheckAfter, defaultRepairBudget,
+`, sweeper.DefaultGrace, sweeper.DefaultStuckAfter, sweeper.DefaultRepairAfter, sweeper.DefaultRecheckAfter, lambdawire.DefaultRepairBudget,
 	sweeper.DefaultMaxItems, jobs.DefaultMaxGenerations)
-
-// defaultRepairBudget is lambdawire.Sweeper's default SWEEP_REPAIR_BUDGET,
-// for the help only: an unset --repair-budget leaves the setting unset, so
-// the function's own default applies.
-const defaultRepairBudget = 45 * time.Second
 
 // sweepTarget is what a sweep runs on: the settings lambdawire.Sweeper
 // reads, and where each came from (for the error that says one is wrong).

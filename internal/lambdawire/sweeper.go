@@ -33,12 +33,13 @@ const (
 	maxRepairAfter  = 7 * 24 * time.Hour
 	minRecheckAfter = 10 * time.Minute
 	maxRecheckAfter = 30 * 24 * time.Hour
-	// The repair's time per run beyond its first listings: it shares the
-	// function's timeout (template.yaml: 120s) with the nudges and the
-	// candidates.
-	defaultRepairBudget = 45 * time.Second
-	maxRepairBudget     = 15 * time.Minute
+	maxRepairBudget = 15 * time.Minute
 )
+
+// DefaultRepairBudget is SWEEP_REPAIR_BUDGET's default: the repair's time
+// per run beyond its first listings. It shares the function's timeout
+// (template.yaml: 120s) with the nudges and the candidates.
+const DefaultRepairBudget = 45 * time.Second
 
 // Sweeper deletes orphan candidates, nudges stuck jobs and repairs the
 // projections of final jobs whose last event was lost (pkg/sweeper), once
@@ -73,7 +74,7 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	if recheckAfter != 0 && recheckAfter <= repairAfter {
 		env.Problem("SWEEP_RECHECK_AFTER", fmt.Errorf("%v is not beyond SWEEP_REPAIR_AFTER %v", recheckAfter, repairAfter))
 	}
-	repairBudget := env.Duration("SWEEP_REPAIR_BUDGET", defaultRepairBudget, 0, maxRepairBudget)
+	repairBudget := env.Duration("SWEEP_REPAIR_BUDGET", DefaultRepairBudget, 0, maxRepairBudget)
 	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
 	function := env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
 	db := DynamoDB(cfg)

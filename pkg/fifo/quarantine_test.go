@@ -629,9 +629,6 @@ func TestQuarantineCopyThatFailsAgainHoldsTheGroupAgain(t *testing.T) {
 	})
 }
 
-// A transient failure, or a panic, is what it is without the quarantine:
-// the message and the rest of its lane are reported, the lane's later
-// messages do not run, and the quarantine hears nothing of it. That holds
 // Only the copy of the group's oldest parked message runs (Hold.Next). A
 // copy of the epoch that stands for a later message came before the copy
 // of an older one, which was lost (dead-lettered when the quarantine could
@@ -703,6 +700,9 @@ func TestQuarantineCopyOutOfOrderHoldsTheGroupAgain(t *testing.T) {
 	})
 }
 
+// A transient failure, or a panic, is what it is without the quarantine:
+// the message and the rest of its lane are reported, the lane's later
+// messages do not run, and the quarantine hears nothing of it. That holds
 // for a redriven copy too: it is received again.
 func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 	t.Parallel()

@@ -51,8 +51,14 @@
 // can guess an epoch, but never sees the nonce, so it cannot forge a copy
 // that runs in a parked message's place; a message that claims to be a
 // copy and matches nothing is an ordinary message. The processor runs a
-// copy only while the group is draining under the copy's epoch, and parks
-// every other message of the group after the parked ones. A copy that ran
+// copy only while the group is draining under the copy's epoch, and only
+// the copy of the oldest message still parked, which the hold names
+// (HoldRecord.Next); it parks every other message of the group after the
+// parked ones. A copy of the epoch that stands for a later message means
+// the older one's copy was lost, dead-lettered by SQS while this store
+// could not take it back: it holds the group again instead of passing
+// that message, and the next redrive sends them all, oldest first. Done
+// itself is conditional on Next. A copy that ran
 // marks its parked message done (Done, which also releases the hold with
 // the last one); a redrive begun while the copy ran does not stop that
 // (Done lands under a later epoch too), so the later epoch's copy of the
@@ -88,6 +94,7 @@
 //
 //	item       sort key (sk)           attributes
 //	hold       "hold"                  queue, group, state, epoch, parked, cause, from, through,
+//	                                   next (the oldest sequence key still parked),
 //	                                   held_at and updated_at (Unix ms), version;
 //	                                   held_queue while not released; expires_at once released
 //	message    "m#" + sequence key     queue, group, status, message_id, body or body_key, body_md5,
@@ -116,7 +123,11 @@
 // record the refusal returns is taken; and it is tried again. Done and
 // Discard are one transaction of the message (on the condition that it is
 // parked) and the hold (on the version read, decremented or released as
-// the count read says); BeginRedrive is one conditional PutItem. A write
+// the count read says, its next moved on), after a strongly consistent
+// Query of one message at a time for the oldest message parked after the
+// one unparked, when that one was next and not the last; BeginRedrive is
+// one conditional PutItem (after such Queries from the hold's From when a
+// record written before holds kept their next names none). A write
 // whose answer was lost and that the SDK sent again is recognised, by the
 // record it finds, as its own (DynamoDB's client request token covers a
 // transaction's retry within ten minutes; the store checks beyond that).

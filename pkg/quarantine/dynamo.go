@@ -565,10 +565,10 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 }
 
 // nextParkedPage is how many messages one Query of nextParked reads: the
-// message after the oldest is almost always parked too (the messages done
-// come before it), and a small page keeps a large body from being read for
-// nothing.
-const nextParkedPage = 2
+// message after the one done is almost always parked (the messages done
+// come before it), and DynamoDB charges a Query for the whole items it
+// reads, projection or not, so a page of one reads no body for nothing.
+const nextParkedPage = 1
 
 // nextParked returns the sequence key of the oldest message still parked
 // in partition pk after seq (from seq, when inclusive), or "" when there is

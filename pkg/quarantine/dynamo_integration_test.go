@@ -201,11 +201,16 @@ func TestDynamoRedriveNamesTheOldestParkedOfAHoldWithoutNext(t *testing.T) {
 	old, err := store.Hold(ctx, queue, "g")
 	require.NoError(t, err)
 	require.Empty(t, old.Next)
+	// A later message parked meanwhile is not named next over the older
+	// ones.
+	old, err = store.Park(ctx, queue, "g", []quarantine.Parked{{Sequence: seqKey(t, "8")}}, false, "", t0)
+	require.NoError(t, err)
+	require.Empty(t, old.Next)
 
 	b.counter.Take()
 	h, err := store.BeginRedrive(ctx, queue, "g", t0.Add(time.Minute))
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{"GetItem": 1, "Query": 2, "PutItem": 1}, b.counter.Take(), "the hold, two pages of two keys, the write")
+	require.Equal(t, map[string]int{"GetItem": 1, "Query": 3, "PutItem": 1}, b.counter.Take(), "the hold, pages of one message (3, 4 discarded, then 5), the write")
 	require.Equal(t, seqKey(t, "5"), h.Next)
 	require.Equal(t, quarantine.StateDraining, h.State)
 	got, err := store.Hold(ctx, queue, "g")

@@ -131,7 +131,7 @@ func disposition(m *events.SQSMessage, copies map[string]ItemKey, items map[Item
 		if ok && p.Nonce != "" && p.Nonce == c.Nonce && p.BodyMD5 == bodyMD5(m.Body) {
 			switch p.Status {
 			case StatusParked:
-				return fifo.Disposition{Copy: true, Epoch: c.Epoch, Key: c.Sequence}, true
+				return fifo.Disposition{Copy: true, Epoch: c.Epoch, Key: SeqNumber(c.Sequence)}, true
 			case StatusDone:
 				return fifo.Disposition{Drop: true, Reason: "a copy of a parked message already processed"}, true
 			case StatusDiscarded:
@@ -188,12 +188,22 @@ func (q *Quarantine) Done(ctx context.Context, group string, msg *events.SQSMess
 	return fifoHold(h), nil
 }
 
+// seqNumber is SeqNumber, and "" for "" (a hold that names no next). The
+// processor sees sequence numbers as SQS writes them, in the keys it
+// compares and in the causes an operator reads.
+func seqNumber(key string) string {
+	if key == "" {
+		return ""
+	}
+	return SeqNumber(key)
+}
+
 func fifoHold(h HoldRecord) fifo.Hold {
 	switch h.State {
 	case StateHeld:
-		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch, Next: h.Next}
+		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch, Next: seqNumber(h.Next)}
 	case StateDraining:
-		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch, Next: h.Next}
+		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch, Next: seqNumber(h.Next)}
 	}
 	return fifo.Hold{}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,8 +95,8 @@ func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 
 	view, err := q.Check(t.Context(), []*events.SQSMessage{&genuine, &forgedNoNonce, &forgedBody, &malformed})
 	require.NoError(t, err)
-	require.Equal(t, fifo.Hold{State: fifo.Draining, Epoch: 1, Next: keyOf(t, 1001)}, view.Holds["g"], "g-1 is the oldest parked")
-	require.Equal(t, fifo.Disposition{Copy: true, Epoch: 1, Key: keyOf(t, 1002)}, view.Messages["copy-2"], "the genuine copy, of g-2")
+	require.Equal(t, fifo.Hold{State: fifo.Draining, Epoch: 1, Next: "1001"}, view.Holds["g"], "g-1 is the oldest parked")
+	require.Equal(t, fifo.Disposition{Copy: true, Epoch: 1, Key: "1002"}, view.Messages["copy-2"], "the genuine copy, of g-2")
 	for _, id := range []string{forgedNoNonce.MessageId, "forged-body", malformed.MessageId} {
 		_, known := view.Messages[id]
 		require.False(t, known, "%s is an ordinary message", id)
@@ -129,6 +130,12 @@ func keyOf(t *testing.T, n int) string {
 func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) {
 	t.Parallel()
 	store, q, out := holdTwo(t)
+	// The store refuses g-2's Done while g-1 is parked, on its own: the
+	// processor is not the only guard.
+	_, err := store.Done(t.Context(), "unit.fifo", "g", keyOf(t, 1002), 1, time.Now())
+	require.ErrorIs(t, err, quarantine.ErrConflict)
+	require.ErrorContains(t, err, "message 1002 is not the oldest parked, 1001 is")
+
 	var ran []string
 	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
 		ran = append(ran, m.Body)
@@ -145,11 +152,7 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 	require.Equal(t, int64(3), h.Parked, "g-1, g-2 and g-7 parked")
 	require.Equal(t, keyOf(t, 1001), h.Next)
 	require.Contains(t, h.Cause, "a redriven copy arrived while an older message of its group is still parked")
-
-	// The store refuses g-2's Done too: the processor is not the only
-	// guard.
-	_, err = store.Done(t.Context(), "unit.fifo", "g", keyOf(t, 1002), 1, h.UpdatedAt)
-	require.ErrorIs(t, err, quarantine.ErrConflict)
+	require.Contains(t, h.Cause, "the copy of 1002 came while 1001 is parked")
 
 	// The lost copy turns up late (an operator moved it back from the
 	// dead-letter queue): its epoch is over, it is dropped.

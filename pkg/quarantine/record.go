@@ -125,8 +125,8 @@ var (
 	// operation needs one.
 	ErrNoHold = errors.New("quarantine: the group is not held")
 	// ErrConflict: the hold or the parked message is not in the state the
-	// operation requires (another epoch, not draining, not parked); nothing
-	// was written.
+	// operation requires (another epoch, not draining, not the oldest
+	// message parked); nothing was written.
 	ErrConflict = errors.New("quarantine: the hold changed")
 	// ErrNotParked: no parked message has that sequence number.
 	ErrNotParked = errors.New("quarantine: no such parked message")

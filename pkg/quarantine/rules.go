@@ -56,9 +56,14 @@ func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold
 	if h.Cause == "" {
 		h.Cause = cause
 	}
+	// Next is lowered only when it is known: a hold with messages parked
+	// but no next (written before holds kept one, or by such a version
+	// during a rolling deploy) keeps none, so that the next redrive reads
+	// its oldest parked message instead of naming a later one.
+	known := h.Next != "" || h.Parked == 0
 	h.Parked += int64(len(fresh))
 	for _, p := range fresh {
-		if h.Next == "" || p.Sequence < h.Next {
+		if known && (h.Next == "" || p.Sequence < h.Next) {
 			h.Next = p.Sequence
 		}
 		if h.From == "" || p.Sequence < h.From {

@@ -18,16 +18,18 @@ type Store interface {
 	// none).
 	Read(ctx context.Context, queue string, groups []string, keys []ItemKey) (map[string]HoldRecord, map[ItemKey]Parked, error)
 
-	// Park writes the messages of items not parked yet (all of one group, in
-	// sequence order) and counts them in the group's hold, in one atomic
-	// write; Next becomes the oldest of them if it is older than Next. With hold set, the hold becomes held with cause, whatever its
-	// state (a new hold on a released record starts a new range); without
-	// it, a missing or released hold is created held, and a held or
-	// draining one keeps its state. A park with no new message never
-	// creates a hold: on a missing or released one it writes nothing and
-	// returns it as it is. A message written gets queue, group,
-	// StatusParked, and now as ParkedAt and UpdatedAt, whatever items say.
-	// It returns the hold afterwards.
+	// Park writes the messages of items not parked yet (all of one group,
+	// in sequence order) and counts them in the group's hold, in one
+	// atomic write; Next becomes the oldest of them if it is older than
+	// Next (and Next is known: a hold with messages parked and no Next
+	// keeps none until BeginRedrive reads it). With hold set, the hold
+	// becomes held with cause, whatever its state (a new hold on a
+	// released record starts a new range); without it, a missing or
+	// released hold is created held, and a held or draining one keeps its
+	// state. A park with no new message never creates a hold: on a missing
+	// or released one it writes nothing and returns it as it is. A message
+	// written gets queue, group, StatusParked, and now as ParkedAt and
+	// UpdatedAt, whatever items say. It returns the hold afterwards.
 	Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error)
 
 	// Done marks the parked message seq done and uncounts it, releasing
@@ -46,15 +48,17 @@ type Store interface {
 
 	// Discard marks the parked message seq discarded and uncounts it,
 	// releasing the hold when it was the last, whether the hold is held or
-	// draining (under any epoch), and moves Next on when seq was Next. It writes nothing and returns ErrNoHold
-	// when the group has no hold or a released one, ErrNotParked when seq
-	// is not parked.
+	// draining (under any epoch), and moves Next on when seq was Next. It
+	// writes nothing and returns ErrNoHold when the group has no hold or a
+	// released one, ErrNotParked when seq is not parked.
 	Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error)
 
 	// BeginRedrive raises a held or draining hold's epoch and makes it
 	// draining, or released at once when nothing is parked, and returns
-	// it. It writes nothing and returns ErrNoHold when the group has no
-	// hold or a released one.
+	// it. A hold with messages parked that names no Next (a record written
+	// before holds kept one) gets the oldest of them as Next. It writes
+	// nothing and returns ErrNoHold when the group has no hold or a
+	// released one.
 	BeginRedrive(ctx context.Context, queue, group string, now time.Time) (HoldRecord, error)
 
 	// Hold returns the group's hold, released ones included (ErrNoHold when

@@ -1,0 +1,233 @@
+//go:build integration
+
+package quarantine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+)
+
+// iamActions records the IAM actions a DynamoDB client's requests need,
+// each with the resource it names ("table", or "index/NAME"). A
+// TransactWriteItems needs the action of each of its items: IAM has no
+// action of its own for it.
+type iamActions struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (r *iamActions) option(t *testing.T) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RecordIAMActions",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				r.mu.Lock()
+				for _, a := range actionsOf(in.Parameters) {
+					r.seen[a] = true
+				}
+				r.mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+}
+
+func (r *iamActions) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Sorted(maps.Keys(r.seen))
+	r.seen = map[string]bool{}
+	return out
+}
+
+func actionsOf(params any) []string {
+	table := func(op string) []string { return []string{"dynamodb:" + op + " table"} }
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		return table("GetItem")
+	case *dynamodb.BatchGetItemInput:
+		return table("BatchGetItem")
+	case *dynamodb.PutItemInput:
+		return table("PutItem")
+	case *dynamodb.UpdateItemInput:
+		return table("UpdateItem")
+	case *dynamodb.QueryInput:
+		if in.IndexName != nil {
+			return []string{"dynamodb:Query index/" + aws.ToString(in.IndexName)}
+		}
+		return table("Query")
+	case *dynamodb.TransactWriteItemsInput:
+		var out []string
+		for _, it := range in.TransactItems {
+			switch {
+			case it.Put != nil:
+				out = append(out, table("PutItem")...)
+			case it.Update != nil:
+				out = append(out, table("UpdateItem")...)
+			case it.Delete != nil:
+				out = append(out, table("DeleteItem")...)
+			case it.ConditionCheck != nil:
+				out = append(out, table("ConditionCheckItem")...)
+			}
+		}
+		return out
+	}
+	return []string{fmt.Sprintf("an operation this test does not know: %T", params)}
+}
+
+// roleQuarantineActions returns the actions fn's role allows on the
+// quarantine table and its indexes, in iamActions's form.
+func roleQuarantineActions(t *testing.T, tpl *samtemplate.Template, fn string) []string {
+	t.Helper()
+	ga, _ := tpl.Resources[fn].Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+	require.Len(t, ga, 2, "%s: a role of its own", fn)
+	role, _ := ga[0].(string)
+	out := map[string]bool{}
+	policies, _ := tpl.Resources[role].Properties["Policies"].([]any)
+	for _, p := range policies {
+		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
+		statements, _ := doc["Statement"].([]any)
+		for _, st := range statements {
+			s, _ := st.(map[string]any)
+			for _, r := range list(s["Resource"]) {
+				res := quarantineResource(r)
+				if res == "" {
+					continue
+				}
+				for _, a := range list(s["Action"]) {
+					out[fmt.Sprint(a)+" "+res] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(out))
+}
+
+func list(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// quarantineResource is "table" for the quarantine table's ARN, "index/X"
+// for one of its indexes, "" for anything else.
+func quarantineResource(r any) string {
+	m, _ := r.(map[string]any)
+	if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) == 2 && ga[0] == "QuarantineTable" && ga[1] == "Arn" {
+		return "table"
+	}
+	if sub, ok := m["Fn::Sub"].(string); ok {
+		if idx, ok := strings.CutPrefix(sub, "${QuarantineTable.Arn}/"); ok {
+			return idx
+		}
+	}
+	return ""
+}
+
+// TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls runs every call
+// the worker's and the projector's quarantine make (the batch's check, a
+// park that holds, a park while held, the redriven copies' dones, the
+// first of which reads the message parked next, the last releasing, and a
+// re-hold) and the sweeper's held-groups gauge, on DynamoDB Local, and
+// holds template.yaml's roles to exactly the IAM actions those requests
+// need on the quarantine table: the emulators enforce no IAM, so a
+// missing action would first show on AWS, as AccessDenied on a redrive.
+func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	rec := &iamActions{seen: map[string]bool{}}
+	procDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, rec.option(t))
+		o.DisableValidateResponseChecksum = true
+	})
+	store := quarantine.NewDynamoStore(procDB, b.table)
+	q := quarantine.New(store, unitARN)
+	failing := map[string]bool{"one": true, "again": true}
+	var mu sync.Mutex
+	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing[m.Body] {
+			return fifo.Permanent(errors.New("not yet"))
+		}
+		return nil
+	}, fifo.WithQuarantine(q, 3))
+	process := func(msgs ...events.SQSMessage) {
+		t.Helper()
+		resp, err := p.Process(t.Context(), events.SQSEvent{Records: msgs})
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+	}
+	process(unitMsg("g", 1, "one"), unitMsg("g", 2, "two")) // held, both parked
+	process(unitMsg("g", 3, "three"))                       // parked while held
+
+	// The sweeper's gauge, on a client of its own, while the group is held.
+	gaugeRec := &iamActions{seen: map[string]bool{}}
+	gaugeDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, gaugeRec.option(t))
+		o.DisableValidateResponseChecksum = true
+	})
+	held, err := quarantine.NewDynamoStore(gaugeDB, b.table).Holds(t.Context(), "unit.fifo")
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+	gauge := gaugeRec.take()
+
+	out := &sent{}
+	op := &quarantine.Operator{Store: quarantine.NewDynamoStore(b.client, b.table), Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	redrive := func() []events.SQSMessage {
+		t.Helper()
+		from := len(out.ins)
+		_, err := op.Redrive(t.Context(), "g", false)
+		require.NoError(t, err)
+		var copies []events.SQSMessage
+		for i, in := range out.ins[from:] {
+			copies = append(copies, asCopy(in, fmt.Sprintf("copy-%d-%d", from, i), 5000+from+i))
+		}
+		return copies
+	}
+	copies := redrive()
+	require.Len(t, copies, 3)
+	mu.Lock()
+	failing["one"] = false
+	failing["two"] = true // the second copy fails again: a re-hold
+	mu.Unlock()
+	process(copies...)
+	mu.Lock()
+	failing["two"] = false
+	mu.Unlock()
+	process(redrive()...) // the rest run; the last releases the hold
+	h, err := op.Store.Hold(t.Context(), "unit.fifo", "g")
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateReleased, h.State)
+	processor := rec.take()
+	require.Equal(t, []string{
+		"dynamodb:BatchGetItem table", // the batch's holds; a park's read
+		"dynamodb:GetItem table",      // a done's read of the hold
+		"dynamodb:PutItem table",      // parked messages, holds
+		"dynamodb:Query table",        // a done's read of the message parked next
+		"dynamodb:UpdateItem table",   // a message done
+	}, processor, "what this test exercised")
+
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	for _, fn := range []string{"WorkerFunction", "ProjectorFunction"} {
+		require.Equal(t, processor, roleQuarantineActions(t, tpl, fn), "%s's role on the quarantine table", fn)
+	}
+	require.Equal(t, gauge, roleQuarantineActions(t, tpl, "SweeperFunction"), "the sweeper's role on the quarantine table")
+}
