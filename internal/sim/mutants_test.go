@@ -24,9 +24,10 @@ type mutant struct {
 	fn   string // the function the change is confined to
 	old  string // what the change replaces, once in fn
 	new  string
-	// within is how many seeds (1, 2, ...) the simulation may take to
-	// catch it.
+	// within is how many seeds (first, first+1, ...) the simulation may
+	// take to catch it; first is 1 unless set.
 	within int
+	first  uint64
 }
 
 var mutants = []mutant{
@@ -83,10 +84,24 @@ var mutants = []mutant{
 		new:    "\tcase false && j.Status.Final() && j.Result.Key == e.Key.String():",
 		within: 10,
 	},
+	{
+		// A redriven copy runs though an older message of its group is
+		// still parked (its copy was dead-lettered during an outage of the
+		// quarantine's store). Rare: the soak met it first at seed 122790,
+		// which is where this mutant is run. pkg/quarantine's own
+		// simulation, whose store outages refuse writes only, catches it
+		// from seed 1 onwards.
+		name: "fifo-copy-passes-an-older-parked-message", file: "pkg/fifo/quarantine.go", fn: "runQuarantinedLane",
+		old:    "runnable := current && hold.Next == d.Key",
+		new:    "runnable := current",
+		first:  122790,
+		within: 1,
+	},
 }
 
-// TestMutantsAreCaught runs the simulation, seed 1 onwards, on each mutant
-// and requires it to fail within the mutant's number of seeds. Each mutant
+// TestMutantsAreCaught runs the simulation, seed 1 (or the mutant's first)
+// onwards, on each mutant and requires it to fail within the mutant's
+// number of seeds. Each mutant
 // is a go test of its own (with -overlay), so this takes a while: -short
 // skips it.
 func TestMutantsAreCaught(t *testing.T) {
@@ -122,8 +137,9 @@ func TestMutantsAreCaught(t *testing.T) {
 			if err := os.WriteFile(overlay, spec, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			first := max(m.first, 1)
 			cmd := exec.Command(goBin, "test", "-overlay", overlay, "-count=1", "-run", "^TestSimulation$", "./internal/sim",
-				"-args", "-seeds", strconv.Itoa(m.within))
+				"-args", "-first", strconv.FormatUint(first, 10), "-seeds", strconv.Itoa(m.within))
 			cmd.Dir = root
 			out, err := cmd.CombinedOutput()
 			seeds, caught := caughtAfter(string(out))

@@ -61,7 +61,8 @@ func TestSimulation(t *testing.T) {
 			"redrives": total.Redrives, "released holds": total.Released, "poison messages": total.Poisons,
 			"recoveries": total.Recoveries, "repairs": total.Repairs, "orphans deleted": total.OrphansDeleted,
 			"intent conflicts": total.IntakeConflicts, "intent retries": total.IntakeRetries,
-			"dead-lettered": total.DeadLettered, "hostile messages discarded": total.Discarded, "outages": total.Outages,
+			"dead-lettered": total.DeadLettered, "dead-lettered redriven copies": total.DeadLetteredCopies,
+			"hostile messages discarded": total.Discarded, "outages": total.Outages,
 			"claims refused on a live lease": total.LeaseHeld,
 		} {
 			if n == 0 {
