@@ -47,7 +47,9 @@ func requireEndpoint(t testing.TB, service string) {
 // Config loads the SDK configuration from the environment. Its HTTP
 // transport belongs to the test and its idle connections are closed when the
 // test ends, so goleak sees no keep-alive goroutines (but still sees a
-// response body left open).
+// response body left open). Its client guards request bodies (see
+// GuardRequestBodies), so that no answer is lost to a connection the
+// transport closes under it.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background())
@@ -64,7 +66,7 @@ func Config(t testing.TB) aws.Config {
 		transport = bc.GetTransport()
 	}
 	t.Cleanup(transport.CloseIdleConnections)
-	cfg.HTTPClient = &http.Client{Transport: transport}
+	cfg.HTTPClient = GuardRequestBodies(&http.Client{Transport: transport})
 	return cfg
 }
 
