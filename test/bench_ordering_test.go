@@ -21,7 +21,6 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/demo"
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -52,25 +51,18 @@ func benchOrdering(b *testing.B, groups int) {
 	// minutes, so that the drain goes on; such batches are counted.
 	d := benchDeploy(b, func(tpl *samtemplate.Template) { demo.SetWorkerTimeout(tpl, 10) })
 	ctx := b.Context()
-	// Each client guards its request bodies: unguarded, the SDK's early
-	// close of a request body can make the transport close a connection
-	// under an answer being read, and a receive's lost answer leaves its
-	// messages in flight for the visibility timeout (see
-	// testenv.GuardRequestBodies).
-	base := d.state.SQSClient()
-	client := sqs.New(base.Options(), func(o *sqs.Options) { o.HTTPClient = testenv.GuardRequestBodies(o.HTTPClient) }) // the producer's
+	// The stack's clients guard their request bodies
+	// (sdkhttp.GuardRequestBodies): unguarded, the SDK's early close of a
+	// request body can make the transport close a connection under an
+	// answer being read, and a receive's lost answer leaves its messages
+	// in flight for the visibility timeout.
+	client := d.state.SQSClient() // the producer's
 	// The mapping's and the quarantine's clients, whose requests are
 	// counted and timed: receives, deletes, and the holds' reads.
 	requests := &requestTimes{}
-	mappingSQS := sqs.New(base.Options(), func(o *sqs.Options) {
-		o.HTTPClient = testenv.GuardRequestBodies(o.HTTPClient)
-		o.APIOptions = append(o.APIOptions, requests.option())
-	})
+	mappingSQS := sqs.New(d.state.SQSClient().Options(), func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, requests.option()) })
 	holdsDDB := d.state.DynamoDBClient()
-	holdsDDB = dynamodb.New(holdsDDB.Options(), func(o *dynamodb.Options) {
-		o.HTTPClient = testenv.GuardRequestBodies(o.HTTPClient)
-		o.APIOptions = append(o.APIOptions, requests.option())
-	})
+	holdsDDB = dynamodb.New(holdsDDB.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, requests.option()) })
 
 	// Message i is the (i / groups)-th of group i % groups.
 	send := func(queue, prefix string, n int) {

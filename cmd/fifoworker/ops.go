@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
@@ -46,7 +47,9 @@ type opsEnv struct {
 
 func defaultOpsEnv() opsEnv {
 	return opsEnv{getenv: os.Getenv, stdin: os.Stdin, now: time.Now, open: awsOpener{load: func(ctx context.Context) (aws.Config, error) {
-		return config.LoadDefaultConfig(ctx)
+		cfg, err := config.LoadDefaultConfig(ctx)
+		cfg.HTTPClient = sdkhttp.GuardRequestBodies(cfg.HTTPClient) // see package sdkhttp
+		return cfg, err
 	}}}
 }
 

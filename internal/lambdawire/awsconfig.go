@@ -8,8 +8,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
 // AWSConfig reads the SDK configuration a function runs with from its
@@ -45,6 +48,9 @@ func (e *Env) AWSConfig() aws.Config {
 		Logger:        logging.NewStandardLogger(os.Stderr),
 		ConfigSources: []any{endpointSource{e.lookup}},
 		AppID:         e.first("AWS_SDK_UA_APP_ID"),
+		// The SDK's default client, its request bodies guarded: no answer
+		// is lost to a connection closed under it (sdkhttp).
+		HTTPClient: sdkhttp.GuardRequestBodies(awshttp.NewBuildableClient()),
 		// config.LoadDefaultConfig's defaults where nothing sets them.
 		DefaultsMode:                aws.DefaultsModeLegacy,
 		RequestMinCompressSizeBytes: 10240,

@@ -3,6 +3,7 @@ package lambdawire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,12 +12,15 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
 // onlyEnv leaves the process exactly the AWS_ variables of env (the test's
@@ -81,8 +85,14 @@ func TestAWSConfigIsTheSDKLoadersForTheFunctionsEnvironments(t *testing.T) {
 			got := e.AWSConfig()
 			require.NoError(t, e.Err())
 
+			// The functions' HTTP client is the one the SDK's clients make
+			// when the loader leaves it unset, its request bodies guarded
+			// (internal/sdkhttp).
+			require.Nil(t, want.HTTPClient)
+			require.Equal(t, "sdkhttp.guardedClient", fmt.Sprintf("%T", got.HTTPClient))
+			require.IsType(t, awshttp.NewBuildableClient(), sdkhttp.Unguarded(got.HTTPClient))
 			plain := func(c aws.Config) aws.Config {
-				c.Credentials, c.Logger, c.ConfigSources = nil, nil, nil
+				c.Credentials, c.Logger, c.ConfigSources, c.HTTPClient = nil, nil, nil, nil
 				// The SDK's loader gives empty lists of interceptors, not nil ones.
 				r := reflect.ValueOf(c.Interceptors)
 				for i := range r.NumField() {

@@ -6,16 +6,22 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
+// clientConfig is the SDK configuration of the stack's clients: each its
+// own transport, its request bodies guarded (sdkhttp.GuardRequestBodies).
 func clientConfig(region string) aws.Config {
 	return aws.Config{
 		Region:      region,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient:  sdkhttp.GuardRequestBodies(awshttp.NewBuildableClient()),
 	}
 }
 

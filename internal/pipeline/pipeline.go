@@ -30,6 +30,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
@@ -210,6 +211,7 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: AWS configuration: %w", err)
 	}
+	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (lambdawire.AWSConfig)
 	if p.cfg.APIOptions != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, p.cfg.APIOptions(fn)...)
 	}
@@ -276,6 +278,7 @@ func (p *Pipeline) buildMappings(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: AWS configuration: %w", err)
 	}
+	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (lambdawire.AWSConfig)
 	sqsClient := sqs.NewFromConfig(awsCfg)
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
 	for _, fn := range Functions {

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
 // endpointVars are the variables of which one must be set per service.
@@ -48,8 +50,8 @@ func requireEndpoint(t testing.TB, service string) {
 // transport belongs to the test and its idle connections are closed when the
 // test ends, so goleak sees no keep-alive goroutines (but still sees a
 // response body left open). Its client guards request bodies (see
-// GuardRequestBodies), so that no answer is lost to a connection the
-// transport closes under it.
+// sdkhttp.GuardRequestBodies), as the functions' clients do, so that no
+// answer is lost to a connection the transport closes under it.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background())
@@ -66,7 +68,7 @@ func Config(t testing.TB) aws.Config {
 		transport = bc.GetTransport()
 	}
 	t.Cleanup(transport.CloseIdleConnections)
-	cfg.HTTPClient = GuardRequestBodies(&http.Client{Transport: transport})
+	cfg.HTTPClient = sdkhttp.GuardRequestBodies(&http.Client{Transport: transport})
 	return cfg
 }
 

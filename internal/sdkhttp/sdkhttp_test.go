@@ -1,4 +1,4 @@
-package testenv_test
+package sdkhttp_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
 // The race GuardRequestBodies closes, made to happen every time: the
@@ -66,7 +66,7 @@ func TestGuardRequestBodiesKeepsTheConnectionOfAnAnswerBeingRead(t *testing.T) {
 			})
 			var client aws.HTTPClient = transport
 			if guarded {
-				client = testenv.GuardRequestBodies(client)
+				client = sdkhttp.GuardRequestBodies(client)
 			}
 			client = closeSignal{next: client, closed: func() { closeOnce.Do(func() { close(bodyClosed) }) }}
 			sqsClient := sqs.New(sqs.Options{
