@@ -53,6 +53,18 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 	return b
 }
 
+// setupStore is a DynamoStore on a table of the test's own, and a queue
+// name for the test (prefix and the end of the test's name).
+func setupStore(t *testing.T, prefix string) (*dynamoBundle, *quarantine.DynamoStore, string) {
+	t.Helper()
+	b := setupDynamo(t)
+	return b, quarantine.NewDynamoStore(b.client, b.table), queueFor(t, prefix)
+}
+
+func queueFor(t *testing.T, prefix string) string {
+	return prefix + "-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+}
+
 func TestDynamoStoreConformance(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
@@ -109,10 +121,8 @@ func attrN(t *testing.T, item map[string]ddbtypes.AttributeValue, name string) (
 // tombstones.
 func TestDynamoLayout(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
-	store := quarantine.NewDynamoStore(b.client, b.table)
+	b, store, queue := setupStore(t, "layout")
 	ctx := t.Context()
-	queue := "layout-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
 	pk := queue + "#g#1"
 	one, two := seqKey(t, "1"), seqKey(t, "2")
 
@@ -176,10 +186,8 @@ func TestDynamoLayout(t *testing.T) {
 // names its next is not read again.
 func TestDynamoRedriveNamesTheOldestParkedOfAHoldWithoutNext(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
-	store := quarantine.NewDynamoStore(b.client, b.table)
+	b, store, queue := setupStore(t, "upgrade")
 	ctx := t.Context()
-	queue := "upgrade-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
 	var parked []quarantine.Parked
 	for _, n := range []string{"3", "4", "5", "7"} {
 		parked = append(parked, quarantine.Parked{Sequence: seqKey(t, n)})
@@ -239,10 +247,8 @@ func mustInt(t *testing.T, s string) int64 {
 // TestDynamoRequestCounts measures what each operation costs in requests.
 func TestDynamoRequestCounts(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
-	store := quarantine.NewDynamoStore(b.client, b.table)
+	b, store, queue := setupStore(t, "counts")
 	ctx := t.Context()
-	queue := "counts-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
 	measure := func(op string, want map[string]int, call func() error) {
 		t.Helper()
 		b.counter.Take()
@@ -300,10 +306,8 @@ func TestDynamoRequestCounts(t *testing.T) {
 // success, as the memory store does.
 func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
-	store := quarantine.NewDynamoStore(b.client, b.table)
+	b, store, queue := setupStore(t, "lost")
 	ctx := t.Context()
-	queue := "lost-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
 	one, two := seqKey(t, "1"), seqKey(t, "2")
 
 	lost := func(op, api string, call func() (quarantine.HoldRecord, error)) quarantine.HoldRecord {
@@ -368,7 +372,7 @@ func TestDynamoRetriesOutsideTheTokenWindowAreRecognised(t *testing.T) {
 	api := &replayAPI{Client: b.client}
 	store := quarantine.NewDynamoStore(api, b.table)
 	ctx := t.Context()
-	queue := "replay-" + strings.ToLower(t.Name()[len(t.Name())-6:]) + ".fifo"
+	queue := queueFor(t, "replay")
 	one, two := seqKey(t, "1"), seqKey(t, "2")
 	replayed := func(op string, call func() (quarantine.HoldRecord, error)) quarantine.HoldRecord {
 		t.Helper()
