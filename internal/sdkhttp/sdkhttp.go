@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
 // GuardRequestBodies returns an SDK HTTP client that sends each request
@@ -31,7 +32,16 @@ import (
 // Nothing is lost for a body of known length, which net/http copies through
 // an io.LimitedReader (it never offers WriteTo) and drains; a body of
 // unknown length is copied through a buffer instead of by its WriteTo.
+//
+// A nil c (what config.LoadDefaultConfig leaves when nothing sets a
+// client) is the SDK's default client, as a service client would make it.
+// The service clients then see a client that is not the SDK's own, so
+// they no longer apply a DefaultsMode's connect and TLS timeouts to it:
+// only the legacy defaults mode (the SDK's default) is as before.
 func GuardRequestBodies(c aws.HTTPClient) aws.HTTPClient {
+	if c == nil {
+		c = awshttp.NewBuildableClient()
+	}
 	return guardedClient{next: c}
 }
 

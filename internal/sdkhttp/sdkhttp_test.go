@@ -138,3 +138,24 @@ type signalingBody struct {
 func (b signalingBody) Read(p []byte) (int, error)         { return b.body.Read(p) }
 func (b signalingBody) WriteTo(w io.Writer) (int64, error) { return b.body.WriteTo(w) }
 func (b signalingBody) Close() error                       { err := b.body.Close(); b.closed(); return err }
+
+// A nil client, which config.LoadDefaultConfig leaves unless something
+// sets one, is guarded as the SDK's default client, not as nil: the first
+// request must not panic.
+func TestGuardRequestBodiesOfNoClientIsTheSDKsDefault(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_, _ = w.Write([]byte(`{"QueueUrls":["http://127.0.0.1/q"]}`))
+	}))
+	defer srv.Close()
+	c := sdkhttp.GuardRequestBodies(nil)
+	require.IsType(t, awshttp.NewBuildableClient(), sdkhttp.Unguarded(c))
+	client := sqs.New(sqs.Options{
+		Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), HTTPClient: c,
+		Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""),
+	})
+	out, err := client.ListQueues(t.Context(), &sqs.ListQueuesInput{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://127.0.0.1/q"}, out.QueueUrls)
+}

@@ -123,9 +123,10 @@
 // record the refusal returns is taken; and it is tried again. Done and
 // Discard are one transaction of the message (on the condition that it is
 // parked) and the hold (on the version read, decremented or released as
-// the count read says, its next moved on), after a strongly consistent
-// Query of one message at a time for the oldest message parked after the
-// one unparked, when that one was next and not the last; BeginRedrive is
+// the count read says, its next moved on), after strongly consistent
+// Queries (a page of one message first, larger ones after it) for the
+// oldest message parked after the one unparked, when that one was next
+// and not the last; BeginRedrive is
 // one conditional PutItem (after such Queries from the hold's From when a
 // record written before holds kept their next names none). A write
 // whose answer was lost and that the SDK sent again is recognised, by the

@@ -564,16 +564,21 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 	}
 }
 
-// nextParkedPage is how many messages one Query of nextParked reads: the
-// message after the one done is almost always parked (the messages done
-// come before it), and DynamoDB charges a Query for the whole items it
-// reads, projection or not, so a page of one reads no body for nothing.
-const nextParkedPage = 1
+// nextParkedPage is how many messages the first Query of nextParked reads:
+// the message after the one done is almost always parked (the messages
+// done come before it), and DynamoDB charges a Query for the whole items
+// it reads, projection or not, so a page of one reads no body for nothing.
+// Each further page is ten times larger, up to maxParkedPage, so that many
+// messages discarded in a row cost few round trips.
+const (
+	nextParkedPage = 1
+	maxParkedPage  = 100
+)
 
 // nextParked returns the sequence key of the oldest message still parked
 // in partition pk after seq (from seq, when inclusive), or "" when there is
-// none: strongly consistent Queries of nextParkedPage messages, keys and
-// statuses only.
+// none: strongly consistent Queries of growing pages (nextParkedPage),
+// keys and statuses only.
 func (s *DynamoStore) nextParked(ctx context.Context, pk, seq string, inclusive bool) (string, error) {
 	cond := "#pk = :pk AND #sk > :after"
 	if inclusive {
@@ -605,6 +610,7 @@ func (s *DynamoStore) nextParked(ctx context.Context, pk, seq string, inclusive 
 			return "", nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
+		in.Limit = aws.Int32(min(*in.Limit*10, maxParkedPage))
 	}
 }
 
