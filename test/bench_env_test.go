@@ -51,25 +51,31 @@ type benchDeployment struct {
 // the stack's endpoint variables for the functions in process.
 func benchDeploy(b *testing.B, prepare func(*samtemplate.Template)) *benchDeployment {
 	b.Helper()
-	testenv.DynamoDB(b) // fails clearly without endpoints
-	testenv.SQS(b)
-	testenv.S3(b)
-	state := localstack.FromEnv()
+	state, tpl, deployed, stack := deployTemplate(b, "bench", prepare)
+	return &benchDeployment{state: state, tpl: tpl, deployed: deployed, stack: stack}
+}
+
+// deployTemplate sets the stack's endpoint variables for the test, and
+// deploys the template (prepare may change it first) under a stack name of
+// its own made from prefix, torn down when the test ends.
+func deployTemplate(tb testing.TB, prefix string, prepare func(*samtemplate.Template)) (*localstack.State, *samtemplate.Template, *localdeploy.Result, string) {
+	tb.Helper()
+	state := stackFromEnv(tb)
 	for _, kv := range state.Env() {
 		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v)
+		tb.Setenv(k, v)
 	}
 	tpl, err := samtemplate.Load("../template.yaml")
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	if prepare != nil {
 		prepare(tpl)
 	}
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(b, "bench")
+	stack := testenv.Name(tb, prefix)
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(b, err)
-	b.Cleanup(func() { require.NoError(b, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	return &benchDeployment{state: state, tpl: tpl, deployed: deployed, stack: stack}
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	return state, tpl, deployed, stack
 }
 
 // cpuMeter measures the CPU time of this process and of the stack's

@@ -27,7 +27,7 @@ import (
 
 // stackFromEnv is the stack the test run was given (make test's local run
 // sets these variables).
-func stackFromEnv(t *testing.T) *localstack.State {
+func stackFromEnv(t testing.TB) *localstack.State {
 	t.Helper()
 	testenv.DynamoDB(t) // fails clearly without endpoints
 	testenv.SQS(t)

@@ -3,23 +3,15 @@
 package test
 
 import (
-	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/projection"
@@ -30,26 +22,7 @@ import (
 // the lower bound (create, claim, accept) and S3 one put, when the task's
 // export fits one page. Not parallel: it sets the endpoint variables.
 func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
-	state := stackFromEnv(t)
-	for _, kv := range state.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	tpl, err := samtemplate.Load("../template.yaml")
-	require.NoError(t, err)
-	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "cost")
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-
-	ddb := state.DynamoDBClient()
-	for i := range 5 {
-		_, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(deployed.Resources["ArticlesTable"]), Item: map[string]ddbtypes.AttributeValue{
-			"tenant": &ddbtypes.AttributeValueMemberS{Value: "t-1"}, "article_id": &ddbtypes.AttributeValueMemberS{Value: strconv.Itoa(i)},
-		}})
-		require.NoError(t, err)
-	}
+	state, tpl, deployed, stack := deployWithArticles(t, "cost", nil)
 	counts := map[string]*testenv.Requests{}
 	for _, fn := range pipeline.Functions {
 		counts[fn] = &testenv.Requests{}
@@ -77,7 +50,7 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, resp.Body)
 
 	id := jobs.DeriveJobID("t-1", "export-intent-7")
-	views := projection.NewDynamoStore(ddb, projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]})
+	views := projection.NewDynamoStore(state.DynamoDBClient(), projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		v, err := views.View(t.Context(), id)

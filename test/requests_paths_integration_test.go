@@ -3,7 +3,6 @@
 package test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -67,26 +66,11 @@ type costStack struct {
 	settings map[string]map[string]string
 }
 
-// newCostStack deploys the template (prepare may change it first) under a
-// stack name of its own and seeds five articles for t-1: the export is one
-// page.
-func newCostStack(t *testing.T, prepare func(*samtemplate.Template)) *costStack {
+// deployWithArticles deploys the template as deployTemplate does and seeds
+// five articles for t-1: the export is one page.
+func deployWithArticles(t *testing.T, prefix string, prepare func(*samtemplate.Template)) (*localstack.State, *samtemplate.Template, *localdeploy.Result, string) {
 	t.Helper()
-	state := stackFromEnv(t)
-	for _, kv := range state.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	tpl, err := samtemplate.Load("../template.yaml")
-	require.NoError(t, err)
-	if prepare != nil {
-		prepare(tpl)
-	}
-	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "paths")
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	state, tpl, deployed, stack := deployTemplate(t, prefix, prepare)
 	ddb := state.DynamoDBClient()
 	for i := range 5 {
 		_, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(deployed.Resources["ArticlesTable"]), Item: map[string]ddbtypes.AttributeValue{
@@ -94,6 +78,16 @@ func newCostStack(t *testing.T, prepare func(*samtemplate.Template)) *costStack 
 		}})
 		require.NoError(t, err)
 	}
+	return state, tpl, deployed, stack
+}
+
+// newCostStack deploys the template (prepare may change it first) under a
+// stack name of its own and seeds five articles for t-1: the export is one
+// page.
+func newCostStack(t *testing.T, prepare func(*samtemplate.Template)) *costStack {
+	t.Helper()
+	state, tpl, deployed, stack := deployWithArticles(t, "paths", prepare)
+	ddb := state.DynamoDBClient()
 	c := &costStack{
 		t: t, state: state, tpl: tpl, deployed: deployed, stack: stack,
 		counts:  map[string]*testenv.Requests{"operator": {}},
