@@ -23,21 +23,16 @@ import (
 // go to.
 const testBucket = "candidates-test"
 
-// bucket is candidatetest.MemoryS3, the in-memory S3 that pkg/candidate's
-// conformance run holds to the emulator's behaviour, with what a test needs
-// that a real bucket does not offer: it counts requests by operation, can
-// fail chosen requests, records each listing, and can answer as S3 answers
-// a role without s3:ListBucket. Every other answer is MemoryS3's, and its
-// clock is the test's.
+// bucket is candidatetest.FaultyS3 on a MemoryS3, the in-memory S3 that
+// pkg/candidate's conformance run holds to the emulator's behaviour: it
+// counts requests by operation and can fail chosen ones (Fail). On top of
+// it, what these tests need that a real bucket does not offer: it records
+// each listing, and can answer as S3 answers a role without s3:ListBucket.
+// Every other answer is MemoryS3's, and its clock is the test's.
 type bucket struct {
-	*candidatetest.MemoryS3
+	*candidatetest.FaultyS3
 
-	mu    sync.Mutex
-	calls map[string]int
-	// fail, when set, is asked before each request reaches the bucket
-	// (with the key, or a listing's prefix); a non-nil answer is the
-	// request's error.
-	fail func(op, key string) error
+	mu sync.Mutex
 	// deniesMissing answers a GetObject of a missing key with 403
 	// AccessDenied, as S3 does to a caller without s3:ListBucket (an IAM
 	// answer, which MemoryS3 and the emulator, with no policies, never
@@ -58,49 +53,23 @@ var (
 )
 
 func newBucket(now func() time.Time) *bucket {
-	return &bucket{MemoryS3: candidatetest.NewMemoryS3([]string{testBucket}, candidatetest.WithClock(now)), calls: map[string]int{}}
+	return &bucket{FaultyS3: candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{testBucket}, candidatetest.WithClock(now)))}
 }
 
 func apiError(code string) error {
 	return &smithy.GenericAPIError{Code: code, Message: "injected by the test bucket"}
 }
 
-// pass counts the request, fails it as fail says, or else hands it to
-// call, MemoryS3's method for it.
-func pass[In, Out any](ctx context.Context, b *bucket, op string, key *string,
-	call func(context.Context, In, ...func(*s3.Options)) (Out, error), in In, optFns []func(*s3.Options),
-) (Out, error) {
-	b.mu.Lock()
-	b.calls[op]++
-	fail := b.fail
-	b.mu.Unlock()
-	if fail != nil {
-		if err := fail(op, aws.ToString(key)); err != nil {
-			var none Out
-			return none, err
-		}
-	}
-	return call(ctx, in, optFns...)
-}
-
-func (b *bucket) PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	return pass(ctx, b, "PutObject", in.Key, b.MemoryS3.PutObject, in, optFns)
-}
-
 func (b *bucket) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	out, err := pass(ctx, b, "GetObject", in.Key, b.MemoryS3.GetObject, in, optFns)
+	out, err := b.FaultyS3.GetObject(ctx, in, optFns...)
 	if b.deniesMissing && errors.As(err, new(*types.NoSuchKey)) {
 		return nil, apiError("AccessDenied")
 	}
 	return out, err
 }
 
-func (b *bucket) HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	return pass(ctx, b, "HeadObject", in.Key, b.MemoryS3.HeadObject, in, optFns)
-}
-
 func (b *bucket) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	out, err := pass(ctx, b, "ListObjectsV2", in.Prefix, b.MemoryS3.ListObjectsV2, in, optFns)
+	out, err := b.FaultyS3.ListObjectsV2(ctx, in, optFns...)
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +81,6 @@ func (b *bucket) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o
 	defer b.mu.Unlock()
 	b.listed = append(b.listed, l)
 	return out, nil
-}
-
-func (b *bucket) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	return pass(ctx, b, "DeleteObject", in.Key, b.MemoryS3.DeleteObject, in, optFns)
 }
 
 // rawPut stores an object as any other client could, bypassing the store,
@@ -153,15 +118,6 @@ func (b *bucket) modified(t testing.TB, key string) time.Time {
 
 // keys returns every key in the bucket, in order.
 func (b *bucket) keys() []string { return b.Keys(testBucket, "") }
-
-// takeCalls returns the requests since the last call and starts again.
-func (b *bucket) takeCalls() map[string]int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.calls
-	b.calls = map[string]int{}
-	return c
-}
 
 // takeListings returns the listings since the last call and starts again.
 func (b *bucket) takeListings() []listing {

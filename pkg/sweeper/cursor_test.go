@@ -19,7 +19,7 @@ func TestS3CursorRoundTrip(t *testing.T) {
 	got, err := c.Load(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got, "no cursor yet: the beginning")
-	require.Equal(t, map[string]int{"GetObject": 1}, fake.takeCalls())
+	require.Equal(t, map[string]int{"GetObject": 1}, fake.TakeCalls())
 
 	k := key("job-42", 2, "attempt-b")
 	require.NoError(t, c.Save(ctx, k))
@@ -31,7 +31,7 @@ func TestS3CursorRoundTrip(t *testing.T) {
 	got, err = c.Load(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got)
-	require.Equal(t, map[string]int{"PutObject": 2, "GetObject": 2}, fake.takeCalls(), "one request per load or save")
+	require.Equal(t, map[string]int{"PutObject": 2, "GetObject": 2}, fake.TakeCalls(), "one request per load or save")
 
 	require.Error(t, c.Save(ctx, strings.Repeat("k", 1025)), "longer than any S3 key")
 	fake.rawPut(t, sweeper.CursorKey, []byte(strings.Repeat("k", 1025)))
@@ -56,16 +56,16 @@ func TestS3CursorTellsAMissingCursorFromADeniedRead(t *testing.T) {
 	got, err := c.Load(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got)
-	require.Equal(t, map[string]int{"GetObject": 1, "ListObjectsV2": 1}, fake.takeCalls())
+	require.Equal(t, map[string]int{"GetObject": 1, "ListObjectsV2": 1}, fake.TakeCalls())
 
 	// A 403 for a cursor that exists is the error it is.
 	require.NoError(t, c.Save(ctx, "candidates/job-42"))
-	fake.fail = func(op, _ string) error {
+	fake.Fail(func(op, _ string) error {
 		if op == "GetObject" {
 			return apiError("AccessDenied")
 		}
 		return nil
-	}
+	})
 	_, err = c.Load(ctx)
 	require.ErrorContains(t, err, "AccessDenied")
 }

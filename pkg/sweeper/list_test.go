@@ -52,7 +52,7 @@ func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 	require.Equal(t, int64(5), p.Unparsable[0].Size)
 	require.ErrorIs(t, p.Unparsable[0].Err, candidate.ErrInvalidKey)
 	require.Empty(t, p.Next, "the end of the prefix")
-	require.Equal(t, map[string]int{"ListObjectsV2": 2}, fake.takeCalls(), "one request per page")
+	require.Equal(t, map[string]int{"ListObjectsV2": 2}, fake.TakeCalls(), "one request per page")
 
 	// Any key may be the start: one that is not a candidate key, one past
 	// the end.
@@ -70,7 +70,7 @@ func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 	_, err = store.ListPage(ctx, "", 0)
 	require.Error(t, err)
 
-	fake.fail = func(op, _ string) error { return errors.New("injected: " + op) }
+	fake.Fail(func(op, _ string) error { return errors.New("injected: " + op) })
 	_, err = store.ListPage(ctx, "", 10)
 	require.ErrorContains(t, err, "injected: ListObjectsV2")
 }

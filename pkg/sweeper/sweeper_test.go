@@ -197,7 +197,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	require.NoError(t, b.cursor.Save(b.ctx, "candidates/job-a"))
 	b.clock.Advance(time.Hour + time.Minute)
 	before := snapshot(t, b, "job-pending", "job-running")
-	b.s3.takeCalls()
+	b.s3.TakeCalls()
 
 	r := b.run(t, sweeper.Options{DryRun: true})
 	require.True(t, r.DryRun)
@@ -207,7 +207,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	require.Zero(t, r.Deleted+r.Nudged)
 	require.Equal(t, key("job-gone", 3, "attempt-a"), r.Cursor, "where a real run would continue")
 	require.Equal(t, before, snapshot(t, b, "job-pending", "job-running"))
-	calls := b.s3.takeCalls()
+	calls := b.s3.TakeCalls()
 	require.Zero(t, calls["PutObject"]+calls["DeleteObject"], "no write: %v", calls)
 	jc, _ := b.jobs.take()
 	require.Zero(t, jc["Nudge"])
@@ -418,12 +418,12 @@ func TestErrorsAreCountedAndTheCursorStaysBeforeWhatWasNotDecided(t *testing.T) 
 		b.put(t, "job-gone", int64(g+1), "attempt-a")
 	}
 	b.clock.Advance(2 * time.Hour)
-	b.s3.fail = func(op, key string) error {
+	b.s3.Fail(func(op, key string) error {
 		if op == "DeleteObject" && strings.Contains(key, "g0000000002") {
 			return errors.New("injected: delete failed")
 		}
 		return nil
-	}
+	})
 	r, err := b.sweeper.Run(b.ctx, sweeper.Options{})
 	require.ErrorContains(t, err, "sweeper: 1 requests failed")
 	require.ErrorContains(t, err, "injected: delete failed")
@@ -433,7 +433,7 @@ func TestErrorsAreCountedAndTheCursorStaysBeforeWhatWasNotDecided(t *testing.T) 
 	require.Equal(t, []string{key("job-gone", 2, "attempt-a")}, candidateKeys(b))
 
 	// The jobs cannot be read: nothing decided, the cursor stays.
-	b.s3.fail = nil
+	b.s3.Fail(nil)
 	b.put(t, "job-gone", 4, "attempt-a")
 	require.NoError(t, b.cursor.Save(b.ctx, "candidates/job-a"))
 	b.jobs.failGetMany = errors.New("injected: throttled")
@@ -458,12 +458,12 @@ func TestARunStopsBeforeItsDeadlineAndTheNextContinues(t *testing.T) {
 			b.put(t, "job-gone", int64(g+1), "attempt-a")
 		}
 		b.clock.Advance(2 * time.Hour)
-		b.s3.fail = func(op, _ string) error {
+		b.s3.Fail(func(op, _ string) error {
 			if op == "DeleteObject" {
 				time.Sleep(time.Second) // a slow delete, in the bubble's time
 			}
 			return nil
-		}
+		})
 		ctx, cancel := context.WithTimeout(b.ctx, sweeper.DeadlineReserve+3*time.Second+time.Millisecond)
 		defer cancel()
 		r, err := b.sweeper.Run(ctx, sweeper.Options{})
@@ -581,12 +581,12 @@ func TestRequestsPerRunOfNObjects(t *testing.T) {
 		}
 	}
 	b.clock.Advance(2 * time.Hour)
-	b.s3.takeCalls()
+	b.s3.TakeCalls()
 	b.jobs.take()
 	r := b.run(t, sweeper.Options{})
 	require.Equal(t, jobsN*perJob, r.Examined)
 	require.Equal(t, jobsN*perJob, r.Deleted)
-	require.Equal(t, map[string]int{"ListObjectsV2": 3, "DeleteObject": 2500, "GetObject": 1}, b.s3.takeCalls())
+	require.Equal(t, map[string]int{"ListObjectsV2": 3, "DeleteObject": 2500, "GetObject": 1}, b.s3.TakeCalls())
 	calls, read := b.jobs.take()
 	require.Equal(t, map[string]int{"Live": 1, "GetMany": 1}, calls)
 	require.Len(t, read, jobsN)

@@ -37,7 +37,7 @@ type testBundle struct {
 	// and a write by the other sets it for the second.
 	behind     atomic.Int64
 	store      *jobs.MemoryStore
-	s3         *bucket
+	s3         bucket
 	candidates *candidate.Store
 	logs       *logRecorder
 	// jobs is what the worker writes through: the store, or a wrapper a
