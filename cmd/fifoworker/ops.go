@@ -473,9 +473,7 @@ func toHoldJSON(h quarantine.HoldRecord) holdJSON {
 	if h.From != "" {
 		j.From, j.Through = quarantine.SeqNumber(h.From), quarantine.SeqNumber(h.Through)
 	}
-	if h.Next != "" {
-		j.Next = quarantine.SeqNumber(h.Next)
-	}
+	j.Next = quarantine.SeqNumber(h.Next)
 	return j
 }
 

@@ -88,6 +88,7 @@ func FuzzSeqKey(f *testing.F) {
 	f.Add("１２", "1e3")
 	f.Add(strings.Repeat("9", 41), " 1")
 	f.Fuzz(func(t *testing.T, a, b string) {
+		require.Empty(t, SeqNumber(""), "no key, no number")
 		ka, errA := SeqKey(a)
 		kb, errB := SeqKey(b)
 		for _, c := range []struct {

@@ -188,22 +188,12 @@ func (q *Quarantine) Done(ctx context.Context, group string, msg *events.SQSMess
 	return fifoHold(h), nil
 }
 
-// seqNumber is SeqNumber, and "" for "" (a hold that names no next). The
-// processor sees sequence numbers as SQS writes them, in the keys it
-// compares and in the causes an operator reads.
-func seqNumber(key string) string {
-	if key == "" {
-		return ""
-	}
-	return SeqNumber(key)
-}
-
 func fifoHold(h HoldRecord) fifo.Hold {
 	switch h.State {
 	case StateHeld:
-		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch, Next: seqNumber(h.Next)}
+		return fifo.Hold{State: fifo.Held, Epoch: h.Epoch, Next: SeqNumber(h.Next)}
 	case StateDraining:
-		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch, Next: seqNumber(h.Next)}
+		return fifo.Hold{State: fifo.Draining, Epoch: h.Epoch, Next: SeqNumber(h.Next)}
 	}
 	return fifo.Hold{}
 }

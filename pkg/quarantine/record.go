@@ -110,8 +110,12 @@ func SeqKey(seq string) (string, error) {
 	return strings.Repeat("0", seqWidth-len(seq)) + seq, nil
 }
 
-// SeqNumber returns a sequence key's number as SQS writes it.
+// SeqNumber returns a sequence key's number as SQS writes it, and "" for
+// "" (no key: a hold that names no next, say).
 func SeqNumber(key string) string {
+	if key == "" {
+		return ""
+	}
 	n := strings.TrimLeft(key, "0")
 	if n == "" {
 		return "0"

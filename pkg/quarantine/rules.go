@@ -89,7 +89,7 @@ func doneConflict(h HoldRecord, seq string, epoch int64) error {
 	case epoch < 1 || epoch > h.Epoch:
 		return fmt.Errorf("epoch %d is not one the hold has begun (it is at %d): %w", epoch, h.Epoch, ErrConflict)
 	case seq != h.Next:
-		return fmt.Errorf("message %s is not the oldest parked, %s is: %w", SeqNumber(seq), cmp.Or(seqNumber(h.Next), "the hold names none (a redrive reads it)"), ErrConflict)
+		return fmt.Errorf("message %s is not the oldest parked, %s is: %w", SeqNumber(seq), cmp.Or(SeqNumber(h.Next), "the hold names none (a redrive reads it)"), ErrConflict)
 	}
 	return nil
 }
