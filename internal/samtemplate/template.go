@@ -14,8 +14,11 @@ type Template struct {
 	Globals    map[string]any // SAM's Globals section
 	Parameters map[string]Parameter
 	Conditions map[string]any
-	Resources  map[string]Resource
-	Outputs    map[string]any
+	// Mappings are the template's lookup tables: map name, top-level key,
+	// second-level key, value (Fn::FindInMap).
+	Mappings  map[string]any
+	Resources map[string]Resource
+	Outputs   map[string]any
 }
 
 // Parameter is a template parameter. MinValue and MaxValue are a Number
@@ -111,6 +114,7 @@ func Parse(raw []byte) (*Template, error) {
 		t.Resources[name] = Resource{Type: typ, Properties: props, Metadata: meta, Attributes: attrs}
 	}
 	t.Conditions, _ = top["Conditions"].(map[string]any)
+	t.Mappings, _ = top["Mappings"].(map[string]any)
 	t.Outputs, _ = top["Outputs"].(map[string]any)
 	t.Globals, _ = top["Globals"].(map[string]any)
 	return t, nil
