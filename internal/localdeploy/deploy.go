@@ -88,6 +88,14 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 	}
 	for _, name := range names {
 		rsc := tpl.Resources[name]
+		create, err := tpl.Exists(name, r.ref)
+		if err != nil {
+			return nil, fmt.Errorf("localdeploy: %s (%s): %w", name, rsc.Type, err)
+		}
+		if !create {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s (%s): not created: its condition %v is false", name, rsc.Type, rsc.Attributes["Condition"]))
+			continue
+		}
 		var skipped []string
 		switch rsc.Type {
 		case "AWS::SQS::Queue":
@@ -113,6 +121,16 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 	}
 	for name, out := range tpl.Outputs {
 		om, _ := out.(map[string]any)
+		if c, ok := om["Condition"].(string); ok {
+			holds, err := tpl.Holds(c, r.ref)
+			if err != nil {
+				return nil, fmt.Errorf("localdeploy: output %s: %w", name, err)
+			}
+			if !holds {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("output %s: not given: its condition %s is false", name, c))
+				continue
+			}
+		}
 		if missing := notCreated(om["Value"], tpl.Resources, r.refs); missing != "" {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("output %s: refers to %s, which is not deployed locally", name, missing))
 			continue
@@ -301,7 +319,9 @@ func deployTable(ctx context.Context, r *resolver, logical string, rsc samtempla
 	if err := decode(p, &spec); err != nil {
 		return nil, err
 	}
-	in := &dynamodb.CreateTableInput{TableName: aws.String(name), KeySchema: keySchema(spec.KeySchema)}
+	// Deletion protection stays off whatever the template says: a local
+	// stack is torn down with its tables (Teardown, local down).
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), KeySchema: keySchema(spec.KeySchema), DeletionProtectionEnabled: aws.Bool(false)}
 	for _, a := range spec.AttributeDefinitions {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{
 			AttributeName: aws.String(a.AttributeName), AttributeType: ddbtypes.ScalarAttributeType(a.AttributeType)})
@@ -353,7 +373,11 @@ func deployTable(ctx context.Context, r *resolver, logical string, rsc samtempla
 	}
 	r.refs[logical] = name
 	r.attrs[logical] = map[string]string{"Arn": aws.ToString(desc.Table.TableArn), "StreamArn": aws.ToString(desc.Table.LatestStreamArn)}
-	return skippedProps(p, "SSESpecification", "PointInTimeRecoverySpecification", "Tags", "DeletionProtectionEnabled"), nil
+	skipped := skippedProps(p, "SSESpecification", "PointInTimeRecoverySpecification", "Tags")
+	if _, ok := p["DeletionProtectionEnabled"]; ok {
+		skipped = append(skipped, "DeletionProtectionEnabled off locally: a local stack's tables are deleted with it")
+	}
+	return skipped, nil
 }
 
 // sameTable checks that an existing table is the one the template declares:

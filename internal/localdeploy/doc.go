@@ -15,4 +15,10 @@
 //   - What cannot be emulated locally (bucket policies, encryption settings,
 //     functions, which pkg/localesm runs instead) is reported as skipped,
 //     never silently dropped.
+//   - The template is deployed with its parameters' defaults: conditions,
+//     Fn::If and Fn::FindInMap are decided on them (samtemplate's Holds,
+//     Choose and FindInMap), and a resource or output whose condition is
+//     false is not created, and reported as skipped.
+//   - Tables are created without deletion protection whatever the template
+//     says: a local stack is torn down with its tables.
 package localdeploy

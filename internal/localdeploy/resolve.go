@@ -71,7 +71,7 @@ func (r *resolver) sub(s string, vars map[string]any) (string, error) {
 		var err error
 		if x, ok := vars[name]; ok {
 			var rv any
-			if rv, err = r.resolve(x); err == nil {
+			if rv, err = r.resolveChosen(x); err == nil {
 				v = fmt.Sprint(rv)
 			}
 		} else if res, attr, dotted := strings.Cut(name, "."); dotted && !strings.HasPrefix(name, "AWS::") {
@@ -87,8 +87,20 @@ func (r *resolver) sub(s string, vars map[string]any) (string, error) {
 	return strings.ReplaceAll(out, "${!", "${"), firstErr
 }
 
-// resolve returns v with every intrinsic function replaced by its value.
+// resolve returns v with every intrinsic function replaced by its value:
+// each Fn::If by the branch its condition picks, decided on the
+// parameters' defaults, and each value that is Ref AWS::NoValue dropped
+// (a v that is itself AWS::NoValue gives nil).
 func (r *resolver) resolve(v any) (any, error) {
+	chosen, present, err := r.tpl.Choose(v, r.ref)
+	if err != nil || !present {
+		return nil, err
+	}
+	return r.resolveChosen(chosen)
+}
+
+// resolveChosen resolves a value whose Fn::If are decided.
+func (r *resolver) resolveChosen(v any) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) == 1 {
@@ -100,7 +112,7 @@ func (r *resolver) resolve(v any) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			rv, err := r.resolve(e)
+			rv, err := r.resolveChosen(e)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +122,7 @@ func (r *resolver) resolve(v any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			rv, err := r.resolve(e)
+			rv, err := r.resolveChosen(e)
 			if err != nil {
 				return nil, err
 			}
@@ -149,7 +161,7 @@ func (r *resolver) intrinsic(fn string, arg any) (any, error) {
 		if len(a) != 2 {
 			return nil, fmt.Errorf("Fn::Join needs [delimiter, list]")
 		}
-		list, err := r.resolve(a[1])
+		list, err := r.resolveChosen(a[1])
 		if err != nil {
 			return nil, err
 		}
@@ -159,6 +171,20 @@ func (r *resolver) intrinsic(fn string, arg any) (any, error) {
 			parts[i] = fmt.Sprint(it)
 		}
 		return strings.Join(parts, fmt.Sprint(a[0])), nil
+	case "Fn::FindInMap":
+		a, _ := arg.([]any)
+		if len(a) != 3 {
+			return nil, fmt.Errorf("Fn::FindInMap needs [map, top-level key, second-level key], got %v", arg)
+		}
+		keys := make([]string, 3)
+		for i, k := range a {
+			rk, err := r.resolveChosen(k)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = fmt.Sprint(rk)
+		}
+		return r.tpl.FindInMap(keys[0], keys[1], keys[2])
 	}
 	return nil, fmt.Errorf("%s is not supported by the local deployer", fn)
 }
