@@ -14,6 +14,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/projection"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // Jobs is the part of the job store the sweeper calls; *jobs.DynamoStore
@@ -46,6 +47,20 @@ type Projection = projection.Repairer
 var (
 	_ Projection = (*projection.DynamoStore)(nil)
 	_ Projection = (*projection.MemoryStore)(nil)
+)
+
+// Quarantine is the part of the quarantine's store the sweeper reads:
+// the holds of the stuck jobs' commands groups, read together (Read, one
+// BatchGetItem per 100 groups on DynamoDB), and every group a queue holds
+// (Holds), for the held-groups gauge. Every quarantine.Store has it.
+type Quarantine interface {
+	Read(ctx context.Context, queue string, groups []string, keys []quarantine.ItemKey) (map[string]quarantine.HoldRecord, map[quarantine.ItemKey]quarantine.Parked, error)
+	Holds(ctx context.Context, queue string) ([]quarantine.HoldRecord, error)
+}
+
+var (
+	_ Quarantine = (*quarantine.DynamoStore)(nil)
+	_ Quarantine = (*quarantine.MemoryStore)(nil)
 )
 
 // Defaults and bounds of Config.
@@ -117,6 +132,20 @@ type Config struct {
 	// its repair began (by Clock). Zero, the default, is one listing per
 	// check and run. The context's deadline bounds the run either way.
 	RepairBudget time.Duration
+	// Quarantine is the quarantine's store of holds. With it, a stuck job
+	// whose group in CommandsQueue (the job id) is held or draining is not
+	// nudged: its nudge's command would only be parked behind the held
+	// one, and a job.requeued event published with it, once more every
+	// StuckAfter; it is counted in Report.Held instead. And each run
+	// reports how many groups of CommandsQueue and EventsQueue are held
+	// (quarantine.MetricHeldGroups, with a FunctionName). Nil: no holds
+	// are read, every stuck job is nudged, no gauge.
+	Quarantine Quarantine
+	// CommandsQueue and EventsQueue are the queues' names (the last part
+	// of their ARNs), the quarantine's names for them; CommandsQueue is
+	// required with a Quarantine, EventsQueue optional.
+	CommandsQueue string
+	EventsQueue   string
 	// FunctionName is the value of the FunctionName dimension of the
 	// run's metrics (MetricRepairLag and MetricRecheckLag, embedded metric
 	// format records through Logger); lambdawire passes the function's
@@ -151,6 +180,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sweeper: RecheckAfter %v is not beyond RepairAfter %v", c.RecheckAfter, cmp.Or(c.RepairAfter, DefaultRepairAfter))
 	case c.RepairBudget < 0:
 		return fmt.Errorf("sweeper: RepairBudget %v is negative", c.RepairBudget)
+	case c.Quarantine != nil && c.CommandsQueue == "":
+		return errors.New("sweeper: Config.Quarantine needs Config.CommandsQueue")
 	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
 		return fmt.Errorf("sweeper: MaxItems %d is outside 0..%d", c.MaxItems, MaxItemsLimit)
 	}
@@ -174,6 +205,8 @@ type Sweeper struct {
 	repairAfter   time.Duration
 	recheckAfter  time.Duration
 	repairBudget  time.Duration
+	quarantine    Quarantine
+	queues        [2]string // commands, events
 	maxItems      int
 	function      string
 	log           *slog.Logger
@@ -189,6 +222,7 @@ func New(cfg Config) (*Sweeper, error) {
 		projection: cfg.Projection, repairCursor: cfg.RepairCursor, recheckCursor: cfg.RecheckCursor,
 		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, recheckAfter: cfg.RecheckAfter,
 		repairBudget: cfg.RepairBudget, maxItems: cfg.MaxItems, function: cfg.FunctionName, log: cfg.Logger,
+		quarantine: cfg.Quarantine, queues: [2]string{cfg.CommandsQueue, cfg.EventsQueue},
 	}
 	if s.cursor == nil {
 		s.cursor = &MemoryCursor{}
@@ -253,6 +287,10 @@ type Report struct {
 	// have nudged.
 	Nudged     int `json:"nudged"`
 	WouldNudge int `json:"would_nudge"`
+	// Held counts stuck jobs not nudged because their commands group is
+	// held or draining in the quarantine (Config.Quarantine): an operator's
+	// redrive is what moves them.
+	Held int `json:"held"`
 	// NudgeRefused counts nudges the store refused because the job moved
 	// on (another worker, another sweeper): expected, harmless.
 	NudgeRefused int `json:"nudge_refused"`
@@ -376,37 +414,78 @@ func (r *run) nudgeStuck() {
 	if !ok {
 		return
 	}
+	type due struct {
+		job    jobs.Job
+		reason string
+	}
+	var dues []due
 	for _, id := range ids {
 		j, ok := found[id]
 		if !ok {
 			continue // gone since the index was read, or undecodable
 		}
-		reason, ok := stuck(&j, r.now, cutoff)
-		if !ok {
-			continue // moved since the index was read, or a live lease
-		}
+		if reason, ok := stuck(&j, r.now, cutoff); ok {
+			dues = append(dues, due{j, reason})
+		} // else moved since the index was read, or a live lease
+	}
+	held, ok := r.heldCommands(len(dues), func(i int) string { return dues[i].job.ID })
+	if !ok {
+		return
+	}
+	for _, n := range dues {
 		if r.outOfTime() {
 			return
 		}
-		attrs := []any{"job_id", j.ID, "generation", j.Generation, "version", j.Version, "status", j.Status, "reason", reason}
-		if r.dry {
-			r.r.WouldNudge++
-			r.log.InfoContext(r.ctx, "sweep: would nudge", attrs...)
-			continue
-		}
-		_, err := r.jobs.Nudge(r.ctx, jobs.NudgeRequest{JobID: j.ID, Generation: j.Generation, Version: j.Version, Reason: reason})
-		switch {
-		case err == nil:
-			r.r.Nudged++
-			r.log.InfoContext(r.ctx, "sweep: nudged", attrs...)
-		case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal),
-			errors.Is(err, jobs.ErrLeaseHeld), errors.Is(err, jobs.ErrNotFound):
-			r.r.NudgeRefused++
-			r.log.InfoContext(r.ctx, "sweep: nudge refused: the job moved on", append(attrs, "error", err)...)
-		default:
-			r.fail(err, "sweep: nudge", attrs...)
-		}
+		r.nudge(&n.job, n.reason, held)
 	}
+}
+
+// nudge nudges j, stuck for reason, unless its commands group is held.
+func (r *run) nudge(j *jobs.Job, reason string, held map[string]quarantine.HoldRecord) {
+	attrs := []any{"job_id", j.ID, "generation", j.Generation, "version", j.Version, "status", j.Status, "reason", reason}
+	if h, ok := held[j.ID]; ok {
+		r.r.Held++
+		r.log.InfoContext(r.ctx, "sweep: not nudged: its commands group is held", append(attrs, "hold", h.State, "cause", h.Cause)...)
+		return
+	}
+	if r.dry {
+		r.r.WouldNudge++
+		r.log.InfoContext(r.ctx, "sweep: would nudge", attrs...)
+		return
+	}
+	_, err := r.jobs.Nudge(r.ctx, jobs.NudgeRequest{JobID: j.ID, Generation: j.Generation, Version: j.Version, Reason: reason})
+	switch {
+	case err == nil:
+		r.r.Nudged++
+		r.log.InfoContext(r.ctx, "sweep: nudged", attrs...)
+	case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal),
+		errors.Is(err, jobs.ErrLeaseHeld), errors.Is(err, jobs.ErrNotFound):
+		r.r.NudgeRefused++
+		r.log.InfoContext(r.ctx, "sweep: nudge refused: the job moved on", append(attrs, "error", err)...)
+	default:
+		r.fail(err, "sweep: nudge", attrs...)
+	}
+}
+
+// heldCommands reads, in one Read, the holds of the n commands groups
+// group(i) names, and returns those held or draining. Without a
+// Quarantine nothing is held. ok is false when the read failed: then no
+// job may be nudged, since any of them may be held.
+func (r *run) heldCommands(n int, group func(int) string) (map[string]quarantine.HoldRecord, bool) {
+	if r.quarantine == nil || n == 0 {
+		return nil, true
+	}
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = group(i)
+	}
+	holds, _, err := r.quarantine.Read(r.ctx, r.queues[0], groups, nil)
+	if err != nil {
+		r.fail(err, "sweep: read the stuck jobs' holds", "queue", r.queues[0], "jobs", n)
+		return nil, false
+	}
+	maps.DeleteFunc(holds, func(_ string, h quarantine.HoldRecord) bool { return h.State == quarantine.StateReleased })
+	return holds, true
 }
 
 // getMany reads the jobs of ids, none without a request. An item that does

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
@@ -495,7 +496,7 @@ func TestReportFieldNamesAreStable(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"examined", "deleted", "would_delete", "kept_current", "kept_result", "kept_grace", "unparsable",
-		"stuck", "nudged", "would_nudge", "nudge_refused", "errors", "cursor", "wrapped", "out_of_time",
+		"stuck", "nudged", "would_nudge", "nudge_refused", "held", "errors", "cursor", "wrapped", "out_of_time",
 		"dry_run", "elapsed_ms", "finished", "repaired", "would_repair", "repair_cursor",
 		"rechecked", "repaired_on_recheck", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable",
 	}, names)
@@ -521,7 +522,9 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 			"RecheckAfter 15m0s is not beyond RepairAfter 15m0s"},
 		"recheck before repair": {func(c *sweeper.Config) { c.RepairAfter, c.RecheckAfter = time.Hour, 59*time.Minute },
 			"RecheckAfter 59m0s is not beyond RepairAfter 1h0m0s"},
-		"negative budget":    {func(c *sweeper.Config) { c.RepairBudget = -time.Second }, "RepairBudget -1s is negative"},
+		"negative budget": {func(c *sweeper.Config) { c.RepairBudget = -time.Second }, "RepairBudget -1s is negative"},
+		"holds of no queue": {func(c *sweeper.Config) { c.Quarantine = quarantine.NewMemoryStore() },
+			"Config.Quarantine needs Config.CommandsQueue"},
 		"negative max items": {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
 		"too many items":     {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
 	} {
