@@ -21,6 +21,13 @@
 //   - An event carries the job's full snapshot after the transition and the
 //     change of progress since the previous version: snapshot consumers keep
 //     the newest version, delta consumers apply versions in order.
+//   - Every message the relay sends carries its invocation's X-Ray trace
+//     header as the AWSTraceHeader system attribute, rebuilt from the
+//     fields that have X-Ray's shape (none when the invocation has no
+//     trace, or its root is malformed): a stream carries no trace context,
+//     so this is where the worker's and the projector's traces link to the
+//     transition's, and SQS would refuse a malformed header, message and
+//     all.
 //   - The decoders accept only what the relay writes: one JSON object of
 //     known fields, an id that matches the job and version, a known type and
 //     status, a tenant the job store accepts, no negative count. Anything

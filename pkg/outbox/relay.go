@@ -68,7 +68,7 @@ func NewRelay(api SQSAPI, commandsURL, eventsURL string, log *slog.Logger) *Rela
 // deletions (TTL) carry no message and are skipped.
 func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	lanes, order, firstBad := r.collect(ev.Records)
-	sent := r.publish(ctx, lanes, order)
+	sent := r.publish(ctx, lanes, order, traceAttributes(traceHeader(ctx)))
 	// The first record not published: the earliest of a decoding failure
 	// and each job's first unsent message.
 	fail := firstBad
@@ -190,8 +190,8 @@ func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
 
 // publish sends each lane's messages in order, one per job per round, and
 // returns how many of each lane were accepted. A lane stops at its first
-// failure.
-func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order []string) map[string]int {
+// failure. Every message carries the system attributes attrs.
+func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order []string, attrs map[string]types.MessageSystemAttributeValue) map[string]int {
 	sent := make(map[string]int, len(lanes))
 	stopped := map[string]bool{}
 	for {
@@ -215,7 +215,7 @@ func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order
 		}{{r.commandsURL, commands}, {r.eventsURL, evts}} {
 			for start := 0; start < len(q.entries); start += maxBatch {
 				chunk := q.entries[start:min(start+maxBatch, len(q.entries))]
-				ok := r.send(ctx, q.url, chunk)
+				ok := r.send(ctx, q.url, chunk, attrs)
 				for i, e := range chunk {
 					if ok[i] {
 						sent[e.msg.JobID]++
@@ -228,16 +228,18 @@ func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order
 	}
 }
 
-// send sends one batch and reports which entries SQS accepted.
-func (r *Relay) send(ctx context.Context, url string, chunk []*laneEntry) []bool {
+// send sends one batch, each message with the system attributes attrs, and
+// reports which entries SQS accepted.
+func (r *Relay) send(ctx context.Context, url string, chunk []*laneEntry, attrs map[string]types.MessageSystemAttributeValue) []bool {
 	ok := make([]bool, len(chunk))
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
 	for i, e := range chunk {
 		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
-			Id:                     aws.String(strconv.Itoa(i)),
-			MessageBody:            aws.String(string(e.msg.Body)),
-			MessageGroupId:         aws.String(e.msg.GroupID),
-			MessageDeduplicationId: aws.String(e.msg.DeduplicationID),
+			Id:                      aws.String(strconv.Itoa(i)),
+			MessageBody:             aws.String(string(e.msg.Body)),
+			MessageGroupId:          aws.String(e.msg.GroupID),
+			MessageDeduplicationId:  aws.String(e.msg.DeduplicationID),
+			MessageSystemAttributes: attrs,
 		})
 	}
 	out, err := r.api.SendMessageBatch(ctx, in)
