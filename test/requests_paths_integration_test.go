@@ -312,7 +312,7 @@ func TestRequestsPerJobOnACancel(t *testing.T) {
 func TestRequestsPerJobOnATakeover(t *testing.T) {
 	c := newCostStack(t, func(tpl *samtemplate.Template) {
 		demo.SetWorkerTimeout(tpl, 3)
-		tpl.Parameters["CommandsVisibilityTimeout"] = samtemplate.Parameter{Type: "Number", Default: 12}
+		tpl.Mappings["WorkerTimeouts"].(map[string]any)["3"] = map[string]any{"CommandsVisibility": 12}
 	})
 	id := jobs.DeriveJobID("t-1", "intent-takeover")
 	jobsTable := c.deployed.Resources["JobsTable"]

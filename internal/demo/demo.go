@@ -86,12 +86,13 @@ const (
 // the template after it.
 func Prepare(tpl *samtemplate.Template) { SetWorkerTimeout(tpl, WorkerTimeout) }
 
-// SetWorkerTimeout sets the template's worker timeout to seconds and the
-// commands queue's visibility timeout to 6 times that (AWS's rule for a
-// queue that triggers a function).
+// SetWorkerTimeout sets the template's worker timeout to seconds; the
+// template's WorkerTimeouts mapping gives the commands queue's visibility
+// timeout, 6 times that (AWS's rule for a queue that triggers a function).
 func SetWorkerTimeout(tpl *samtemplate.Template, seconds int) {
-	tpl.Parameters["WorkerTimeout"] = samtemplate.Parameter{Type: "Number", Default: seconds}
-	tpl.Parameters["CommandsVisibilityTimeout"] = samtemplate.Parameter{Type: "Number", Default: 6 * seconds}
+	p := tpl.Parameters["WorkerTimeout"]
+	p.Type, p.Default = "Number", seconds
+	tpl.Parameters["WorkerTimeout"] = p // its AllowedValues kept: local deploy refuses another value
 }
 
 // Options say where the demo runs.

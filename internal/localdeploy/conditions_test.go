@@ -2,6 +2,7 @@ package localdeploy
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -134,4 +135,45 @@ func TestDeployHonoursConditionsAndTurnsDeletionProtectionOff(t *testing.T) {
 	require.False(t, aws.ToBool(ddb.created[0].DeletionProtectionEnabled))
 	require.NotNil(t, ddb.created[0].DeletionProtectionEnabled, "off, explicitly")
 	require.Equal(t, map[string]string{"VisibilityTimeout": "36", "SqsManagedSseEnabled": "true"}, q.attrs)
+}
+
+// A parameter's value must be one the template allows, as CloudFormation
+// requires: the local deployer refuses it when a Ref reads it.
+func TestResolveRefusesAParameterValueTheTemplateDoesNotAllow(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  Timeout: {Type: Number, Default: 6, AllowedValues: [3, 6]}
+  Size: {Type: Number, Default: 10, MinValue: 10, MaxValue: 20}
+  Name: {Type: String, Default: a, AllowedValues: [a, b]}
+Resources: {}
+`))
+	require.NoError(t, err)
+	r := &resolver{tpl: tpl, stackName: "st", region: "eu-west-1", refs: map[string]string{}, attrs: map[string]map[string]string{}}
+	for _, c := range []struct {
+		param   string
+		value   any
+		problem string
+	}{
+		{"Timeout", 3, ""},
+		{"Timeout", 7, "parameter Timeout: 7 is not one of its allowed values [3 6]"},
+		{"Size", 10, ""},
+		{"Size", 20, ""},
+		{"Size", 9, "parameter Size: 9 is below its MinValue 10"},
+		{"Size", 21, "parameter Size: 21 is above its MaxValue 20"},
+		{"Size", "ten", "parameter Size: ten is not a number"},
+		{"Name", "b", ""},
+		{"Name", "c", "parameter Name: c is not one of its allowed values [a b]"},
+	} {
+		p := tpl.Parameters[c.param]
+		p.Default = c.value
+		tpl.Parameters[c.param] = p
+		got, err := r.resolve(map[string]any{"Ref": c.param})
+		if c.problem == "" {
+			require.NoError(t, err, "%s = %v", c.param, c.value)
+			require.Equal(t, fmt.Sprint(c.value), got)
+			continue
+		}
+		require.EqualError(t, err, c.problem)
+	}
 }

@@ -3,7 +3,9 @@ package localdeploy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
@@ -46,12 +48,47 @@ func (r *resolver) ref(name string) (string, error) {
 		if p.Default == nil {
 			return "", fmt.Errorf("parameter %s has no default", name)
 		}
-		return fmt.Sprint(p.Default), nil
+		v := fmt.Sprint(p.Default)
+		if err := allowed(p, v); err != nil {
+			return "", fmt.Errorf("parameter %s: %w", name, err)
+		}
+		return v, nil
 	}
 	if v, ok := r.refs[name]; ok {
 		return v, nil
 	}
 	return "", fmt.Errorf("unresolved Ref %s: no such parameter or created resource", name)
+}
+
+// allowed refuses a parameter value the template does not allow, as
+// CloudFormation refuses the deployment: one not among AllowedValues, or
+// a number outside MinValue and MaxValue.
+func allowed(p samtemplate.Parameter, v string) error {
+	if len(p.AllowedValues) > 0 && !slices.ContainsFunc(p.AllowedValues, func(a any) bool { return fmt.Sprint(a) == v }) {
+		return fmt.Errorf("%s is not one of its allowed values %v", v, p.AllowedValues)
+	}
+	if p.Type != "Number" || (p.MinValue == nil && p.MaxValue == nil) {
+		return nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("%s is not a number", v)
+	}
+	if lo, ok := number(p.MinValue); ok && n < lo {
+		return fmt.Errorf("%s is below its MinValue %v", v, p.MinValue)
+	}
+	if hi, ok := number(p.MaxValue); ok && n > hi {
+		return fmt.Errorf("%s is above its MaxValue %v", v, p.MaxValue)
+	}
+	return nil
+}
+
+func number(v any) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	return n, err == nil
 }
 
 func (r *resolver) getAtt(res, attr string) (string, error) {

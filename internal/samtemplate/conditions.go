@@ -82,7 +82,13 @@ func (t *Template) truth(v any, ref RefFunc, depth int) (bool, error) {
 	return false, fmt.Errorf("%w: %s in a condition", ErrUnsupported, fn)
 }
 
-// scalar is the text of a literal, a Ref or a Fn::FindInMap.
+// Scalar is the text of v, a literal, a Ref or a Fn::FindInMap (of
+// literals, Refs and Fn::FindInMap), as a deployment whose Refs ref gives
+// sees it.
+func (t *Template) Scalar(v any, ref RefFunc) (string, error) {
+	return t.scalar(v, ref)
+}
+
 func (t *Template) scalar(v any, ref RefFunc) (string, error) {
 	if s, ok := scalarText(v); ok {
 		return s, nil

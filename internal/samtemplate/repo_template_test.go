@@ -25,11 +25,10 @@ func loadRepoTemplate(t *testing.T) *samtemplate.Template {
 
 func asInt(t *testing.T, v any) int {
 	t.Helper()
-	if m, ok := v.(map[string]any); ok { // a parameter: its default
-		ref, _ := m["Ref"].(string)
-		p, ok := repoTemplate.Parameters[ref]
-		require.True(t, ok, "Ref %s is not a parameter", ref)
-		return asInt(t, p.Default)
+	if _, ok := v.(map[string]any); ok { // a parameter or a mapping's value: with the defaults
+		s, err := repoTemplate.Scalar(v, deployedWith(repoTemplate, nil))
+		require.NoError(t, err)
+		return asInt(t, s)
 	}
 	switch n := v.(type) {
 	case int:
