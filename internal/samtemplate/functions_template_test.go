@@ -91,8 +91,7 @@ func TestTemplateEventSourcesPreserveOrderAndReportPartialFailures(t *testing.T)
 
 // Each function has a role of its own that grants only actions on this
 // template's resources (no "*" resources but the X-Ray grant, no wildcard
-// actions), and a log
-// group of its own with a retention.
+// actions), and a log group of its own with a retention.
 func TestTemplateFunctionsHaveLeastPrivilegeAndBoundedLogs(t *testing.T) {
 	t.Parallel()
 	tpl := loadRepoTemplate(t)
