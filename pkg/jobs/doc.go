@@ -66,6 +66,20 @@
 //   - Create is idempotent per (tenant, intent): one job and one command per
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.
+//   - An intent is remembered as long as its job's item exists, and no
+//     longer. The intent's marker expires (TTL) WithIntentRetention after
+//     creation, the job's item WithRetention after the job ended, and
+//     DynamoDB deletes expired items some time later (typically within two
+//     days, AWS's UpdateTimeToLive reference says), in no order, returning
+//     them to reads until then. So: while the job's item is there, expired
+//     or not, a retry of the intent returns that job (Existing), as Get
+//     returns it; once the item is deleted, a retry creates a new job with
+//     the spec it carries, whether the marker is still there (it is written
+//     over, on the condition that it is still that marker) or not. The
+//     answer depends on what a client can see, the job, never on the order
+//     of the two deletions; a marker that outlived its job is not an error.
+//     The new job has the derived id of the old one (DeriveJobID), so its
+//     projection meets the old job's cursor (see package projection).
 //   - A write whose outcome was unknown (a timeout, a lost response) may be
 //     retried with the same request: a retry that finds its own earlier
 //     write (same attempt, generation and result) returns success, not a

@@ -443,9 +443,15 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 		if !conditionFailed(jobReason) && !conditionFailed(markerReason) && !conflict(jobReason) && !conflict(markerReason) {
 			return CreateResult{}, createError(&req, err)
 		}
-		res, found, err := s.resolveCreate(ctx, &req, &job, jobReason, markerReason)
+		res, found, dangling, err := s.resolveCreate(ctx, &req, &job, jobReason, markerReason)
 		if err != nil || found {
 			return res, createError(&req, err)
+		}
+		if dangling != nil {
+			// The marker outlived its job: write over it, provided it is
+			// still that marker (a concurrent retry may have done so first).
+			overwrite(in.TransactItems[1].Put, dangling)
+			continue
 		}
 		// A concurrent transaction on the same items, or what was in the
 		// way has gone: try again.
@@ -457,47 +463,58 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 }
 
 // resolveCreate reads what cancelled the transaction and lets the state
-// machine's resolveCreate decide. found is false when nothing was in the way.
+// machine's resolveCreate decide. found is false when nothing was in the
+// way; dangling is then the intent's marker when it was in the way but its
+// job is gone (the marker is free), else nil.
 func (s *DynamoStore) resolveCreate(ctx context.Context, req *CreateRequest, job *Job,
 	jobReason, markerReason types.CancellationReason,
-) (CreateResult, bool, error) {
+) (res CreateResult, found bool, dangling *intentMarker, err error) {
 	if conditionFailed(markerReason) {
 		item := markerReason.Item
 		if len(item) == 0 {
-			var err error
 			if item, err = s.get(ctx, IntentKey(req.Tenant, req.IntentID)); err != nil || item == nil {
-				return CreateResult{}, false, err
+				return CreateResult{}, false, nil, err
 			}
 		}
 		m, err := decodeMarker(item)
 		if err != nil {
-			return CreateResult{}, false, err
+			return CreateResult{}, false, nil, err
 		}
 		existing, err := s.getJob(ctx, m.JobID)
 		if err != nil {
-			return CreateResult{}, false, err
+			return CreateResult{}, false, nil, err
 		}
-		res, err := resolveCreate(req, &m, existing)
-		return res, true, err
+		res, free, err := resolveCreate(req, &m, existing)
+		if free {
+			return CreateResult{}, false, &m, nil
+		}
+		return res, true, nil, err
 	}
 	if conditionFailed(jobReason) {
 		var existing *Job
 		if len(jobReason.Item) > 0 {
 			j, err := FromItem(jobReason.Item)
 			if err != nil {
-				return CreateResult{}, false, err
+				return CreateResult{}, false, nil, err
 			}
 			existing = &j
-		} else {
-			var err error
-			if existing, err = s.getJob(ctx, job.ID); err != nil || existing == nil {
-				return CreateResult{}, false, err
-			}
+		} else if existing, err = s.getJob(ctx, job.ID); err != nil || existing == nil {
+			return CreateResult{}, false, nil, err
 		}
-		res, err := resolveCreate(req, nil, existing)
-		return res, true, err
+		res, _, err := resolveCreate(req, nil, existing)
+		return res, true, nil, err
 	}
-	return CreateResult{}, false, nil
+	return CreateResult{}, false, nil, nil
+}
+
+// overwrite makes the marker's put of a Create write over m, the marker of
+// a job that is gone, and over nothing else: the put's condition is that
+// no marker is there, or m still is (the job it names, and when it was
+// written). A marker another create wrote meanwhile fails the condition.
+func overwrite(put *types.Put, m *intentMarker) {
+	put.ConditionExpression = aws.String("attribute_not_exists(#k) OR (#job = :job AND #created = :created)")
+	put.ExpressionAttributeNames = map[string]string{"#k": attrJobID, "#job": attrCreatedJobID, "#created": attrCreatedAt}
+	put.ExpressionAttributeValues = map[string]types.AttributeValue{":job": str(m.JobID), ":created": millis(m.CreatedAt)}
 }
 
 func conditionFailed(r types.CancellationReason) bool {

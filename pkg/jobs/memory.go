@@ -38,11 +38,13 @@ func (s *MemoryStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := s.markers[marker.Key]; ok {
-		res, err := resolveCreate(&req, &m, s.lookup(m.JobID))
-		return cloneResult(res), createError(&req, err)
+		res, free, err := resolveCreate(&req, &m, s.lookup(m.JobID))
+		if !free {
+			return cloneResult(res), createError(&req, err)
+		}
 	}
 	if existing := s.lookup(job.ID); existing != nil {
-		res, err := resolveCreate(&req, nil, existing)
+		res, _, err := resolveCreate(&req, nil, existing)
 		return cloneResult(res), createError(&req, err)
 	}
 	s.jobs[job.ID] = job

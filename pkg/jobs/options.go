@@ -83,8 +83,10 @@ func WithRecovery(p RecoveryPolicy) Option { return func(c *config) { c.recovery
 // the time it ended plus d.
 func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
-// WithIntentRetention sets how long an intent marker is kept after creation;
-// a retried intent after that may create a second job.
+// WithIntentRetention sets how long an intent marker is kept after creation.
+// After that, and after the job's own item is gone (see the package
+// documentation), a retried intent creates a new job; with a derived job id
+// the job's item answers for the intent as long as it exists.
 func WithIntentRetention(d time.Duration) Option { return func(c *config) { c.intentRetention = d } }
 
 // WithClockSkew sets the clock-skew margin d the store allows, twice, beyond

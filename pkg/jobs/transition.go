@@ -474,34 +474,41 @@ func newJob(req *CreateRequest, now time.Time, cfg *config) (Job, intentMarker) 
 }
 
 // resolveCreate decides a Create that found something in its way: the
-// intent's marker m with the job it points to, or (m nil) a job that already
-// has the requested id.
-func resolveCreate(req *CreateRequest, m *intentMarker, existing *Job) (CreateResult, error) {
+// intent's marker m with the job it points to (nil when that item is gone),
+// or (m nil) a job that already has the requested id.
+//
+// free reports that the marker is no obstacle after all: its job's item is
+// gone, deleted under the table's TTL (DynamoDB deletes expired items days
+// after they expire, in any order, so the marker may outlive its job), and
+// the intent is free. The caller writes the new job over the marker, which
+// is what happens once both items are deleted: the job item decides, never
+// the order of the two deletions.
+func resolveCreate(req *CreateRequest, m *intentMarker, existing *Job) (res CreateResult, free bool, err error) {
 	hash := specHash(req.Spec)
 	if m != nil {
 		if m.Tenant != req.Tenant || m.IntentID != req.IntentID {
-			return CreateResult{}, fmt.Errorf("intent marker %q belongs to tenant %q intent %q", m.Key, m.Tenant, m.IntentID)
-		}
-		if m.SpecSHA256 != hash {
-			return CreateResult{}, ErrIntentConflict
+			return CreateResult{}, false, fmt.Errorf("intent marker %q belongs to tenant %q intent %q", m.Key, m.Tenant, m.IntentID)
 		}
 		if existing == nil {
-			return CreateResult{}, fmt.Errorf("%w: the intent's job %s no longer exists", ErrNotFound, m.JobID)
+			return CreateResult{}, true, nil
 		}
-		return CreateResult{Job: *existing, Existing: true}, nil
+		if m.SpecSHA256 != hash {
+			return CreateResult{}, false, ErrIntentConflict
+		}
+		return CreateResult{Job: *existing, Existing: true}, false, nil
 	}
 	if existing == nil {
-		return CreateResult{}, fmt.Errorf("resolveCreate: nothing in the way")
+		return CreateResult{}, false, fmt.Errorf("resolveCreate: nothing in the way")
 	}
 	// No marker (it expired) but the id is taken: by the same intent, when
 	// the id was derived from it.
 	if existing.Tenant != req.Tenant || existing.IntentID != req.IntentID {
-		return CreateResult{}, ErrJobExists
+		return CreateResult{}, false, ErrJobExists
 	}
 	if specHash(existing.Spec) != hash {
-		return CreateResult{}, ErrIntentConflict
+		return CreateResult{}, false, ErrIntentConflict
 	}
-	return CreateResult{Job: *existing, Existing: true}, nil
+	return CreateResult{Job: *existing, Existing: true}, false, nil
 }
 
 // ttl truncates t to the precision of a TTL attribute: epoch seconds.

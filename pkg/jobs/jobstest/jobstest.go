@@ -42,6 +42,8 @@ var suite = []struct {
 	{"CreateRefusesATakenJobID", testCreateRefusesTakenJobID},
 	{"CreateRejectsInvalidRequests", testCreateRejectsInvalid},
 	{"ConcurrentCreatesOfOneIntentMakeOneJob", testConcurrentCreates},
+	{"CreateAfterTheIntentsJobExpired", testCreateAfterTheIntentsJobExpired},
+	{"ConcurrentCreatesAfterTheJobExpiredMakeOneJob", testConcurrentCreatesAfterTheJobExpired},
 	{"ClaimStartsGenerationOne", testClaimStartsGenerationOne},
 	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
 	{"RetriedWritesRecogniseTheirOwnSuccess", testRetriedWritesRecognised},
@@ -269,15 +271,23 @@ func testCreateRejectsInvalid(t *testing.T, newStore NewStore) {
 
 func testConcurrentCreates(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
+	b.createConcurrently(t, "export-intent-7")
+}
+
+// createConcurrently sends 8 concurrent creates of intent, each proposing
+// its own id, as an intake with random ids would, and checks that they
+// return one job, written by exactly one of them, and that no other
+// proposed id has a job. It returns that job.
+func (b *bundle) createConcurrently(t *testing.T, intent string) jobs.Job {
+	t.Helper()
 	const n = 8
 	results := make([]jobs.CreateResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			// Every request proposes its own id, as an intake with random ids would.
 			results[i], errs[i] = b.store.Create(b.ctx, jobs.CreateRequest{
-				JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: "export-intent-7", Tenant: b.tenant,
+				JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: intent, Tenant: b.tenant,
 			})
 		})
 	}
@@ -285,7 +295,7 @@ func testConcurrentCreates(t *testing.T, newStore NewStore) {
 	created := 0
 	for i := range n {
 		require.NoError(t, errs[i])
-		require.Equal(t, results[0].Job.ID, results[i].Job.ID)
+		require.Equal(t, results[0].Job, results[i].Job)
 		if !results[i].Existing {
 			created++
 		}
@@ -297,6 +307,7 @@ func testConcurrentCreates(t *testing.T, newStore NewStore) {
 			require.ErrorIs(t, err, jobs.ErrNotFound)
 		}
 	}
+	return results[0].Job
 }
 
 func testClaimStartsGenerationOne(t *testing.T, newStore NewStore) {
