@@ -18,7 +18,8 @@
 //     computed, and uploaded in one PutObject once the content is complete:
 //     memory use does not grow with the object, and a half-written candidate
 //     never becomes visible. The spool file is gone after Commit or Close,
-//     whatever the outcome.
+//     whatever the outcome. The spool is a directory (WithSpoolDir), or
+//     any Spool (WithSpool).
 //   - Every object carries its job id, generation, attempt id and SHA-256 in
 //     user metadata, and the SHA-256 also as S3's own checksum, which S3
 //     verifies on upload. Head and Open refuse an object whose metadata does
@@ -35,10 +36,33 @@
 //   - A 409 ConditionalRequestConflict (a concurrent write to the same key)
 //     is retried a bounded number of times with backoff; the retry then
 //     normally meets the winner's object and returns ErrExists.
+//   - With a spool budget (WithSpoolBudget), the writers of a store never
+//     hold more than the budget in the spool, so one candidate cannot take
+//     the space another is being written into: every Writer first takes a
+//     Reservation of the store's max size (Reserve; Create does it), writes
+//     at most that much (a larger candidate is ErrTooLarge, for good), and
+//     gives it back when it is closed. At most budget / max size writers
+//     exist at once; the next waits, in order of arrival, until one is
+//     closed or its context ends (ErrSpoolBusy, nothing taken).
+//
+// Why the budget cannot deadlock. A budget granted as writers write can:
+// two writers of up to 1 GB in a 1.5 GB budget may each hold 0.75 GB and
+// each wait for the other's room for ever (TestSpoolBudgetCannotDeadlockTwoWritersOfTheMaxSize
+// is that scenario). Here a writer takes its whole maximum claim, the max
+// size, in one step before it has any room, and never asks for more: no
+// writer waits while holding room, so there is no hold-and-wait, and
+// without it no cycle of writers waiting on each other can form. It is
+// the banker's algorithm in the case where every grant is a whole claim: a
+// grant leaves each holder able to finish without another grant, so every
+// state is safe. A waiting writer waits only for holders, each of which
+// can write all of its candidate without waiting and ends by its own
+// context's deadline at the latest. The cost is concurrency: a writer holds
+// its max size however little it writes, so a budget admits budget / max
+// size writers, however small their candidates.
 //
 // Limits: a candidate is uploaded with a single PutObject, so it is at most
-// 5 GiB (MaxSize), and the spool needs that much free space in its
-// directory (on Lambda, /tmp: 512 MiB unless the function's ephemeral
-// storage is raised, up to 10 GiB). Multipart upload is not implemented;
-// it would be needed only beyond 5 GiB.
+// 5 GiB (MaxSize), and the spool needs room for the budget in its directory
+// (on Lambda, /tmp: 512 MB unless the function's ephemeral storage is
+// raised, up to 10,240 MB). Multipart upload is not implemented; it would
+// be needed only beyond 5 GiB.
 package candidate

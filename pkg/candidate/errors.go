@@ -31,8 +31,18 @@ var (
 	ErrInvalidMetadata = errors.New("invalid candidate metadata")
 
 	// ErrTooLarge means a write exceeded the store's size limit (MaxSize
-	// unless WithMaxSize lowered it).
+	// unless WithMaxSize lowered it). It is permanent: the same content
+	// exceeds the same limit on every try.
 	ErrTooLarge = errors.New("candidate too large")
+
+	// ErrSpoolBusy means Reserve's context ended while other reservations
+	// held the whole spool budget. Nothing was taken; a later try may find
+	// room.
+	ErrSpoolBusy = errors.New("no room in the spool budget")
+
+	// ErrBudgetTooSmall is wrapped by CheckSpoolBudget's error for a max
+	// size above the spool budget.
+	ErrBudgetTooSmall = errors.New("a candidate of the max size cannot fit the spool budget")
 )
 
 // ExistsError reports a write refused because the key already holds an

@@ -44,6 +44,9 @@ type Store struct {
 	api    S3API
 	bucket string
 	cfg    config
+	// slots holds one token per reservation: spool budget / max size of
+	// them. Nil without a budget.
+	slots chan struct{}
 }
 
 // New returns a Store on bucket. client is usually an *s3.Client. It panics
@@ -63,7 +66,11 @@ func New(client S3API, bucket string, opts ...Option) *Store {
 	if err := cfg.Validate(); err != nil {
 		panic(err.Error())
 	}
-	return &Store{api: client, bucket: bucket, cfg: cfg}
+	s := &Store{api: client, bucket: bucket, cfg: cfg}
+	if cfg.spoolBudget > 0 {
+		s.slots = make(chan struct{}, cfg.spoolBudget/cfg.maxSize)
+	}
+	return s
 }
 
 // Info describes a stored candidate, from its metadata.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -53,8 +52,8 @@ type Writer struct {
 	s    *Store
 	ctx  context.Context
 	key  Key
-	file *os.File
-	name string // the spool's path while it still has one to remove
+	file SpoolFile
+	room *Reservation // given back by Close
 	buf  *bufio.Writer
 	hash hash.Hash
 	size int64
@@ -62,29 +61,39 @@ type Writer struct {
 	done bool  // committed or closed
 }
 
-// Create starts a candidate at key. ctx bounds the whole write: a Write
-// after ctx is done fails, and Commit's upload stops with it.
+// Create starts a candidate at key: Reserve, then the reservation's
+// Create, whose room the Writer gives back when it is closed. ctx bounds
+// the wait for room and the whole write: a Write after ctx is done fails,
+// and Commit's upload stops with it.
 func (s *Store) Create(ctx context.Context, key Key) (*Writer, error) {
+	if err := key.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := s.Reserve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: create %s: %w", key, err)
+	}
+	w, err := r.Create(ctx, key)
+	if err != nil {
+		r.Release()
+		return nil, err
+	}
+	return w, nil
+}
+
+// create opens a spool for key.
+func (s *Store) create(ctx context.Context, key Key) (*Writer, error) {
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("candidate: create %s: %w", key, err)
 	}
-	f, err := os.CreateTemp(s.cfg.spoolDir, "candidate-*.spool")
+	f, err := s.cfg.spool.Create()
 	if err != nil {
 		return nil, fmt.Errorf("candidate: create %s: spool: %w", key, err)
 	}
-	w := &Writer{s: s, ctx: ctx, key: key, file: f, name: f.Name(), hash: sha256.New()}
-	// Unlink at once where the system allows it: the space is then freed
-	// when the file is closed, even by the finalizer of a Writer that was
-	// never closed, and no crash can leave a spool file in /tmp for the
-	// next invocation of a warm Lambda environment.
-	if os.Remove(w.name) == nil {
-		w.name = ""
-	}
-	w.buf = bufio.NewWriterSize(f, spoolBufferSize)
-	return w, nil
+	return &Writer{s: s, ctx: ctx, key: key, file: f, buf: bufio.NewWriterSize(f, spoolBufferSize), hash: sha256.New()}, nil
 }
 
 // Put writes everything r yields as the candidate at key. It is Create,
@@ -109,6 +118,12 @@ func (w *Writer) Key() Key { return w.key }
 
 // Size returns how many bytes have been written so far.
 func (w *Writer) Size() int64 { return w.size }
+
+// Err returns the error of the first failed Write, which every later Write
+// and Commit return too, or nil. A task may drop a Write's error; its
+// caller still learns why the candidate cannot be committed (ErrTooLarge,
+// a full spool).
+func (w *Writer) Err() error { return w.err }
 
 // Write appends p to the spool. After a failed Write, every later Write
 // and Commit fails with the same error.
@@ -173,11 +188,8 @@ func (w *Writer) Close() error {
 	}
 	w.done = true
 	err := w.file.Close()
-	if w.name != "" {
-		if rmErr := os.Remove(w.name); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
-			err = errors.Join(err, rmErr)
-		}
-		w.name = ""
+	if w.room != nil {
+		w.room.free()
 	}
 	if err != nil {
 		return fmt.Errorf("candidate: close %s: %w", w.key, err)
