@@ -3,57 +3,93 @@
 package lambdawire
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
-// The sweeper's run reports the held groups of both queues as the gauge
-// the held-groups alarms watch: 1 for the commands queue with a group
-// held, 0 (not nothing) for the events queue.
-func TestTheSweeperReportsHeldGroups(t *testing.T) {
+// The wired sweeper, on the template's tables and bucket: a stuck job
+// whose commands group is held is left alone and counted as held, and the
+// run reports the held groups of both queues as the gauge the held-groups
+// alarms watch (1 for the commands queue, 0, not nothing, for the events
+// queue) and 0 unmeasured gauges.
+func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 	t.Parallel()
 	cfg := testenv.Config(t)
-	table := testenv.TemplateTable(t, DynamoDB(cfg), "QuarantineTable")
+	db := DynamoDB(cfg)
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	only := &samtemplate.Template{Parameters: tpl.Parameters, Conditions: tpl.Conditions, Mappings: tpl.Mappings,
+		Resources: map[string]samtemplate.Resource{}}
+	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "QuarantineTable", "CandidatesBucket"} {
+		only.Resources[name] = tpl.Resources[name]
+	}
+	clients := localdeploy.Clients{DynamoDB: db, S3: S3(cfg)}
+	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "held"), cfg.Region, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	res := deployed.Resources
 
+	// Two jobs created an hour ago, never claimed: both stuck.
+	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
+	past := jobs.NewDynamoStore(db, res["JobsTable"], jobs.WithClock(hourAgo))
+	for _, id := range []string{"job-held", "job-free"} {
+		_, err := past.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
+		require.NoError(t, err)
+	}
 	commands := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "c") + ".fifo"
-	events_ := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "e") + ".fifo"
-	q := quarantine.New(quarantine.NewDynamoStore(DynamoDB(cfg), table), commands)
+	evts := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "e") + ".fifo"
+	q := quarantine.New(quarantine.NewDynamoStore(db, res["QuarantineTable"]), commands)
 	msg := events.SQSMessage{MessageId: "m1", Body: "x", EventSourceARN: commands,
-		Attributes: map[string]string{"MessageGroupId": "job-1", "SequenceNumber": "1001"}}
-	_, err := q.Park(t.Context(), "job-1", []*events.SQSMessage{&msg}, errors.New("boom"), true)
+		Attributes: map[string]string{"MessageGroupId": "job-held", "SequenceNumber": "1001"}}
+	_, err = q.Park(t.Context(), "job-held", []*events.SQSMessage{&msg}, errors.New("boom"), true)
 	require.NoError(t, err)
 
 	var buf testenv.Buffer
-	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	env := NewEnvFrom(map[string]string{"QUARANTINE_TABLE": table, "COMMANDS_QUEUE_ARN": commands, "EVENTS_QUEUE_ARN": events_})
-	report := heldGroups(env, DynamoDB(cfg), log)
-	require.NoError(t, env.Err())
-	report(t.Context())
+	run, err := Sweeper(NewEnvFrom(map[string]string{
+		"JOBS_TABLE": res["JobsTable"], "CANDIDATES_BUCKET": res["CandidatesBucket"],
+		"VIEWS_TABLE": res["ViewsTable"], "TOTALS_TABLE": res["TotalsTable"],
+		"QUARANTINE_TABLE": res["QuarantineTable"], "COMMANDS_QUEUE_ARN": commands, "EVENTS_QUEUE_ARN": evts,
+		"AWS_LAMBDA_FUNCTION_NAME": "stack-sweeper",
+	}), cfg, slog.New(slog.NewJSONHandler(&buf, nil)))
+	require.NoError(t, err)
+	rep, err := run(t.Context(), sweeper.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Stuck)
+	require.Equal(t, 1, rep.Nudged)
+	require.Equal(t, 1, rep.Held)
+	held, err := past.Get(t.Context(), "job-held")
+	require.NoError(t, err)
+	require.Zero(t, held.Version, "not nudged")
 
 	got := map[string]float64{}
 	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
-		require.Contains(t, rec, "_aws", "an EMF record: %s", line)
-		got[rec["Queue"].(string)] = rec[quarantine.MetricHeldGroups].(float64)
+		if _, ok := rec["_aws"]; !ok {
+			continue
+		}
+		if queue, ok := rec["Queue"].(string); ok {
+			got[queue] = rec[quarantine.MetricHeldGroups].(float64)
+			continue
+		}
+		got[sweeper.MetricUnmeasured] = rec[sweeper.MetricUnmeasured].(float64)
 	}
 	cname, _ := quarantine.QueueName(commands)
-	ename, _ := quarantine.QueueName(events_)
-	require.Equal(t, map[string]float64{cname: 1, ename: 0}, got)
-
-	// Without the table, nothing is reported and nothing is required.
-	var none testenv.Buffer
-	env = NewEnvFrom(map[string]string{})
-	heldGroups(env, DynamoDB(cfg), slog.New(slog.NewJSONHandler(&none, nil)))(t.Context())
-	require.NoError(t, env.Err())
-	require.Empty(t, none.String())
+	ename, _ := quarantine.QueueName(evts)
+	require.Equal(t, map[string]float64{cname: 1, ename: 0, sweeper.MetricUnmeasured: 0}, got)
 }

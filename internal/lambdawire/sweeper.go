@@ -57,10 +57,13 @@ const DefaultRepairBudget = 45 * time.Second
 // SWEEP_MAX_ITEMS (default 1000, 1 to sweeper.MaxItemsLimit). Each run
 // logs the repair cursors' lags (sweeper.MetricRepairLag, the gauge the
 // repair-lag alarm watches) with the dimension FunctionName, Lambda's
-// AWS_LAMBDA_FUNCTION_NAME (no metrics without it). With QUARANTINE_TABLE,
-// COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN, each run also reports how many
-// groups of each queue are held (quarantine.MetricHeldGroups, 0 included),
-// the gauge the held-groups alarms watch.
+// AWS_LAMBDA_FUNCTION_NAME (no metrics without it), and how many of its
+// gauges it could not measure (sweeper.MetricUnmeasured, 0 included). With
+// QUARANTINE_TABLE, COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN (both then
+// required), a stuck job whose commands group is held is not nudged, and
+// each run reports how many groups of each queue are held
+// (quarantine.MetricHeldGroups, 0 included), the gauge the held-groups
+// alarms watch.
 func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
@@ -78,7 +81,7 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
 	function := env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
 	db := DynamoDB(cfg)
-	held := heldGroups(env, db, log)
+	holds, commands, evts := sweeperQuarantine(env, db)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -97,43 +100,39 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 		RecheckAfter:  recheckAfter,
 		RepairBudget:  repairBudget,
 		MaxItems:      maxItems,
+		Quarantine:    holds,
+		CommandsQueue: commands,
+		EventsQueue:   evts,
 		FunctionName:  function,
 		Logger:        log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, o sweeper.Options) (sweeper.Report, error) {
-		rep, err := s.Run(ctx, o)
-		held(ctx)
-		return rep, err
-	}, nil
+	return s.Run, nil
 }
 
-// heldGroups returns what reports, after each sweep, the number of held
-// groups of the commands and events queues: nothing without
-// QUARANTINE_TABLE. A failure to count is logged, not the sweep's.
-func heldGroups(env *Env, db *dynamodb.Client, log *slog.Logger) func(context.Context) {
+// sweeperQuarantine returns the quarantine's store and the names of the
+// commands and events queues, from QUARANTINE_TABLE, COMMANDS_QUEUE_ARN and
+// EVENTS_QUEUE_ARN: what the sweeper reads the holds from. No store
+// without QUARANTINE_TABLE; then no queue ARN is required.
+func sweeperQuarantine(env *Env, db *dynamodb.Client) (sweeper.Quarantine, string, string) {
 	table := env.StringOr("QUARANTINE_TABLE", "")
 	if table == "" {
-		return func(context.Context) {}
+		return nil, "", ""
 	}
-	var queues []string
-	for _, v := range []string{"COMMANDS_QUEUE_ARN", "EVENTS_QUEUE_ARN"} {
+	var names [2]string
+	for i, v := range []string{"COMMANDS_QUEUE_ARN", "EVENTS_QUEUE_ARN"} {
 		arn := env.String(v)
-		if name, err := quarantine.QueueName(arn); arn != "" && err == nil {
-			queues = append(queues, name)
+		if arn == "" {
+			continue
 		}
-	}
-	store := quarantine.NewDynamoStore(db, table)
-	return func(ctx context.Context) {
-		for _, q := range queues {
-			holds, err := store.Holds(ctx, q)
-			if err != nil {
-				log.Error("sweeper: count the held groups", "queue", q, "error", err)
-				continue
-			}
-			quarantine.LogHeldGroups(ctx, log, q, len(holds))
+		name, err := quarantine.QueueName(arn)
+		if err != nil {
+			env.Problem(v, err)
+			continue
 		}
+		names[i] = name
 	}
+	return quarantine.NewDynamoStore(db, table), names[0], names[1]
 }

@@ -2,6 +2,8 @@ package sweeper
 
 import (
 	"log/slog"
+
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the sweeper's metrics,
@@ -10,7 +12,8 @@ import (
 // with the dimension FunctionName (Config.FunctionName).
 const MetricsNamespace = "fifoworker/sweeper"
 
-// The metrics, one record per run that read the cursors (not a dry run).
+// The metrics, one record per run (not a dry run, and only with a
+// FunctionName).
 const (
 	// MetricRepairLag is Report.RepairLagSeconds: how far the repair
 	// cursor is behind now - RepairAfter, 0 when the check keeps up. It
@@ -20,26 +23,64 @@ const (
 	MetricRepairLag = "RepairLagSeconds"
 	// MetricRecheckLag is Report.RecheckLagSeconds, the recheck's.
 	MetricRecheckLag = "RecheckLagSeconds"
+	// MetricUnmeasured is how many of the run's gauges it could not
+	// measure, 0 included.
+	MetricUnmeasured = "UnmeasuredGauges"
 )
 
 var lagMetrics = []string{MetricRepairLag, MetricRecheckLag}
 
-// logMetrics writes the run's lags as one EMF record: its top-level _aws,
-// FunctionName and metric fields make the JSON log record an EMF
-// document. Nothing without a FunctionName, in a dry run, or when no
-// cursor could be read.
-func (r *run) logMetrics() {
-	if r.function == "" || r.dry || len(r.lags) == 0 {
+// metrics reports whether the run measures and logs its gauges: not in a
+// dry run, and not without a FunctionName, the dimension's value.
+func (r *run) metrics() bool { return r.function != "" && !r.dry }
+
+// countHeld logs, for each queue the Sweeper names, how many of its groups
+// the quarantine holds (quarantine.MetricHeldGroups, 0 included): the
+// gauge the template's held-groups alarms watch. A count that fails is
+// logged and counted as unmeasured (MetricUnmeasured); it does not fail
+// the run, whose work it is not.
+func (r *run) countHeld() {
+	if !r.metrics() || r.quarantine == nil {
 		return
 	}
-	var metrics []map[string]string
-	values := make([]slog.Attr, 0, len(lagMetrics))
+	for _, q := range r.queues {
+		if q == "" {
+			continue
+		}
+		holds, err := r.quarantine.Holds(r.ctx, q)
+		if err != nil {
+			r.unmeasured++
+			r.log.ErrorContext(r.ctx, "sweep: count the held groups", "queue", q, "error", err)
+			continue
+		}
+		quarantine.LogHeldGroups(r.ctx, r.log, q, len(holds))
+	}
+}
+
+// logMetrics writes the run's lags and how many gauges it could not
+// measure (a held-groups count that failed, a lag whose cursor could not
+// be read or that the deadline left unwalked) as one EMF record: its
+// top-level _aws, FunctionName and metric fields make the JSON log record
+// an EMF document. MetricUnmeasured is written by every run that logs
+// metrics, so that the alarm on it also sees runs stop.
+func (r *run) logMetrics() {
+	if !r.metrics() {
+		return
+	}
+	unmeasured := r.unmeasured
+	if r.projection != nil {
+		unmeasured += len(lagMetrics) - len(r.lags)
+	}
+	metrics := make([]map[string]string, 0, len(lagMetrics)+1)
+	values := make([]slog.Attr, 0, len(lagMetrics)+1)
 	for _, name := range lagMetrics {
 		if v, ok := r.lags[name]; ok {
 			metrics = append(metrics, map[string]string{"Name": name, "Unit": "Seconds"})
 			values = append(values, slog.Int64(name, v))
 		}
 	}
+	metrics = append(metrics, map[string]string{"Name": MetricUnmeasured, "Unit": "Count"})
+	values = append(values, slog.Int(MetricUnmeasured, unmeasured))
 	attrs := append([]slog.Attr{
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.now.UnixMilli(),

@@ -133,6 +133,7 @@ func TestRepairLagIsReportedAndLoggedAsAMetric(t *testing.T) {
 			"Metrics": []any{
 				map[string]any{"Name": sweeper.MetricRepairLag, "Unit": "Seconds"},
 				map[string]any{"Name": sweeper.MetricRecheckLag, "Unit": "Seconds"},
+				map[string]any{"Name": sweeper.MetricUnmeasured, "Unit": "Count"},
 			},
 		}},
 	}, recs[0]["_aws"])
@@ -140,6 +141,7 @@ func TestRepairLagIsReportedAndLoggedAsAMetric(t *testing.T) {
 	require.Equal(t, "stack-sweeper", recs[0]["FunctionName"])
 	require.Equal(t, float64(240), recs[0][sweeper.MetricRepairLag])
 	require.Equal(t, float64(0), recs[0][sweeper.MetricRecheckLag])
+	require.Equal(t, float64(0), recs[0][sweeper.MetricUnmeasured], "every gauge measured")
 
 	// Five minutes on, the next two: the cursor moved two minutes, the
 	// bound five.

@@ -354,6 +354,8 @@ type run struct {
 	repairStart time.Time
 	// lags holds the lag metrics known after the repair, by name.
 	lags map[string]int64
+	// unmeasured counts the held-groups counts that failed.
+	unmeasured int
 }
 
 func (r *run) fail(err error, msg string, attrs ...any) {
@@ -389,6 +391,7 @@ func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 	r.nudgeStuck()
 	r.repairFinished()
 	r.sweepCandidates()
+	r.countHeld()
 	r.logMetrics()
 	r.r.ElapsedMS = time.Since(start).Milliseconds()
 	s.log.InfoContext(ctx, "sweep", "report", r.r)
