@@ -24,6 +24,7 @@ type attempt struct {
 	lease time.Time // the invocation's deadline plus the skew: it does not move
 	start time.Time
 	stop  context.CancelCauseFunc // cancels the task
+	room  *candidate.Reservation  // the candidate's room in the spool, taken before the claim
 
 	mu      sync.Mutex // serialises renewals; guards what follows
 	version int64      // the version this attempt's last write produced
@@ -41,7 +42,7 @@ func (a *attempt) run(ctx context.Context) error {
 	taskCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	a.stop = stop
-	cw, err := a.w.cfg.Candidates.Create(taskCtx, key)
+	cw, err := a.room.Create(taskCtx, key)
 	if err != nil {
 		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
 	}
@@ -56,12 +57,19 @@ func (a *attempt) run(ctx context.Context) error {
 	case broken != nil:
 		a.log.WarnContext(ctx, "worker: progress write failed; the command will be received again", versionAttr(version), slog.Any("error", broken), a.took())
 		return broken
+	case errors.Is(cw.Err(), candidate.ErrTooLarge):
+		// Whatever the task made of the refused write (a retryable error, as
+		// the reference task's, or none): the same content is as large on
+		// every try.
+		return a.fail(ctx, version, CodeCandidateTooLarge, cw.Err())
+	case errors.Is(taskErr, candidate.ErrTooLarge):
+		return a.fail(ctx, version, CodeCandidateTooLarge, taskErr)
 	case taskErr == nil && out.Items < 0:
 		taskErr = fifo.Permanent(fmt.Errorf("worker: task reported %d items", out.Items))
 	}
 	if taskErr != nil {
 		if fifo.IsPermanent(taskErr) {
-			return a.fail(ctx, version, taskErr)
+			return a.fail(ctx, version, CodeTaskFailed, taskErr)
 		}
 		a.log.WarnContext(ctx, "worker: task failed; the command will be received again", versionAttr(version), slog.Any("error", taskErr), a.took())
 		return fmt.Errorf("worker: job %s g%d: task: %w", a.job.ID, a.job.Generation, taskErr)
@@ -126,15 +134,21 @@ func (a *attempt) progress(ctx context.Context, n int64) error {
 	}
 }
 
-// fail ends the job for a task's permanent error.
-func (a *attempt) fail(ctx context.Context, version int64, taskErr error) error {
+// failLines are the log lines of a job failed, by code.
+var failLines = map[string]string{
+	CodeTaskFailed:        "worker: task failed permanently; job failed",
+	CodeCandidateTooLarge: "worker: candidate over the size bound; job failed",
+}
+
+// fail ends the job for good: code names the cause, taskErr says it.
+func (a *attempt) fail(ctx context.Context, version int64, code string, taskErr error) error {
 	job, err := a.w.cfg.Jobs.Fail(ctx, jobs.FailRequest{
 		JobID: a.job.ID, AttemptID: a.id, Generation: a.job.Generation, Version: version,
-		Failure: jobs.Failure{Code: CodeTaskFailed, Message: failureMessage(taskErr)},
+		Failure: jobs.Failure{Code: code, Message: failureMessage(taskErr)},
 	})
 	switch {
 	case err == nil:
-		a.log.WarnContext(ctx, "worker: task failed permanently; job failed", versionAttr(job.Version), slog.Any("error", taskErr), a.took())
+		a.log.WarnContext(ctx, failLines[code], versionAttr(job.Version), slog.String("code", code), slog.Any("error", taskErr), a.took())
 		return nil
 	case errors.Is(err, jobs.ErrStaleGeneration), errors.Is(err, jobs.ErrFinal):
 		a.log.InfoContext(ctx, "worker: failure refused; the attempt had lost the job", versionAttr(version),

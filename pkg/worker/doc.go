@@ -42,6 +42,16 @@
 //     command is received again and the next claim decides.
 //   - The task runs on Handle's goroutine and Progress refuses to write once
 //     Run has returned: nothing of an attempt outlives Handle.
+//   - Room for the candidate in the spool is taken before the claim
+//     (candidate.Store.Reserve: the store's whole max size), so one lane
+//     never fails another's writes for space, and a claimed attempt never
+//     waits for room. A lane that finds none before its context ends has
+//     claimed nothing: the command comes back, and the job has lost no
+//     generation (see The spool, below).
+//   - A candidate over the store's max size (candidate.ErrTooLarge) fails
+//     its job for good with CodeCandidateTooLarge, whatever the task made
+//     of the refused write: the same content is as large on every try, and
+//     retrying it would only end in recovery_exhausted.
 //
 // What Handle returns for each outcome (nil acknowledges the message, an
 // error has it received again, fifo.Permanent sends it to the dead-letter
@@ -49,12 +59,14 @@
 //
 //	body not a command (outbox.ErrMalformed), group ≠ job   fifo.Permanent
 //	no Lambda request id, no deadline                      error
+//	no spool room before ctx ends (candidate.ErrSpoolBusy) error; nothing claimed
 //	claim: job final (ErrFinal, *FinalError)               nil
 //	claim: lease held by another attempt (ErrLeaseHeld)    error
 //	claim: no such job, or the job of another tenant       fifo.Permanent
 //	       (ErrNotFound; nothing written)
 //	progress renewal refused (stale or final)              nil; task cancelled, nothing uploaded
 //	progress renewal failed otherwise                      error; task cancelled, nothing uploaded
+//	candidate over the max size (candidate.ErrTooLarge)    Fail(candidate_too_large) → nil (refused: nil; failed: error)
 //	task: fifo.Permanent error, or negative Items          Fail(task_failed) → nil (refused: nil; failed: error)
 //	task: any other error, ctx.Err() included              error; nothing uploaded
 //	upload failed                                          error
@@ -66,4 +78,36 @@
 // the previous lease has ended, and a new candidate key. The recovery
 // policy's MaxGenerations (jobs.WithRecovery) bounds how often a job is
 // taken over.
+//
+// # The spool
+//
+// Every lane of a batch (up to ten, of any tenants) spools its candidate
+// to the same directory, /tmp on Lambda, whose size is the function's
+// ephemeral storage. The candidate store's budget (candidate.WithSpoolBudget)
+// and max size (candidate.WithMaxSize) share it out: each attempt reserves
+// the max size before its claim, so budget / max size lanes spool at once
+// and the others wait, unclaimed. The max size is the permanent bound,
+// MaxCandidateBytes; the budget only decides how many lanes spool at once.
+//
+// Where the wait sits is chosen for what a wait that meets the deadline
+// costs. After the claim it would cost a generation: the lease outlives the
+// invocation and the next delivery is a takeover, and MaxGenerations of
+// those fail the job (recovery_exhausted) though nothing was wrong with it.
+// Before the claim it costs a receive of the command, as a lease held by
+// another attempt does, and no generation. Receives are finite too (the
+// quarantine parks a command at QUARANTINE_AFTER_RECEIVES), so the price
+// of this design, a lane reserving the whole max size however small its
+// candidate, is paid in space instead: the deployment sizes the ephemeral
+// storage for ten lanes of MaxCandidateBytes (template.yaml's defaults
+// do), and then no lane ever waits.
+//
+// Lambda does not tell a function its ephemeral storage size, so the
+// wiring (internal/lambdawire.Worker) takes it from the environment,
+// EPHEMERAL_STORAGE_MB, which template.yaml sets from the same parameter as
+// the function's EphemeralStorage, rather than measure /tmp with statfs at
+// cold start: the setting is the same wherever the function runs (a local
+// run's /tmp is the host's, shared, and its size means nothing), can be
+// checked against MAX_CANDIDATE_BYTES before the first command, and cannot
+// change under a running function. The budget is 90% of it, the rest left
+// to the file system's own use.
 package worker

@@ -19,9 +19,17 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/outbox"
 )
 
-// CodeTaskFailed is the failure code of a job whose task returned a
-// permanent error.
-const CodeTaskFailed = "task_failed"
+// Failure codes the worker records.
+const (
+	// CodeTaskFailed is the failure code of a job whose task returned a
+	// permanent error.
+	CodeTaskFailed = "task_failed"
+	// CodeCandidateTooLarge is the failure code of a job whose candidate
+	// went over the candidate store's max size (candidate.ErrTooLarge):
+	// MaxCandidateBytes in the function. The same export is as large on
+	// every try, so the job fails at once, whatever the task returned.
+	CodeCandidateTooLarge = "candidate_too_large"
+)
 
 // MaxFailureMessage is the longest failure message the worker records, in
 // bytes: the job store's limit. A longer task error is cut at a rune
@@ -157,6 +165,16 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 		return fmt.Errorf("worker: job %s: lease: %w", cmd.JobID, err)
 	}
 
+	// Room in the spool is taken before the claim: a lane that cannot get it
+	// before its context ends has claimed nothing, so its command comes back
+	// without having cost the job a generation. Once claimed, an attempt
+	// never waits for room.
+	room, err := w.reserve(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer room.Release() // unless the candidate's writer took it over
+
 	// The command's tenant is part of the claim's condition: a command
 	// naming another tenant than its job's finds no job, and neither takes
 	// a lease nor uses up a generation.
@@ -180,8 +198,24 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 	}
 	log = log.With(slog.Int64("generation", job.Generation))
 
-	a := &attempt{w: w, log: log, job: job, id: attemptID, lease: lease, version: job.Version, start: start}
+	a := &attempt{w: w, log: log, job: job, id: attemptID, lease: lease, version: job.Version, start: start, room: room}
 	return a.run(ctx)
+}
+
+// reserve takes room for the attempt's candidate in the spool budget,
+// waiting while other lanes hold it all.
+func (w *Worker) reserve(ctx context.Context, log *slog.Logger) (*candidate.Reservation, error) {
+	start := w.cfg.Now()
+	room, err := w.cfg.Candidates.Reserve(ctx)
+	switch {
+	case err != nil:
+		log.WarnContext(ctx, "worker: no spool room before the deadline; nothing claimed, the command will be received again",
+			slog.Any("error", err), slog.Duration("duration", w.cfg.Now().Sub(start)))
+		return nil, fmt.Errorf("worker: %w", err)
+	case room.Waited():
+		log.InfoContext(ctx, "worker: waited for spool room", slog.Duration("duration", w.cfg.Now().Sub(start)))
+	}
+	return room, nil
 }
 
 // statusAttr names the status of a job a refusal found final, if it says.

@@ -14,5 +14,7 @@
 //     every page but the last; the accept records the final count.
 //   - A spec it cannot run (page_size outside 1 to 1000) and an article it
 //     cannot write are permanent: the job fails. A failed query is
-//     retried with the command.
+//     retried with the command. A failed write is passed on as it is: the
+//     worker fails the job for good when the write was refused for the
+//     candidate's size (candidate.ErrTooLarge), and retries it otherwise.
 package articles
