@@ -25,13 +25,16 @@ type Template struct {
 // parameter's bounds, nil when the template sets none, and AllowedValues
 // the values it may take, nil when the template lists none: the values a
 // deployment can give it, where Default is only the one it gets unless told
-// otherwise.
+// otherwise. AllowedPattern is a String parameter's pattern ("" for none),
+// and Description what the template says of it.
 type Parameter struct {
-	Type          string
-	Default       any
-	MinValue      any
-	MaxValue      any
-	AllowedValues []any
+	Type           string
+	Default        any
+	MinValue       any
+	MaxValue       any
+	AllowedValues  []any
+	AllowedPattern string
+	Description    string
 }
 
 // Resource is one entry of Resources.
@@ -81,7 +84,10 @@ func Parse(raw []byte) (*Template, error) {
 			pm, _ := p.(map[string]any)
 			typ, _ := pm["Type"].(string)
 			allowed, _ := pm["AllowedValues"].([]any)
-			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"], MinValue: pm["MinValue"], MaxValue: pm["MaxValue"], AllowedValues: allowed}
+			pattern, _ := pm["AllowedPattern"].(string)
+			desc, _ := pm["Description"].(string)
+			t.Parameters[name] = Parameter{Type: typ, Default: pm["Default"], MinValue: pm["MinValue"], MaxValue: pm["MaxValue"],
+				AllowedValues: allowed, AllowedPattern: pattern, Description: desc}
 		}
 	}
 	rs, ok := top["Resources"].(map[string]any)
