@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -143,8 +142,9 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 // by the articles export and accepted (pkg/worker), one lane per job
 // (pkg/fifo), under the commands queue's quarantine. Settings: JOBS_TABLE,
 // ARTICLES_TABLE, CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, at most
-// the commands queue's maxReceiveCount - 1), and the quarantine's (see
-// quarantined).
+// the commands queue's maxReceiveCount - 1), the spool's
+// (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates), and
+// the quarantine's (see quarantined).
 func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	jobsTable := env.String("JOBS_TABLE")
 	articlesTable := env.String("ARTICLES_TABLE")
@@ -154,13 +154,14 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	// recovery policy decides on; the quarantine must not take them.
 	ddb := DynamoDB(cfg)
 	q := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
+	candidates := workerCandidates(env, S3(cfg), bucket, log)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
 	w := worker.New(worker.Config{
 		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
-		Candidates: candidate.New(S3(cfg), bucket),
+		Candidates: candidates,
 		Task:       articles.NewExport(ddb, articlesTable),
 		Logger:     log,
 	})
