@@ -135,6 +135,32 @@ func (e *Env) first(names ...string) string {
 	return ""
 }
 
+// localEndpoint reports whether cfg sends the service's requests (sdkID,
+// e.g. dynamodb.ServiceID) to an endpoint of its own instead of AWS's: a
+// base endpoint (AWS_ENDPOINT_URL), or one a configuration source gives the
+// service (AWS_ENDPOINT_URL_<SERVICE>, from AWSConfig's endpointSource or
+// the SDK loader's environment and shared config, the sources the client
+// itself asks). Here that is a local emulator. It reads the configuration,
+// not this process's environment, so that a configuration built from other
+// settings (a function's in the local pipeline, the CLI's --stack) is
+// judged by what it says.
+func localEndpoint(cfg aws.Config, sdkID string) bool {
+	if aws.ToString(cfg.BaseEndpoint) != "" {
+		return true
+	}
+	type serviceEndpoint interface {
+		GetServiceBaseEndpoint(ctx context.Context, sdkID string) (string, bool, error)
+	}
+	for _, src := range cfg.ConfigSources {
+		if p, ok := src.(serviceEndpoint); ok {
+			if v, found, err := p.GetServiceBaseEndpoint(context.Background(), sdkID); err == nil && found && v != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // endpointSource gives the service clients their endpoints from
 // AWS_ENDPOINT_URL_<SERVICE> (the service's SDK id in capitals, spaces as
 // underscores: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_S3), unless

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -49,28 +48,22 @@ func Main[E, R any](build Builder[E, R]) {
 // S3 returns an S3 client; with an endpoint override (a local emulator on
 // 127.0.0.1, which has no virtual-host names) it addresses buckets by path.
 func S3(cfg aws.Config) *s3.Client {
-	local := localEndpoint("S3")
+	local := localEndpoint(cfg, s3.ServiceID)
 	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
 }
 
 // DynamoDB returns a DynamoDB client. With an endpoint override (DynamoDB
 // Local) it does not check responses' CRC32: DynamoDB Local's error
 // responses carry none, and the SDK would warn of each conditional write
-// refused.
+// refused. The CLI's clients are built here too, for the same reason.
 func DynamoDB(cfg aws.Config) *dynamodb.Client {
-	local := localEndpoint("DYNAMODB")
+	local := localEndpoint(cfg, dynamodb.ServiceID)
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
 }
 
-// localEndpoint reports whether the service's endpoint is overridden: a
-// local emulator.
-func localEndpoint(service string) bool {
-	return os.Getenv("AWS_ENDPOINT_URL_"+service) != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
-}
-
-// Intake is the jobs API (pkg/intake). Settings: JOBS_TABLE,
-// CANDIDATES_BUCKET, TENANT_CLAIM (default "tenant"), RESULT_URL_TTL
-// (default 5m, 1s to 1h).
+// Intake is the jobs API (pkg/intake), checking specs with the reference
+// task's validator (the worker's). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
+// TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
 func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
@@ -88,6 +81,9 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Presigner:    presigner,
 		TenantClaim:  claim,
 		ResultURLTTL: ttl,
+		// The worker's task's own check: a spec it can never run is
+		// refused here, not failed later as task_failed.
+		ValidateSpec: articles.ValidateSpec,
 		Logger:       log,
 	})
 	if err != nil {

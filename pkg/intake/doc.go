@@ -6,9 +6,26 @@
 //	POST   /jobs       Idempotency-Key: <intent id>   {"spec": {"page_size": "50"}}
 //	                   → 202 {"job_id", "status", "location"} and a Location header,
 //	                     200 with the same job when the key is used again with the same spec,
-//	                     409 intent_conflict when it is used again with another spec
+//	                     409 intent_conflict when it is used again with another spec,
+//	                     400 invalid_spec when the task cannot run the spec
 //	GET    /jobs/{id}  → 200 the job; when completed, its result and a presigned GET URL
+//	HEAD   /jobs/{id}  → GET's status and headers, without a body
 //	DELETE /jobs/{id}  → 200 the cancelled job, or 409 job_final with the status it ended in
+//
+// # An intent whose job has expired
+//
+// A job's item expires (TTL) 30 days after the job ended, the intent's
+// marker 30 days after it was created, and DynamoDB deletes expired items
+// days later, in any order, returning them to reads until then (see
+// package jobs). The job's item decides what a retried POST gets: while it
+// is there, expired or not, the retry is answered 200 with that job, as
+// GET shows it; once it is gone (GET answers 404 job_not_found), the retry
+// creates a new job with the spec it carries and is answered 202, whether
+// the marker is still there or not. So the answer never depends on the
+// order of the two deletions, and the same request never gets an error
+// now and a new job later: an expired intent is no error (no 410), just an
+// intent that is free again. A client that must not run an intent twice
+// keeps its keys unique for longer than that.
 //
 // # Identity
 //
@@ -68,9 +85,13 @@
 // field "spec", an object of string values, with no repeated name, no
 // trailing data and valid UTF-8 (400 invalid_body); the spec has at most 32
 // keys of [a-z0-9_]{1,64} and values of at most 1024 bytes (400
-// invalid_spec). For GET and DELETE: the id is [A-Za-z0-9_-]{1,128} (400
+// invalid_spec); then the task can run it, by the task's own validator
+// (Config.ValidateSpec; 400 invalid_spec, the message naming the field).
+// For GET, HEAD and DELETE: the id is [A-Za-z0-9_-]{1,128} (400
 // invalid_job_id), then the job exists and is the caller's (404
-// job_not_found).
+// job_not_found). A HEAD request is answered as GET would be, status and
+// headers alike, with no body, errors included; an Allow header that lists
+// GET lists HEAD.
 //
 // # Deployment
 //

@@ -49,6 +49,15 @@ type Config struct {
 	// DefaultResultURLTTL (5 minutes); at least MinResultURLTTL and at most
 	// MaxResultURLTTL.
 	ResultURLTTL time.Duration
+	// ValidateSpec is the task's own check of a spec: a spec within the
+	// limits (MaxSpecKeys, MaxSpecKeyBytes, MaxSpecValueBytes) that it
+	// refuses is answered 400 invalid_spec with its error's text, which
+	// should name the field, and no job is created. The wiring hands intake
+	// the validator of the task the worker runs (the reference task's is
+	// articles.ValidateSpec), so that a spec the task can never run is
+	// refused at once by the very code that would fail its job; intake
+	// itself knows no task. Default nil: only the limits are checked.
+	ValidateSpec func(spec map[string]string) error
 	// Logger receives one line per request. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of the URL's expiry time. Default time.Now.
@@ -148,6 +157,13 @@ const (
 	itemPrefix     = "/jobs/"
 )
 
+// The methods of each route, as a 405's Allow header lists them. HEAD is
+// answered wherever GET is (RFC 9110, 9.3.2).
+const (
+	collectionMethods = http.MethodPost
+	itemMethods       = http.MethodGet + ", " + http.MethodHead + ", " + http.MethodDelete
+)
+
 func (h *Handler) serve(ctx context.Context, req *events.APIGatewayV2HTTPRequest, tr *trace) answer {
 	// Identity first: a caller without one learns nothing, not even which
 	// paths exist.
@@ -160,21 +176,21 @@ func (h *Handler) serve(ctx context.Context, req *events.APIGatewayV2HTTPRequest
 	switch {
 	case path == collectionPath:
 		if method != http.MethodPost {
-			return errAnswer(methodNotAllowed(method, http.MethodPost))
+			return errAnswer(methodNotAllowed(method, collectionMethods))
 		}
 		return h.create(ctx, req, tenant, tr)
 	case strings.HasPrefix(path, itemPrefix) && len(path) > len(itemPrefix) && !strings.Contains(path[len(itemPrefix):], "/"):
 		id := path[len(itemPrefix):]
 		tr.jobID = id
 		switch method {
-		case http.MethodGet:
+		case http.MethodGet, http.MethodHead: // finish drops a HEAD's body
 			return h.get(ctx, id, tenant)
 		case http.MethodDelete:
 			return h.cancel(ctx, id, tenant)
 		}
-		return errAnswer(methodNotAllowed(method, http.MethodGet+", "+http.MethodDelete))
+		return errAnswer(methodNotAllowed(method, itemMethods))
 	}
-	return errAnswer(fail(http.StatusNotFound, CodeRouteNotFound, "no such route; the API has POST /jobs, GET /jobs/{id} and DELETE /jobs/{id}"))
+	return errAnswer(fail(http.StatusNotFound, CodeRouteNotFound, "no such route; the API has POST /jobs, GET (and HEAD) /jobs/{id} and DELETE /jobs/{id}"))
 }
 
 func methodNotAllowed(method, allow string) *apiError {
@@ -198,6 +214,9 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		return errAnswer(e)
 	}
 	spec, e := decodeSpec(b)
+	if e == nil {
+		e = h.runnable(spec)
+	}
 	if e != nil {
 		return errAnswer(e)
 	}
@@ -220,6 +239,18 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		body:    CreatedView{JobID: res.Job.ID, Status: string(res.Job.Status), Location: loc},
 		headers: map[string]string{"Location": loc},
 	}
+}
+
+// runnable asks the task's validator, if there is one, whether the task can
+// run spec.
+func (h *Handler) runnable(spec map[string]string) *apiError {
+	if h.cfg.ValidateSpec == nil {
+		return nil
+	}
+	if err := h.cfg.ValidateSpec(spec); err != nil {
+		return fail(http.StatusBadRequest, CodeInvalidSpec, "the task cannot run this spec: %s", truncate(err.Error(), 512))
+	}
+	return nil
 }
 
 // own returns the job if it exists and belongs to tenant. Another tenant's
@@ -317,6 +348,10 @@ func (h *Handler) finish(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		raw, _ = json.Marshal(ErrorBody{Error: a.err.detail})
 	}
 	h.log(ctx, req, a, tr)
+	if req.RequestContext.HTTP.Method == http.MethodHead {
+		// GET's status and headers, without the content (RFC 9110, 9.3.2).
+		raw = nil
+	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: a.status, Headers: headers, Body: string(raw)}
 }
 

@@ -266,11 +266,9 @@ func TestRequests(t *testing.T) {
 		}), status: 405, code: intake.CodeMethodNotAllowed,
 			header: map[string]string{"Allow": "POST"}},
 		{name: "POST /jobs/{id}", req: request(http.MethodPost, "/jobs/job-42", "t-1"), status: 405, code: intake.CodeMethodNotAllowed,
-			header: map[string]string{"Allow": "GET, DELETE"}},
+			header: map[string]string{"Allow": "GET, HEAD, DELETE"}},
 		{name: "PATCH /jobs/{id}", req: request(http.MethodPatch, "/jobs/job-42", "t-1"), status: 405, code: intake.CodeMethodNotAllowed,
-			header: map[string]string{"Allow": "GET, DELETE"}},
-		{name: "HEAD /jobs/{id}", req: request(http.MethodHead, "/jobs/job-42", "t-1"), status: 405, code: intake.CodeMethodNotAllowed,
-			header: map[string]string{"Allow": "GET, DELETE"}},
+			header: map[string]string{"Allow": "GET, HEAD, DELETE"}},
 		{name: "lower-case method", req: request("get", "/jobs/job-42", "t-1"), status: 405, code: intake.CodeMethodNotAllowed},
 
 		// POST: media type.

@@ -31,6 +31,7 @@ type integrationBundle struct {
 	requests *testenv.Requests // DynamoDB requests, by operation
 	s3       *s3.Client
 	bucket   string
+	table    string
 	store    *jobs.DynamoStore
 	handler  *intake.Handler
 }
@@ -51,6 +52,7 @@ func setupIntegration(t *testing.T) *integrationBundle {
 	ctx := t.Context()
 
 	table := testenv.Name(t, "jobs")
+	b.table = table
 	_, err := b.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,
@@ -89,7 +91,9 @@ func setupIntegration(t *testing.T) *integrationBundle {
 	})
 
 	b.store = jobs.NewDynamoStore(b.ddb, table)
-	presigner, err := intake.NewS3Presigner(s3.NewPresignClient(b.s3), b.bucket)
+	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
+		Client: b.s3, Presign: s3.NewPresignClient(b.s3), Bucket: b.bucket, EmulatorWithoutChecksums: true, // gofakes3
+	})
 	require.NoError(t, err)
 	b.handler, err = intake.New(intake.Config{Store: b.store, Presigner: presigner, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)

@@ -137,6 +137,16 @@ func (e *Export) Run(ctx context.Context, in worker.Input) (worker.Output, error
 	}
 }
 
+// ValidateSpec reports why the export cannot run a job of spec: an error
+// wrapping ErrInvalidSpec that names the field, or nil. It is the check Run
+// makes, exported so that intake refuses such a spec before it creates a
+// job (the wiring hands it over as intake.Config.ValidateSpec): one
+// validator for both.
+func ValidateSpec(spec map[string]string) error {
+	_, err := pageSize(spec)
+	return err
+}
+
 // pageSize reads SpecPageSize from a job spec.
 func pageSize(spec map[string]string) (int32, error) {
 	v, ok := spec[SpecPageSize]
