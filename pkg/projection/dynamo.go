@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -91,19 +92,29 @@ const (
 
 // Apply implements Store: one UpdateItem and one TransactWriteItems; a
 // cursor refused without its old item (a gap before the first event) costs
-// one GetItem more.
+// one GetItem more, and so does a first version whose delta is not its
+// progress, which no condition can test.
 func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, error) {
 	if err := v.validate(); err != nil {
 		return Result{}, applyError(&v, err)
 	}
-	updated, err := s.putView(ctx, &v)
+	updated, err := s.putView(ctx, viewUpdate(s.tables.Views, &v, viewOlder))
 	if err != nil {
 		return Result{}, applyError(&v, err)
 	}
 	res := Result{ViewUpdated: updated}
+	if v.Version == 1 && v.Progress != delta {
+		// The event contradicts itself; the cursor tells a mismatch from
+		// an older event or a duplicate, and judge never applies it.
+		cur, err := s.Cursor(ctx, v.Tenant, v.JobID)
+		if err != nil {
+			return res, applyError(&v, err)
+		}
+		return s.judged(res, cur, &v, delta)
+	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		s.cursorUpdate(&v, v.Version-1),
-		s.totalAdd(v.Tenant, delta, completedDelta("", v.Status)),
+		s.cursorUpdate(&v, followed(Cursor{Version: v.Version - 1, Progress: v.Progress - delta})),
+		s.totalAdd(v.Tenant, delta, completedOf(v.Status)),
 	}}
 	for round := 1; round <= maxRounds; round++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
@@ -121,16 +132,11 @@ func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 			if err != nil {
 				return res, applyError(&v, err)
 			}
-			out, err := classify(v.JobID, cur.Version, v.Version)
-			if err != nil {
-				return res, err
+			if out, err := judge(cur, &v, delta); err != nil || out != Applied {
+				return s.judged(res, cur, &v, delta)
 			}
-			if out != Applied {
-				res.Outcome, res.Cursor = out, cur.Version
-				return res, nil
-			}
-			// Only a read after the refusal can find the cursor at v-1: it
-			// moved in between. Try again.
+			// Only a read after the refusal can find the cursor the event
+			// follows: it moved in between. Try again.
 		case conflict(reasons...):
 			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
 				return res, applyError(&v, err)
@@ -142,9 +148,21 @@ func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 	return res, applyError(&v, errors.New("the totals kept changing; giving up"))
 }
 
+// judged is Apply's answer when the cursor cur refused v: the outcome
+// judge gives, or its error.
+func (s *DynamoStore) judged(res Result, cur Cursor, v *View, delta int64) (Result, error) {
+	out, err := judge(cur, v, delta)
+	if err != nil {
+		return res, err
+	}
+	res.Outcome, res.Cursor = out, cur.Version
+	return res, nil
+}
+
 // Recover implements Store: a consistent read of the cursor and one
-// TransactWriteItems (view, cursor, total); when the view already holds a
-// newer version, or the cursor moved since the read, one round more.
+// TransactWriteItems (view, cursor, total), or one conditional UpdateItem
+// of the view when the cursor needs no change; when the view needs none,
+// or the cursor moved since the read, one round more.
 func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) {
 	if err := snap.validate(); err != nil {
 		return Recovery{}, recoverError(&snap, err)
@@ -157,21 +175,18 @@ func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 		}
 		r := planRecovery(from, &snap)
 		if !r.Moved() {
-			// The totals are there already; the view takes the snapshot if
-			// it is newer, as an event's would.
-			if r.ViewUpdated, err = s.putView(ctx, &snap); err != nil {
+			// The totals are there already; the view takes the snapshot
+			// if viewTakes says so.
+			if r.ViewUpdated, err = s.putView(ctx, viewUpdate(s.tables.Views, &snap, viewRecover)); err != nil {
 				return Recovery{}, recoverError(&snap, err)
 			}
 			return r, nil
 		}
 		var items []types.TransactWriteItem
 		if withView {
-			// At the same version the view holds this very snapshot, so
-			// rewriting it is harmless, and one condition fewer can cancel
-			// the transaction.
-			items = append(items, types.TransactWriteItem{Update: viewUpdate(s.tables.Views, &snap, "<=").transact()})
+			items = append(items, types.TransactWriteItem{Update: viewUpdate(s.tables.Views, &snap, viewRewrite).transact()})
 		}
-		items = append(items, s.cursorUpdate(&snap, from.Version), s.totalAdd(snap.Tenant, r.Processed, r.Completed))
+		items = append(items, s.cursorUpdate(&snap, is(from)), s.totalAdd(snap.Tenant, r.Processed, r.Completed))
 		_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			r.ViewUpdated = withView
@@ -182,15 +197,15 @@ func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 			return Recovery{}, recoverError(&snap, err)
 		}
 		reasons := tce.CancellationReasons
-		viewNewer := withView && conditionFailed(reasons[0])
+		viewInStep := withView && conditionFailed(reasons[0])
 		if withView {
 			reasons = reasons[1:]
 		}
 		switch {
-		case viewNewer || conditionFailed(reasons[0]):
-			// The view holds a newer version (leave it out), or the cursor
-			// moved since it was read (read it again).
-			withView = withView && !viewNewer
+		case viewInStep || conditionFailed(reasons[0]):
+			// The view needs no change (leave it out), or the cursor moved
+			// since it was read (read it again).
+			withView = withView && !viewInStep
 		case conflict(tce.CancellationReasons...):
 			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
 				return Recovery{}, recoverError(&snap, err)
@@ -274,10 +289,10 @@ func (s *DynamoStore) cursorOf(ctx context.Context, old map[string]types.Attribu
 	return s.Cursor(ctx, tenant, jobID)
 }
 
-// putView writes v into its view unless the view holds v's version or a
-// newer one; it reports whether it wrote.
-func (s *DynamoStore) putView(ctx context.Context, v *View) (bool, error) {
-	_, err := s.api.UpdateItem(ctx, viewUpdate(s.tables.Views, v, "<").item())
+// putView makes the conditional view update u and reports whether its
+// condition held.
+func (s *DynamoStore) putView(ctx context.Context, u *update) (bool, error) {
+	_, err := s.api.UpdateItem(ctx, u.item())
 	if err == nil {
 		return true, nil
 	}
@@ -288,10 +303,24 @@ func (s *DynamoStore) putView(ctx context.Context, v *View) (bool, error) {
 	return false, err
 }
 
-// cursorUpdate moves the job's cursor to v, on condition that it is at
-// version prev (prev 0: that it does not exist). A refusal returns the
-// cursor as it was.
-func (s *DynamoStore) cursorUpdate(v *View, prev int64) types.TransactWriteItem {
+// cursorCond is the condition on a job's cursor item a write of it makes.
+type cursorCond struct {
+	at      Cursor
+	anyLive bool // any status but a final one, rather than at.Status
+}
+
+// followed is the condition that the cursor is the one an event follows
+// (follows): at prev's version and progress, its status not final; no
+// cursor at all for prev version 0.
+func followed(prev Cursor) cursorCond { return cursorCond{at: prev, anyLive: true} }
+
+// is is the condition that the cursor is exactly c (none, for the zero
+// Cursor).
+func is(c Cursor) cursorCond { return cursorCond{at: c} }
+
+// cursorUpdate moves the job's cursor to v, on condition cond. A refusal
+// returns the cursor as it was.
+func (s *DynamoStore) cursorUpdate(v *View, cond cursorCond) types.TransactWriteItem {
 	u := &update{
 		table: s.tables.Totals,
 		key:   totalsKey(v.Tenant, cursorPrefix+v.JobID),
@@ -303,11 +332,17 @@ func (s *DynamoStore) cursorUpdate(v *View, prev int64) types.TransactWriteItem 
 			":job_id": str(v.JobID), ":version": num(v.Version), ":progress": num(v.Progress), ":status": str(string(v.Status)),
 		},
 	}
-	if prev == 0 {
+	switch c := cond.at; {
+	case c.Version == 0:
 		u.cond = "attribute_not_exists(#version)"
-	} else {
-		u.cond = "#version = :prev"
-		u.values[":prev"] = num(prev)
+	case cond.anyLive:
+		u.cond = "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))"
+		u.values[":prev"], u.values[":prev_progress"] = num(c.Version), num(c.Progress)
+		u.values[":completed"], u.values[":failed"] = str(string(jobs.StatusCompleted)), str(string(jobs.StatusFailed))
+		u.values[":cancelled"] = str(string(jobs.StatusCancelled))
+	default:
+		u.cond = "#version = :prev AND #progress = :prev_progress AND #status = :prev_status"
+		u.values[":prev"], u.values[":prev_progress"], u.values[":prev_status"] = num(c.Version), num(c.Progress), str(string(c.Status))
 	}
 	t := u.transact()
 	t.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
@@ -326,14 +361,29 @@ func (s *DynamoStore) totalAdd(tenant string, processed, completed int64) types.
 	return types.TransactWriteItem{Update: u.transact()}
 }
 
-// viewUpdate writes the snapshot v into its view if the view's version is
-// op (< or <=) v's, or the view does not exist. Optional attributes v lacks
-// are removed, so the item is exactly the snapshot.
-func viewUpdate(table string, v *View, op string) *update {
+// viewCond says when a view update writes.
+type viewCond int
+
+const (
+	// viewOlder: an event's; the view holds an older version, or none
+	// (viewNewer).
+	viewOlder viewCond = iota
+	// viewRecover: a recovery's that leaves the cursor as it is; the view
+	// is not the snapshot and viewTakes says it takes it.
+	viewRecover
+	// viewRewrite: a recovery's, in the transaction that moves the cursor
+	// (viewTakes with rewrite): the view holds no newer version than a
+	// live snapshot; a final snapshot always.
+	viewRewrite
+)
+
+// viewUpdate writes the snapshot v into its view on condition cond. The
+// optional attributes v lacks are removed, so the item is exactly the
+// snapshot.
+func viewUpdate(table string, v *View, cond viewCond) *update {
 	u := &update{
 		table: table,
 		key:   map[string]types.AttributeValue{attrJobID: str(v.JobID)},
-		cond:  "attribute_not_exists(#version) OR #version " + op + " :version",
 		names: map[string]string{
 			"#tenant": attrTenant, "#status": attrStatus, "#generation": attrGeneration, "#version": attrVersion,
 			"#progress": attrProgress, "#updated_at": attrUpdatedAt,
@@ -345,26 +395,61 @@ func viewUpdate(table string, v *View, op string) *update {
 		},
 	}
 	set := "SET #tenant = :tenant, #status = :status, #generation = :generation, #version = :version, #progress = :progress"
-	remove := ""
-	optional := func(name string, present bool, value types.AttributeValue) {
-		placeholder := "#" + name
-		if present {
-			set += ", " + placeholder + " = :" + name
-			u.values[":"+name] = value
-			return
+	var remove []string
+	differs := []string{"#tenant <> :tenant", "#status <> :status", "#generation <> :generation", "#progress <> :progress"}
+	for _, o := range optionalAttrs(v) {
+		placeholder := "#" + o.name
+		if o.value == nil {
+			remove = append(remove, placeholder)
+			differs = append(differs, "attribute_exists("+placeholder+")")
+			continue
 		}
-		if remove == "" {
-			remove = " REMOVE " + placeholder
-		} else {
-			remove += ", " + placeholder
-		}
+		set += ", " + placeholder + " = :" + o.name
+		u.values[":"+o.name] = o.value
+		differs = append(differs, "attribute_not_exists("+placeholder+") OR "+placeholder+" <> :"+o.name)
 	}
-	optional(attrUpdatedAt, !v.UpdatedAt.IsZero(), num(v.UpdatedAt.UnixMilli()))
-	optional(attrResultKey, v.ResultKey != "", str(v.ResultKey))
-	optional(attrResultSize, v.ResultSize != 0, num(v.ResultSize))
-	optional(attrErrorCode, v.ErrorCode != "", str(v.ErrorCode))
-	u.expr = set + remove
+	u.expr = set
+	if len(remove) > 0 {
+		u.expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	other := strings.Join(differs, " OR ")
+	switch final := v.Status.Final(); {
+	case cond == viewRewrite && final:
+		u.cond = ""
+	case cond == viewRewrite:
+		u.cond = "attribute_not_exists(#version) OR #version <= :version"
+	case cond == viewRecover && final:
+		u.cond = "attribute_not_exists(#version) OR #version <> :version OR " + other
+	case cond == viewRecover:
+		u.cond = "attribute_not_exists(#version) OR #version < :version OR (#version = :version AND (" + other + "))"
+	default:
+		u.cond = "attribute_not_exists(#version) OR #version < :version"
+	}
 	return u
+}
+
+// optional is an optional attribute of a view item and its value in a
+// snapshot; nil when the snapshot has none.
+type optional struct {
+	name  string
+	value types.AttributeValue
+}
+
+func optionalAttrs(v *View) []optional {
+	o := []optional{{name: attrUpdatedAt}, {name: attrResultKey}, {name: attrResultSize}, {name: attrErrorCode}}
+	if !v.UpdatedAt.IsZero() {
+		o[0].value = num(v.UpdatedAt.UnixMilli())
+	}
+	if v.ResultKey != "" {
+		o[1].value = str(v.ResultKey)
+	}
+	if v.ResultSize != 0 {
+		o[2].value = num(v.ResultSize)
+	}
+	if v.ErrorCode != "" {
+		o[3].value = str(v.ErrorCode)
+	}
+	return o
 }
 
 // update is one conditional UpdateItem, alone or in a transaction.

@@ -78,8 +78,9 @@ var tables = projection.Tables{Views: "views", Totals: "totals"}
 
 // TestDynamoApplyFencesEveryWrite pins the conditions that make Apply safe
 // to repeat and to race: the view is written only over an older version,
-// the cursor moves only from the previous version (or from none, for
-// version 1), and a refused cursor returns its old item.
+// the cursor moves only from the previous version at the progress the
+// event's delta starts from, and not from a final status (or from none,
+// for version 1), and a refused cursor returns its old item.
 func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 	t.Parallel()
 	api := &scriptedDynamo{}
@@ -102,8 +103,11 @@ func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 	cursor := third[0].Update
 	require.Equal(t, "totals", aws.ToString(cursor.TableName))
 	require.Equal(t, "cursor#job-42", cursor.Key["key"].(*types.AttributeValueMemberS).Value)
-	require.Equal(t, "#version = :prev", aws.ToString(cursor.ConditionExpression))
+	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))",
+		aws.ToString(cursor.ConditionExpression))
 	require.Equal(t, &types.AttributeValueMemberN{Value: "2"}, cursor.ExpressionAttributeValues[":prev"])
+	require.Equal(t, &types.AttributeValueMemberN{Value: "10"}, cursor.ExpressionAttributeValues[":prev_progress"],
+		"v3's progress 30 minus its delta 20")
 	require.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, cursor.ReturnValuesOnConditionCheckFailure)
 	total := third[1].Update
 	require.Equal(t, "total", total.Key["key"].(*types.AttributeValueMemberS).Value)
@@ -174,5 +178,6 @@ func TestDynamoRecoverLeavesANewerViewOut(t *testing.T) {
 	require.Equal(t, "attribute_not_exists(#version) OR #version <= :version",
 		aws.ToString(api.txs[0].TransactItems[0].Update.ConditionExpression))
 	require.Len(t, api.txs[1].TransactItems, 2)
-	require.Equal(t, "#version = :prev", aws.ToString(api.txs[1].TransactItems[0].Update.ConditionExpression))
+	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND #status = :prev_status",
+		aws.ToString(api.txs[1].TransactItems[0].Update.ConditionExpression), "the cursor as read")
 }

@@ -3,6 +3,8 @@ package projection
 import (
 	"errors"
 	"fmt"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
 // Error categories, matched with errors.Is.
@@ -11,6 +13,12 @@ var (
 	// totals. Nothing was counted; the message must be received again (or the
 	// projection recovered from the job). See GapError.
 	ErrGap = errors.New("gap in the job's versions")
+	// ErrMismatch: an event disagrees with the job's cursor: its delta
+	// does not lead from the cursor's progress to its own, or it repeats
+	// the cursor's version with another progress or status, or it follows
+	// a final status. One of the two is not the job's; nothing was
+	// counted. See MismatchError.
+	ErrMismatch = errors.New("event disagrees with the job's cursor")
 	// ErrNotFound: no view has the job id.
 	ErrNotFound = errors.New("view not found")
 	// ErrInvalid: the input can never be projected (a bad id, a version below
@@ -33,3 +41,24 @@ func (e *GapError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrGap) match.
 func (e *GapError) Unwrap() error { return ErrGap }
+
+// MismatchError is returned when an event of version Version, progress
+// Progress, delta Delta and status Status disagrees with the job's cursor
+// Cursor (see ErrMismatch), which it matches. Only the job item can tell
+// which of the two is the job's: the projector recovers from it.
+type MismatchError struct {
+	JobID    string
+	Version  int64
+	Progress int64
+	Delta    int64
+	Status   jobs.Status
+	Cursor   Cursor
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("projection: job %s: %v: version %d (%s, progress %d, delta %d) against the cursor at version %d (%s, progress %d)",
+		e.JobID, ErrMismatch, e.Version, e.Status, e.Progress, e.Delta, e.Cursor.Version, e.Cursor.Status, e.Cursor.Progress)
+}
+
+// Unwrap lets errors.Is(err, ErrMismatch) match.
+func (e *MismatchError) Unwrap() error { return ErrMismatch }

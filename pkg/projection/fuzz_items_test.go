@@ -40,7 +40,7 @@ func FuzzDecodeItems(f *testing.F) {
 			require.True(t, strings.HasPrefix(err.Error(), "projection: decode item"), err.Error())
 			return
 		}
-		u := viewUpdate("Views", &v, "<")
+		u := viewUpdate("Views", &v, viewRecover)
 		written := map[string]types.AttributeValue{}
 		for k, av := range u.key {
 			written[k] = av

@@ -37,10 +37,14 @@ func (s *MemoryStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := Result{ViewUpdated: s.putView(&v, false)}
+	held, ok := s.views[v.JobID]
+	res := Result{ViewUpdated: viewNewer(held.Version, ok, v.Version)}
+	if res.ViewUpdated {
+		s.views[v.JobID] = v
+	}
 	key := cursorKey{v.Tenant, v.JobID}
 	cur := s.cursors[key]
-	out, err := classify(v.JobID, cur.Version, v.Version)
+	out, err := judge(cur, &v, delta)
 	if err != nil {
 		return res, err
 	}
@@ -49,24 +53,18 @@ func (s *MemoryStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 		return res, nil
 	}
 	s.cursors[key] = cursorOf(&v)
-	t := s.totals[v.Tenant]
-	t.Tenant = v.Tenant
-	t.Processed += delta
-	t.Completed += completedDelta("", v.Status)
-	s.totals[v.Tenant] = t
+	s.add(v.Tenant, delta, completedOf(v.Status))
 	res.Cursor = v.Version
 	return res, nil
 }
 
-// putView stores v if the view holds an older version, or the same one when
-// orEqual is set (a recovery rewrites the snapshot it read).
-func (s *MemoryStore) putView(v *View, orEqual bool) bool {
-	held, ok := s.views[v.JobID]
-	if !viewNewer(held.Version, ok, v.Version) && (!orEqual || held.Version != v.Version) {
-		return false
-	}
-	s.views[v.JobID] = *v
-	return true
+// add adds to the tenant's counters.
+func (s *MemoryStore) add(tenant string, processed, completed int64) {
+	t := s.totals[tenant]
+	t.Tenant = tenant
+	t.Processed += processed
+	t.Completed += completed
+	s.totals[tenant] = t
 }
 
 // Recover implements Store.
@@ -81,16 +79,14 @@ func (s *MemoryStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 	defer s.mu.Unlock()
 	key := cursorKey{snap.Tenant, snap.JobID}
 	r := planRecovery(s.cursors[key], &snap)
-	r.ViewUpdated = s.putView(&snap, r.Moved())
-	if !r.Moved() {
-		return r, nil
+	held, ok := s.views[snap.JobID]
+	if r.ViewUpdated = viewTakes(&held, ok, &snap, r.Moved()); r.ViewUpdated {
+		s.views[snap.JobID] = snap
 	}
-	s.cursors[key] = r.To
-	t := s.totals[snap.Tenant]
-	t.Tenant = snap.Tenant
-	t.Processed += r.Processed
-	t.Completed += r.Completed
-	s.totals[snap.Tenant] = t
+	if r.Moved() {
+		s.cursors[key] = r.To
+		s.add(snap.Tenant, r.Processed, r.Completed)
+	}
 	return r, nil
 }
 

@@ -16,19 +16,25 @@ import (
 type Store interface {
 	// Apply projects one event: its snapshot v into the job's view if the
 	// view holds an older version (or none), and delta into the totals of
-	// v.Tenant if the job's cursor is at v.Version-1. An event at or behind
-	// the cursor is Duplicate or Older and counts nothing; one beyond
-	// cursor+1 counts nothing and returns a *GapError. The view is written
-	// whatever the totals decide: a snapshot never waits.
+	// v.Tenant if the job's cursor is at v.Version-1 with progress
+	// v.Progress-delta and a status that is not final. An event at the
+	// cursor's version, progress and status is Duplicate, one behind the
+	// cursor Older: both count nothing; one beyond cursor+1 counts nothing
+	// and returns a *GapError; any other counts nothing and returns a
+	// *MismatchError. The view is written whatever the totals decide: a
+	// snapshot never waits.
 	Apply(ctx context.Context, v View, delta int64) (Result, error)
 	// Recover brings the totals of snap.Tenant to the authoritative
 	// snapshot snap (read from the Jobs table) in one atomic write: the job's
 	// cursor moves to snap, processed changes by snap.Progress minus the
-	// cursor's progress, completed grows by one if snap is completed and the
-	// cursor was not, and the view takes snap unless it holds a newer
-	// version. The write is conditioned on the cursor being what Recover read;
-	// if it moved, Recover reads it again. A snapshot at or behind the cursor
-	// changes no totals.
+	// cursor's progress, completed by snap's completion minus the
+	// cursor's, and the view takes snap (see below). The write is
+	// conditioned on the cursor being what Recover read; if it moved,
+	// Recover reads it again. The cursor moves when snap is newer, or
+	// differs from it at its version, or, snap being final, differs from it
+	// at all; a live snapshot behind the cursor changes nothing. The view
+	// follows the same rule (a view already snap is written again when the
+	// cursor moves, which is harmless).
 	Recover(ctx context.Context, snap View) (Recovery, error)
 	// View returns the job's view, or an error matching ErrNotFound.
 	View(ctx context.Context, jobID string) (View, error)
@@ -133,31 +139,51 @@ type Result struct {
 // Recovery is what Recover did.
 type Recovery struct {
 	From Cursor // the cursor Recover found
-	To   Cursor // the cursor after; From when the snapshot was not ahead
+	To   Cursor // the cursor after; From when it needed no change
 	// Processed was added to the tenant's processed total: To.Progress -
-	// From.Progress (negative after a takeover restarted the count), or 0.
+	// From.Progress (negative after a takeover restarted the count, or
+	// when From was forged), or 0.
 	Processed int64
 	// Completed was added to the tenant's completed total: 1 if To is
-	// completed and From was not.
-	Completed   int64
+	// completed and From was not, -1 the other way round (From was
+	// forged), else 0.
+	Completed int64
+	// ViewUpdated is true when the view was written.
 	ViewUpdated bool
 }
 
-// Moved reports whether the recovery moved the cursor.
-func (r *Recovery) Moved() bool { return r.To.Version != r.From.Version }
+// Moved reports whether the recovery moved the cursor: to another
+// version, or to the item's progress or status at the same one.
+func (r *Recovery) Moved() bool { return r.To != r.From }
 
-// classify tells what an event of version v is to a job whose cursor is at
-// version c. Both stores call it, so they cannot drift.
-func classify(jobID string, c, v int64) (Outcome, error) {
+// judge tells what an event of snapshot v and delta is to a job whose
+// cursor is cur. Both stores call it, so they cannot drift. The event
+// applies only at the cursor's next version, and only if its delta leads
+// from the cursor's progress to its own and the cursor's status is not
+// final (a final job has no next version): the job's share of its
+// tenant's processed total is then always its cursor's progress, and its
+// share of completed 1 exactly when its cursor is at completed. At the
+// cursor's version it is a duplicate only if it has the cursor's progress
+// and status. Any other disagreement is a *MismatchError.
+func judge(cur Cursor, v *View, delta int64) (Outcome, error) {
 	switch {
-	case v == c+1:
+	case v.Version == cur.Version+1 && follows(cur, v, delta):
 		return Applied, nil
-	case v == c:
+	case v.Version == cur.Version && cur.Progress == v.Progress && cur.Status == v.Status:
 		return Duplicate, nil
-	case v < c:
+	case v.Version < cur.Version:
 		return Older, nil
+	case v.Version > cur.Version+1:
+		return 0, &GapError{JobID: v.JobID, Cursor: cur.Version, Version: v.Version}
 	}
-	return 0, &GapError{JobID: jobID, Cursor: c, Version: v}
+	return 0, &MismatchError{JobID: v.JobID, Version: v.Version, Progress: v.Progress, Delta: delta, Status: v.Status, Cursor: cur}
+}
+
+// follows reports whether an event of snapshot v and delta may follow
+// cur: its progress minus its delta is cur's progress, and cur's status is
+// not final. cur is the version before v's.
+func follows(cur Cursor, v *View, delta int64) bool {
+	return cur.Progress == v.Progress-delta && !cur.Status.Final()
 }
 
 // cursorOf is the cursor after snapshot v was counted.
@@ -165,30 +191,66 @@ func cursorOf(v *View) Cursor {
 	return Cursor{Version: v.Version, Progress: v.Progress, Status: v.Status}
 }
 
-// completedDelta is what reaching to from from adds to the completed total.
-func completedDelta(from, to jobs.Status) int64 {
-	if to == jobs.StatusCompleted && from != jobs.StatusCompleted {
+// completedOf is what a cursor at status contributes to the completed
+// total.
+func completedOf(status jobs.Status) int64 {
+	if status == jobs.StatusCompleted {
 		return 1
 	}
 	return 0
 }
 
-// planRecovery is the recovery of a cursor at from to the snapshot snap.
-// Both stores call it.
+// planRecovery is the recovery of a cursor at from to the snapshot snap,
+// read from the job item. Both stores call it. The cursor moves to snap
+// when snap is newer, or at the same version differs (the item's content
+// at a version is the only one there is, so a cursor that differs was
+// moved by an event that was not the job's), or, when snap is final,
+// whenever it differs: nothing that is the job's can be past a final item,
+// which never changes. A live item's snapshot behind the cursor changes
+// nothing: the item may have moved on since it was read, and the events
+// since counted. The totals change by the difference, so that the job's
+// share stays its cursor's progress and completion.
 func planRecovery(from Cursor, snap *View) Recovery {
 	r := Recovery{From: from, To: from}
-	if snap.Version <= from.Version {
+	to := cursorOf(snap)
+	if to == from || snap.Version < from.Version && !snap.Status.Final() {
 		return r
 	}
-	r.To = cursorOf(snap)
-	r.Processed = snap.Progress - from.Progress
-	r.Completed = completedDelta(from.Status, snap.Status)
+	r.To = to
+	r.Processed = to.Progress - from.Progress
+	r.Completed = completedOf(to.Status) - completedOf(from.Status)
 	return r
 }
 
 // viewNewer reports whether a view holding version held (ok false: none)
-// takes snapshot v: only a newer version replaces it.
+// takes an event's snapshot v: only a newer version replaces it.
 func viewNewer(held int64, ok bool, v int64) bool { return !ok || held < v }
+
+// viewTakes reports whether a view holding held (ok false: none) takes the
+// snapshot snap of a recovery, read from the job item: when it is older,
+// or differs at snap's version, or, snap being final, differs at all (the
+// rule planRecovery follows for the cursor). That last is the one case
+// where a view goes back: it held what no event of the job ever carried.
+// With rewrite (a recovery that moves the cursor, in one transaction with
+// it) a view that is already snap is written again, which is harmless and
+// leaves out a condition that could cancel the transaction.
+func viewTakes(held *View, ok bool, snap *View, rewrite bool) bool {
+	switch {
+	case !ok || held.Version < snap.Version:
+		return true
+	case held.Version > snap.Version && !snap.Status.Final():
+		return false
+	}
+	return rewrite || !sameView(held, snap)
+}
+
+// sameView reports whether a and b are the same snapshot.
+func sameView(a, b *View) bool {
+	ta, tb := a.UpdatedAt, b.UpdatedAt
+	x, y := *a, *b
+	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
+	return x == y && ta.Equal(tb)
+}
 
 const maxTenant = 256
 

@@ -78,10 +78,12 @@ func NewProjector(store Store, source JobSource, opts ...Option) *Projector {
 }
 
 // Handle projects the event in msg. It returns nil when the event is
-// projected, was already, or cannot be any more (its job is gone); a
-// *GapError while the event waits for its predecessor, so that the message
-// and the rest of its group are received again; fifo.Permanent for a body
-// that can never be decoded; any other error to be retried.
+// projected, was already, or cannot be any more (its job is gone, or the
+// job item shows it is not the job's); a *GapError while the event waits
+// for its predecessor, so that the message and the rest of its group are
+// received again; fifo.Permanent for a body that can never be decoded;
+// any other error to be retried. An event that disagrees with the job's
+// cursor (ErrMismatch) recovers the projection from the job item at once.
 func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
 	receives := receiveCount(&msg)
 	log := p.log.With(
@@ -100,6 +102,7 @@ func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
 	log = log.With(slog.String("job_id", ev.JobID), slog.Int64("version", ev.Version), slog.String("tenant", ev.Tenant))
 	res, err := p.store.Apply(ctx, ViewOfEvent(&ev), ev.Delta)
 	var gap *GapError
+	var mismatch *MismatchError
 	switch {
 	case errors.As(err, &gap):
 		if receives < p.recoverAfter {
@@ -107,7 +110,11 @@ func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
 				slog.Int64("cursor", gap.Cursor), slog.Bool("view_updated", res.ViewUpdated), slog.Int("recover_after", p.recoverAfter))
 			return err
 		}
-		return p.recover(ctx, log, &ev, gap)
+		return p.recover(ctx, log.With(slog.String("reason", "gap")), &ev, gap.Cursor)
+	case errors.As(err, &mismatch):
+		// The event or the cursor is not the job's: waiting cannot tell
+		// which, the job item can.
+		return p.recover(ctx, log.With(slog.String("reason", "mismatch")), &ev, mismatch.Cursor.Version)
 	case err != nil:
 		return err
 	}
@@ -117,14 +124,17 @@ func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
 }
 
 // recover brings the job's projection to the job item, after which ev is
-// a duplicate or older and is acknowledged.
-func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Event, gap *GapError) error {
+// acknowledged: it is then a duplicate or older, or, when the item, read
+// after ev arrived, has not reached ev's version, it is not the job's
+// (forged, or left over from a job whose id was reused after its item
+// expired), and counting it can never be right.
+func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Event, cursor int64) error {
 	job, err := p.source.Get(ctx, ev.JobID)
 	if errors.Is(err, jobs.ErrNotFound) {
 		// The job's item has expired (TTL): there is no state to recover
 		// to, and waiting cannot bring one back.
 		log.WarnContext(ctx, "projection: job gone; event acknowledged without counting its delta",
-			slog.Int64("cursor", gap.Cursor), slog.Int64("delta", ev.Delta))
+			slog.Int64("cursor", cursor), slog.Int64("delta", ev.Delta))
 		return nil
 	}
 	if err != nil {
@@ -134,22 +144,18 @@ func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Ev
 		return fifo.Permanent(fmt.Errorf("projection: recover %s: the job belongs to tenant %q, the event to %q",
 			ev.JobID, job.Tenant, ev.Tenant))
 	}
-	if job.Version < ev.Version {
-		// The job item is behind its own event: only a job id reused after
-		// its item expired can do that. Keep failing; the redrive policy
-		// ends it.
-		log.ErrorContext(ctx, "projection: the job item is behind the event; cannot recover",
-			slog.Int64("cursor", gap.Cursor), slog.Int64("job_version", job.Version))
-		return gap
-	}
 	r, err := RecoverJob(ctx, p.store, &job)
 	if err != nil {
 		return err
 	}
-	log.WarnContext(ctx, "projection: recovered from the job item",
-		slog.Int64("cursor_from", r.From.Version), slog.Int64("cursor_to", r.To.Version),
+	attrs := []any{slog.Int64("job_version", job.Version), slog.Int64("cursor_from", r.From.Version), slog.Int64("cursor_to", r.To.Version),
 		slog.Int64("processed_delta", r.Processed), slog.Int64("completed_delta", r.Completed),
-		slog.Bool("view_updated", r.ViewUpdated))
+		slog.Bool("view_updated", r.ViewUpdated), slog.Int64("delta", ev.Delta), slog.Int64("progress", ev.Progress)}
+	if job.Version < ev.Version {
+		log.ErrorContext(ctx, "projection: an event its job item has not reached: not the job's; acknowledged", attrs...)
+		return nil
+	}
+	log.WarnContext(ctx, "projection: recovered from the job item", attrs...)
 	return nil
 }
 

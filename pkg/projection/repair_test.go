@@ -62,6 +62,20 @@ func TestLagOfAndRecoverJob(t *testing.T) {
 	require.True(t, (&projection.Lag{Job: 3, View: 3, Cursor: projection.Cursor{Version: 2}}).Behind())
 	require.True(t, (&projection.Lag{Job: 3, View: 2, Cursor: projection.Cursor{Version: 3}}).Behind())
 	require.False(t, (&projection.Lag{Job: 3, View: 4, Cursor: projection.Cursor{Version: 3}}).Behind(), "a newer view is not behind")
+	// What only events that were not the job's leave: a view or a cursor
+	// ahead of the item, or other content at its version. Behind alone is
+	// not that.
+	for name, l := range map[string]projection.Lag{
+		"view ahead":           {Job: 3, View: 4, Cursor: projection.Cursor{Version: 3}, CursorInStep: true},
+		"cursor ahead":         {Job: 3, View: 3, ViewInStep: true, Cursor: projection.Cursor{Version: 4}},
+		"other view at v3":     {Job: 3, View: 3, Cursor: projection.Cursor{Version: 3}, CursorInStep: true},
+		"other cursor at v3":   {Job: 3, View: 3, ViewInStep: true, Cursor: projection.Cursor{Version: 3}},
+		"behind, other cursor": {Job: 3, View: 2, Cursor: projection.Cursor{Version: 3}},
+	} {
+		require.True(t, l.Diverged(), name)
+		require.False(t, l.InStep(), name)
+	}
+	require.False(t, (&projection.Lag{Job: 3, View: 2, Cursor: projection.Cursor{Version: 2}}).Diverged(), "behind only")
 
 	final := projection.ViewOfJob(&job)
 
@@ -69,7 +83,10 @@ func TestLagOfAndRecoverJob(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(20), r.Processed)
 	require.Equal(t, int64(1), r.Completed)
-	require.False(t, func() bool { l := lag(); return l.Behind() }(), "in step after the recovery")
+	l = lag()
+	require.True(t, l.InStep(), "in step after the recovery")
+	require.False(t, l.Behind())
+	require.False(t, l.Diverged())
 	v, err := s.View(ctx, "job-42")
 	require.NoError(t, err)
 	require.Equal(t, final, v)

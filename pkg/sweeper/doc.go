@@ -1,9 +1,10 @@
 // Package sweeper does the housekeeping no request path can do: it deletes
 // candidate objects nothing can ever accept, it nudges jobs whose command
-// was lost, so that no job is stranded, and it repairs the projection of a
-// final job whose last event was lost, so that no view or total stays
-// behind. It runs on a schedule (functions/sweeper), each run bounded in
-// the work it does.
+// was lost, so that no job is stranded, it repairs the projection of a
+// final job whose last event was lost, or that events which were not the
+// job's moved, so that no view or total stays apart from its job, and it
+// measures the gauges the template's alarms watch. It runs on a schedule
+// (functions/sweeper), each run bounded in the work it does.
 //
 // Deletion rules. A candidate of generation g of job J, listed with its
 // LastModified, may be deleted only when the object is older than Grace
@@ -47,10 +48,25 @@
 //     the next run leaves it alone for another StuckAfter; a job that is
 //     never claimed is nudged once per StuckAfter (and its command's
 //     dead-letter alarm says why).
+//   - A stuck job whose commands group the quarantine holds (held, or
+//     draining while a redrive runs; Config.Quarantine) is not nudged: its
+//     nudge's command would only be parked behind the held one, and its
+//     job.requeued event published, once more every StuckAfter. It is
+//     counted in Report.Held; the operator's redrive is what moves it. The
+//     holds of one listing's jobs are read together (quarantine.Store.Read,
+//     a BatchGetItem per 100); when they cannot be read, no job is nudged.
 //   - A final job's projection is repaired only from its job item, read
 //     strongly consistent after the listing, through the projector's own
 //     recovery (projection.RecoverJob); never from anything older, and
 //     never by adding a delta of its own (see Repair below).
+//   - A gauge is never left out silently. Each run with a FunctionName
+//     (not a dry run) logs, as embedded metric format records, how many
+//     groups of each queue the quarantine holds (quarantine.MetricHeldGroups,
+//     0 included), the repair cursors' lags, and how many of these it could
+//     not measure (MetricUnmeasured, 0 included): a count that failed, a
+//     lag whose cursor could not be read or that the deadline left
+//     unwalked. The template's alarms treat a missing gauge as breaching,
+//     so none clears because the measuring stopped.
 //   - A job item that does not decode as a job (jobs.UndecodableError)
 //     stops nothing: it is logged, counted (Report.Undecodable) and left
 //     alone, and the cursors pass it. Its candidates are never deleted:
@@ -70,7 +86,10 @@
 // the gap, waits, and recovers from the job item (pkg/projection). A lost
 // final event (completed, failed, cancelled) has no next event, and the job
 // has left the live index, so no nudge comes either: its view and its
-// tenant's totals would stay behind for good. The sweeper closes that hole.
+// tenant's totals would stay behind for good. The sweeper closes that hole,
+// and the one events that were not the job's (sent to the events queue by
+// something other than the relay) can leave: a view or a cursor ahead of
+// the job item, or at its version with other content.
 //
 //   - Which jobs. The Jobs table's sparse "finished" index holds every
 //     final job under the key of its final transition (jobs.FinishedKey:
@@ -80,9 +99,9 @@
 //     final transition was before now - RepairAfter, and reads them
 //     together (jobs.BatchGetter: a BatchGetItem per 100). So every final
 //     job is checked some RepairAfter after it ended, whatever the table's
-//     size: a final job never changes, and a projection once in step never
-//     goes back (its view is version-gated, its cursor only moves
-//     forward), so a check that finds it in step is final. A listing that
+//     size: a final job never changes, and a projection once in step stays
+//     so as long as only the job's own events reach it (its view is
+//     version-gated, its cursor only moves forward). A listing that
 //     comes up short has seen every job before the bound and moves the
 //     cursor to it (jobs.FinishedBound); otherwise the cursor stays at the
 //     last job decided. A request that fails stops the repair at that job,
@@ -98,7 +117,9 @@
 //     as long as it shows within RecheckAfter. That is the bound: a job
 //     the index shows later still is never checked. The recheck costs a
 //     second check of every job (a listing, a read of the item, of its
-//     view and of its cursor), and repairs nothing the first check saw;
+//     view and of its cursor), and repairs nothing the first check saw
+//     out of step: only a job the index showed late, or one that events
+//     which were not the job's reached after the first check;
 //     a repair it does make is counted (Report.RepairedOnRecheck) and
 //     logged with "walk": "recheck". Both checks are idempotent, so which
 //     comes first, or whether one walk overtakes the other, changes
@@ -115,16 +136,20 @@
 //     RecheckLagSeconds) and logs them as metrics (MetricsNamespace,
 //     MetricRepairLag, MetricRecheckLag; with Config.FunctionName), and
 //     the template alarms when the repair cursor is an hour behind.
-//   - Whether it is behind. projection.LagOf reads the job's view and its
-//     cursor in the tenant's totals: behind when the view holds an older
-//     version (or none) or the cursor has not counted the job's last
-//     version.
+//   - Whether it is in step. projection.LagOf reads the job's view and its
+//     cursor in the tenant's totals: in step when the view is exactly the
+//     job item's snapshot and the cursor is at its version, progress and
+//     status. Anything else is repaired: behind (a lost event), or ahead or
+//     different at the job's version (Lag.Diverged: events that were not
+//     the job's; counted in Report.Diverged and logged at ERROR). So a
+//     projection converges to its final job by the recheck, RecheckAfter
+//     after the job ended, at the latest.
 //   - The repair. projection.RecoverJob, the path the projector takes on a
 //     gap: in one transaction conditioned on the cursor read, the cursor
-//     moves to the job's version and progress, processed changes by the
-//     job's progress minus the cursor's, completed grows by one if the job
-//     completed and the cursor had not, and the view takes the job's
-//     snapshot unless it holds a newer one.
+//     moves to the job's version, progress and status, processed changes
+//     by the job's progress minus the cursor's, completed by the job's
+//     completion minus the cursor's, and the view takes the job's snapshot:
+//     the item being final, even back from a version it never reached.
 //
 // Why recovery and not a re-published event. The totals are exact because
 // a delta is added only in the transaction that moves the job's cursor

@@ -30,7 +30,7 @@ type walked struct {
 
 // repairFinished walks the finished index twice, from the repair cursor
 // and from the recheck cursor, and recovers each final job whose
-// projection is behind its job item (see the package documentation).
+// projection is not its job item's (see the package documentation).
 func (r *run) repairFinished() {
 	if r.projection == nil || r.outOfTime() {
 		return
@@ -140,8 +140,8 @@ func (r *run) repairBatch(w walk, from string, before time.Time) (next string, l
 }
 
 // repair checks one final job's projection and recovers it from j when it
-// is behind. It returns false when a request failed and j must be checked
-// again.
+// is not in step with it. It returns false when a request failed and j
+// must be checked again.
 func (r *run) repair(j *jobs.Job, w walk) bool {
 	if !j.Status.Final() {
 		// Only a job id reused after its item expired can be listed and
@@ -153,16 +153,15 @@ func (r *run) repair(j *jobs.Job, w walk) bool {
 		r.fail(err, "sweep: read a finished job's projection", "job_id", j.ID, "walk", w.name)
 		return false
 	}
-	if !lag.Behind() {
+	if lag.InStep() {
 		return true
 	}
+	diverged := lag.Diverged()
 	attrs := []any{"job_id", j.ID, "tenant", j.Tenant, "status", j.Status, "version", j.Version,
-		"view_version", lag.View, "cursor_version", lag.Cursor.Version, "finished_at", j.UpdatedAt, "walk", w.name}
+		"view_version", lag.View, "view_in_step", lag.ViewInStep, "cursor_version", lag.Cursor.Version,
+		"cursor_in_step", lag.CursorInStep, "finished_at", j.UpdatedAt, "walk", w.name}
 	if r.dry {
-		r.r.WouldRepair++
-		if w.recheck {
-			r.r.RepairedOnRecheck++
-		}
+		r.count(w, diverged, func() { r.r.WouldRepair++ })
 		r.log.InfoContext(r.ctx, "sweep: would repair a final job's projection", attrs...)
 		return true
 	}
@@ -183,14 +182,28 @@ func (r *run) repair(j *jobs.Job, w walk) bool {
 		r.log.InfoContext(r.ctx, "sweep: repair found the projection in step", attrs...)
 		return true
 	}
-	r.r.Repaired++
-	if w.recheck {
-		// The first check passed this job without seeing it behind: the
-		// finished index showed it late.
-		r.r.RepairedOnRecheck++
+	r.count(w, diverged, func() { r.r.Repaired++ })
+	if diverged {
+		r.log.ErrorContext(r.ctx, "sweep: repaired a final job's projection that differed from its job item", attrs...)
+		return true
 	}
 	r.log.WarnContext(r.ctx, "sweep: repaired a final job's projection from its job item", attrs...)
 	return true
+}
+
+// count counts a repair (or, in a dry run, one that would be) with add,
+// and in RepairedOnRecheck and Diverged as it was one.
+func (r *run) count(w walk, diverged bool, add func()) {
+	add()
+	if w.recheck {
+		// The first check passed this job without seeing it out of step:
+		// the finished index showed it late, or events that were not the
+		// job's came after.
+		r.r.RepairedOnRecheck++
+	}
+	if diverged {
+		r.r.Diverged++
+	}
 }
 
 // lagSeconds returns how far cursor is behind FinishedBound(before), in

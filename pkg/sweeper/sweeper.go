@@ -102,7 +102,7 @@ type Config struct {
 	// Projection is the job views and tenant totals the projector writes
 	// (a projection.Store). With it, each run checks the final jobs that
 	// ended since the last one checked and repairs those whose projection
-	// is behind their job item; nil leaves projections alone (a deployment
+	// is not their job item's; nil leaves projections alone (a deployment
 	// without the projector).
 	Projection Projection
 	// RepairCursor keeps how far the repair has checked final jobs (the
@@ -300,14 +300,22 @@ type Report struct {
 	// Rechecked counts the final jobs the finished index listed after the
 	// recheck cursor, each checked a second time.
 	Rechecked int `json:"rechecked"`
-	// Repaired counts final jobs whose view or totals were behind their
-	// job item and were recovered from it; WouldRepair those a dry run
-	// would have recovered.
+	// Repaired counts final jobs whose view or totals were not their job
+	// item's (behind it, ahead of it, or different at its version) and
+	// were recovered from it; WouldRepair those a dry run would have
+	// recovered.
 	Repaired    int `json:"repaired"`
 	WouldRepair int `json:"would_repair"`
+	// Diverged counts, of Repaired (of WouldRepair in a dry run), the jobs
+	// whose projection was ahead of their job item or different at its
+	// version (projection.Lag.Diverged), which no lost event leaves: moved
+	// by events that were not the job's (forged, or left from a job whose
+	// id was reused after its item expired). Each is logged at ERROR.
+	Diverged int `json:"diverged"`
 	// RepairedOnRecheck counts, of Repaired (of WouldRepair in a dry
-	// run), the jobs the recheck found behind: a job the finished index
-	// showed only after the repair cursor had passed it.
+	// run), the jobs the recheck found out of step: a job the finished
+	// index showed only after the repair cursor had passed it, or one that
+	// events which were not the job's reached after the first check.
 	RepairedOnRecheck int `json:"repaired_on_recheck"`
 	// RepairCursor is where the next run's check of final jobs starts (""
 	// the first): saved, unless this was a dry run. RecheckCursor is the

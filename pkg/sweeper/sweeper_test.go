@@ -498,7 +498,7 @@ func TestReportFieldNamesAreStable(t *testing.T) {
 		"examined", "deleted", "would_delete", "kept_current", "kept_result", "kept_grace", "unparsable",
 		"stuck", "nudged", "would_nudge", "nudge_refused", "held", "errors", "cursor", "wrapped", "out_of_time",
 		"dry_run", "elapsed_ms", "finished", "repaired", "would_repair", "repair_cursor",
-		"rechecked", "repaired_on_recheck", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable",
+		"rechecked", "repaired_on_recheck", "diverged", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable",
 	}, names)
 	opts, err := json.Marshal(sweeper.Options{DryRun: true})
 	require.NoError(t, err)

@@ -46,6 +46,11 @@ var suite = []struct {
 	{"InvalidInputWritesNothing", testInvalidInput},
 	{"ReadsOfMissingItems", testMissing},
 	{"ConcurrentDeliveriesCountEachVersionOnce", testConcurrentDeliveries},
+	{"ADeltaInconsistentWithItsProgressIsNeverCounted", testDeltaInconsistentWithProgress},
+	{"AForgedNextVersionIsPutRightAtItsVersion", testForgedNextVersionIsPutRightAtItsVersion},
+	{"AForgedCompletionIsTakenBack", testForgedCompletionIsTakenBack},
+	{"ForgedVersionsAheadArePutBackToAFinalItem", testForgedAheadIsPutBackToAFinalItem},
+	{"AViewDifferingAtItsVersionIsRewritten", testViewDifferingAtItsVersionIsRewritten},
 }
 
 // bundle is what a test works with.
