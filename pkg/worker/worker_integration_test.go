@@ -37,6 +37,7 @@ type stack struct {
 	outputs    map[string]string
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client
+	s3         *s3.Client
 	candidates *candidate.Store
 	requests   *testenv.Requests
 }
@@ -63,6 +64,7 @@ func deployStack(t *testing.T) *stack {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
 	st.outputs = deployed.Outputs
+	st.s3 = s3c
 	st.candidates = candidate.New(s3c, st.outputs["CandidatesBucketName"], candidate.WithSpoolDir(t.TempDir()))
 	st.requests.Take() // deployment requests are not a job's
 	return st
@@ -176,6 +178,39 @@ func TestExportCommandOnTheLocalStack(t *testing.T) {
 			require.Equal(t, want, st.readLines(t, done), "the result holds exactly the tenant's articles, in order")
 		})
 	}
+}
+
+// An export over MaxCandidateBytes on DynamoDB Local and the S3 emulator:
+// the claim, the one page, and the failure with candidate_too_large, in
+// one attempt; nothing is uploaded, and the command delivered again finds
+// the job final and writes nothing.
+func TestOversizedExportFailsAtOnceOnTheLocalStack(t *testing.T) {
+	t.Parallel()
+	st := deployStack(t)
+	store := st.jobs()
+	st.seed(t, "t-big", 3)
+	created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-big", IntentID: "export-big", Tenant: "t-big"})
+	require.NoError(t, err)
+	st.requests.Take()
+
+	const bound = 100 // less than one article's line
+	small := candidate.New(st.s3, st.outputs["CandidatesBucketName"], candidate.WithSpoolDir(t.TempDir()),
+		candidate.WithMaxSize(bound), candidate.WithSpoolBudget(bound))
+	w := worker.New(worker.Config{Jobs: store, Candidates: small, Task: st.export()})
+	msg := commandMessage(t, created.Job, "msg-big")
+	require.NoError(t, w.Handle(invocation(t, "req-1", time.Minute), msg))
+	require.Equal(t, map[string]int{"dynamodb.UpdateItem": 2, "dynamodb.Query": 1}, st.requests.Take(), "claim, query, fail: no upload")
+	failed, err := store.Get(t.Context(), "job-big")
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusFailed, failed.Status)
+	require.Equal(t, worker.CodeCandidateTooLarge, failed.Error.Code)
+	require.Contains(t, failed.Error.Message, "more than 100 bytes")
+	require.EqualValues(t, 1, failed.Generation)
+
+	require.NoError(t, w.Handle(invocation(t, "req-2", time.Minute), msg))
+	again, err := store.Get(t.Context(), "job-big")
+	require.NoError(t, err)
+	require.Equal(t, failed, again, "the second delivery finds the job final")
 }
 
 // The running example on DynamoDB Local and the S3 emulator, with the
