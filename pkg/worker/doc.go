@@ -99,7 +99,10 @@
 // of this design, a lane reserving the whole max size however small its
 // candidate, is paid in space instead: the deployment sizes the ephemeral
 // storage for ten lanes of MaxCandidateBytes (template.yaml's defaults
-// do), and then no lane ever waits.
+// do), and then no lane ever waits. One cost is left: a lane given room
+// shortly before its deadline claims with the time that is left, as a
+// lane's later message starts late; a task that cannot finish in it ends
+// retryably and the next delivery takes the job over.
 //
 // Lambda does not tell a function its ephemeral storage size, so the
 // wiring (internal/lambdawire.Worker) takes it from the environment,
