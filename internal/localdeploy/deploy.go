@@ -16,6 +16,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
 )
@@ -42,6 +43,8 @@ type s3API interface {
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	DeleteBucket(ctx context.Context, in *s3.DeleteBucketInput, optFns ...func(*s3.Options)) (*s3.DeleteBucketOutput, error)
+	PutBucketVersioning(ctx context.Context, in *s3.PutBucketVersioningInput, optFns ...func(*s3.Options)) (*s3.PutBucketVersioningOutput, error)
+	ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
 }
 
 var (
@@ -448,13 +451,22 @@ func deployBucket(ctx context.Context, r *resolver, logical string, rsc samtempl
 	default:
 		return nil, fmt.Errorf("bucket %s: %w", name, err)
 	}
+	// Versioning is behaviour, not protection: intake pins its download
+	// URLs to versions, so the local bucket keeps them as the template's
+	// does (gofakes3 versions a bucket on request).
+	if v, _ := p["VersioningConfiguration"].(map[string]any); v["Status"] == "Enabled" {
+		if _, err := api.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(name),
+			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+			return nil, fmt.Errorf("bucket %s: versioning: %w", name, err)
+		}
+	}
 	r.refs[logical] = name
 	r.attrs[logical] = map[string]string{
 		"Arn":        "arn:aws:s3:::" + name,
 		"DomainName": name + ".s3.amazonaws.com",
 	}
 	return skippedProps(p, "PublicAccessBlockConfiguration", "BucketEncryption", "OwnershipControls",
-		"LifecycleConfiguration", "VersioningConfiguration", "Tags"), nil
+		"LifecycleConfiguration", "Tags"), nil
 }
 
 // Teardown deletes what a deployment created, in reverse order: buckets
@@ -487,19 +499,29 @@ func Teardown(ctx context.Context, res *Result, c Clients) error {
 	return errors.Join(errs...)
 }
 
+// emptyAndDeleteBucket deletes every version and delete marker (a
+// versioned bucket keeps what a plain delete removes), then the bucket.
 func emptyAndDeleteBucket(ctx context.Context, api s3API, bucket string) error {
-	pages := s3.NewListObjectsV2Paginator(api, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	pages := s3.NewListObjectVersionsPaginator(api, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
-		var gone *s3types.NoSuchBucket
-		if errors.As(err, &gone) {
+		// ListObjectVersions models no NoSuchBucket error: its code tells.
+		var gone smithy.APIError
+		if errors.As(err, &gone) && gone.ErrorCode() == "NoSuchBucket" {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		for _, obj := range page.Contents {
-			if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: obj.Key}); err != nil {
+		var objs []s3types.ObjectIdentifier
+		for _, v := range page.Versions {
+			objs = append(objs, s3types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
+		}
+		for _, m := range page.DeleteMarkers {
+			objs = append(objs, s3types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
+		}
+		for _, o := range objs {
+			if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key, VersionId: o.VersionId}); err != nil {
 				return err
 			}
 		}

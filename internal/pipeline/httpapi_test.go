@@ -361,8 +361,8 @@ func (zeros) Read(p []byte) (int, error) {
 // fakePresigner signs nothing: the URL names the key.
 type fakePresigner struct{}
 
-func (fakePresigner) PresignGet(_ context.Context, key string, _ time.Duration) (string, error) {
-	return "http://s3.local/" + key, nil
+func (fakePresigner) PresignGet(_ context.Context, r jobs.Result, _ time.Duration) (string, error) {
+	return "http://s3.local/" + r.Key, nil
 }
 
 // Through the adapter to the real intake: the claims land where intake

@@ -389,7 +389,7 @@ func (b blind) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo.Quara
 // presigner signs nothing: it records the keys intake asked for.
 type presigner struct{ w *World }
 
-func (p presigner) PresignGet(_ context.Context, key string, ttl time.Duration) (string, error) {
-	p.w.presigned = append(p.w.presigned, key)
-	return "https://" + bucket + ".s3.eu-west-1.amazonaws.com/" + key + "?X-Amz-Expires=" + fmt.Sprint(int(ttl.Seconds())), nil
+func (p presigner) PresignGet(_ context.Context, r jobs.Result, ttl time.Duration) (string, error) {
+	p.w.presigned = append(p.w.presigned, r.Key)
+	return "https://" + bucket + ".s3.eu-west-1.amazonaws.com/" + r.Key + "?X-Amz-Expires=" + fmt.Sprint(int(ttl.Seconds())), nil
 }

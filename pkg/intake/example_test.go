@@ -12,11 +12,12 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// examplePresigner stands in for NewS3Presigner(s3.NewPresignClient(...), bucket).
+// examplePresigner stands in for NewS3Presigner, which pins the URL to
+// the accepted version.
 type examplePresigner struct{}
 
-func (examplePresigner) PresignGet(_ context.Context, key string, ttl time.Duration) (string, error) {
-	return fmt.Sprintf("https://candidates.s3.example/%s?X-Amz-Expires=%.0f", key, ttl.Seconds()), nil
+func (examplePresigner) PresignGet(_ context.Context, r jobs.Result, ttl time.Duration) (string, error) {
+	return fmt.Sprintf("https://candidates.s3.example/%s?X-Amz-Expires=%.0f", r.Key, ttl.Seconds()), nil
 }
 
 // A client creates a job, retries the same request, and reads the job; the

@@ -280,7 +280,7 @@ func (h *Handler) get(ctx context.Context, id, tenant string) answer {
 	v := jobView(&j)
 	if v.Result != nil {
 		expires := h.cfg.Now().Add(h.cfg.ResultURLTTL) // before signing: the URL lives at least this long
-		url, err := h.cfg.Presigner.PresignGet(ctx, j.Result.Key, h.cfg.ResultURLTTL)
+		url, err := h.cfg.Presigner.PresignGet(ctx, j.Result, h.cfg.ResultURLTTL)
 		if err != nil {
 			return errAnswer(internal(err))
 		}

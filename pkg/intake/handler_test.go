@@ -547,7 +547,7 @@ func (s *failingStore) Get(context.Context, string) (jobs.Job, error) { return j
 
 type failingPresigner struct{}
 
-func (failingPresigner) PresignGet(context.Context, string, time.Duration) (string, error) {
+func (failingPresigner) PresignGet(context.Context, jobs.Result, time.Duration) (string, error) {
 	return "", errors.New("no credentials: secret detail")
 }
 

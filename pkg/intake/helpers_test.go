@@ -69,11 +69,11 @@ type presignCall struct {
 	TTL time.Duration
 }
 
-func (p *fakePresigner) PresignGet(_ context.Context, key string, ttl time.Duration) (string, error) {
+func (p *fakePresigner) PresignGet(_ context.Context, r jobs.Result, ttl time.Duration) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, presignCall{Key: key, TTL: ttl})
-	return fmt.Sprintf("https://candidates.example/%s?X-Amz-Expires=%d", key, int(ttl.Seconds())), nil
+	p.calls = append(p.calls, presignCall{Key: r.Key, TTL: ttl})
+	return fmt.Sprintf("https://candidates.example/%s?X-Amz-Expires=%d", r.Key, int(ttl.Seconds())), nil
 }
 
 func (p *fakePresigner) Calls() []presignCall {

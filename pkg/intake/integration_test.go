@@ -91,7 +91,9 @@ func setupIntegration(t *testing.T) *integrationBundle {
 	})
 
 	b.store = jobs.NewDynamoStore(b.ddb, table)
-	presigner, err := intake.NewS3Presigner(s3.NewPresignClient(b.s3), b.bucket)
+	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
+		Client: b.s3, Presign: s3.NewPresignClient(b.s3), Bucket: b.bucket, EmulatorWithoutChecksums: true, // gofakes3
+	})
 	require.NoError(t, err)
 	b.handler, err = intake.New(intake.Config{Store: b.store, Presigner: presigner, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)

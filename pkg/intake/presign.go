@@ -2,6 +2,8 @@ package intake
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -9,12 +11,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// Presigner returns a URL that lets its holder GET the object at key, and
-// only that object, for ttl.
+// Presigner returns a URL that lets its holder GET the accepted result r,
+// and only those bytes, for ttl.
 type Presigner interface {
-	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
+	PresignGet(ctx context.Context, r jobs.Result, ttl time.Duration) (string, error)
 }
 
 // S3PresignAPI is the part of *s3.PresignClient S3Presigner calls.
@@ -22,34 +27,144 @@ type S3PresignAPI interface {
 	PresignGetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
 }
 
-var _ S3PresignAPI = (*s3.PresignClient)(nil)
+// S3HeadAPI is the part of *s3.Client S3Presigner calls: the HEAD that
+// finds the accepted version.
+type S3HeadAPI interface {
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+}
 
-// S3Presigner presigns GETs of a bucket's objects. Signing is local: it
-// sends no request. The URL carries the signer's credentials, so it works
+var (
+	_ S3PresignAPI = (*s3.PresignClient)(nil)
+	_ S3HeadAPI    = (*s3.Client)(nil)
+)
+
+var (
+	// ErrResultChanged: the object at a result's key is not the accepted
+	// result (another size, another SHA-256, no SHA-256 S3 verified), or
+	// none is: no URL is signed for it.
+	ErrResultChanged = errors.New("the object at the key is not the accepted result")
+	// ErrUnversioned: S3 gave the object no version id, so a URL cannot be
+	// pinned to it; the bucket must be versioned (template.yaml's is).
+	ErrUnversioned = errors.New("the object has no version id: the bucket keeps no versions")
+)
+
+// S3PresignerConfig configures an S3Presigner. Client, Presign and Bucket
+// are required.
+type S3PresignerConfig struct {
+	// Client heads the result's object; usually the *s3.Client Presign
+	// was made from.
+	Client S3HeadAPI
+	// Presign signs the URLs: s3.NewPresignClient(client).
+	Presign S3PresignAPI
+	// Bucket holds the results.
+	Bucket string
+	// EmulatorWithoutChecksums is for an S3 emulator that keeps no
+	// checksums (the local stack's gofakes3): a version without S3's
+	// SHA-256 is then matched by its size alone. Never on AWS, where
+	// every object the candidate store writes has S3's SHA-256, and one
+	// without it was not written by the store.
+	EmulatorWithoutChecksums bool
+}
+
+// Validate reports what the configuration lacks.
+func (c S3PresignerConfig) Validate() error {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("a Client is required"))
+	}
+	if c.Presign == nil {
+		errs = append(errs, errors.New("a Presign client is required"))
+	}
+	if c.Bucket == "" {
+		errs = append(errs, errors.New("a Bucket is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("intake: S3PresignerConfig: %w", err)
+	}
+	return nil
+}
+
+// S3Presigner signs GETs of accepted results, each pinned to the version
+// of its object that S3 verified to be the accepted bytes.
+//
+// The job item records the result's key, SHA-256 and size, and a candidate
+// is written once (If-None-Match, which the bucket's policy requires), so
+// the key's current version is normally the accepted one; after a delete
+// (the key would then be writable again) it may not be. So PresignGet
+// heads the key with S3's checksum (one HeadObject: s3:GetObject; the
+// candidate store uploads with the SHA-256 as S3's own checksum, which S3
+// checks against the body it receives) and signs the URL with that
+// version's id only when its SHA-256 and size are the job item's. The URL
+// then serves those bytes, or nothing (once the version is deleted), never
+// what the key holds later. Its GET of one version is authorised as
+// s3:GetObjectVersion. A checksum or an If-Match the downloader would have
+// to send is not needed: the version id is in the signed URL itself.
+//
+// The cost is the HEAD: one request per GET of a completed job. Signing
+// itself is local. The URL carries the signer's credentials, so it works
 // only as long as they do: with a Lambda role's session credentials, until
 // the URL's expiry or the session's end, whichever is first.
 type S3Presigner struct {
-	api    S3PresignAPI
-	bucket string
+	cfg S3PresignerConfig
 }
 
 var _ Presigner = (*S3Presigner)(nil)
 
-// NewS3Presigner presigns GETs of bucket's objects, for example with
-// s3.NewPresignClient(s3.NewFromConfig(cfg)).
-func NewS3Presigner(api S3PresignAPI, bucket string) (*S3Presigner, error) {
-	if api == nil || bucket == "" {
-		return nil, errors.New("intake: NewS3Presigner needs a presign client and a bucket")
+// NewS3Presigner returns the presigner cfg describes.
+func NewS3Presigner(cfg S3PresignerConfig) (*S3Presigner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	return &S3Presigner{api: api, bucket: bucket}, nil
+	return &S3Presigner{cfg: cfg}, nil
 }
 
-// PresignGet implements Presigner.
-func (p *S3Presigner) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
-	req, err := p.api.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.bucket), Key: aws.String(key)},
-		s3.WithPresignExpires(ttl))
+// PresignGet implements Presigner. It fails with ErrResultChanged when the
+// key's current version is not the accepted result, with ErrUnversioned
+// when S3 gives it no version id, and with the S3 error when the HEAD
+// fails (a NotFound when the object was deleted).
+func (p *S3Presigner) PresignGet(ctx context.Context, r jobs.Result, ttl time.Duration) (string, error) {
+	version, err := p.acceptedVersion(ctx, r)
 	if err != nil {
-		return "", fmt.Errorf("intake: presign GET s3://%s/%s: %w", p.bucket, key, err)
+		return "", fmt.Errorf("intake: presign GET s3://%s/%s: %w", p.cfg.Bucket, r.Key, err)
+	}
+	req, err := p.cfg.Presign.PresignGetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(p.cfg.Bucket), Key: aws.String(r.Key), VersionId: aws.String(version),
+	}, s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("intake: presign GET s3://%s/%s?versionId=%s: %w", p.cfg.Bucket, r.Key, version, err)
 	}
 	return req.URL, nil
+}
+
+// acceptedVersion returns the id of the key's current version when it is
+// the accepted result.
+func (p *S3Presigner) acceptedVersion(ctx context.Context, r jobs.Result) (string, error) {
+	raw, err := hex.DecodeString(r.SHA256)
+	if err != nil || len(raw) != 32 {
+		return "", fmt.Errorf("the job's result hash %q is not a SHA-256: %w", r.SHA256, ErrResultChanged)
+	}
+	want := base64.StdEncoding.EncodeToString(raw)
+	out, err := p.cfg.Client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(p.cfg.Bucket), Key: aws.String(r.Key), ChecksumMode: types.ChecksumModeEnabled,
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("head: %w", err)
+	case out == nil:
+		return "", fmt.Errorf("head: no answer: %w", ErrResultChanged)
+	}
+	// A multipart object's checksum ends in "-<parts>": a checksum of its
+	// parts' checksums, never equal to the content's.
+	got := aws.ToString(out.ChecksumSHA256)
+	switch {
+	case out.ContentLength == nil || *out.ContentLength != r.Size:
+		return "", fmt.Errorf("%d bytes, accepted %d: %w", aws.ToInt64(out.ContentLength), r.Size, ErrResultChanged)
+	case got == "" && !p.cfg.EmulatorWithoutChecksums:
+		return "", fmt.Errorf("S3 holds no SHA-256 of it: %w", ErrResultChanged)
+	case got != "" && got != want:
+		return "", fmt.Errorf("S3's SHA-256 %s, accepted %s: %w", got, want, ErrResultChanged)
+	case aws.ToString(out.VersionId) == "":
+		return "", ErrUnversioned
+	}
+	return aws.ToString(out.VersionId), nil
 }
