@@ -71,8 +71,10 @@
 //     retries) is answered 503 "unavailable" with Retry-After. Handle
 //     never returns an error, so API Gateway never substitutes its own body.
 //   - A result URL is valid for Config.ResultURLTTL (5 minutes by default,
-//     at most an hour) and only for the result's key; answers carry
-//     Cache-Control: no-store.
+//     at most an hour) and only for the accepted result: S3Presigner pins
+//     it to the version of the key whose S3-verified SHA-256 and size are
+//     the job item's, and signs none when the key's current version is not
+//     that (500). Answers carry Cache-Control: no-store.
 //
 // # Checks, in order
 //
