@@ -381,7 +381,8 @@ func TestViewWatchCatchesARegressionTheEndStateHides(t *testing.T) {
 	ddb := testenv.DynamoDB(t)
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{"ViewsTable": tpl.Resources["ViewsTable"]}}
+	only, err := tpl.Only("ViewsTable")
+	require.NoError(t, err)
 	withViewsStream(t, only)
 	cfg := testenv.Config(t)
 	clients := localdeploy.Clients{DynamoDB: ddb}

@@ -132,8 +132,9 @@ Resources:
 	require.NoError(t, err)
 	withStream, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	_, err = localdeploy.Deploy(ctx, &samtemplate.Template{Resources: map[string]samtemplate.Resource{"JobsTable": withStream.Resources["JobsTable"]}},
-		noStream, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
+	jobsOnly, err := withStream.Only("JobsTable")
+	require.NoError(t, err)
+	_, err = localdeploy.Deploy(ctx, jobsOnly, noStream, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.ErrorContains(t, err, "another stream (it has none, the template says NEW_AND_OLD_IMAGES)")
 }
 

@@ -24,11 +24,10 @@ func TemplateTable(t testing.TB, client *dynamodb.Client, logical string) string
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	res, ok := tpl.Resources[logical]
-	if !ok {
-		t.Fatalf("testenv: template.yaml declares no %s", logical)
+	only, err := tpl.Only(logical)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
 	}
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{logical: res}}
 	clients := localdeploy.Clients{DynamoDB: client}
 	deployed, err := localdeploy.Deploy(context.Background(), only, Name(t, strings.ToLower(logical)), Config(t).Region, clients)
 	if err != nil {

@@ -13,9 +13,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/samtemplate"
@@ -24,70 +22,27 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
-// iamActions records the IAM actions a DynamoDB client's requests need,
-// each with the resource it names ("table", or "index/NAME"). A
-// TransactWriteItems needs the action of each of its items: IAM has no
-// action of its own for it.
-type iamActions struct {
-	mu   sync.Mutex
-	seen map[string]bool
+// quarantineActions records the IAM actions a DynamoDB client's requests
+// make on the quarantine table (testenv.IAMRecorder's), each with the
+// resource it names: "table", or "index/NAME".
+type quarantineActions struct {
+	*testenv.IAMRecorder
 }
 
-func (r *iamActions) option(t *testing.T) func(*middleware.Stack) error {
-	return func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RecordIAMActions",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				r.mu.Lock()
-				for _, a := range actionsOf(in.Parameters) {
-					r.seen[a] = true
-				}
-				r.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
+func newQuarantineActions(table string) quarantineActions {
+	return quarantineActions{testenv.NewIAMRecorder(testenv.IAMNames{Tables: map[string]testenv.IAMTable{
+		table: {ARN: "table", Hash: quarantine.KeyHold, Indexes: map[string]string{quarantine.HeldIndex: quarantine.AttrHeldQueue}},
+	}})}
+}
+
+// take returns the actions recorded since the last take, sorted.
+func (r quarantineActions) take() []string {
+	seen := map[string]bool{}
+	for _, q := range r.Requests() {
+		seen[q.Action+" "+strings.TrimPrefix(q.Resource, "table/")] = true
 	}
-}
-
-func (r *iamActions) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := slices.Sorted(maps.Keys(r.seen))
-	r.seen = map[string]bool{}
-	return out
-}
-
-func actionsOf(params any) []string {
-	table := func(op string) []string { return []string{"dynamodb:" + op + " table"} }
-	switch in := params.(type) {
-	case *dynamodb.GetItemInput:
-		return table("GetItem")
-	case *dynamodb.BatchGetItemInput:
-		return table("BatchGetItem")
-	case *dynamodb.PutItemInput:
-		return table("PutItem")
-	case *dynamodb.UpdateItemInput:
-		return table("UpdateItem")
-	case *dynamodb.QueryInput:
-		if in.IndexName != nil {
-			return []string{"dynamodb:Query index/" + aws.ToString(in.IndexName)}
-		}
-		return table("Query")
-	case *dynamodb.TransactWriteItemsInput:
-		var out []string
-		for _, it := range in.TransactItems {
-			switch {
-			case it.Put != nil:
-				out = append(out, table("PutItem")...)
-			case it.Update != nil:
-				out = append(out, table("UpdateItem")...)
-			case it.Delete != nil:
-				out = append(out, table("DeleteItem")...)
-			case it.ConditionCheck != nil:
-				out = append(out, table("ConditionCheckItem")...)
-			}
-		}
-		return out
-	}
-	return []string{fmt.Sprintf("an operation this test does not know: %T", params)}
+	r.Reset()
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // roleQuarantineActions returns the actions fn's role allows on the
@@ -151,9 +106,9 @@ func quarantineResource(r any) string {
 func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	rec := &iamActions{seen: map[string]bool{}}
+	rec := newQuarantineActions(b.table)
 	procDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, rec.option(t))
+		o.APIOptions = append(o.APIOptions, rec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
 	store := quarantine.NewDynamoStore(procDB, b.table)
@@ -178,9 +133,9 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	process(unitMsg("g", 3, "three"))                       // parked while held
 
 	// The sweeper's gauge, on a client of its own, while the group is held.
-	gaugeRec := &iamActions{seen: map[string]bool{}}
+	gaugeRec := newQuarantineActions(b.table)
 	gaugeDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, gaugeRec.option(t))
+		o.APIOptions = append(o.APIOptions, gaugeRec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
 	held, err := quarantine.NewDynamoStore(gaugeDB, b.table).Holds(t.Context(), "unit.fifo")

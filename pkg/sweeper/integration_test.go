@@ -44,12 +44,8 @@ func setupWorld(t *testing.T) *world {
 	testenv.S3(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{}}
-	for _, name := range []string{"JobsTable", "CandidatesBucket"} {
-		r, ok := tpl.Resources[name]
-		require.True(t, ok, "template.yaml declares no %s", name)
-		only.Resources[name] = r
-	}
+	only, err := tpl.Only("JobsTable", "CandidatesBucket")
+	require.NoError(t, err)
 	// The emulator stamps LastModified with the wall clock, so the test's
 	// clock starts there.
 	w := &world{ctx: t.Context(), clock: jobstest.NewClock(time.Now().UTC()), requests: &testenv.Requests{}}

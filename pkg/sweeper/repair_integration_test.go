@@ -155,13 +155,9 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	cfg := testenv.Config(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	only := &samtemplate.Template{Parameters: tpl.Parameters, Resources: map[string]samtemplate.Resource{}}
-	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "CommandsQueue", "CommandsDLQ",
-		"EventsQueue", "EventsDLQ", "StreamFailureQueue", "CandidatesBucket"} {
-		r, ok := tpl.Resources[name]
-		require.True(t, ok, "template.yaml declares no %s", name)
-		only.Resources[name] = r
-	}
+	only, err := tpl.Only("JobsTable", "ViewsTable", "TotalsTable", "CommandsQueue", "CommandsDLQ",
+		"EventsQueue", "EventsDLQ", "StreamFailureQueue", "CandidatesBucket")
+	require.NoError(t, err)
 	requests := &testenv.Requests{}
 	noCRC := func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true } // DynamoDB Local sends none on errors
 	ddb := dynamodb.NewFromConfig(cfg, noCRC)
@@ -359,10 +355,8 @@ func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
 	cfg := testenv.Config(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	only := &samtemplate.Template{Resources: map[string]samtemplate.Resource{}}
-	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket"} {
-		only.Resources[name] = tpl.Resources[name]
-	}
+	only, err := tpl.Only("JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket")
+	require.NoError(t, err)
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	clients := localdeploy.Clients{DynamoDB: ddb, S3: s3c}
