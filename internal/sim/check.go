@@ -76,7 +76,7 @@ func (w *World) settle() {
 
 // unsettled says what still moves: a live job, an unpublished record, a
 // request in the network, a queued message, a held group, a projection
-// behind its job.
+// that is not its final job's (behind it, or moved by forged events).
 func (w *World) unsettled() []string {
 	var out []string
 	for _, id := range w.jobIDs {
@@ -86,7 +86,7 @@ func (w *World) unsettled() []string {
 			continue
 		}
 		lag, err := projection.LagOf(context.Background(), w.views, j)
-		if err != nil || lag.Behind() {
+		if err != nil || !lag.InStep() {
 			out = append(out, fmt.Sprintf("the projection of %s: %+v %v", id, lag, err))
 		}
 	}
@@ -226,7 +226,8 @@ func (w *World) checkMessages(j *jobs.Job) {
 		}
 		if evt {
 			ev, err := eventOf(body)
-			if err != nil || ev.Version != int64(v) || ev.Status != r.cur.Status || ev.Progress != r.cur.Progress {
+			if err != nil || ev.Version != int64(v) || ev.Status != r.cur.Status || ev.Progress != r.cur.Progress ||
+				ev.Delta != r.cur.Progress-progressOf(r.prev) {
 				w.violate("event %s is %+v (%v); its transition is %s", id, ev, err, describe(&r.cur))
 			}
 		}
@@ -239,6 +240,14 @@ func (w *World) checkMessages(j *jobs.Job) {
 			w.violate("a message of %s's version %d, which does not exist, was published", j.ID, v)
 		}
 	}
+}
+
+// progressOf is a job's progress; 0 before its creation.
+func progressOf(j *jobs.Job) int64 {
+	if j == nil {
+		return 0
+	}
+	return j.Progress
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -17,7 +17,10 @@
 // passing, a sweep, an operator's redrive (sometimes interrupted) with a
 // discard of what no redrive can fix, a poison message (a command for a
 // job that does not exist yet, a command naming another tenant, an event
-// that is not JSON), a request held back in the network arriving late, an
+// that is not JSON), a forged event (a version its job has not reached,
+// the cursor's next version with a forged progress, the job's own event
+// with another delta or result), a request held back in the network
+// arriving late, an
 // outage of a store, a suspended invocation resuming. A fault plan, with
 // rates drawn per seed, refuses requests (throttling), applies them and
 // loses the answer, holds writes back to deliver them later, answers 409
@@ -38,7 +41,9 @@
 // After the chaos phase the faults stop, the causes of the poison
 // messages are fixed, and the pipeline runs until nothing moves: every
 // request delivered, every record published, every queue drained, every
-// held group redriven, the sweeper run past its thresholds.
+// held group redriven (a draining one only once its copies are
+// processed), the sweeper run past its thresholds, every projection at its
+// final job.
 //
 // Invariants, checked as things happen and at the end:
 //   - Every write the job store applied was current when it landed: a
@@ -58,9 +63,13 @@
 //     quarantine's backstop when its store is out), or was discarded by
 //     the operator; a redriven copy stands for its parked message, and a
 //     dead-lettered copy excuses nothing: its message stays parked.
-//   - A job view never goes back; the totals are at every moment the sum
-//     of the deltas and completions the store counted, and at the end the
-//     sum of the jobs' progress and completions.
+//   - A job view never goes back, except from a snapshot its job never had
+//     to the job's final item; the totals are at every moment the sum of
+//     the deltas and completions the store counted, and at the end the
+//     sum of the jobs' progress and completions, forged events or not; an
+//     event the relay published never disagrees with a cursor the job's
+//     own history put there, and its delta is its progress minus its
+//     predecessor's.
 //   - At the end every job is final, every view and cursor is at its job's
 //     version, every message was processed, dead-lettered or discarded, no
 //     group is held and nothing is parked, and the sweeper has deleted

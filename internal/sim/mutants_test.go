@@ -77,6 +77,23 @@ var mutants = []mutant{
 		within: 10,
 	},
 	{
+		// The totals count an event's delta without checking it against
+		// the cursor's progress: a forged delta is counted for good.
+		name: "projection-delta-unchecked", file: "pkg/projection/projection.go", fn: "follows",
+		old:    "return cur.Progress == v.Progress-delta && !cur.Status.Final()",
+		new:    "return !cur.Status.Final()",
+		within: 300,
+	},
+	{
+		// The sweeper repairs only projections behind their job, as it
+		// did before forged events were considered: a view or cursor a
+		// forged event moved ahead stays there.
+		name: "sweeper-repairs-only-what-is-behind", file: "pkg/sweeper/repair.go", fn: "repair",
+		old:    "\tif lag.InStep() {",
+		new:    "\tif !lag.Behind() {",
+		within: 300,
+	},
+	{
 		// The sweeper deletes a final job's result like any other
 		// candidate of its job.
 		name: "sweeper-deletes-results", file: "pkg/sweeper/sweeper.go", fn: "judge",

@@ -49,13 +49,15 @@ func (w *World) step() {
 	case r < 17:
 		w.get()
 	case r < 18:
-		switch w.rng.IntN(4) {
+		switch w.rng.IntN(5) {
 		case 0, 1:
 			w.poison()
 		case 2:
 			w.forge()
-		default:
+		case 3:
 			w.corrupt()
+		default:
+			w.forgeEvent()
 		}
 	case r < 19:
 		if w.rng.IntN(4) == 0 {
@@ -371,6 +373,14 @@ func (w *World) redrive(all bool) {
 					}
 				}
 			}
+			if all && h.State == quarantine.StateDraining && w.copyQueued(q, h.Group) {
+				// Its redrive is under way: a copy waits to be processed.
+				// Another now would drop it for a copy of a new epoch,
+				// round after round, and a copy that needs several
+				// receives (an event that waits for its predecessor, then
+				// recovers) would never get them.
+				continue
+			}
 			discard := h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0)
 			stopAfter := -1
 			if !all && w.rng.IntN(4) == 0 {
@@ -400,6 +410,17 @@ func (w *World) redrive(all bool) {
 			})
 		}
 	}
+}
+
+// copyQueued reports whether a redriven copy of group's is in q, visible
+// or in flight.
+func (w *World) copyQueued(q *Queue, group string) bool {
+	for _, m := range q.All() {
+		if m.Group == group && m.Copy && m.Fate == Queued {
+			return true
+		}
+	}
+	return false
 }
 
 // discardHostile has the operator discard the held group's parked

@@ -93,6 +93,7 @@ type Stats struct {
 	DeadLetteredCopies                        int
 	Recoveries, Repairs, OrphansDeleted       int
 	IntakeConflicts, IntakeRetries            int
+	ForgedEvents, ViewsPutBack                int
 }
 
 // Add adds o to s.
@@ -100,11 +101,11 @@ func (s *Stats) Add(o Stats) {
 	a := []*int{&s.Steps, &s.Jobs, &s.Completed, &s.Failed, &s.Cancelled, &s.Accepts, &s.Takeovers, &s.Nudges, &s.FencedWrites, &s.LeaseHeld,
 		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
-		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries}
+		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
-		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries}
+		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack}
 	for i := range a {
 		*a[i] += b[i]
 	}
@@ -176,7 +177,10 @@ type World struct {
 	// fix (a command naming another tenant, an event that is not JSON):
 	// the operator discards them.
 	hostile map[string]bool
-	stats   Stats
+	// forged holds the events forgeEvent sent (forgedKey), which the
+	// relay never published.
+	forged map[string]bool
+	stats  Stats
 
 	err   error
 	trace []string
@@ -205,7 +209,7 @@ func newWorld(cfg Config) *World {
 		commandBodies: map[string]string{}, eventBodies: map[string]string{},
 		processed: map[*Queue]map[string]map[uint64]bool{}, accepts: map[string]int{},
 		deltas: map[string]int64{}, completions: map[string]int64{},
-		outages: map[string]time.Time{}, hostile: map[string]bool{},
+		outages: map[string]time.Time{}, hostile: map[string]bool{}, forged: map[string]bool{},
 	}
 	// Each seed has its own fault rates, some of them near zero.
 	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4), slow: w.rng.IntN(30)}
@@ -259,6 +263,9 @@ func newWorld(cfg Config) *World {
 		Cursor:       sweeper.NewS3Cursor(w.bucket, bucket),
 		RepairCursor: sweeper.NewS3CursorAt(w.bucket, bucket, sweeper.RepairCursorKey),
 		MaxItems:     sweeperMaxItems,
+		// A stuck job whose commands group is held is left to the
+		// operator's redrive, not nudged.
+		Quarantine: qstore, CommandsQueue: w.commands.Name, EventsQueue: w.evts.Name,
 	})
 	if err != nil {
 		panic(err)
