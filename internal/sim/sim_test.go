@@ -64,7 +64,7 @@ func TestSimulation(t *testing.T) {
 			"dead-lettered": total.DeadLettered, "dead-lettered redriven copies": total.DeadLetteredCopies,
 			"hostile messages discarded": total.Discarded, "outages": total.Outages,
 			"claims refused on a live lease": total.LeaseHeld,
-			"forged events": total.ForgedEvents, "views put back from a forged version": total.ViewsPutBack,
+			"forged events":                  total.ForgedEvents, "views put back from a forged version": total.ViewsPutBack,
 		} {
 			if n == 0 {
 				t.Errorf("no seed had %s", name)
