@@ -41,7 +41,7 @@ func TestTemplateQuarantineTableIsWhatDynamoStoreUses(t *testing.T) {
 		"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 	}}, p["GlobalSecondaryIndexes"])
 	require.Equal(t, map[string]any{"AttributeName": quarantine.AttrExpiresAt, "Enabled": true}, p["TimeToLiveSpecification"])
-	require.Equal(t, map[string]any{"SSEEnabled": true}, p["SSESpecification"])
+	require.Equal(t, map[string]any{"SSEEnabled": true}, chosen(t, tpl, nil, p["SSESpecification"]), "unless CustomerManagedKey")
 	require.Equal(t, map[string]any{"PointInTimeRecoveryEnabled": true}, p["PointInTimeRecoverySpecification"])
 	_, hasStream := p["StreamSpecification"]
 	require.False(t, hasStream, "nothing reads a stream of the quarantine")

@@ -125,8 +125,10 @@ func (s *ResourceSchema) Validate(props map[string]any, params map[string]Parame
 	return s.validate(props, params, nil, "Properties")
 }
 
-func (s *ResourceSchema) validate(props map[string]any, params map[string]Parameter, ctx *registryContext, root string) []Problem {
-	v := &validator{schema: s, params: params, ctx: ctx}
+// validate checks props; assume are the conditions the resource exists
+// under (its Condition).
+func (s *ResourceSchema) validate(props map[string]any, params map[string]Parameter, ctx *registryContext, root string, assume ...assumption) []Problem {
+	v := &validator{schema: s, params: params, ctx: ctx, assume: assume}
 	v.check(props, s.root, root, 0)
 	for _, path := range s.readOnly {
 		if isSet(props, path) {
@@ -170,10 +172,52 @@ var validationKeywords = map[string]bool{
 const maxSchemaDepth = 64
 
 type validator struct {
-	schema   *ResourceSchema
-	params   map[string]Parameter
-	ctx      *registryContext // the template the value is in; nil for Validate
+	schema *ResourceSchema
+	params map[string]Parameter
+	ctx    *registryContext // the template the value is in; nil for Validate
+	// assume are the conditions the value is under: its resource's
+	// Condition, the Fn::If branches it is in.
+	assume   []assumption
 	problems []Problem
+}
+
+// assumption is a condition a value is deployed under, and its truth.
+type assumption struct {
+	condition string
+	holds     bool
+}
+
+// conditionOf is the assumption a resource's Condition attribute makes.
+func conditionOf(r Resource) []assumption {
+	if c, ok := r.Attributes["Condition"].(string); ok {
+		return []assumption{{c, true}}
+	}
+	return nil
+}
+
+// deployable reports whether parameter param may have value where v is
+// deployed: every condition v is under holds as assumed with param at
+// value and the other parameters at their defaults, or cannot be decided
+// (then the value is checked).
+func (v *validator) deployable(param string, value any) bool {
+	if v.ctx == nil {
+		return true
+	}
+	ref := func(name string) (string, error) {
+		if name == param {
+			return fmt.Sprint(value), nil
+		}
+		if p, ok := v.ctx.t.Parameters[name]; ok && p.Default != nil {
+			return fmt.Sprint(p.Default), nil
+		}
+		return "", ErrUnsupported
+	}
+	for _, a := range v.assume {
+		if holds, err := v.ctx.t.Holds(a.condition, ref); err == nil && holds != a.holds {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) addf(path, format string, args ...any) {
@@ -183,7 +227,7 @@ func (v *validator) addf(path, format string, args ...any) {
 // try reports the problems value would have against schema, without
 // keeping them.
 func (v *validator) try(value any, schema map[string]any, path string, depth int) []Problem {
-	sub := &validator{schema: v.schema, params: v.params, ctx: v.ctx}
+	sub := &validator{schema: v.schema, params: v.params, ctx: v.ctx, assume: v.assume}
 	sub.check(value, schema, path, depth)
 	return sub.problems
 }
@@ -272,11 +316,14 @@ func (v *validator) checkIntrinsic(fn string, arg any, schema map[string]any, pa
 			v.addf(path, "Fn::If takes [condition, value if true, value if false]")
 			return
 		}
+		condition, _ := args[0].(string)
 		for i, branch := range args[1:] {
 			if name, arg, ok := intrinsic(branch); ok && name == "Ref" && arg == "AWS::NoValue" {
 				continue
 			}
+			v.assume = append(v.assume, assumption{condition, i == 0})
 			v.check(branch, schema, fmt.Sprintf("%s(Fn::If branch %d)", path, i+1), depth+1)
+			v.assume = v.assume[:len(v.assume)-1]
 		}
 		return
 	case "Ref":
@@ -284,6 +331,9 @@ func (v *validator) checkIntrinsic(fn string, arg any, schema map[string]any, pa
 		if p, ok := v.params[name]; ok {
 			if cs := p.candidates(); len(cs) > 0 {
 				for _, c := range cs {
+					if !v.deployable(name, c.value) {
+						continue // a value the parameter cannot have where this is deployed
+					}
 					if errs := v.try(c.value, schema, path, depth+1); len(errs) > 0 {
 						v.addf(path, "Ref %s: the parameter's %s %v: %v", name, c.what, c.value, errs[0])
 					}
@@ -730,7 +780,7 @@ func (t *Template) CheckRegistry(schemas *RegistrySchemas) RegistryCheck {
 			continue
 		}
 		out.Checked = append(out.Checked, name)
-		problems := s.validate(r.Properties, t.Parameters, ctx, "Properties")
+		problems := s.validate(r.Properties, t.Parameters, ctx, "Properties", conditionOf(r)...)
 		switch r.Type {
 		case "AWS::Lambda::Function":
 			problems = append(problems, lambdaFunctionRules(r.Properties, t.Parameters, "Properties")...)

@@ -266,7 +266,7 @@ func (out *RegistryCheck) checkSAMFunction(ctx *registryContext, name string, r 
 		return
 	}
 	out.Checked = append(out.Checked, name)
-	problems := s.validate(lambda, t.Parameters, ctx, "Properties")
+	problems := s.validate(lambda, t.Parameters, ctx, "Properties", conditionOf(t.Resources[name])...)
 	problems = append(problems, lambdaFunctionRules(lambda, t.Parameters, "Properties")...)
 	for _, p := range problems {
 		p.Path = renamePath(p.Path, "Properties", renames)
@@ -348,7 +348,7 @@ func (out *RegistryCheck) checkSAMEvent(ctx *registryContext, fn string, r Resou
 		return
 	}
 	out.Checked = append(out.Checked, fn+".Events."+ev)
-	problems := s.validate(esm, t.Parameters, ctx, root)
+	problems := s.validate(esm, t.Parameters, ctx, root, conditionOf(t.Resources[fn])...)
 	problems = append(problems, ctx.eventSourceRules(esm, t.Parameters, root, typ)...)
 	for _, p := range problems {
 		p.Path = renamePath(p.Path, root, map[string]string{"EventSourceArn": kind.arn})
