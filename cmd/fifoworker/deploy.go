@@ -14,8 +14,10 @@ import (
 )
 
 // deploy creates the template's resources on the stack and prints its
-// outputs as FIFOWORKER_* variables a shell can eval.
-func deploy(ctx context.Context, s *localstack.State, templatePath, stackName string, stdout, stderr io.Writer) int {
+// outputs as FIFOWORKER_* variables a shell can eval. It writes the
+// stack's whole environment (stackEnv) to envFile too, for the operator's
+// commands' --stack.
+func deploy(ctx context.Context, s *localstack.State, templatePath, stackName, envFile string, stdout, stderr io.Writer) int {
 	tpl, err := samtemplate.Load(templatePath)
 	if err != nil {
 		fmt.Fprintln(stderr, "fifoworker:", err)
@@ -26,15 +28,34 @@ func deploy(ctx context.Context, s *localstack.State, templatePath, stackName st
 		fmt.Fprintln(stderr, "fifoworker:", err)
 		return 1
 	}
-	names := make([]string, 0, len(res.Outputs))
-	for name := range res.Outputs {
-		names = append(names, name)
+	var file strings.Builder
+	for _, kv := range stackEnv(s, res.Outputs) {
+		k, v, _ := strings.Cut(kv, "=")
+		line := localstack.ShellExport(k, v) + "\n"
+		file.WriteString(line)
+		if strings.HasPrefix(k, "FIFOWORKER_") && k != "FIFOWORKER_STACK" && k != "FIFOWORKER_RIE" {
+			fmt.Fprint(stdout, line)
+		}
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Fprintf(stdout, "export %s='%s'\n", outputVar(name), res.Outputs[name])
+	if err := localstack.WriteEnvFile(envFile, file.String()); err != nil {
+		fmt.Fprintln(stderr, "fifoworker:", err)
+		return 1
 	}
+	fmt.Fprintf(stderr, "localdeploy: the stack's environment is in %s: the operator's commands read it with --stack %s\n", envFile, s.Name)
 	return 0
+}
+
+// stackEnv is the environment of a deployed local stack, as KEY=VALUE in
+// a stable order: the stack's endpoints, region and credentials
+// (localstack's State.Env) and the deployment's outputs as FIFOWORKER_*
+// variables (outputVar).
+func stackEnv(s *localstack.State, outputs map[string]string) []string {
+	env := s.Env()
+	for name, v := range outputs {
+		env = append(env, outputVar(name)+"="+v)
+	}
+	sort.Strings(env)
+	return env
 }
 
 // deployTemplate deploys tpl and reports what was made and, grouped by

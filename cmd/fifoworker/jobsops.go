@@ -24,6 +24,7 @@ const jobsUsage = `usage: fifoworker jobs <get|list|cancel> [id] [flags]
                            still running it can write nothing more
 
 flags:
+  --stack NAME    a local stack's env file gives the endpoints and the table (fifoworker help)
   --table NAME    the jobs table (default: FIFOWORKER_JOBS_TABLE_NAME)
   --json          one JSON document on stdout, for scripts
   --tenant T      list: only this tenant's jobs; cancel: the job's tenant (required)
@@ -33,7 +34,10 @@ flags:
   --reason TEXT   cancel: recorded as the cancellation's message
 
 Exit status: 0 done, 1 failed (a missing table or job, a job of another
-tenant, a job that already ended), 2 a usage error.
+tenant), 2 a usage error. cancel exits 0 only when it cancelled the job: a
+job that already ended, completed, failed or cancelled alike, is left as it
+is and exits 1, saying how it ended (with --json, stdout still has the job
+and "changed": false).
 `
 
 // Bounds of a listing.
@@ -73,6 +77,7 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 	since := fs.Duration("since", 24*time.Hour, "final jobs that ended within this")
 	limit := fs.Int("limit", defaultListLimit, "at most this many jobs")
 	reason := fs.String("reason", "", "the cancellation's message")
+	stack := stackFlag(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2
@@ -127,11 +132,15 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 			return usageErr("--tenant is required: the tenant the job belongs to (a check against cancelling the wrong job)")
 		}
 	}
+	env, code := env.targetOf("jobs "+verb, *stack, cliLogger(stderr, false), stderr)
+	if code != 0 {
+		return code
+	}
 	name, err := env.resource(*table, "JobsTableName", "table")
 	if err != nil {
 		return fail(err)
 	}
-	st, err := env.open.jobsStore(ctx, name, hint(*table, "table", "JobsTableName"))
+	st, err := env.open.jobsStore(ctx, name, env.hint(*table, "table", "JobsTableName"))
 	if err != nil {
 		return fail(err)
 	}
@@ -168,12 +177,17 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		if before.Tenant != *tenant {
 			return fail(fmt.Errorf("job %s belongs to tenant %q, not %q: nothing cancelled", id, before.Tenant, *tenant))
 		}
-		if before.Status == jobs.StatusCancelled {
-			if *asJSON {
-				return printJSON(stdout, map[string]any{"job": toJobJSON(&before), "previous_version": before.Version, "changed": false})
+		// One rule for every job that already ended, cancelled included:
+		// exit 1, nothing changed (as the API's DELETE answers 409
+		// job_final); --json still says how it ended.
+		ended := func(status jobs.Status, j *jobs.Job) int {
+			if *asJSON && j != nil {
+				_ = printJSON(stdout, map[string]any{"job": toJobJSON(j), "previous_version": j.Version, "changed": false})
 			}
-			fmt.Fprintf(stdout, "job %s was already cancelled (version %d): nothing changed\n", id, before.Version)
-			return 0
+			return fail(fmt.Errorf("job %s already ended %s: nothing cancelled", id, status))
+		}
+		if before.Status.Final() {
+			return ended(before.Status, &before)
 		}
 		msg := *reason
 		if msg == "" {
@@ -182,8 +196,12 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		after, err := st.Cancel(ctx, jobs.CancelRequest{JobID: id, Reason: msg})
 		var final *jobs.FinalError
 		switch {
-		case errors.As(err, &final):
-			return fail(fmt.Errorf("job %s already ended %s: nothing cancelled", id, final.Status))
+		case errors.As(err, &final): // it ended after the read
+			var now *jobs.Job
+			if j, err := st.Get(ctx, id); err == nil && j.Status.Final() {
+				now = &j
+			}
+			return ended(final.Status, now)
 		case err != nil:
 			return notFound(err)
 		}

@@ -23,11 +23,14 @@ const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run|serve
   down     stop the stack's processes and remove its state
   status   show each emulator's PID, endpoint and whether it answers
   env      print the environment of the running stack
-  deploy   create the queues, tables and buckets that template.yaml declares
+  deploy   create the queues, tables and buckets that template.yaml declares; print the
+           outputs to eval, and write the stack's env file (the operator's --stack reads it)
   run      start a fresh stack, deploy, run a command in its environment, stop the stack
   serve    start a fresh stack (--name serve), deploy, run the five functions with their
-           event source mappings, and serve the jobs API on --addr (127.0.0.1:8080) with
-           printed local tokens until SIGINT/SIGTERM; then stop everything
+           event source mappings, and serve the jobs API on --addr (127.0.0.1:8080) until
+           SIGINT/SIGTERM; then stop everything. It prints the stack's environment to eval
+           (endpoints, FIFOWORKER_* names, local tokens) and writes it to the stack's env
+           file, which the operator's commands read by default (--stack serve)
 
 examples:
   eval "$(fifoworker local up)"
@@ -115,7 +118,11 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		return deploy(ctx, s, *template, *stackName, stdout, stderr)
+		envFile, err := localstack.EnvFile(o)
+		if err != nil {
+			return fail(err)
+		}
+		return deploy(ctx, s, *template, *stackName, envFile, stdout, stderr)
 	case "run":
 		return runWithStack(ctx, o, *template, *stackName, fs.Args(), stdout, stderr)
 	case "serve":

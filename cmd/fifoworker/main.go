@@ -21,10 +21,18 @@ operator's commands, for a local stack or a deployment (fifoworker <command> hel
   quarantine  the groups held on a queue: list, show, redrive, discard
   sweep       one run of the sweeper (--dry-run: report, change nothing)
 
-  They use the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
-  AWS_ENDPOINT_URL for a local stack) and find the tables, queues and bucket
-  in flags or in the FIFOWORKER_* variables that "fifoworker local deploy"
-  prints (for a deployment, export them from the stack's outputs).
+  Where they work:
+    --stack NAME  a local stack: its env file, which "fifoworker local serve"
+                  and "fifoworker local deploy" write, gives the endpoints,
+                  credentials, region and resources; nothing else is read
+    otherwise     the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
+                  AWS_ENDPOINT_URL for a local stack), and the tables, queues
+                  and bucket in flags or in FIFOWORKER_* variables (for a
+                  deployment, export them from the stack's outputs). When no
+                  FIFOWORKER_* variable names one and the "serve" stack has an
+                  env file, they use it as --stack serve would, and say so.
+  A flag naming a resource wins either way. Exit status: 0 done, 1 failed,
+  2 a usage error; each command's help says which failures are which.
 `
 
 func main() {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -25,7 +24,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
-	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
@@ -37,20 +35,27 @@ import (
 // `fifoworker local deploy` prints from template.yaml's outputs (set them
 // from the stack's outputs for a real deployment).
 
-// opsEnv is where the operator's commands find their resources.
+// opsEnv is where the operator's commands find their resources (see
+// target).
 type opsEnv struct {
 	getenv func(string) string
 	stdin  io.Reader
 	now    func() time.Time
 	open   opener
+	// stacks reads a local stack's env file: its variables and its path
+	// (readStack). Nil: there are no local stacks.
+	stacks func(name string) (vars map[string]string, path string, err error)
+	// connect returns the opener of the resources with a stack's variables
+	// (nil: the process environment), whose clients log through log
+	// (connectAWS). Nil: open stays as it is.
+	connect func(vars map[string]string, log *slog.Logger) opener
+	// origin says where getenv's names come from, when not from the
+	// environment: "the env file of stack serve (...)".
+	origin string
 }
 
 func defaultOpsEnv() opsEnv {
-	return opsEnv{getenv: os.Getenv, stdin: os.Stdin, now: time.Now, open: awsOpener{load: func(ctx context.Context) (aws.Config, error) {
-		cfg, err := config.LoadDefaultConfig(ctx)
-		cfg.HTTPClient = sdkhttp.GuardRequestBodies(cfg.HTTPClient) // see package sdkhttp
-		return cfg, err
-	}}}
+	return opsEnv{getenv: os.Getenv, stdin: os.Stdin, now: time.Now, stacks: readStack, connect: connectAWS}
 }
 
 // resource returns the flag's value, or the output variable's.
@@ -61,7 +66,10 @@ func (e opsEnv) resource(flagValue, output, flagName string) (string, error) {
 	if v := e.getenv(outputVar(output)); v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("no %s: pass --%s or set %s (eval \"$(fifoworker local deploy)\" sets it for a local stack)",
+	if e.origin != "" {
+		return "", fmt.Errorf("no %s: pass --%s; %s sets no %s", outputWords(output), flagName, e.origin, outputVar(output))
+	}
+	return "", fmt.Errorf("no %s: pass --%s or set %s (fifoworker local serve, or eval \"$(fifoworker local deploy)\", gives it for a local stack; --stack reads a local stack's)",
 		outputWords(output), flagName, outputVar(output))
 }
 
@@ -120,7 +128,7 @@ func (o awsOpener) jobsStore(ctx context.Context, table, hint string) (jobsStore
 	if err != nil {
 		return nil, err
 	}
-	db := dynamodb.NewFromConfig(cfg)
+	db := lambdawire.DynamoDB(cfg) // as the functions': no CRC32 check against DynamoDB Local
 	if err := checkTable(ctx, db, table, hint); err != nil {
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func (o awsOpener) quarantineOperator(ctx context.Context, t quarantineTarget) (
 	if err := checkQueue(ctx, queues, t.QueueURL, t.QueueHint); err != nil {
 		return nil, err
 	}
-	db := dynamodb.NewFromConfig(cfg)
+	db := lambdawire.DynamoDB(cfg)
 	if err := checkTable(ctx, db, t.Table, t.TableHint); err != nil {
 		return nil, err
 	}
@@ -214,9 +222,12 @@ func checkBucket(ctx context.Context, b bucketHeader, bucket, hint string) error
 }
 
 // hint says where a resource's name came from.
-func hint(flagValue, flagName, output string) string {
-	if flagValue != "" {
+func (e opsEnv) hint(flagValue, flagName, output string) string {
+	switch {
+	case flagValue != "":
 		return "--" + flagName
+	case e.origin != "":
+		return outputVar(output) + " in " + e.origin
 	}
 	return outputVar(output)
 }
@@ -250,6 +261,7 @@ const quarantineUsage = `usage: fifoworker quarantine <list|show|redrive|discard
   discard <group>         drop a group's parked messages (or one, --seq), archived first; asks to confirm
 
 flags:
+  --stack NAME              a local stack's env file gives the endpoints and resources (fifoworker help)
   --queue commands|events   which queue's quarantine (default commands)
   --queue-url URL           the queue (default: FIFOWORKER_COMMANDS_QUEUE_URL or FIFOWORKER_EVENTS_QUEUE_URL)
   --table NAME              the quarantine table (default: FIFOWORKER_QUARANTINE_TABLE_NAME)
@@ -294,6 +306,7 @@ func quarantineCmd(ctx context.Context, args []string, env opsEnv, stdout, stder
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait")
 	seq := fs.String("seq", "", "one parked message")
 	yes := fs.Bool("yes", false, "do not ask")
+	stack := stackFlag(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2
@@ -330,7 +343,11 @@ func quarantineCmd(ctx context.Context, args []string, env opsEnv, stdout, stder
 	if *seq != "" && verb != "discard" {
 		return usageErr("--seq is discard's")
 	}
-	t := quarantineTarget{QueueHint: hint(*queueURL, "queue-url", output), NeedBucket: verb == "discard"}
+	env, code := env.targetOf("quarantine "+verb, *stack, cliLogger(stderr, false), stderr)
+	if code != 0 {
+		return code
+	}
+	t := quarantineTarget{QueueHint: env.hint(*queueURL, "queue-url", output), NeedBucket: verb == "discard"}
 	if t.QueueURL, err = env.resource(*queueURL, output, "queue-url"); err != nil {
 		return fail(err)
 	}
@@ -341,9 +358,9 @@ func quarantineCmd(ctx context.Context, args []string, env opsEnv, stdout, stder
 	if t.Table, err = env.resource(*table, "QuarantineTableName", "table"); err != nil {
 		return fail(err)
 	}
-	t.TableHint = hint(*table, "table", "QuarantineTableName")
+	t.TableHint = env.hint(*table, "table", "QuarantineTableName")
 	t.Bucket, _ = env.resource(*bucket, "CandidatesBucketName", "bucket")
-	t.BucketHint = hint(*bucket, "bucket", "CandidatesBucketName")
+	t.BucketHint = env.hint(*bucket, "bucket", "CandidatesBucketName")
 	if verb == "discard" && t.Bucket == "" {
 		return fail(errors.New("discard archives what it drops: pass --bucket or set FIFOWORKER_CANDIDATES_BUCKET_NAME"))
 	}

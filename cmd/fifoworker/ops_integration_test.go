@@ -35,14 +35,24 @@ import (
 // the test's own and removes it afterwards.
 func deployOps(t *testing.T) *localdeploy.Result {
 	t.Helper()
+	_, deployed, _ := deployTest(t, "ops")
+	return deployed
+}
+
+// deployTest deploys template.yaml on the test run's stack as a stack of
+// the test's own (its name begins with prefix), removed afterwards: the
+// template, what was deployed and the stack's name.
+func deployTest(t *testing.T, prefix string) (*samtemplate.Template, *localdeploy.Result, string) {
+	t.Helper()
 	state := testStack(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, testenv.Name(t, "ops"), state.Region, clients)
+	stack := testenv.Name(t, prefix)
+	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	return deployed
+	return tpl, deployed, stack
 }
 
 // outputsEnv is the environment `eval "$(fifoworker local deploy)"` gives:

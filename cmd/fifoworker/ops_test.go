@@ -36,9 +36,10 @@ import (
 type fakeOpener struct {
 	mu sync.Mutex
 
-	jobs      *jobs.MemoryStore
-	jobsErr   error
-	jobsAsked []string // table, hint
+	jobs         *jobs.MemoryStore
+	jobsOverride jobsStore // when set, the store the commands get instead of jobs
+	jobsErr      error
+	jobsAsked    []string // table, hint
 
 	quarantine *quarantine.MemoryStore
 	sender     *fakeSender
@@ -57,6 +58,9 @@ func (f *fakeOpener) jobsStore(_ context.Context, table, hint string) (jobsStore
 	f.jobsAsked = []string{table, hint}
 	if f.jobsErr != nil {
 		return nil, f.jobsErr
+	}
+	if f.jobsOverride != nil {
+		return f.jobsOverride, nil
 	}
 	return f.jobs, nil
 }
@@ -496,9 +500,10 @@ func TestJobsCancel(t *testing.T) {
 	_, err = o.open.jobs.Renew(ctx, jobs.RenewRequest{JobID: "job-1", AttemptID: "att-1", Generation: 1, Version: 1, LeaseUntil: t0.Add(time.Minute)})
 	require.ErrorIs(t, err, jobs.ErrStaleGeneration, "the cancel fenced the worker")
 
-	code, out, _ = o.run("jobs", "cancel", "job-1", "--tenant", "t-1")
-	require.Equal(t, 0, code)
-	require.Equal(t, "job job-1 was already cancelled (version 2): nothing changed\n", out)
+	code, out, errOut = o.run("jobs", "cancel", "job-1", "--tenant", "t-1")
+	require.Equal(t, 1, code, "an ended job, cancelled included (TestJobsCancelOfAnEndedJobFails)")
+	require.Empty(t, out)
+	require.Equal(t, "fifoworker jobs cancel: job job-1 already ended cancelled: nothing cancelled\n", errOut)
 
 	code, _, errOut = o.run("jobs", "cancel", "job-nope", "--tenant", "t-1")
 	require.Equal(t, 1, code)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -63,9 +64,14 @@ func localServe(ctx context.Context, o localstack.Options, templatePath, stackNa
 	defer func() { _ = ln.Close() }()
 	return withFreshStack(ctx, o, templatePath, prepare, stackName, stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) int {
 		root, _ := os.Getwd()
-		err := serve(ctx, serveOptions{
+		envFile, err := localstack.EnvFile(o)
+		if err != nil {
+			fmt.Fprintln(stderr, "fifoworker: local serve:", err)
+			return 1
+		}
+		err = serve(ctx, serveOptions{
 			State: s, Template: tpl, Deployed: res, StackName: stackName, Listener: ln, RIE: f.rie,
-			Root: root, LogDir: filepath.Join(o.CacheDir, "serve-logs", o.Name), Out: stdout,
+			Root: root, LogDir: filepath.Join(o.CacheDir, "serve-logs", o.Name), Out: stdout, EnvFile: envFile,
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, "fifoworker: local serve:", err)
@@ -86,10 +92,39 @@ type serveOptions struct {
 	RIE       bool         // the built bootstraps under the runtime interface emulator
 	Root      string       // the module's root, to build bootstraps from
 	LogDir    string       // functions.log, RIE logs and bootstraps
-	Out       io.Writer    // the tokens, how to call the API, one line per request
+	Out       io.Writer    // the environment to eval, how to call the API, one line per request
+	// EnvFile is where the stack's environment is written as well
+	// (localstack.EnvFile of the stack; "": nowhere), for a shell to source
+	// and for the operator's commands' --stack.
+	EnvFile string
 	// Setenv sets a variable of this process for the in-process functions'
 	// SDK configuration (default os.Setenv; tests pass t.Setenv).
 	Setenv func(key, value string)
+}
+
+// serveEnv is the block of shell lines serve prints and writes to the
+// stack's env file: the stack's endpoints, region and credentials, the
+// deployment's outputs as FIFOWORKER_* variables with the API's URL as
+// FIFOWORKER_API_URL (the ApiUrl output of a deployment), and a token per
+// tenant.
+func serveEnv(s *localstack.State, outputs map[string]string, apiURL string, id *pipeline.Identity) (string, error) {
+	withAPI := maps.Clone(outputs)
+	withAPI["ApiUrl"] = apiURL
+	var b strings.Builder
+	for _, kv := range stackEnv(s, withAPI) {
+		k, v, _ := strings.Cut(kv, "=")
+		b.WriteString(localstack.ShellExport(k, v) + "\n")
+	}
+	fmt.Fprintf(&b, "# tokens (HS256 with a key made for this run; iss %s, aud %s, claim %q; valid %v):\n",
+		pipeline.LocalIssuer, pipeline.LocalAudience, id.TenantClaim(), pipeline.LocalTokenTTL)
+	for _, t := range serveTenants {
+		tok, err := id.Token(t.tenant)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s   # tenant %s\n", localstack.ShellExport(t.tokenVar, tok), t.tenant)
+	}
+	return b.String(), nil
 }
 
 // serve seeds articles, runs the pipeline and serves its HTTP API on
@@ -158,15 +193,20 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 	base := "http://" + o.Listener.Addr().String()
 	say("the jobs API: %s (intake, relay, worker, projector, sweeper %s; their log: %s)", base, mode, logs)
 	say("event source mappings: Jobs stream → relay → commands.fifo → worker, events.fifo → projector")
-	say("tokens (HS256 with a key made for this run; iss %s, aud %s, claim %q; valid %v):",
-		pipeline.LocalIssuer, pipeline.LocalAudience, id.TenantClaim(), pipeline.LocalTokenTTL)
-	for _, t := range serveTenants {
-		tok, err := id.Token(t.tenant)
-		if err != nil {
+	block, err := serveEnv(o.State, o.Deployed.Outputs, base, id)
+	if err != nil {
+		return err
+	}
+	if o.EnvFile != "" {
+		if err := localstack.WriteEnvFile(o.EnvFile, block); err != nil {
 			return err
 		}
-		say("export %s='%s'   # tenant %s", t.tokenVar, tok, t.tenant)
+		say("the stack's environment, to eval in another shell (or: . %s); the operator's commands read that file with --stack %s, their default:",
+			o.EnvFile, o.State.Name)
+	} else {
+		say("the stack's environment, to eval in another shell:")
 	}
+	fmt.Fprint(o.Out, block)
 	say("try:")
 	say(`  curl -H "Authorization: Bearer $TOKEN_T1" -H 'Idempotency-Key: k1' -H 'Content-Type: application/json' -d '{"spec":{}}' %s/jobs`, base)
 	say(`  curl -H "Authorization: Bearer $TOKEN_T1" %s/jobs/<job_id>`, base)

@@ -6,19 +6,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/localstack"
 	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 )
@@ -31,6 +31,42 @@ func testStack(t *testing.T) *localstack.State {
 	testenv.SQS(t)
 	testenv.S3(t)
 	return localstack.FromEnv()
+}
+
+// startServe runs serve with o, on a listener of its own and with its
+// output in a buffer, until stop (or the end of the test, which logs the
+// output): out, the API's base URL, and stop, which returns serve's error
+// and fails the test if serve takes more than a minute to stop.
+func startServe(t *testing.T, o serveOptions) (out *testenv.Buffer, base string, stop func() error) {
+	t.Helper()
+	ln, err := pipeline.ListenLoopback("127.0.0.1:0")
+	require.NoError(t, err)
+	out = &testenv.Buffer{}
+	o.Listener, o.Out, o.Setenv = ln, out, t.Setenv
+	o.Root, o.LogDir = "../..", t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, o) }()
+	var once sync.Once
+	var serveErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-served:
+			case <-time.After(time.Minute):
+				serveErr = errors.New("serve did not stop within a minute of its context's end")
+			}
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		t.Logf("serve's output:\n%s", out.String())
+	})
+	return out, "http://" + ln.Addr().String(), stop
 }
 
 // call sends a request to the served API and decodes its JSON answer.
@@ -68,35 +104,9 @@ func call(t *testing.T, method, url, token, key, body string, out any) int {
 // endpoint variables of this process.
 func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
 	state := testStack(t)
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "serve")
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	tpl, deployed, stack := deployTest(t, "serve")
 
-	ln, err := pipeline.ListenLoopback("127.0.0.1:0")
-	require.NoError(t, err)
-	out := &testenv.Buffer{}
-	ctx, stop := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() {
-		served <- serve(ctx, serveOptions{
-			State: state, Template: tpl, Deployed: deployed, StackName: stack, Listener: ln,
-			Root: "../..", LogDir: t.TempDir(), Out: out, Setenv: t.Setenv,
-		})
-	}()
-	stopped := false
-	defer func() {
-		if !stopped {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		}
-		t.Logf("serve's output:\n%s", out.String())
-	}()
+	out, base, stop := startServe(t, serveOptions{State: state, Template: tpl, Deployed: deployed, StackName: stack})
 
 	tokenLine := regexp.MustCompile(`(?m)^export (TOKEN_T[12])='([^']+)'   # tenant (t-[12])$`)
 	require.Eventually(t, func() bool { return len(tokenLine.FindAllString(out.String(), -1)) == 2 }, 60*time.Second, 50*time.Millisecond,
@@ -105,7 +115,6 @@ func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
 	for _, m := range tokenLine.FindAllStringSubmatch(out.String(), -1) {
 		tokens[m[3]] = m[2]
 	}
-	base := "http://" + ln.Addr().String()
 	require.Contains(t, out.String(), "the jobs API: "+base)
 	require.Contains(t, out.String(), "seeded articles to export: t-1 120, t-2 40")
 	require.Contains(t, out.String(), `curl -H "Authorization: Bearer $TOKEN_T1" -H 'Idempotency-Key: k1' -H 'Content-Type: application/json' -d '{"spec":{}}' `+base+"/jobs")
@@ -148,14 +157,7 @@ func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, call(t, http.MethodGet, base+created.Location, tokens["t-2"], "", "", &refused))
 	require.Equal(t, intake.CodeJobNotFound, refused.Error.Code)
 
-	stop()
-	stopped = true
-	select {
-	case err := <-served:
-		require.NoError(t, err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not stop within 60 s of its context's end")
-	}
+	require.NoError(t, stop())
 	require.Contains(t, out.String(), "stopping: the server")
 	_, err = http.Get(base + "/jobs/x") //nolint:bodyclose // the server is gone: there is no response
 	require.Error(t, err, "the listener is closed")

@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
@@ -31,6 +29,7 @@ flags:
   --dry-run             report what a run would do; write nothing
   --json                the report as JSON (the function's result), for scripts
   -v                    log each action to stderr
+  --stack NAME          a local stack's env file gives the endpoints and resources (fifoworker help)
   --jobs-table NAME     the jobs table (default: FIFOWORKER_JOBS_TABLE_NAME)
   --views-table NAME    the projector's views (default: FIFOWORKER_VIEWS_TABLE_NAME)
   --totals-table NAME   the projector's totals (default: FIFOWORKER_TOTALS_TABLE_NAME)
@@ -72,7 +71,7 @@ func (o awsOpener) sweeper(ctx context.Context, t sweepTarget, log *slog.Logger)
 	if err != nil {
 		return nil, flagWords(err)
 	}
-	db := dynamodb.NewFromConfig(cfg)
+	db := lambdawire.DynamoDB(cfg)
 	for _, setting := range []string{"JOBS_TABLE", "VIEWS_TABLE", "TOTALS_TABLE"} {
 		if err := checkTable(ctx, db, t.Settings[setting], t.Hints[setting]); err != nil {
 			return nil, err
@@ -122,6 +121,7 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 	maxItems := fs.Int("max-items", 0, "SWEEP_MAX_ITEMS")
 	maxGenerations := fs.Int("max-generations", 0, "MAX_GENERATIONS")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long the run may take")
+	stack := stackFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -138,6 +138,11 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 		fmt.Fprintln(stderr, "fifoworker sweep:", err)
 		return 1
 	}
+	log := cliLogger(stderr, *verbose)
+	env, code := env.targetOf("sweep", *stack, log, stderr)
+	if code != 0 {
+		return code
+	}
 	t := sweepTarget{Settings: map[string]string{}, Hints: map[string]string{}}
 	for _, f := range sweepFlags {
 		t.Hints[f.setting] = "--" + f.flag
@@ -149,7 +154,7 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 			return fail(err)
 		}
 		t.Settings[f.setting] = v
-		t.Hints[f.setting] = hint(*names[f.setting], f.flag, f.output)
+		t.Hints[f.setting] = env.hint(*names[f.setting], f.flag, f.output)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -169,11 +174,6 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 			t.Settings["MAX_GENERATIONS"] = strconv.Itoa(*maxGenerations)
 		}
 	})
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	run, err := env.open.sweeper(ctx, t, log)
 	if err != nil {
 		return fail(err)
@@ -181,7 +181,7 @@ func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	rep, runErr := run(rctx, sweeper.Options{DryRun: *dry})
-	code := 0
+	code = 0
 	if *asJSON {
 		code = printJSON(stdout, rep)
 	} else {

@@ -143,7 +143,10 @@ func (e *Env) first(names ...string) string {
 // itself asks). Here that is a local emulator. It reads the configuration,
 // not this process's environment, so that a configuration built from other
 // settings (a function's in the local pipeline, the CLI's --stack) is
-// judged by what it says.
+// judged by what it says. The sources read settings and send no request,
+// so no caller's context is needed.
+//
+//nolint:contextcheck // see above: the context it makes cancels nothing
 func localEndpoint(cfg aws.Config, sdkID string) bool {
 	if aws.ToString(cfg.BaseEndpoint) != "" {
 		return true

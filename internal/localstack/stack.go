@@ -132,7 +132,7 @@ func (s *State) Shell() string {
 	var b strings.Builder
 	for _, kv := range s.Env() {
 		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+		b.WriteString(ShellExport(k, v) + "\n")
 	}
 	return b.String()
 }

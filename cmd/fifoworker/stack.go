@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/localstack"
+	"github.com/fifoworker/fifoworker/internal/sdkhttp"
+)
+
+// serveStack is the stack `fifoworker local serve` starts unless --name
+// says otherwise: the operator's commands' default stack.
+const serveStack = "serve"
+
+// opsOutputs are the template's outputs the operator's commands read, as
+// FIFOWORKER_* variables. An environment that sets none of them names no
+// resource.
+var opsOutputs = []string{
+	"JobsTableName", "ViewsTableName", "TotalsTableName", "QuarantineTableName",
+	"CandidatesBucketName", "CommandsQueueUrl", "EventsQueueUrl",
+}
+
+// stackFlag adds --stack to an operator command's flags.
+func stackFlag(fs *flag.FlagSet) *string {
+	return fs.String("stack", "", "a local stack: its env file gives the endpoints and the resources")
+}
+
+// readStack reads the env file of local stack name (localstack.EnvFile),
+// which `local serve` and `local deploy` write.
+func readStack(name string) (map[string]string, string, error) {
+	path, err := localstack.EnvFile(localstack.Options{Name: name})
+	if err != nil {
+		return nil, "", err
+	}
+	vars, err := localstack.ReadEnvFile(path)
+	return vars, path, err
+}
+
+// errStackName marks a --stack value no stack can have: a usage error.
+var errStackName = errors.New("not a stack name")
+
+// target is where an operator command works, from its --stack (stack) and
+// the environment:
+//   - --stack NAME: the env file of local stack NAME gives the AWS
+//     configuration (read as a function reads its environment:
+//     lambdawire.AWSConfig, no profile, no shared file) and the FIFOWORKER_*
+//     names of the resources; the process environment is not read.
+//   - no --stack, and the environment names a resource (an opsOutputs
+//     variable): the environment, with the SDK's standard configuration.
+//   - no --stack and no resource named: the serve stack's env file if it
+//     has one (saying so on stderr), else the environment.
+//
+// The clients it opens log through log.
+func (e opsEnv) target(stack string, log *slog.Logger, stderr io.Writer) (opsEnv, error) {
+	if stack == "" && (e.namesResources() || e.stacks == nil) {
+		return e.connected(nil, "", log), nil
+	}
+	if stack != "" {
+		if err := localstack.CheckName(stack); err != nil {
+			return e, fmt.Errorf("--stack: %w: %w", errStackName, err)
+		}
+	}
+	name := stack
+	if name == "" {
+		name = serveStack
+	}
+	if e.stacks == nil {
+		return e, fmt.Errorf("stack %q has no env file", name)
+	}
+	vars, path, err := e.stacks(name)
+	switch {
+	case err == nil:
+	case stack == "" && errors.Is(err, os.ErrNotExist):
+		return e.connected(nil, "", log), nil // no serve stack: the environment, as before
+	case errors.Is(err, os.ErrNotExist):
+		return e, fmt.Errorf("stack %q has no env file (%w): `fifoworker local serve --name %s` writes it while it runs, and `fifoworker local deploy --name %s` for a stack it deploys on",
+			name, err, name, name)
+	default:
+		return e, err
+	}
+	if stack == "" {
+		fmt.Fprintf(stderr, "fifoworker: using local stack %q (its env file %s): the environment names no resource; --stack NAME picks another\n", name, path)
+	}
+	e.getenv = func(k string) string { return vars[k] }
+	return e.connected(vars, fmt.Sprintf("the env file of stack %s (%s)", name, path), log), nil
+}
+
+// targetOf is target for command (its name in messages, "jobs get"): on a
+// problem it says so on stderr and returns the exit status, 2 for a
+// --stack no stack can have, else 1.
+func (e opsEnv) targetOf(command, stack string, log *slog.Logger, stderr io.Writer) (opsEnv, int) {
+	t, err := e.target(stack, log, stderr)
+	switch {
+	case errors.Is(err, errStackName):
+		fmt.Fprintf(stderr, "fifoworker %s: %v\n", command, err)
+		return e, 2
+	case err != nil:
+		fmt.Fprintf(stderr, "fifoworker %s: %v\n", command, err)
+		return e, 1
+	}
+	return t, 0
+}
+
+// namesResources reports whether the environment names one of the
+// resources the operator's commands work on.
+func (e opsEnv) namesResources() bool {
+	for _, o := range opsOutputs {
+		if e.getenv(outputVar(o)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// connected is e opening its clients with vars (nil: the process
+// environment), the names coming from origin ("": the environment).
+func (e opsEnv) connected(vars map[string]string, origin string, log *slog.Logger) opsEnv {
+	e.origin = origin
+	if e.connect != nil {
+		e.open = e.connect(vars, log)
+	}
+	return e
+}
+
+// connectAWS is the operator's commands' opener of the real resources.
+func connectAWS(vars map[string]string, log *slog.Logger) opener {
+	return awsOpener{load: func(ctx context.Context) (aws.Config, error) { return awsConfig(ctx, vars, log) }}
+}
+
+// awsConfig is the SDK configuration of the operator's commands: a local
+// stack's variables read as a function reads its environment, or (vars
+// nil) the SDK's standard configuration. Either way the SDK logs through
+// log, and its clients guard their request bodies (package sdkhttp).
+func awsConfig(ctx context.Context, vars map[string]string, log *slog.Logger) (aws.Config, error) {
+	var cfg aws.Config
+	if vars != nil {
+		env := lambdawire.NewEnvFrom(vars)
+		cfg = env.AWSConfig() // its HTTP client is guarded already
+		if err := env.Err(); err != nil {
+			return aws.Config{}, fmt.Errorf("the stack's env file: %w", err)
+		}
+	} else {
+		var err error
+		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return aws.Config{}, err
+		}
+		cfg.HTTPClient = sdkhttp.GuardRequestBodies(cfg.HTTPClient)
+	}
+	cfg.Logger = sdkLogger{log: log}
+	return cfg, nil
+}
+
+// cliLogger is the operator's commands' logger: text lines on stderr,
+// without the time (a terminal shows them as they come), warnings and
+// errors only unless verbose.
+func cliLogger(stderr io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// sdkLogger hands the SDK's log lines to the CLI's logger, marked
+// source=aws-sdk: a warning at WARN, the rest at DEBUG. (The SDK's own
+// default writes "SDK <time> WARN ..." on stderr, past the CLI's format
+// and level.)
+type sdkLogger struct{ log *slog.Logger }
+
+var _ logging.Logger = sdkLogger{}
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelDebug
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	l.log.Log(context.Background(), level, fmt.Sprintf(format, v...), slog.String("source", "aws-sdk"))
+}
