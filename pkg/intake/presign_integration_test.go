@@ -34,8 +34,8 @@ func TestTheResultURLIsPinnedToTheAcceptedVersion(t *testing.T) {
 	client := testenv.S3(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
-	only := &samtemplate.Template{Parameters: tpl.Parameters, Conditions: tpl.Conditions, Mappings: tpl.Mappings,
-		Resources: map[string]samtemplate.Resource{"CandidatesBucket": tpl.Resources["CandidatesBucket"]}}
+	only, err := tpl.Only("CandidatesBucket")
+	require.NoError(t, err)
 	clients := localdeploy.Clients{S3: client}
 	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "pin"), cfg.Region, clients)
 	require.NoError(t, err)
