@@ -135,6 +135,14 @@ func TestDeployHonoursConditionsAndTurnsDeletionProtectionOff(t *testing.T) {
 	require.False(t, aws.ToBool(ddb.created[0].DeletionProtectionEnabled))
 	require.NotNil(t, ddb.created[0].DeletionProtectionEnabled, "off, explicitly")
 	require.Equal(t, map[string]string{"VisibilityTimeout": "36", "SqsManagedSseEnabled": "true"}, q.attrs)
+
+	// A part of the template: the queue alone, whose key's branch is not
+	// taken, names no resource the part lacks.
+	only, err := tpl.Only("Q")
+	require.NoError(t, err)
+	only.Resources["Q"].Properties["KmsMasterKeyId"] = map[string]any{"Fn::If": []any{"UseKey", map[string]any{"Fn::GetAtt": []any{"Key", "Arn"}}, map[string]any{"Ref": "AWS::NoValue"}}}
+	_, err = Deploy(t.Context(), only, "st", "eu-west-1", Clients{SQS: &fakeSQS{}})
+	require.NoError(t, err, "Key is named only by the branch not taken")
 }
 
 // A parameter's value must be one the template allows, as CloudFormation

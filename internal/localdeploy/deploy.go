@@ -85,7 +85,7 @@ type Created struct {
 func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region string, c Clients) (*Result, error) {
 	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: map[string]string{}, attrs: map[string]map[string]string{}}
 	res := &Result{Resources: r.refs, Attributes: r.attrs, Outputs: map[string]string{}}
-	names, err := order(tpl.Resources)
+	names, err := order(chosenResources(tpl, r))
 	if err != nil {
 		return nil, fmt.Errorf("localdeploy: %w", err)
 	}
@@ -145,6 +145,20 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 		res.Outputs[name] = fmt.Sprint(v)
 	}
 	return res, nil
+}
+
+// chosenResources are tpl's resources with each Fn::If decided, so that a
+// resource a branch not taken names (a key that is off) is no dependency.
+// A property Choose cannot decide is left whole; resolving it says why.
+func chosenResources(tpl *samtemplate.Template, r *resolver) map[string]samtemplate.Resource {
+	out := make(map[string]samtemplate.Resource, len(tpl.Resources))
+	for name, rsc := range tpl.Resources {
+		if props, present, err := tpl.Choose(rsc.Properties, r.ref); err == nil && present {
+			rsc.Properties, _ = props.(map[string]any)
+		}
+		out[name] = rsc
+	}
+	return out
 }
 
 // notCreated names a resource v refers to that this deployment did not
