@@ -32,6 +32,10 @@ const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run|serve
            (endpoints, FIFOWORKER_* names, local tokens) and writes it to the stack's env
            file, which the operator's commands read by default (--stack serve)
 
+Exit status: 0 done, 1 failed (the stack did not start or deploy; status: an
+emulator not running or not answering), 2 a usage error; run: the command's own
+exit status.
+
 examples:
   eval "$(fifoworker local up)"
   fifoworker local run --name test -- go test -tags integration ./...

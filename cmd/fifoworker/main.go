@@ -12,7 +12,8 @@ import (
 const usage = `usage: fifoworker <command>
 
 commands:
-  demo        run the whole pipeline on sample jobs on the local AWS stack
+  demo        run the whole pipeline on sample jobs on the local AWS stack (exit 0 only
+              when every invariant held)
   local       the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)
   help        show this text
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/localstack"
+	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/intake"
 )
 
@@ -145,4 +146,43 @@ func TestServeWritesTheEnvFileTheOperatorsCommandsRead(t *testing.T) {
 	code, _, stderr = fifoworker("jobs", "get", created.JobID, "--stack", "nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `stack "nope" has no env file`)
+}
+
+// `local deploy` prints the outputs to eval and writes the stack's whole
+// environment to its env file, which --stack reads.
+func TestLocalDeployWritesTheEnvFileStackReads(t *testing.T) {
+	t.Parallel()
+	state := testStack(t)
+	envFile, err := localstack.EnvFile(localstack.Options{Name: state.Name})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Remove(envFile) })
+	stack := testenv.Name(t, "dep")
+	code, stdout, stderr := cli(t, nil, "local", "deploy", "--name", state.Name, "--template", "../../template.yaml", "--stack-name", stack)
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "the stack's environment is in "+envFile+": the operator's commands read it with --stack "+state.Name)
+	printed := parseEnv(t, stdout)
+	vars, err := localstack.ReadEnvFile(envFile)
+	require.NoError(t, err)
+	for k, v := range printed {
+		require.True(t, strings.HasPrefix(k, "FIFOWORKER_"), k)
+		require.Equal(t, v, vars[k], k)
+	}
+	require.True(t, strings.HasPrefix(printed["FIFOWORKER_JOBS_TABLE_NAME"], stack+"-"), "the table of the stack deployed: %v", printed)
+	require.Equal(t, state.DynamoDB, vars["AWS_ENDPOINT_URL_DYNAMODB"])
+
+	env := defaultOpsEnv()
+	env.getenv = func(string) string { return "" }
+	code, stdout, _ = cli(t, &env, "jobs", "list", "--json", "--stack", state.Name)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, `"table": "`+printed["FIFOWORKER_JOBS_TABLE_NAME"]+`"`)
+}
+
+// parseEnv reads export lines as the env file's reader does.
+func parseEnv(t *testing.T, text string) map[string]string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "env.sh")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	vars, err := localstack.ReadEnvFile(path)
+	require.NoError(t, err)
+	return vars
 }
