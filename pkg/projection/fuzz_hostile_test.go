@@ -23,8 +23,9 @@ import (
 // panic, and its fate is one of the three the projector promises: a body
 // the decoder refuses is permanent (fifo.Permanent wrapping
 // outbox.ErrMalformed, so the quarantine parks it at once); an event it
-// accepts is projected (nil) or waits for an earlier version (a *GapError,
-// received again). Never a failure the store would repeat on every
+// accepts is projected (nil), or waits for an earlier version (a *GapError,
+// received again), or, disagreeing with the cursor, is acknowledged once
+// the job item is read (nil: here there is none). Never a failure the store would repeat on every
 // receive: what the decoder accepts, the store accepts. A first event's
 // snapshot is the job's view.
 func FuzzProjectorHandle(f *testing.F) {
