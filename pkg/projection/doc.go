@@ -32,10 +32,11 @@
 //     a *GapError (ErrGap), so the message fails and pkg/fifo holds the rest
 //     of its group behind it until its predecessor arrives.
 //   - An event that disagrees with the cursor (at cursor+1 with a delta
-//     that does not start from the cursor's progress, or after a final
-//     status; at the cursor's version with another progress or status) is
-//     not counted: Apply returns a *MismatchError (ErrMismatch). One of the
-//     two is not the job's, and only the job item can tell which.
+//     that does not start from the cursor's progress; at the cursor's
+//     version with another progress or status; past a final status, where
+//     no version of the job can follow) is not counted: Apply returns a
+//     *MismatchError (ErrMismatch). One of the two is not the job's, and
+//     only the job item can tell which.
 //   - A gap does not wait forever. From the receive the Projector's
 //     threshold names (WithRecoverAfter, default 3, below the events queue's
 //     maxReceiveCount of 10), it recovers from the authoritative job

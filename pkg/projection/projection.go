@@ -164,7 +164,9 @@ func (r *Recovery) Moved() bool { return r.To != r.From }
 // tenant's processed total is then always its cursor's progress, and its
 // share of completed 1 exactly when its cursor is at completed. At the
 // cursor's version it is a duplicate only if it has the cursor's progress
-// and status. Any other disagreement is a *MismatchError.
+// and status. Beyond the next version it is a gap, unless the cursor is
+// final: no version of the job can come after a final one, so waiting
+// cannot help. Any other disagreement is a *MismatchError.
 func judge(cur Cursor, v *View, delta int64) (Outcome, error) {
 	switch {
 	case v.Version == cur.Version+1 && follows(cur, v, delta):
@@ -173,7 +175,7 @@ func judge(cur Cursor, v *View, delta int64) (Outcome, error) {
 		return Duplicate, nil
 	case v.Version < cur.Version:
 		return Older, nil
-	case v.Version > cur.Version+1:
+	case v.Version > cur.Version+1 && !cur.Status.Final():
 		return 0, &GapError{JobID: v.JobID, Cursor: cur.Version, Version: v.Version}
 	}
 	return 0, &MismatchError{JobID: v.JobID, Version: v.Version, Progress: v.Progress, Delta: delta, Status: v.Status, Cursor: cur}

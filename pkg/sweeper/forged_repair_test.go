@@ -38,7 +38,7 @@ func TestAForgedViewAndForgedTotalsAreRepairedFromTheFinalItem(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, projection.Applied, res.Outcome, "consistent with the cursor: counted")
 	_, err = b.proj.Apply(b.ctx, forgeView(&done, func(v *projection.View) { v.Version = 7 }), 0)
-	require.ErrorIs(t, err, projection.ErrGap)
+	require.ErrorIs(t, err, projection.ErrMismatch, "past the forged completion")
 	require.Equal(t, int64(7), b.view(t, "job-42").Version, "the view is ahead of the item")
 	require.Equal(t, projection.Totals{Tenant: "t-1", Processed: 100 + 900, Completed: 2}, b.totals(t, "t-1"))
 
@@ -69,12 +69,12 @@ func TestAForgeryAfterTheFirstCheckIsRepairedByTheRecheck(t *testing.T) {
 	require.Equal(t, 1, r.Finished)
 	require.Zero(t, r.Repaired)
 
-	// A forged event far ahead moves the view; it fails on the gap until
-	// the quarantine parks it (the projector's recovery could not read the
-	// job item meanwhile), so nothing puts the view back but the sweeper.
+	// A forged event far ahead moves the view; the projector's recovery
+	// could not read the job item (an outage) until the quarantine parked
+	// the event, so nothing puts the view back but the sweeper.
 	ahead := forgeView(&done, func(v *projection.View) { v.Version = 9 })
 	_, err := b.proj.Apply(b.ctx, ahead, 0)
-	require.ErrorIs(t, err, projection.ErrGap)
+	require.ErrorIs(t, err, projection.ErrMismatch)
 	require.Equal(t, ahead, b.view(t, "job-42"))
 
 	b.clock.Advance(sweeper.DefaultRecheckAfter - sweeper.DefaultRepairAfter - time.Millisecond)

@@ -179,11 +179,14 @@ func testForgedAheadIsPutBackToAFinalItem(t *testing.T, newStore NewStore) {
 	b.requireView(t, &evs[5])
 
 	// The forged events come again: the totals count nothing, and the view
-	// they move ahead is put back by the next recovery to the item.
+	// they move ahead is put back by the next recovery to the item, which
+	// the projector makes at once on a mismatch.
+	// Beyond a final cursor nothing is a gap: no version comes after a
+	// final one.
 	b.apply(t, &forged[0], projection.Older, false)
 	res = b.requireMismatch(t, &forged[3], cursorAt(&evs[5]))
 	require.True(t, res.ViewUpdated)
-	res = b.requireGap(t, &far, 6)
+	res = b.requireMismatch(t, &far, cursorAt(&evs[5]))
 	require.True(t, res.ViewUpdated)
 	b.recover(t, &evs[5], projection.Recovery{From: cursorAt(&evs[5]), To: cursorAt(&evs[5]), ViewUpdated: true})
 	b.requireView(t, &evs[5])
