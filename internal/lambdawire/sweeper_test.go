@@ -41,6 +41,17 @@ func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
 	h, err := Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.NoError(t, err)
 	require.NotNil(t, h)
+
+	// With the quarantine's table, both queues are required: the holds
+	// are read by queue name.
+	set["QUARANTINE_TABLE"], set["EVENTS_QUEUE_ARN"] = "quarantine", "arn:aws:sqs:eu-west-1:123456789012:"
+	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	require.ErrorContains(t, err, "COMMANDS_QUEUE_ARN is not set")
+	require.ErrorContains(t, err, "EVENTS_QUEUE_ARN")
+	set["COMMANDS_QUEUE_ARN"] = "arn:aws:sqs:eu-west-1:123456789012:stack-commands.fifo"
+	set["EVENTS_QUEUE_ARN"] = "arn:aws:sqs:eu-west-1:123456789012:stack-events.fifo"
+	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	require.NoError(t, err)
 }
 
 // The sweeper's alarms watch the gauges it logs: their namespace, metric
