@@ -201,8 +201,12 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 		if err := localstack.WriteEnvFile(o.EnvFile, block); err != nil {
 			return err
 		}
-		say("the stack's environment, to eval in another shell (or: . %s); the operator's commands read that file with --stack %s, their default:",
-			o.EnvFile, o.State.Name)
+		byDefault := ""
+		if o.State.Name == serveStack {
+			byDefault = ", and by default"
+		}
+		say("the stack's environment, to eval in another shell (or: . %s); the operator's commands read that file with --stack %s%s:",
+			o.EnvFile, o.State.Name, byDefault)
 	} else {
 		say("the stack's environment, to eval in another shell:")
 	}

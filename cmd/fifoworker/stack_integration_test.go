@@ -57,7 +57,7 @@ func TestServeWritesTheEnvFileTheOperatorsCommandsRead(t *testing.T) {
 	// The block printed is the file, and the file is the stack.
 	raw, err := os.ReadFile(envFile)
 	require.NoError(t, err)
-	require.Contains(t, out.String(), "(or: . "+envFile+"); the operator's commands read that file with --stack serve")
+	require.Contains(t, out.String(), "(or: . "+envFile+"); the operator's commands read that file with --stack serve, and by default:")
 	require.Contains(t, out.String(), string(raw), "the printed block is the file")
 	vars, err := localstack.ReadEnvFile(envFile)
 	require.NoError(t, err)
