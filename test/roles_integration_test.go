@@ -192,9 +192,17 @@ func newRolesRun(t *testing.T) *rolesRun {
 	// Lambda names each function in its environment; the sweeper reports
 	// its gauges (the held groups among them) only then.
 	settings := map[string]map[string]string{}
+	// Each function's S3 client answers a read of a missing key as S3
+	// answers its role (403 unless it may list the bucket): the local S3
+	// enforces no IAM, and a function that relies on a 404 would otherwise
+	// pass here and be refused on AWS.
+	missing := map[string]func(*middleware.Stack) error{}
 	for _, fn := range pipeline.Functions {
 		r.rec[fn] = testenv.NewIAMRecorder(names)
 		settings[fn] = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": stack + "-" + fn}
+		role, err := testenv.FunctionRole(r.d, functionLogicalIDs[fn], exemptServices...)
+		require.NoError(t, err)
+		missing[fn] = testenv.MissingKeysAsS3Answers(role, names)
 	}
 	for k, v := range map[string]string{"SWEEP_GRACE": "1s", "SWEEP_STUCK_AFTER": "1s", "SWEEP_REPAIR_AFTER": "1m"} {
 		settings["sweeper"][k] = v
@@ -203,7 +211,7 @@ func newRolesRun(t *testing.T) *rolesRun {
 		Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),
 		Settings: settings,
 		APIOptions: func(fn string) []func(*middleware.Stack) error {
-			opts := []func(*middleware.Stack) error{r.rec[fn].Install}
+			opts := []func(*middleware.Stack) error{r.rec[fn].Install, missing[fn]}
 			switch fn {
 			case "worker":
 				opts = append(opts, r.lost.Install)
