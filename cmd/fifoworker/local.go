@@ -60,13 +60,13 @@ func local(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.Ports.SQS, "sqs-port", 0, "SQS emulator port (0: a free one)")
 	fs.IntVar(&o.Ports.DynamoDB, "dynamodb-port", 0, "DynamoDB Local port (0: a free one)")
 	fs.IntVar(&o.Ports.S3, "s3-port", 0, "S3 emulator port (0: a free one)")
-	template := fs.String("template", "template.yaml", "deploy, run: the SAM template")
+	template := fs.String("template", "template.yaml", "deploy, run, serve: the SAM template")
 	stackName := fs.String("stack-name", "fifoworker", "deploy, run: the stack name that ${AWS::StackName} resolves to")
 	var sf serveFlags
 	if args[0] == "serve" {
 		fs.StringVar(&sf.addr, "addr", "127.0.0.1:8080", "serve: where the jobs API listens (a loopback address only)")
 		fs.BoolVar(&sf.rie, "rie", false, "serve: run the built bootstraps under the runtime interface emulator")
-		fs.IntVar(&sf.workerTimeout, "worker-timeout", 0, "serve: the worker's timeout in seconds (the commands visibility becomes 6 times it); 0: the template's")
+		fs.IntVar(&sf.workerTimeout, "worker-timeout", 0, "serve: the worker's timeout in seconds, one of the template's WorkerTimeout values (the commands visibility is 6 times it); 0: the template's default")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2

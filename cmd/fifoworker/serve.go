@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,9 +47,10 @@ type serveFlags struct {
 func localServe(ctx context.Context, o localstack.Options, templatePath, stackName string, f serveFlags, stdout, stderr io.Writer) int {
 	var prepare func(*samtemplate.Template)
 	if f.workerTimeout != 0 {
-		// template.yaml's WorkerTimeout is 3 to 900 s.
-		if f.workerTimeout < 3 || f.workerTimeout > 900 {
-			fmt.Fprintf(stderr, "fifoworker: --worker-timeout %d: the template allows 3 to 900 seconds\n", f.workerTimeout)
+		// The template's WorkerTimeout takes the values its mapping has a
+		// commands visibility for: checked before any stack starts.
+		if err := checkWorkerTimeout(templatePath, f.workerTimeout); err != nil {
+			fmt.Fprintf(stderr, "fifoworker: --worker-timeout %d: %v\n", f.workerTimeout, err)
 			return 2
 		}
 		prepare = func(tpl *samtemplate.Template) { demo.SetWorkerTimeout(tpl, f.workerTimeout) }
@@ -236,6 +238,23 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// checkWorkerTimeout refuses a worker timeout the template's WorkerTimeout
+// parameter does not allow.
+func checkWorkerTimeout(templatePath string, seconds int) error {
+	tpl, err := samtemplate.Load(templatePath)
+	if err != nil {
+		return err
+	}
+	p, ok := tpl.Parameters["WorkerTimeout"]
+	if !ok {
+		return fmt.Errorf("%s has no WorkerTimeout parameter", templatePath)
+	}
+	if err := localdeploy.CheckParameter(p, strconv.Itoa(seconds)); err != nil {
+		return fmt.Errorf("the template's WorkerTimeout: %w", err)
 	}
 	return nil
 }

@@ -60,6 +60,12 @@ func (r *resolver) ref(name string) (string, error) {
 	return "", fmt.Errorf("unresolved Ref %s: no such parameter or created resource", name)
 }
 
+// CheckParameter refuses a value the parameter p does not allow, as
+// CloudFormation refuses the deployment (see allowed): a command that
+// takes a parameter's value from its user checks it before it starts
+// anything.
+func CheckParameter(p samtemplate.Parameter, v string) error { return allowed(p, v) }
+
 // allowed refuses a parameter value the template does not allow, as
 // CloudFormation refuses the deployment: one not among AllowedValues, or
 // a number outside MinValue and MaxValue.
