@@ -45,9 +45,10 @@
 //   - Room for the candidate in the spool is taken before the claim
 //     (candidate.Store.Reserve: the store's whole max size), so one lane
 //     never fails another's writes for space, and a claimed attempt never
-//     waits for room. A lane that finds none before its context ends has
-//     claimed nothing: the command comes back, and the job has lost no
-//     generation (see The spool, below).
+//     waits for room. A lane that finds none before its context ends, or
+//     is given it after a wait with less than Config.ClaimMargin left
+//     before its context's deadline, has claimed nothing: the command comes
+//     back, and the job has lost no generation (see The spool, below).
 //   - A candidate over the store's max size (candidate.ErrTooLarge) fails
 //     its job for good with CodeCandidateTooLarge, whatever the task made
 //     of the refused write: the same content is as large on every try, and
@@ -60,6 +61,7 @@
 //	body not a command (outbox.ErrMalformed), group ≠ job   fifo.Permanent
 //	no Lambda request id, no deadline                      error
 //	no spool room before ctx ends (candidate.ErrSpoolBusy) error; nothing claimed
+//	room after a wait, < ClaimMargin left (ErrSpoolBusy)   error; room given back, nothing claimed
 //	claim: job final (ErrFinal, *FinalError)               nil
 //	claim: lease held by another attempt (ErrLeaseHeld)    error
 //	claim: no such job, or the job of another tenant       fifo.Permanent
@@ -99,10 +101,17 @@
 // of this design, a lane reserving the whole max size however small its
 // candidate, is paid in space instead: the deployment sizes the ephemeral
 // storage for ten lanes of MaxCandidateBytes (template.yaml's defaults
-// do), and then no lane ever waits. One cost is left: a lane given room
-// shortly before its deadline claims with the time that is left, as a
-// lane's later message starts late; a task that cannot finish in it ends
-// retryably and the next delivery takes the job over.
+// do, and the wiring refuses to start with fewer), and then no lane ever
+// waits. A lane given room after a wait claims only if at least
+// Config.ClaimMargin (default pkg/fifo's least time for a message to
+// start, DefaultClaimMargin) is left before its context's deadline, as a
+// lane's later message starts only with fifo's margin left; with less it
+// gives the room back unclaimed, since a claim would run a task that
+// cannot finish and the next delivery would take the job over. A task
+// that needs more than the margin and is given room with little more
+// left can still end retryably and be taken over: the margin is fifo's
+// rule for any late start, and a deployment sized for ten lanes never
+// waits.
 //
 // Lambda does not tell a function its ephemeral storage size, so the
 // wiring (internal/lambdawire.Worker) takes it from the environment,

@@ -34,6 +34,27 @@ func (b *testBundle) onDisk(maxSize, budget int64) *candidatetest.Disk {
 	return disk
 }
 
+// fullSpool returns a bundle whose spool holds one candidate, job-42 and
+// its command, and the reservation that holds the whole spool.
+func fullSpool(t *testing.T) (*testBundle, jobs.Job, events.SQSMessage, *candidate.Reservation) {
+	t.Helper()
+	b := setup(t)
+	b.onDisk(spoolMax, spoolMax)
+	created, msg := b.create(t, "job-42", nil)
+	held, err := b.candidates.Reserve(t.Context())
+	require.NoError(t, err)
+	return b, created, msg, held
+}
+
+// requireUnclaimed checks that Handle's err is a retryable ErrSpoolBusy
+// and that job-42 is still created: nothing claimed, nothing written.
+func (b *testBundle) requireUnclaimed(t *testing.T, err error, created jobs.Job) {
+	t.Helper()
+	require.ErrorIs(t, err, candidate.ErrSpoolBusy)
+	require.False(t, fifo.IsPermanent(err))
+	require.Equal(t, created, b.get(t, "job-42"), "nothing claimed, nothing written")
+}
+
 // writeN writes n bytes to w in pieces of 4 KiB, as a task writes a page
 // at a time, and returns the first error.
 func writeN(w io.Writer, n int64) error {
@@ -132,16 +153,9 @@ func TestALaneThatFillsTheSpoolFailsNoOtherLane(t *testing.T) {
 func TestALaneWithoutSpoolRoomClaimsNothing(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := setup(t)
-		b.onDisk(spoolMax, spoolMax)
-		created, msg := b.create(t, "job-42", nil)
-		held, err := b.candidates.Reserve(t.Context())
-		require.NoError(t, err)
-
-		err = b.worker(mustNotRun(t)).Handle(invocation(t, "req-1", time.Minute), msg)
-		require.ErrorIs(t, err, candidate.ErrSpoolBusy)
-		require.False(t, fifo.IsPermanent(err))
-		require.Equal(t, created, b.get(t, "job-42"), "nothing claimed, nothing written")
+		b, created, msg, held := fullSpool(t)
+		err := b.worker(mustNotRun(t)).Handle(invocation(t, "req-1", time.Minute), msg)
+		b.requireUnclaimed(t, err, created)
 		require.Equal(t, slog.LevelWarn, b.logs.one(t, "no spool room").Level)
 
 		held.Release()
@@ -228,5 +242,97 @@ func TestSpoolRoomIsGivenBackWhenNothingRuns(t *testing.T) {
 		}
 		require.Empty(t, b.logs.find("waited for spool room"))
 		require.Empty(t, b.logs.find("no spool room"))
+	})
+}
+
+// A lane given spool room claims only if at least the claim margin
+// (Config.ClaimMargin, default fifo.DefaultDeadlineMargin) remains before
+// its context's deadline: with exactly the margin left it claims and
+// runs; with one tick less it gives the room back and returns
+// candidate.ErrSpoolBusy, nothing claimed, so the job keeps its generation
+// for the next delivery. A lane that did not wait is not judged: fifo has
+// judged its start already.
+func TestALaneGivenRoomLateClaimsOnlyWithTheMarginLeft(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		margin time.Duration // Config.ClaimMargin; 0 is the default
+		left   time.Duration // before the deadline when the room comes
+		claims bool
+	}{
+		"default, exactly the margin": {left: fifo.DefaultDeadlineMargin, claims: true},
+		"default, a tick less":        {left: fifo.DefaultDeadlineMargin - time.Nanosecond},
+		"set, exactly the margin":     {margin: 5 * time.Second, left: 5 * time.Second, claims: true},
+		"set, a tick less":            {margin: 5 * time.Second, left: 5*time.Second - time.Nanosecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b, created, msg, held := fullSpool(t)
+				ctx := invocation(t, "req-1", time.Minute)
+				deadline, _ := ctx.Deadline()
+				w := worker.New(worker.Config{Jobs: b.jobs, Candidates: b.candidates, Task: lines("done"),
+					Logger: slog.New(b.logs), ClaimMargin: tc.margin})
+				done := make(chan error, 1)
+				go func() { done <- w.Handle(ctx, msg) }()
+				time.Sleep(time.Until(deadline) - tc.left)
+				held.Release()
+				err := <-done
+
+				if tc.claims {
+					require.NoError(t, err)
+					job := b.get(t, "job-42")
+					require.Equal(t, jobs.StatusCompleted, job.Status)
+					require.EqualValues(t, 1, job.Generation)
+					return
+				}
+				b.requireUnclaimed(t, err, created)
+				require.Equal(t, slog.LevelWarn, b.logs.one(t, "spool room came too late").Level)
+				room, err := b.candidates.Reserve(t.Context())
+				require.NoError(t, err)
+				require.False(t, room.Waited(), "the late room was given back")
+				room.Release()
+			})
+		})
+	}
+}
+
+// Two lanes of one batch, a spool of one candidate: the hog keeps the room
+// until 50 ms before its context's deadline. The other lane, given the
+// room then, does not claim (a claim would run a task that cannot finish,
+// and the lease, which outlives the invocation, would make the next
+// delivery a takeover: a generation lost for another lane's size). Its
+// command comes back and runs as generation 1.
+func TestALaneGivenRoomAtTheDeadlineLosesNoGeneration(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t)
+		b.onDisk(spoolMax, spoolMax)
+		_, hog := b.create(t, "job-hog", nil)
+		created, other := b.create(t, "job-other", nil)
+		task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+			if in.Job.ID == "job-hog" {
+				deadline, _ := ctx.Deadline()
+				time.Sleep(time.Until(deadline) - 50*time.Millisecond)
+				return worker.Output{Items: 1}, writeN(in.Out, 10)
+			}
+			select { // 100 ms of work
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return worker.Output{}, ctx.Err()
+			}
+			return worker.Output{Items: 1}, writeN(in.Out, 10)
+		})
+		resp, err := fifo.New(b.worker(task).Handle).Process(invocation(t, "req-1", time.Minute),
+			events.SQSEvent{Records: []events.SQSMessage{hog, other}})
+		require.NoError(t, err)
+		require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: other.MessageId}}, resp.BatchItemFailures)
+		require.Equal(t, jobs.StatusCompleted, b.get(t, "job-hog").Status)
+		require.Equal(t, created, b.get(t, "job-other"), "nothing claimed")
+
+		b.clock.Advance(2 * time.Minute)
+		require.NoError(t, b.worker(lines("done")).Handle(invocation(t, "req-2", time.Minute), other))
+		job := b.get(t, "job-other")
+		require.Equal(t, jobs.StatusCompleted, job.Status)
+		require.EqualValues(t, 1, job.Generation, "the wait cost no generation")
 	})
 }

@@ -57,11 +57,23 @@ type Config struct {
 	// at most jobs.MaxClockSkew, and no more than the store's own margin
 	// (jobs.WithClockSkew), or the store refuses the lease.
 	LeaseSkew time.Duration
-	// Now measures how long an attempt took, for its log line; leases come
-	// from the context's deadline, never from this clock. Nil means
-	// time.Now.
+	// ClaimMargin is the least time that must remain before the context's
+	// deadline for a lane that waited for spool room to claim its job; with
+	// less, it gives the room back and claims nothing (candidate.ErrSpoolBusy).
+	// Zero means DefaultClaimMargin.
+	ClaimMargin time.Duration
+	// Now measures how long an attempt took, for its log line, and how much
+	// time a lane given spool room after a wait has left before the
+	// context's deadline (as pkg/fifo's clock judges a message's start;
+	// fifo.WithClock). Leases come from the context's deadline, never from
+	// this clock. Nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultClaimMargin is Config.ClaimMargin's default: pkg/fifo's least
+// time for a message to start (fifo.DefaultDeadlineMargin). A lane given
+// spool room late is a message starting late, and is held to the same rule.
+const DefaultClaimMargin = fifo.DefaultDeadlineMargin
 
 // Validate reports the first field that cannot work.
 func (c *Config) Validate() error {
@@ -74,6 +86,8 @@ func (c *Config) Validate() error {
 		return errors.New("worker: Config.Task is nil")
 	case c.LeaseSkew < 0 || c.LeaseSkew > jobs.MaxClockSkew:
 		return fmt.Errorf("worker: Config.LeaseSkew %v is outside 0 to %v", c.LeaseSkew, jobs.MaxClockSkew)
+	case c.ClaimMargin < 0:
+		return fmt.Errorf("worker: Config.ClaimMargin %v is negative", c.ClaimMargin)
 	}
 	if f, ok := c.Task.(funcTask); ok && f.run == nil {
 		return errors.New("worker: Config.Task is a TaskFunc with a nil function")
@@ -101,6 +115,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.LeaseSkew == 0 {
 		cfg.LeaseSkew = jobs.DefaultClockSkew
+	}
+	if cfg.ClaimMargin == 0 {
+		cfg.ClaimMargin = DefaultClaimMargin
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -203,18 +220,33 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 }
 
 // reserve takes room for the attempt's candidate in the spool budget,
-// waiting while other lanes hold it all.
+// waiting while other lanes hold it all. Room that came after a wait with
+// less than the claim margin left is given back: a claim then would run a
+// task that cannot finish, and its lease, which outlives the invocation,
+// would make the next delivery a takeover, a generation lost for another
+// lane's size. A lane that did not wait is not judged: pkg/fifo judged its
+// start by the same rule.
 func (w *Worker) reserve(ctx context.Context, log *slog.Logger) (*candidate.Reservation, error) {
 	start := w.cfg.Now()
 	room, err := w.cfg.Candidates.Reserve(ctx)
-	switch {
-	case err != nil:
+	if err != nil {
 		log.WarnContext(ctx, "worker: no spool room before the deadline; nothing claimed, the command will be received again",
 			slog.Any("error", err), slog.Duration("duration", w.cfg.Now().Sub(start)))
 		return nil, fmt.Errorf("worker: %w", err)
-	case room.Waited():
-		log.InfoContext(ctx, "worker: waited for spool room", slog.Duration("duration", w.cfg.Now().Sub(start)))
 	}
+	if !room.Waited() {
+		return room, nil
+	}
+	now := w.cfg.Now()
+	deadline, _ := ctx.Deadline() // Handle refused a context without one (jobs.LeaseEnd)
+	if left := deadline.Sub(now); left < w.cfg.ClaimMargin {
+		room.Release()
+		log.WarnContext(ctx, "worker: spool room came too late to claim; nothing claimed, the command will be received again",
+			slog.Duration("left", left), slog.Duration("claim_margin", w.cfg.ClaimMargin), slog.Duration("duration", now.Sub(start)))
+		return nil, fmt.Errorf("worker: spool room with %v left before the deadline, under the claim margin %v: %w",
+			left, w.cfg.ClaimMargin, candidate.ErrSpoolBusy)
+	}
+	log.InfoContext(ctx, "worker: waited for spool room", slog.Duration("duration", now.Sub(start)))
 	return room, nil
 }
 

@@ -615,6 +615,7 @@ func TestConfigValidate(t *testing.T) {
 		"dotted ext":        func(c *worker.Config) { c.Task = worker.TaskFunc("tar.gz", lines().Run) },
 		"negative skew":     func(c *worker.Config) { c.LeaseSkew = -time.Second },
 		"skew over a bound": func(c *worker.Config) { c.LeaseSkew = jobs.MaxClockSkew + time.Millisecond },
+		"negative margin":   func(c *worker.Config) { c.ClaimMargin = -time.Nanosecond },
 	} {
 		cfg := valid()
 		change(&cfg)
