@@ -14,17 +14,19 @@ const (
 	// template.yaml's MaxCandidateBytes default, 128 MiB.
 	DefaultMaxCandidateBytes = 128 << 20
 	// MinEphemeralStorageMB and MaxEphemeralStorageMB are Lambda's bounds of
-	// a function's ephemeral storage (EphemeralStorage.Size, MB). The least
-	// is also Lambda's default, and EPHEMERAL_STORAGE_MB's when it is not
-	// set: what a function whose configuration names none has.
+	// a function's ephemeral storage (EphemeralStorage.Size, MB), the least
+	// being Lambda's default. EPHEMERAL_STORAGE_MB has no default: Lambda's
+	// cannot hold ten lanes of DefaultMaxCandidateBytes, and a function
+	// must say what it was given.
 	MinEphemeralStorageMB = 512
 	MaxEphemeralStorageMB = 10240
 	// spoolPercent is the share of the ephemeral storage the candidates'
 	// spool budget takes.
 	spoolPercent = 90
 	// lanesPerBatch is the most lanes a worker invocation runs: the
-	// commands mapping's BatchSize, SQS's most for a FIFO queue, one lane
-	// per message group at most.
+	// commands mapping's BatchSize in template.yaml (held to it by
+	// TestTemplateSpoolDefaultsSpoolEveryLaneOfABatch), SQS's most for a
+	// FIFO queue, one lane per message group at most.
 	lanesPerBatch = 10
 )
 
@@ -37,29 +39,65 @@ func SpoolBudget(mb int) int64 { return int64(mb) * 1_000_000 / 100 * spoolPerce
 
 // workerCandidates is the worker's candidate store: every candidate at
 // most MAX_CANDIDATE_BYTES (default DefaultMaxCandidateBytes), spooled in
-// /tmp under the budget of EPHEMERAL_STORAGE_MB (SpoolBudget; default
-// MinEphemeralStorageMB). A bound the budget cannot hold is a problem of
-// both settings, named at cold start. It returns nil when env has a
-// problem it reports.
+// /tmp under the budget of EPHEMERAL_STORAGE_MB (SpoolBudget; required).
+// Settings under which fewer than a batch's lanes spool at once are a
+// problem of both, named at cold start (checkLanes). It returns nil when
+// env has a problem it reports.
 func workerCandidates(env *Env, api candidate.S3API, bucket string, log *slog.Logger) *candidate.Store {
-	mb := env.Int("EPHEMERAL_STORAGE_MB", MinEphemeralStorageMB, MinEphemeralStorageMB, MaxEphemeralStorageMB)
+	if env.String("EPHEMERAL_STORAGE_MB") == "" {
+		return nil
+	}
+	mb := env.Int("EPHEMERAL_STORAGE_MB", 0, MinEphemeralStorageMB, MaxEphemeralStorageMB)
 	maxBytes := int64(env.Int("MAX_CANDIDATE_BYTES", DefaultMaxCandidateBytes, 1, int(candidate.MaxSize)))
+	if env.Err() != nil {
+		return nil // a setting out of its bounds, named already
+	}
 	budget := SpoolBudget(mb)
-	if err := candidate.CheckSpoolBudget(maxBytes, budget); err != nil {
-		env.Problem("MAX_CANDIDATE_BYTES", fmt.Errorf("%d bytes do not fit the spool of EPHEMERAL_STORAGE_MB=%d (%d%%: %d bytes); lower MAX_CANDIDATE_BYTES or raise EPHEMERAL_STORAGE_MB: %w",
-			maxBytes, mb, spoolPercent, budget, err))
+	if err := checkLanes(mb, maxBytes); err != nil {
+		env.Problem("MAX_CANDIDATE_BYTES", err)
 		return nil
 	}
 	if bucket == "" {
 		return nil
 	}
-	lanes := budget / maxBytes
-	level := slog.LevelInfo
-	if lanes < lanesPerBatch {
-		level = slog.LevelWarn // a batch's lanes beyond these wait for room
-	}
-	log.Log(context.Background(), level, "worker: candidates' spool",
+	log.InfoContext(context.Background(), "worker: candidates' spool",
 		slog.Int("ephemeral_storage_mb", mb), slog.Int64("spool_budget", budget),
-		slog.Int64("max_candidate_bytes", maxBytes), slog.Int64("lanes_at_once", min(lanes, lanesPerBatch)))
+		slog.Int64("max_candidate_bytes", maxBytes), slog.Int64("lanes_at_once", min(budget/maxBytes, lanesPerBatch)))
 	return candidate.New(api, bucket, candidate.WithMaxSize(maxBytes), candidate.WithSpoolBudget(budget))
+}
+
+// checkLanes refuses settings under which fewer than lanesPerBatch
+// candidates of maxBytes fit the spool budget of mb MB. With fewer, the
+// lanes of a full batch beyond them would wait, unclaimed, until their
+// invocation ends, on every delivery while the others hold the room, and
+// each of those receives counts toward the quarantine's
+// QUARANTINE_AFTER_RECEIVES: innocent jobs' groups would be held. The
+// error says the smallest storage that fits, or, when none does, the
+// largest max size.
+func checkLanes(mb int, maxBytes int64) error {
+	budget := SpoolBudget(mb)
+	lanes := budget / maxBytes
+	if lanes >= lanesPerBatch {
+		return nil
+	}
+	need := smallestStorageMB(maxBytes)
+	fix := fmt.Sprintf("raise EPHEMERAL_STORAGE_MB to %d, or lower MAX_CANDIDATE_BYTES to %d", need, budget/lanesPerBatch)
+	if need > MaxEphemeralStorageMB {
+		fix = fmt.Sprintf("no EPHEMERAL_STORAGE_MB up to %d fits ten of them: lower MAX_CANDIDATE_BYTES to %d", MaxEphemeralStorageMB, budget/lanesPerBatch)
+		if mb < MaxEphemeralStorageMB {
+			fix += fmt.Sprintf(" (%d with EPHEMERAL_STORAGE_MB=%d)", SpoolBudget(MaxEphemeralStorageMB)/lanesPerBatch, MaxEphemeralStorageMB)
+		}
+	}
+	return fmt.Errorf("%d bytes fit %d times in the spool of EPHEMERAL_STORAGE_MB=%d (%d%%: %d bytes), fewer than a batch's %d lanes (the commands mapping's BatchSize): "+
+		"the lanes beyond would wait out each invocation, every receive counted toward QUARANTINE_AFTER_RECEIVES; %s",
+		maxBytes, lanes, mb, spoolPercent, budget, lanesPerBatch, fix)
+}
+
+// smallestStorageMB is the least ephemeral storage, in MB, whose spool
+// budget holds lanesPerBatch candidates of maxBytes: SpoolBudget(mb) is
+// mb × 900,000 bytes, so mb is lanesPerBatch × maxBytes / 900,000 rounded
+// up, and at least Lambda's least.
+func smallestStorageMB(maxBytes int64) int64 {
+	perMB := SpoolBudget(1)
+	return max((lanesPerBatch*maxBytes+perMB-1)/perMB, MinEphemeralStorageMB)
 }

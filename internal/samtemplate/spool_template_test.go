@@ -12,9 +12,10 @@ import (
 // (EPHEMERAL_STORAGE_MB), from which the worker derives its spool budget.
 // MaxCandidateBytes, the permanent bound of a candidate, is a parameter
 // of 1 byte to a single PutObject's 5 GiB, in the environment too
-// (MAX_CANDIDATE_BYTES); that it fits the budget is checked at cold start
-// (internal/lambdawire), since CloudFormation cannot compute it. The
-// defaults are sized in internal/lambdawire's
+// (MAX_CANDIDATE_BYTES); that ten of it, a lane for each message of a
+// batch, fit the budget is checked at cold start (internal/lambdawire),
+// since CloudFormation cannot compute it. The defaults are checked against
+// that same cold-start check in internal/lambdawire's
 // TestTemplateSpoolDefaultsSpoolEveryLaneOfABatch.
 func TestTemplateWorkerSpoolFollowsItsParameters(t *testing.T) {
 	t.Parallel()
