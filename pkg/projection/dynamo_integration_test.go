@@ -144,12 +144,8 @@ func TestDynamoLostResponseCountsOnce(t *testing.T) {
 // store recovers under one lock: nothing can come between.)
 func TestDynamoRecoverRacingAnApply(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
+	b, store, other := setupRace(t)
 	ctx := t.Context()
-	store := projection.NewDynamoStore(b.client, b.tables)
-	other := projection.NewDynamoStore(dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
-		o.DisableValidateResponseChecksum = true
-	}), b.tables)
 	evs := projectiontest.Lifecycle("job-42", "t-race")
 	for i := range 2 {
 		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)

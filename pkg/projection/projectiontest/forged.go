@@ -1,7 +1,9 @@
 package projectiontest
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -199,16 +201,88 @@ func testForgedAheadIsPutBackToAFinalItem(t *testing.T, newStore NewStore) {
 func testViewDifferingAtItsVersionIsRewritten(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	evs := Lifecycle(b.id("job-42"), b.tenant)
-	b.applyAll(t, evs[:5])
 	other := forge(&evs[5], func(e *outbox.Event) { e.ResultKey, e.ResultSize = "candidates/elsewhere.csv", 1 })
-	b.apply(t, &other, projection.Applied, true)
-	b.apply(t, &evs[5], projection.Duplicate, false)
-	b.requireView(t, &other)
+	b.requireRewrittenAtItsVersion(t, evs[:6], &other)
 	b.requireTotals(t, b.tenant, 40, 1)
+}
 
-	at := cursorAt(&evs[5])
-	b.recover(t, &evs[5], projection.Recovery{From: at, To: at, ViewUpdated: true})
-	b.requireView(t, &evs[5])
-	b.recover(t, &evs[5], projection.Recovery{From: at, To: at})
+// requireRewrittenAtItsVersion delivers evs but the last, then forged (a
+// copy of the last with the same progress and status and other content),
+// then the last, which is a duplicate; the view holds the forgery. A
+// recovery to the job item, whose snapshot is the last event's, rewrites
+// the view without moving the cursor, and a second one changes nothing.
+func (b *bundle) requireRewrittenAtItsVersion(t *testing.T, evs []outbox.Event, forged *outbox.Event) {
+	t.Helper()
+	item := &evs[len(evs)-1]
+	b.applyAll(t, evs[:len(evs)-1])
+	b.apply(t, forged, projection.Applied, true)
+	b.apply(t, item, projection.Duplicate, false)
+	b.requireView(t, forged)
+
+	at := cursorAt(item)
+	b.recover(t, item, projection.Recovery{From: at, To: at, ViewUpdated: true})
+	b.requireView(t, item)
+	b.recover(t, item, projection.Recovery{From: at, To: at})
+	b.requireCursor(t, item.JobID, item)
+}
+
+// A view that differs from the job item in its generation alone, live or
+// final, is rewritten: the generation is part of what the item says.
+func testViewDifferingInGenerationIsRewritten(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	gen := func(e *outbox.Event) { e.Generation += 5 }
+	live := Lifecycle(b.id("job-42"), b.tenant)[:3]
+	forged := forge(&live[2], gen)
+	b.requireRewrittenAtItsVersion(t, live, &forged)
+
+	final := Failing(b.id("job-43"), b.tenant)
+	forged = forge(&final[2], gen)
+	b.requireRewrittenAtItsVersion(t, final, &forged)
+	b.requireTotals(t, b.tenant, 30+7, 0)
+}
+
+// A view that carries an optional attribute the job item lacks (a failed
+// job's result key or size, a completed job's error code, a running job's
+// result key) is rewritten without it, and one that lacks an attribute
+// the item has (its time) is rewritten with it: the view is exactly the
+// item's snapshot, absent attributes included.
+func testViewCarryingWhatTheItemLacksIsRewritten(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	for name, c := range map[string]struct {
+		history func(jobID, tenant string) []outbox.Event
+		last    int
+		add     func(e *outbox.Event)
+	}{
+		"failed with a result key":  {Failing, 2, func(e *outbox.Event) { e.ResultKey = "candidates/elsewhere.csv" }},
+		"failed with a result size": {Failing, 2, func(e *outbox.Event) { e.ResultSize = 1 }},
+		"completed with an error":   {Lifecycle, 5, func(e *outbox.Event) { e.ErrorCode = "source_gone" }},
+		"running with a result key": {Lifecycle, 2, func(e *outbox.Event) { e.ResultKey = "candidates/elsewhere.csv" }},
+		"completed without a time":  {Lifecycle, 5, func(e *outbox.Event) { e.OccurredAt = time.Time{} }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			evs := c.history(b.id("job-"+strings.ReplaceAll(name, " ", "-")), b.tenant)[:c.last+1]
+			forged := forge(&evs[c.last], c.add)
+			b.requireRewrittenAtItsVersion(t, evs, &forged)
+		})
+	}
+}
+
+// A view ahead of a final job item with the item's content at a later
+// version (a copy of the final event under another version) is put back:
+// its version alone differs from the item's.
+func testFinalCopyAheadIsPutBack(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	evs := Lifecycle(b.id("job-42"), b.tenant)
+	b.applyAll(t, evs)
+	item := &evs[5]
+	at := cursorAt(item)
+	copied := forge(item, func(e *outbox.Event) { e.Version += 3 })
+	res := b.requireMismatch(t, &copied, at)
+	require.True(t, res.ViewUpdated, "a snapshot never waits")
+	b.requireView(t, &copied)
+
+	b.recover(t, item, projection.Recovery{From: at, To: at, ViewUpdated: true})
+	b.requireView(t, item)
+	b.recover(t, item, projection.Recovery{From: at, To: at})
 	b.requireTotals(t, b.tenant, 40, 1)
 }

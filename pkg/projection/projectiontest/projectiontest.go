@@ -51,6 +51,9 @@ var suite = []struct {
 	{"AForgedCompletionIsTakenBack", testForgedCompletionIsTakenBack},
 	{"ForgedVersionsAheadArePutBackToAFinalItem", testForgedAheadIsPutBackToAFinalItem},
 	{"AViewDifferingAtItsVersionIsRewritten", testViewDifferingAtItsVersionIsRewritten},
+	{"AViewDifferingInGenerationIsRewritten", testViewDifferingInGenerationIsRewritten},
+	{"AViewCarryingWhatTheItemLacksIsRewritten", testViewCarryingWhatTheItemLacksIsRewritten},
+	{"AFinalCopyAheadIsPutBack", testFinalCopyAheadIsPutBack},
 }
 
 // bundle is what a test works with.
