@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,7 +62,10 @@ var exemptServices = []string{"logs", "xray"}
 // What is checked comes from template.yaml and from the requests alone:
 // statements, resources and conditions (dynamodb:LeadingKeys, s3:prefix)
 // are evaluated as IAM evaluates them (testenv.RolePolicy), not listed
-// here. Not parallel: the functions in process read their endpoints from
+// here. The template's resource policies are evaluated too: a request
+// the bucket's or the queues' policy denies (testenv.ResourcePolicies:
+// the write-once rule on candidates/, TLS only, the queues' senders) is a
+// failure, as it would be on AWS. Not parallel: the functions in process read their endpoints from
 // this process's environment.
 func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 	r := newRolesRun(t)
@@ -79,8 +83,9 @@ func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 	// listing and its nudge: the refused nudge finds no item to return.
 	r.vanish = r.post("roles-vanish", http.StatusAccepted)
 	time.Sleep(1100 * time.Millisecond) // SWEEP_STUCK_AFTER is 1s
-	rep, err := r.p.Sweep(t.Context(), false)
+	first, err := r.p.Sweep(t.Context(), false)
 	require.NoError(t, err)
+	rep := first
 	require.Equal(t, 1, rep.Nudged, "the pending job is nudged: %+v", rep)
 	require.Equal(t, 1, rep.NudgeRefused, "the vanished job's nudge is refused: %+v", rep)
 
@@ -103,14 +108,7 @@ func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 	// A final job whose view was lost, found by the repair, and an orphan
 	// candidate older than SWEEP_GRACE.
 	r.loseProjection(done)
-	_, err = r.ddb.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(r.deployed.Resources["JobsTable"]),
-		Key:       map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: done}},
-		// Ended SWEEP_REPAIR_AFTER (1m) ago, after the first run's cursor.
-		UpdateExpression:          aws.String("SET finished_key = :k"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: jobs.FinishedKey(done, time.Now().Add(-61*time.Second))}},
-	})
-	require.NoError(t, err)
+	r.endJustAfter(done, first.RepairCursor)
 	orphan := candidate.Key{JobID: jobs.DeriveJobID("t-1", "roles-orphan"), Generation: 1, AttemptID: "a1", Ext: "ndjson"}
 	_, err = r.state.S3Client().PutObject(t.Context(), &s3.PutObjectInput{
 		Bucket: aws.String(r.deployed.Resources["CandidatesBucket"]), Key: aws.String(orphan.String()), Body: strings.NewReader("{}\n"),
@@ -123,6 +121,11 @@ func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 	require.Equal(t, 1, rep.Repaired, "the lost view is repaired: %+v", rep)
 	require.NoError(t, r.stop())
 
+	// The bucket's and the queues' policies deny some of what a role
+	// allows (a put under candidates/ without If-None-Match, a send by any
+	// role but the relay's): a request they deny fails on AWS as surely.
+	resources, err := testenv.ResourcePolicies(r.d, map[string]string{"OperatorRoleArn": operatorRoleARN})
+	require.NoError(t, err)
 	var problems []string
 	for _, fn := range pipeline.Functions {
 		logical := functionLogicalIDs[fn]
@@ -140,6 +143,11 @@ func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 		for _, q := range refused {
 			problems = append(problems, fmt.Sprintf("%s asks what %s does not allow: %s", fn, role.Role, q))
 		}
+		denied, err := resources.Denied(role, reqs)
+		require.NoError(t, err)
+		for _, q := range denied {
+			problems = append(problems, fmt.Sprintf("%s asks what a resource policy denies %s: %s", fn, role.Role, q))
+		}
 		unused, err := role.Unused(reqs)
 		require.NoError(t, err)
 		for _, g := range unused {
@@ -147,6 +155,41 @@ func TestEveryRoleAllowsWhatItsFunctionAsksAndNothingMore(t *testing.T) {
 		}
 	}
 	require.Empty(t, problems)
+}
+
+// operatorRoleARN stands in for the OperatorRoleArn parameter, which has
+// no default: the queues' policies let it send.
+const operatorRoleARN = "arn:aws:iam::000000000000:role/fifoworker-operator"
+
+// endJustAfter moves job id's final transition to 1 ms after cursor, the
+// repair cursor the first run left (its bound: SWEEP_REPAIR_AFTER before
+// that run), so that the next run lists it however long the paths between
+// the two runs took: after the cursor, and before the next run's bound,
+// which is later by the time between the runs. The key used to come from
+// the test's clock ("61 s ago"), a margin of 1 s over the cursor that
+// rested on the clock and on the index alone. Then it waits until the
+// finished index (eventually consistent) lists the job from that cursor,
+// with the test's own client: the next run's listing is then the sweeper's
+// to get right.
+func (r *rolesRun) endJustAfter(id, cursor string) {
+	t := r.t
+	t.Helper()
+	ms, err := strconv.ParseInt(cursor, 10, 64)
+	require.NoError(t, err, "the first run's repair cursor is a bound, 13 digits: %q", cursor)
+	key := jobs.FinishedKey(id, time.UnixMilli(ms+1))
+	_, err = r.ddb.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(r.deployed.Resources["JobsTable"]),
+		Key:                       map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		UpdateExpression:          aws.String("SET finished_key = :k"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: key}},
+	})
+	require.NoError(t, err)
+	store := jobs.NewDynamoStore(r.ddb, r.deployed.Resources["JobsTable"])
+	r.waitFor(id+"'s new key in the finished index", func() bool {
+		got, err := store.Finished(t.Context(), cursor, time.Now().Add(-time.Minute), 100)
+		require.NoError(t, err)
+		return slices.ContainsFunc(got, func(f jobs.FinishedJob) bool { return f.Key == key })
+	})
 }
 
 // functionLogicalIDs names each function's resource in template.yaml.

@@ -21,16 +21,23 @@ var ErrUnsupportedPolicy = errors.New("testenv: policy not supported by the IAM 
 // inline policies and of the template's AWS::IAM::Policy resources
 // attached to it, resolved against a local deployment.
 type RolePolicy struct {
-	Role       string
+	Role string
+	// ARN is the role's ARN as deployed (a stand-in locally, where no role
+	// is created: see RoleARN): what a resource policy's aws:PrincipalArn
+	// sees of the function's requests.
+	ARN        string
 	Statements []IAMStatement
 }
 
 // IAMStatement is one resolved policy statement.
 type IAMStatement struct {
-	Sid       string
-	Allow     bool
-	Actions   []string
-	Resources []string
+	Sid   string
+	Allow bool
+	// Principals are a resource policy's principals ("*" or ARNs); none
+	// in an identity policy, whose principal is the role.
+	Principals []string
+	Actions    []string
+	Resources  []string
 	// Condition is operator → condition key → values.
 	Condition map[string]map[string][]string
 }
@@ -59,7 +66,7 @@ func FunctionRole(d Deployment, fn string, exempt ...string) (RolePolicy, error)
 	if role == "" {
 		return RolePolicy{}, fmt.Errorf("testenv: %s has no Role of this template (!GetAtt ROLE.Arn)", fn)
 	}
-	p := RolePolicy{Role: role}
+	p := RolePolicy{Role: role, ARN: RoleARN(d, role)}
 	rp := d.Template.Resources[role].Properties
 	if _, ok := rp["ManagedPolicyArns"]; ok {
 		return RolePolicy{}, fmt.Errorf("%w: %s has managed policies", ErrUnsupportedPolicy, role)
@@ -117,6 +124,11 @@ func (d Deployment) statement(raw any, exempt []string) (IAMStatement, bool, err
 		}
 	}
 	s := IAMStatement{Sid: fmt.Sprint(m["Sid"]), Allow: m["Effect"] == "Allow"}
+	if principal, ok := m["Principal"]; ok {
+		if s.Principals, err = d.principals(principal); err != nil {
+			return IAMStatement{}, false, fmt.Errorf("statement %s: %w", s.Sid, err)
+		}
+	}
 	for _, a := range asList(m["Action"]) {
 		service, _, _ := strings.Cut(fmt.Sprint(a), ":")
 		if !slices.Contains(exempt, service) {
@@ -176,6 +188,10 @@ func getAttName(v any) string {
 // Matches reports whether the statement names the request's action and
 // resource and its condition holds for the request.
 func (s IAMStatement) Matches(r IAMRequest) (bool, error) {
+	if len(s.Principals) > 0 && !slices.Contains(s.Principals, "*") &&
+		!slices.ContainsFunc(r.Context["aws:PrincipalArn"], func(p string) bool { return slices.Contains(s.Principals, p) }) {
+		return false, nil
+	}
 	if !slices.ContainsFunc(s.Actions, func(a string) bool { return wildcard(strings.ToLower(a), strings.ToLower(r.Action)) }) ||
 		!slices.ContainsFunc(s.Resources, func(p string) bool { return wildcard(p, r.Resource) }) {
 		return false, nil
@@ -287,29 +303,28 @@ func unusedValues(cond map[string]map[string][]string, reqs []IAMRequest) []stri
 
 // conditionHolds evaluates a statement's condition block against the
 // request's condition keys: every operator and key must hold. Supported:
-// StringEquals, StringLike, StringNotEquals, StringNotLike, each alone
-// (one value; a missing key fails a positive operator and passes a
+// StringEquals, StringLike, StringNotEquals, StringNotLike, ArnEquals,
+// ArnLike, ArnNotEquals, ArnNotLike (both pairs match ARNs with
+// wildcards, as the IAM reference says) and Bool (case-insensitive), each
+// alone (one value; a missing key fails a positive operator and passes a
 // negated one) or under ForAllValues: (every value matches; no values
-// pass) or ForAnyValue: (some value matches).
+// pass) or ForAnyValue: (some value matches); and Null ("true": the key
+// is absent; "false": it is present).
 func conditionHolds(cond map[string]map[string][]string, ctx map[string][]string) (bool, error) {
 	for op, keys := range cond {
 		set, base, ok := strings.Cut(op, ":")
 		if !ok {
 			set, base = "", op
 		}
-		var match func(pattern, v string) bool
-		negate := false
-		switch base {
-		case "StringEquals":
-			match = func(p, v string) bool { return p == v }
-		case "StringLike":
-			match = wildcard
-		case "StringNotEquals":
-			match, negate = func(p, v string) bool { return p == v }, true
-		case "StringNotLike":
-			match, negate = wildcard, true
-		default:
-			return false, fmt.Errorf("%w: condition operator %s", ErrUnsupportedPolicy, op)
+		if base == "Null" && set == "" {
+			if !nullHolds(keys, ctx) {
+				return false, nil
+			}
+			continue
+		}
+		match, negate, err := operator(base)
+		if err != nil {
+			return false, fmt.Errorf("%w: condition operator %s", err, op)
 		}
 		for key, patterns := range keys {
 			values, present := ctx[key]
@@ -341,6 +356,39 @@ func conditionHolds(cond map[string]map[string][]string, ctx map[string][]string
 		}
 	}
 	return true, nil
+}
+
+// operator is a condition operator's comparison of a pattern with a
+// value, and whether the operator negates it.
+func operator(base string) (match func(pattern, v string) bool, negate bool, err error) {
+	equal := func(p, v string) bool { return p == v }
+	switch base {
+	case "StringEquals":
+		return equal, false, nil
+	case "StringLike", "ArnEquals", "ArnLike":
+		return wildcard, false, nil
+	case "StringNotEquals":
+		return equal, true, nil
+	case "StringNotLike", "ArnNotEquals", "ArnNotLike":
+		return wildcard, true, nil
+	case "Bool":
+		return strings.EqualFold, false, nil
+	}
+	return nil, false, ErrUnsupportedPolicy
+}
+
+// nullHolds is the Null operator: each key's value "true" holds when the
+// request lacks the key, "false" when it has it.
+func nullHolds(keys map[string][]string, ctx map[string][]string) bool {
+	for key, want := range keys {
+		_, present := ctx[key]
+		for _, w := range want {
+			if strings.EqualFold(w, "true") == present {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // wildcard matches IAM's patterns: * any run of characters, ? any one.

@@ -24,7 +24,8 @@ import (
 // IAMRequest is what IAM authorises for one SDK request, or for one part
 // of it (each table of a batch, each item of a transaction, each object of
 // a multi-object delete): an action on a resource, with the condition keys
-// the request sets (dynamodb:LeadingKeys, s3:prefix).
+// the request sets (dynamodb:LeadingKeys, s3:prefix, s3:if-none-match,
+// s3:ObjectCreationOperation; AsSentBy adds those of its sender).
 type IAMRequest struct {
 	Action   string // dynamodb:GetItem
 	Resource string // an ARN
@@ -306,7 +307,7 @@ func versioned(action string, version *string) string {
 func (n IAMNames) s3Requests(params any) ([]IAMRequest, bool) {
 	switch in := params.(type) {
 	case *s3.PutObjectInput:
-		return []IAMRequest{n.object("s3:PutObject", in.Bucket, in.Key)}, true
+		return []IAMRequest{n.put(in)}, true
 	case *s3.GetObjectInput:
 		return []IAMRequest{n.object(versioned("s3:GetObject", in.VersionId), in.Bucket, in.Key)}, true
 	case *s3.HeadObjectInput: // IAM has no action of its own for a HEAD
@@ -327,6 +328,20 @@ func (n IAMNames) s3Requests(params any) ([]IAMRequest, bool) {
 		return []IAMRequest{n.listing("s3:ListBucketVersions", in.Bucket, in.Prefix)}, true
 	}
 	return nil, false
+}
+
+// put is a PutObject with the condition keys a bucket policy that
+// enforces conditional writes reads (AWS's S3 guide, "Enforce conditional
+// writes on Amazon S3 buckets"): s3:ObjectCreationOperation, true for a
+// PutObject (false only for a multipart upload's creation and parts), and
+// s3:if-none-match when the request carries If-None-Match.
+func (n IAMNames) put(in *s3.PutObjectInput) IAMRequest {
+	r := n.object("s3:PutObject", in.Bucket, in.Key)
+	r.Context = map[string][]string{"s3:ObjectCreationOperation": {"true"}}
+	if v := aws.ToString(in.IfNoneMatch); v != "" {
+		r.Context["s3:if-none-match"] = []string{v}
+	}
+	return r
 }
 
 func (n IAMNames) listing(action string, bucket, prefix *string) IAMRequest {

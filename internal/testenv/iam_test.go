@@ -235,7 +235,7 @@ func TestConditionsAreEvaluatedAsIAMDoesOrRefused(t *testing.T) {
 		require.Equal(t, c.holds, got, "%v", c.cond)
 	}
 	for _, bad := range []map[string]map[string][]string{
-		{"ArnLike": {"aws:SourceArn": {"x"}}},
+		{"DateGreaterThan": {"aws:CurrentTime": {"x"}}},
 		{"StringLike": {"dynamodb:LeadingKeys": {"a#*"}}},
 		{"ForEach:StringLike": {"s3:prefix": {"x"}}},
 	} {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,6 +44,15 @@ var (
 	// result (another size, another SHA-256, no SHA-256 S3 verified), or
 	// none is: no URL is signed for it.
 	ErrResultChanged = errors.New("the object at the key is not the accepted result")
+	// ErrResultGone: no object is at a result's key; the accepted result
+	// was deleted (by hand, or with the bucket's lifecycle). It wraps
+	// ErrResultChanged. S3 answers a HEAD of a missing key 404 to a role
+	// that may list the bucket and 403 to one that may not, as intake's
+	// (S3's HeadObject reference): both mean gone here, so a deleted
+	// result is not reported as a refusal that would send the operator
+	// to IAM. Intake's role may read every candidate, so a 403 means a
+	// missing key unless that grant is removed.
+	ErrResultGone = fmt.Errorf("no object at the key: the accepted result was deleted: %w", ErrResultChanged)
 	// ErrUnversioned: S3 gave the object no version id, so a URL cannot be
 	// pinned to it; the bucket must be versioned (template.yaml's is).
 	ErrUnversioned = errors.New("the object has no version id: the bucket keeps no versions")
@@ -119,9 +129,10 @@ func NewS3Presigner(cfg S3PresignerConfig) (*S3Presigner, error) {
 }
 
 // PresignGet implements Presigner. It fails with ErrResultChanged when the
-// key's current version is not the accepted result, with ErrUnversioned
-// when S3 gives it no version id, and with the S3 error when the HEAD
-// fails (a NotFound when the object was deleted).
+// key's current version is not the accepted result, with ErrResultGone
+// (which wraps it) when the key holds no object, with ErrUnversioned when
+// S3 gives it no version id, and with the S3 error when the HEAD fails
+// otherwise.
 func (p *S3Presigner) PresignGet(ctx context.Context, r jobs.Result, ttl time.Duration) (string, error) {
 	version, err := p.acceptedVersion(ctx, r)
 	if err != nil {
@@ -148,6 +159,8 @@ func (p *S3Presigner) acceptedVersion(ctx context.Context, r jobs.Result) (strin
 		Bucket: aws.String(p.cfg.Bucket), Key: aws.String(r.Key), ChecksumMode: types.ChecksumModeEnabled,
 	})
 	switch {
+	case err != nil && headFoundNothing(err):
+		return "", fmt.Errorf("head answered %d: %w", httpStatus(err), ErrResultGone)
 	case err != nil:
 		return "", fmt.Errorf("head: %w", err)
 	case out == nil:
@@ -167,4 +180,23 @@ func (p *S3Presigner) acceptedVersion(ctx context.Context, r jobs.Result) (strin
 		return "", ErrUnversioned
 	}
 	return aws.ToString(out.VersionId), nil
+}
+
+// headFoundNothing reports whether a HEAD's error says the key holds no
+// object: a 404 (types.NotFound), or the 403 S3 answers instead to a role
+// that may not list the bucket (see ErrResultGone).
+func headFoundNothing(err error) bool {
+	var notFound *types.NotFound
+	status := httpStatus(err)
+	return errors.As(err, &notFound) || status == http.StatusNotFound || status == http.StatusForbidden
+}
+
+// httpStatus is the HTTP status of an SDK request's error, 0 when it has
+// none.
+func httpStatus(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
 }

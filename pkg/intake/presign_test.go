@@ -113,7 +113,7 @@ func TestS3PresignerSignsNothingButTheAcceptedResult(t *testing.T) {
 		"no checksum":            {out: storedAs("v2", accepted.Size, nil), want: intake.ErrResultChanged},
 		"a multipart checksum":   {out: storedAs("v2", accepted.Size, aws.String(*s3ChecksumB(contentSum)+"-2")), want: intake.ErrResultChanged},
 		"no version":             {out: storedAs("", accepted.Size, s3ChecksumB(contentSum)), want: intake.ErrUnversioned},
-		"deleted":                {err: notFound, want: notFound},
+		"deleted":                {err: notFound, want: intake.ErrResultGone},
 		"HEAD refused":           {err: errors.New("AccessDenied"), want: nil},
 		"no answer and no error": {out: nil, want: intake.ErrResultChanged},
 	} {
