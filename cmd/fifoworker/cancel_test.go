@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,33 +74,58 @@ func TestJobsCancelOfAnEndedJobFails(t *testing.T) {
 	}
 }
 
-// endsMeanwhile is a jobs store whose Get still sees the job running
-// while the job has already ended: the race between the command's read and
-// its cancel.
+// endsMeanwhile is a jobs store whose first Get still sees the job
+// running while the job has already ended: the race between the command's
+// read and its cancel. Later reads see the job as it is.
 type endsMeanwhile struct {
 	jobsStore
 	stale jobs.Job
+	read  *atomic.Bool
 }
 
-func (s endsMeanwhile) Get(context.Context, string) (jobs.Job, error) { return s.stale, nil }
+func newEndsMeanwhile(s jobsStore, stale jobs.Job) endsMeanwhile {
+	return endsMeanwhile{jobsStore: s, stale: stale, read: new(atomic.Bool)}
+}
+
+func (s endsMeanwhile) Get(ctx context.Context, id string) (jobs.Job, error) {
+	if s.read.CompareAndSwap(false, true) {
+		return s.stale, nil
+	}
+	return s.jobsStore.Get(ctx, id)
+}
 
 // TestJobsCancelOfAJobThatEndsMeanwhileFails: the same rule when the job
-// ends between the command's read and its cancel.
+// ends between the command's read and its cancel, cancelled by someone
+// else (the API's DELETE) included: the command did not cancel it, so it
+// exits 1 and --json says "changed": false. (A job cancelled meanwhile used
+// to exit 0 with "changed": true: the store's cancel of a cancelled job
+// succeeds without writing, and the command took that for its own.)
 func TestJobsCancelOfAJobThatEndsMeanwhileFails(t *testing.T) {
 	t.Parallel()
-	for _, s := range []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed} {
+	for _, s := range []jobs.Status{jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusCancelled} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			o := newTestOps(t)
 			ended := o.endJob(t, "job-1", s)
 			stale := ended
-			stale.Status, stale.Version = jobs.StatusRunning, 1
-			o.open.jobsOverride = endsMeanwhile{jobsStore: o.open.jobs, stale: stale}
+			stale.Status, stale.Version = jobs.StatusRunning, ended.Version-1
+			o.open.jobsOverride = newEndsMeanwhile(o.open.jobs, stale)
 
 			code, out, errOut := o.run("jobs", "cancel", "job-1", "--tenant", "t-1")
 			require.Equal(t, 1, code)
 			require.Empty(t, out)
 			require.Equal(t, "fifoworker jobs cancel: job job-1 already ended "+string(s)+": nothing cancelled\n", errOut)
+			require.Equal(t, ended, o.job(t, "job-1"))
+
+			o.open.jobsOverride = newEndsMeanwhile(o.open.jobs, stale)
+			code, out, _ = o.run("jobs", "cancel", "job-1", "--tenant", "t-1", "--json")
+			require.Equal(t, 1, code)
+			var got struct {
+				Changed *bool `json:"changed"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+			require.NotNil(t, got.Changed, out)
+			require.False(t, *got.Changed)
 			require.Equal(t, ended, o.job(t, "job-1"))
 		})
 	}

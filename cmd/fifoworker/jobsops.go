@@ -193,7 +193,9 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		if msg == "" {
 			msg = "cancelled by an operator (fifoworker jobs cancel)"
 		}
-		after, err := st.Cancel(ctx, jobs.CancelRequest{JobID: id, Reason: msg})
+		// Strict: a job someone else cancelled after the read is ended,
+		// not a success of this command's.
+		after, err := st.Cancel(ctx, jobs.CancelRequest{JobID: id, Reason: msg, Strict: true})
 		var final *jobs.FinalError
 		switch {
 		case errors.As(err, &final): // it ended after the read

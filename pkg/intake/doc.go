@@ -21,7 +21,10 @@
 // is there, expired or not, the retry is answered 200 with that job, as
 // GET shows it; once it is gone (GET answers 404 job_not_found), the retry
 // creates a new job with the spec it carries and is answered 202, whether
-// the marker is still there or not. So the answer never depends on the
+// the marker is still there or not. While the marker is there the new job
+// gets a new id (jobs.SuccessorJobID), not the expired job's; once both
+// items are gone it gets the derived id again (package jobs states what
+// that does to the totals). So the answer never depends on the
 // order of the two deletions, and the same request never gets an error
 // now and a new job later: an expired intent is no error (no 410), just an
 // intent that is free again. A client that must not run an intent twice
@@ -60,6 +63,13 @@
 //   - A refused request writes nothing: every check precedes the one write
 //     of a request (Create or Cancel), and the write is the store's atomic
 //     decision.
+//   - DELETE of a job that is already final answers 409 job_final; a job
+//     cancelled by someone else between DELETE's read and its cancel
+//     answers 200 with the cancelled job (the store's cancel is not
+//     jobs.CancelRequest.Strict): the client asked for a cancelled job and
+//     has one, and a retried DELETE stays harmless. Only the operator's
+//     jobs cancel, which must say whether it cancelled the job itself,
+//     asks for a strict cancel.
 //   - Every answer is JSON with Content-Type application/json. Every 4xx and
 //     5xx has one shape, ErrorBody: {"error": {"code": "...", "message":
 //     "..."}} (plus "status" with job_final), with one of the Code*

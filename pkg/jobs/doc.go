@@ -78,8 +78,35 @@
 //     over, on the condition that it is still that marker) or not. The
 //     answer depends on what a client can see, the job, never on the order
 //     of the two deletions; a marker that outlived its job is not an error.
-//     The new job has the derived id of the old one (DeriveJobID), so its
-//     projection meets the old job's cursor (see package projection).
+//   - A job written over a marker that outlived its job gets
+//     SuccessorJobID(tenant, intent, the marker's job id), never the old
+//     job's id: views and the totals' per-job cursors never expire, and a
+//     new job under an old id would meet the old job's final cursor, whose
+//     repair would subtract the old job's share from its tenant's totals.
+//     Every retry over that marker derives the same successor, so
+//     concurrent retries race for one job (the marker's put is conditioned
+//     on the old marker, the job's on its id being free) and exactly one
+//     wins; a third incarnation is the second's successor, and so on.
+//
+// Known limitation: an intent whose marker is gone is remembered only by
+// the item of DeriveJobID(tenant, intent). Once both the marker and that
+// item are deleted, Create derives that id again, as it did before
+// successors existed: the new job's projection meets the final cursor and
+// view the first job of the intent left. Its events are taken for older
+// versions or mismatches of the old job, and once the new job is final
+// (or at its first mismatch past the old final version) the projection's
+// recovery sets the cursor and view to the new item: the tenant's totals
+// then hold the new job's progress and completion in place of the old
+// job's, whose share is lost for good. The same happens to a later
+// incarnation whose marker is deleted before its job item (the usual order:
+// the marker expires WithIntentRetention after the job's creation, the item
+// WithRetention after its end): a retry then finds no marker and a free
+// derived id, and creates a new job under it while the later incarnation
+// still exists, so that retry is not answered with it. The fix is an
+// incarnation on the projection's cursor (for instance the job's
+// created_at, carried by every event and stored on the cursor and view):
+// an event or recovery of another incarnation would then start a cursor of
+// its own and leave the old one's share in the totals. It is not built.
 //   - A write whose outcome was unknown (a timeout, a lost response) may be
 //     retried with the same request: a retry that finds its own earlier
 //     write (same attempt, generation and result) returns success, not a

@@ -414,7 +414,8 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	if err := req.validate(); err != nil {
 		return CreateResult{}, createError(&req, err)
 	}
-	job, marker := newJob(&req, s.cfg.now(), &s.cfg)
+	now := s.cfg.now()
+	job, marker := newJob(&req, nil, now, &s.cfg)
 	job = normalize(job)
 	notExists := "attribute_not_exists(#k)"
 	keyName := map[string]string{"#k": attrJobID}
@@ -448,8 +449,12 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 			return res, createError(&req, err)
 		}
 		if dangling != nil {
-			// The marker outlived its job: write over it, provided it is
-			// still that marker (a concurrent retry may have done so first).
+			// The marker outlived its job: write a job of the successor id
+			// over it, provided it is still that marker (a concurrent retry
+			// may have done so first).
+			job, marker = newJob(&req, dangling, now, &s.cfg)
+			job = normalize(job)
+			in.TransactItems[0].Put.Item, in.TransactItems[1].Put.Item = jobItem(&job), markerItem(&marker)
 			overwrite(in.TransactItems[1].Put, dangling)
 			continue
 		}

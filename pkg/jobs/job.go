@@ -154,7 +154,27 @@ func validateText(what, s string, maxLen int) error {
 // DeriveJobID returns the job id Create uses when the request names none:
 // a hash of tenant and intent, so a retried request proposes the same id.
 func DeriveJobID(tenant, intentID string) string {
-	sum := sha256.Sum256([]byte(tenant + "\x00" + intentID))
+	return hashedJobID(tenant + "\x00" + intentID)
+}
+
+// SuccessorJobID returns the job id Create uses, when the request names
+// none, for the new job of an intent whose marker outlived its job:
+// previous is the id the marker names. Projections of a job id never
+// expire, so the new job must not take the old job's id; and every retry
+// over that marker derives the same successor, so concurrent retries race
+// for one job and exactly one wins. A third incarnation is the successor
+// of the second, so no incarnation repeats an earlier one's id while the
+// marker remembers the intent. The input has two NUL separators, which
+// neither tenants nor intents may contain, so no successor equals a
+// DeriveJobID.
+func SuccessorJobID(tenant, intentID, previous string) string {
+	return hashedJobID(tenant + "\x00" + intentID + "\x00" + previous)
+}
+
+// hashedJobID is "job-" and 32 hex digits of the SHA-256 of s: a valid job
+// id of fixed length whatever s is.
+func hashedJobID(s string) string {
+	sum := sha256.Sum256([]byte(s))
 	return "job-" + hex.EncodeToString(sum[:16])
 }
 

@@ -33,16 +33,18 @@ func (s *MemoryStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	if err := req.validate(); err != nil {
 		return CreateResult{}, createError(&req, err)
 	}
-	job, marker := newJob(&req, s.cfg.now(), &s.cfg)
-	job = normalize(job)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m, ok := s.markers[marker.Key]; ok {
+	var dangling *intentMarker
+	if m, ok := s.markers[IntentKey(req.Tenant, req.IntentID)]; ok {
 		res, free, err := resolveCreate(&req, &m, s.lookup(m.JobID))
 		if !free {
 			return cloneResult(res), createError(&req, err)
 		}
+		dangling = &m
 	}
+	job, marker := newJob(&req, dangling, s.cfg.now(), &s.cfg)
+	job = normalize(job)
 	if existing := s.lookup(job.ID); existing != nil {
 		res, _, err := resolveCreate(&req, nil, existing)
 		return cloneResult(res), createError(&req, err)

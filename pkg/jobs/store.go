@@ -123,6 +123,16 @@ type FailRequest struct {
 type CancelRequest struct {
 	JobID  string
 	Reason string // optional, recorded as the failure message
+	// Strict makes a job that is already cancelled a *FinalError, as any
+	// other ended job is, so the cancel succeeds only when this request
+	// wrote. Without it (the API's DELETE) a cancelled job is success, which
+	// makes a retried cancel idempotent but cannot tell the caller whether
+	// its own request or someone else's cancelled the job; a caller that
+	// must say so (the operator's jobs cancel) sets it. A strict cancel whose
+	// write landed but whose response was lost, and that the SDK retried, is
+	// answered *FinalError too: the answer errs towards "not by this
+	// request", never the other way.
+	Strict bool
 }
 
 // NudgeRequest re-issues the run command of a stuck job. Generation and

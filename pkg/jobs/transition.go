@@ -243,7 +243,7 @@ func decideCancel(r *CancelRequest, cur *Job, now time.Time, cfg *config) (step,
 	switch {
 	case cur == nil:
 		return step{}, ErrNotFound
-	case cur.Status == StatusCancelled:
+	case cur.Status == StatusCancelled && !r.Strict:
 		return step{done: true}, nil
 	case cur.Status.Final():
 		return step{}, &FinalError{Status: cur.Status, Failure: cur.Error}
@@ -447,11 +447,17 @@ type intentMarker struct {
 // IntentKey is the table key of the marker of an intent.
 func IntentKey(tenant, intentID string) string { return "intent#" + tenant + "#" + intentID }
 
-// newJob is what Create writes when nothing is in its way.
-func newJob(req *CreateRequest, now time.Time, cfg *config) (Job, intentMarker) {
+// newJob is what Create writes when nothing is in its way, or only
+// dangling: the intent's marker whose job is gone (resolveCreate's free),
+// which the new job's marker writes over.
+func newJob(req *CreateRequest, dangling *intentMarker, now time.Time, cfg *config) (Job, intentMarker) {
 	now = ms(now)
 	id := req.JobID
-	if id == "" {
+	switch {
+	case id != "":
+	case dangling != nil:
+		id = SuccessorJobID(req.Tenant, req.IntentID, dangling.JobID)
+	default:
 		id = DeriveJobID(req.Tenant, req.IntentID)
 	}
 	var spec map[string]string
@@ -482,7 +488,8 @@ func newJob(req *CreateRequest, now time.Time, cfg *config) (Job, intentMarker) 
 // after they expire, in any order, so the marker may outlive its job), and
 // the intent is free. The caller writes the new job over the marker, which
 // is what happens once both items are deleted: the job item decides, never
-// the order of the two deletions.
+// the order of the two deletions. The new job's id is then the successor
+// of the marker's (newJob), never the id of the job that is gone.
 func resolveCreate(req *CreateRequest, m *intentMarker, existing *Job) (res CreateResult, free bool, err error) {
 	hash := specHash(req.Spec)
 	if m != nil {

@@ -37,7 +37,14 @@ func (b *bundle) endedJob(t *testing.T, intent string, spec map[string]string) j
 	res, err := b.store.Create(b.ctx, jobs.CreateRequest{IntentID: intent, Tenant: b.tenant, Spec: spec})
 	require.NoError(t, err)
 	require.False(t, res.Existing)
-	j := b.claim(t, res.Job.ID, "attempt-a", time.Minute)
+	return b.end(t, res.Job)
+}
+
+// end fails the new job j and moves the clock past the TTL of the job and
+// of its intent's marker.
+func (b *bundle) end(t *testing.T, j jobs.Job) jobs.Job {
+	t.Helper()
+	j = b.claim(t, j.ID, "attempt-a", time.Minute)
 	b.clock.Advance(time.Second)
 	f, err := b.store.Fail(b.ctx, jobs.FailRequest{JobID: j.ID, AttemptID: "attempt-a", Generation: j.Generation, Version: j.Version,
 		Failure: jobs.Failure{Code: "source_gone"}})
@@ -81,6 +88,13 @@ func (b *bundle) requireNewJob(t *testing.T, req jobs.CreateRequest, res jobs.Cr
 // spec it carries: exactly what happens once both items are deleted, which
 // leaves no trace of the intent. A marker that outlived its job is thus
 // never an error (it used to be, for ever, until its own deletion).
+//
+// The new job written over a marker gets jobs.SuccessorJobID of the id the
+// marker names, never the expired job's id: the projections of a job id
+// never expire, and a new job under an old id would meet the old job's
+// final cursor. Once both items are deleted nothing remembers the old id,
+// and the new job gets the derived id again (the limitation package jobs
+// documents).
 func testCreateAfterTheIntentsJobExpired(t *testing.T, newStore NewStore) {
 	spec := map[string]string{"source": "articles"}
 	for _, tc := range []struct {
@@ -113,6 +127,10 @@ func testCreateAfterTheIntentsJobExpired(t *testing.T, newStore NewStore) {
 			b.clock.Advance(time.Minute)
 			req := jobs.CreateRequest{IntentID: "export-intent-7", Tenant: b.tenant, Spec: tc.retrySpec}
 			id := ended.ID
+			if tc.wantNew && !tc.deleteMarker {
+				id = jobs.SuccessorJobID(b.tenant, "export-intent-7", ended.ID)
+				require.NotEqual(t, ended.ID, id)
+			}
 			if tc.proposeAnotherJobID {
 				req.JobID, id = b.id("job-43"), b.id("job-43")
 			}
@@ -129,14 +147,43 @@ func testCreateAfterTheIntentsJobExpired(t *testing.T, newStore NewStore) {
 	}
 }
 
+// testThirdIncarnationOfAnIntent: each job written over a dangling marker
+// gets an id that no earlier job of the intent had, the third as well as
+// the second.
+func testThirdIncarnationOfAnIntent(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	del := deleter(t, b.store)
+	const intent = "export-intent-7"
+	req := jobs.CreateRequest{IntentID: intent, Tenant: b.tenant}
+	first := b.endedJob(t, intent, nil)
+	require.NoError(t, del.DeleteItem(b.ctx, first.ID))
+	res, err := b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	second := jobs.SuccessorJobID(b.tenant, intent, first.ID)
+	b.requireNewJob(t, req, res, second)
+	b.end(t, res.Job)
+	require.NoError(t, del.DeleteItem(b.ctx, second))
+	res, err = b.store.Create(b.ctx, req)
+	require.NoError(t, err)
+	third := jobs.SuccessorJobID(b.tenant, intent, second)
+	require.NotContains(t, []string{first.ID, second}, third)
+	b.requireNewJob(t, req, res, third)
+	_, err = b.store.Get(b.ctx, first.ID)
+	require.ErrorIs(t, err, jobs.ErrNotFound, "the first job's id is not reused while the marker remembers the intent")
+}
+
 // testConcurrentCreatesAfterTheJobExpired: retries racing over a marker
-// whose job was deleted make one new job between them.
+// whose job was deleted, each proposing no id (as intake's do), make one
+// new job between them, under the successor id they all derive.
 func testConcurrentCreatesAfterTheJobExpired(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
 	del := deleter(t, b.store)
 	ended := b.endedJob(t, "export-intent-7", nil)
 	require.NoError(t, del.DeleteItem(b.ctx, ended.ID))
-	j := b.createConcurrently(t, "export-intent-7")
+	j := b.raceCreates(t, func(int) jobs.CreateRequest {
+		return jobs.CreateRequest{IntentID: "export-intent-7", Tenant: b.tenant}
+	})
+	require.Equal(t, jobs.SuccessorJobID(b.tenant, "export-intent-7", ended.ID), j.ID)
 	require.Equal(t, jobs.StatusPending, j.Status)
 	require.Zero(t, j.Version)
 }

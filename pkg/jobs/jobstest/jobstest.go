@@ -44,6 +44,7 @@ var suite = []struct {
 	{"ConcurrentCreatesOfOneIntentMakeOneJob", testConcurrentCreates},
 	{"CreateAfterTheIntentsJobExpired", testCreateAfterTheIntentsJobExpired},
 	{"ConcurrentCreatesAfterTheJobExpiredMakeOneJob", testConcurrentCreatesAfterTheJobExpired},
+	{"ThirdIncarnationOfAnIntentHasItsOwnID", testThirdIncarnationOfAnIntent},
 	{"ClaimStartsGenerationOne", testClaimStartsGenerationOne},
 	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
 	{"RetriedWritesRecogniseTheirOwnSuccess", testRetriedWritesRecognised},
@@ -280,20 +281,34 @@ func testConcurrentCreates(t *testing.T, newStore NewStore) {
 // proposed id has a job. It returns that job.
 func (b *bundle) createConcurrently(t *testing.T, intent string) jobs.Job {
 	t.Helper()
-	const n = 8
-	results := make([]jobs.CreateResult, n)
-	errs := make([]error, n)
+	j := b.raceCreates(t, func(i int) jobs.CreateRequest {
+		return jobs.CreateRequest{JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: intent, Tenant: b.tenant}
+	})
+	for i := range raceWidth {
+		if id := b.id(fmt.Sprintf("job-%d", i)); id != j.ID {
+			_, err := b.store.Get(b.ctx, id)
+			require.ErrorIs(t, err, jobs.ErrNotFound)
+		}
+	}
+	return j
+}
+
+const raceWidth = 8
+
+// raceCreates sends raceWidth concurrent creates, the i-th req(i), and
+// checks that they return one job, written by exactly one of them. It
+// returns that job.
+func (b *bundle) raceCreates(t *testing.T, req func(i int) jobs.CreateRequest) jobs.Job {
+	t.Helper()
+	results := make([]jobs.CreateResult, raceWidth)
+	errs := make([]error, raceWidth)
 	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			results[i], errs[i] = b.store.Create(b.ctx, jobs.CreateRequest{
-				JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: intent, Tenant: b.tenant,
-			})
-		})
+	for i := range raceWidth {
+		wg.Go(func() { results[i], errs[i] = b.store.Create(b.ctx, req(i)) })
 	}
 	wg.Wait()
 	created := 0
-	for i := range n {
+	for i := range raceWidth {
 		require.NoError(t, errs[i])
 		require.Equal(t, results[0].Job, results[i].Job)
 		if !results[i].Existing {
@@ -301,12 +316,6 @@ func (b *bundle) createConcurrently(t *testing.T, intent string) jobs.Job {
 		}
 	}
 	require.Equal(t, 1, created, "exactly one create writes the job and its command")
-	for i := range n {
-		if id := b.id(fmt.Sprintf("job-%d", i)); id != results[0].Job.ID {
-			_, err := b.store.Get(b.ctx, id)
-			require.ErrorIs(t, err, jobs.ErrNotFound)
-		}
-	}
 	return results[0].Job
 }
 
@@ -807,6 +816,19 @@ func testCancelIdempotent(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	require.Equal(t, c, again)
 	b.requireUnchanged(t, c)
+	// A strict cancel succeeds only when it writes: a job already cancelled
+	// is ended like any other.
+	_, err = b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id, Reason: "again", Strict: true})
+	var final *jobs.FinalError
+	require.ErrorAs(t, err, &final)
+	require.Equal(t, jobs.StatusCancelled, final.Status)
+	b.requireUnchanged(t, c)
+	id3 := b.create(t, "job-44").ID
+	strict, err := b.store.Cancel(b.ctx, jobs.CancelRequest{JobID: id3, Strict: true})
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusCancelled, strict.Status)
+	require.Equal(t, int64(1), strict.Version)
+	b.requireUnchanged(t, strict)
 
 	id2 := b.create(t, "job-43").ID
 	j := b.claim(t, id2, "attempt-a", time.Minute)
