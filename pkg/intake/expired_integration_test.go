@@ -17,7 +17,7 @@ import (
 // TestIntegrationRetryAfterTheJobExpired: a POST retried after its job's
 // item was deleted under the table's TTL, while the intent's marker is
 // still there (DynamoDB deletes expired items days later, in any order),
-// creates a new job, as it does once both items are deleted: 202, then 200
+// creates a new job under a new id (jobs.SuccessorJobID): 202, then 200
 // for the next retry. (It used to answer 500 "may be retried", for ever.)
 // While the job's item is there, expired or not, the retry answers 200
 // with it, as GET shows it.
@@ -56,8 +56,10 @@ func TestIntegrationRetryAfterTheJobExpired(t *testing.T) {
 	resp = b.do(t, post("t-1", "export-intent-7", `{"spec":{"page_size":"10"}}`))
 	require.Equal(t, 202, resp.StatusCode, resp.Body)
 	again := createdOf(t, resp)
-	require.Equal(t, intake.CreatedView{JobID: first.JobID, Status: "pending", Location: first.Location}, again,
-		"the id derived from the intent again")
+	successor := jobs.SuccessorJobID("t-1", "export-intent-7", first.JobID)
+	require.NotEqual(t, first.JobID, successor)
+	require.Equal(t, intake.CreatedView{JobID: successor, Status: "pending", Location: "/jobs/" + successor}, again,
+		"a new id, the successor of the expired job's: the projection never meets the old job's view and cursor")
 	v := viewOf(t, b.do(t, get("t-1", again.JobID)))
 	require.Equal(t, "pending", v.Status)
 	require.Zero(t, v.Version)
