@@ -642,3 +642,36 @@ func TestConfigValidate(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+// staleReadStore answers Get with the job as it was before someone else
+// cancelled it: the read of a DELETE that races another cancel.
+type staleReadStore struct {
+	jobs.Store
+	before jobs.Job
+}
+
+func (s *staleReadStore) Get(context.Context, string) (jobs.Job, error) { return s.before, nil }
+
+// TestDeleteOfAJobCancelledAfterItsRead: a job cancelled by someone else
+// between DELETE's read and its cancel answers 200 with the cancelled job,
+// as pkg/intake's doc says (the store's cancel is not strict), not 409.
+func TestDeleteOfAJobCancelledAfterItsRead(t *testing.T) {
+	t.Parallel()
+	stale := &staleReadStore{}
+	b := setup(t, func(c *intake.Config) { stale.Store = c.Store; c.Store = stale })
+	b.seed(t, pendingJob, "t-1", "export-intent-7", nil)
+	before, err := b.memory.Get(context.Background(), pendingJob)
+	require.NoError(t, err)
+	require.Equal(t, jobs.StatusPending, before.Status)
+	stale.before = before
+	_, err = b.memory.Cancel(context.Background(), jobs.CancelRequest{JobID: pendingJob, Reason: "someone else"})
+	require.NoError(t, err)
+
+	resp, err := b.handler.Handle(context.Background(), del("t-1", pendingJob))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.Body)
+	var view map[string]any
+	require.NoError(t, json.Unmarshal([]byte(resp.Body), &view))
+	require.Equal(t, pendingJob, view["job_id"])
+	require.Equal(t, string(jobs.StatusCancelled), view["status"])
+}
