@@ -25,7 +25,9 @@ operator's commands, for a local stack or a deployment (fifoworker <command> hel
   Where they work:
     --stack NAME  a local stack: its env file, which "fifoworker local serve"
                   and "fifoworker local deploy" write, gives the endpoints,
-                  credentials, region and resources; nothing else is read
+                  credentials, region and resources; nothing else is read,
+                  but for the credentials of a stack on AWS_ENDPOINT_URL
+                  (LocalStack), whose file has none: the environment's
     otherwise     the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
                   AWS_ENDPOINT_URL for a local stack), and the tables, queues
                   and bucket in flags or in FIFOWORKER_* variables (for a

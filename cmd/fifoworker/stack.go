@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,7 +55,8 @@ var errStackName = errors.New("not a stack name")
 //   - --stack NAME: the env file of local stack NAME gives the AWS
 //     configuration (read as a function reads its environment:
 //     lambdawire.AWSConfig, no profile, no shared file) and the FIFOWORKER_*
-//     names of the resources; the process environment is not read.
+//     names of the resources; the process environment is read only for
+//     credentials the file lacks (withCredentials).
 //   - no --stack, and the environment names a resource (an opsOutputs
 //     variable): the environment, with the SDK's standard configuration.
 //   - no --stack and no resource named: the serve stack's env file if it
@@ -88,11 +90,38 @@ func (e opsEnv) target(stack string, log *slog.Logger, stderr io.Writer) (opsEnv
 	default:
 		return e, err
 	}
+	if vars, err = withCredentials(vars, name, e.getenv); err != nil {
+		return e, err
+	}
 	if stack == "" {
 		fmt.Fprintf(stderr, "fifoworker: using local stack %q (its env file %s): the environment names no resource; --stack NAME picks another\n", name, path)
 	}
 	e.getenv = func(k string) string { return vars[k] }
 	return e.connected(vars, fmt.Sprintf("the env file of stack %s (%s)", name, path), log), nil
+}
+
+// credentialVars are the credentials an SDK reads from the environment.
+var credentialVars = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+
+// withCredentials is the variables of stack name's env file, with the
+// environment's (getenv) credentials when the file has none. The file of a
+// stack started against AWS_ENDPOINT_URL (LocalStack) holds none on
+// purpose: the caller's credentials choose LocalStack's account, and may
+// be real ones, which a file must not keep (localstack's State.Env).
+func withCredentials(vars map[string]string, name string, getenv func(string) string) (map[string]string, error) {
+	if vars["AWS_ACCESS_KEY_ID"] != "" || vars["AWS_SECRET_ACCESS_KEY"] != "" {
+		return vars, nil
+	}
+	if getenv("AWS_ACCESS_KEY_ID") == "" || getenv("AWS_SECRET_ACCESS_KEY") == "" {
+		return nil, fmt.Errorf("the env file of stack %q holds no credentials and neither does the environment: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (an emulator such as LocalStack takes any, e.g. test and test)", name)
+	}
+	vars = maps.Clone(vars)
+	for _, k := range credentialVars {
+		if v := getenv(k); v != "" {
+			vars[k] = v
+		}
+	}
+	return vars, nil
 }
 
 // targetOf is target for command (its name in messages, "jobs get"): on a

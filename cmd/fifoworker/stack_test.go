@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -158,4 +159,39 @@ func TestEveryOperatorsCommandDocumentsStack(t *testing.T) {
 	}
 	_, out, _ := o.run("help")
 	require.Contains(t, out, "--stack NAME")
+}
+
+// TestStackOnAnExternalEmulatorTakesTheEnvironmentsCredentials: the env
+// file of a stack started against AWS_ENDPOINT_URL (LocalStack) holds no
+// credentials (the caller's choose LocalStack's account): --stack takes
+// them from the environment, and says what to set when it has none. A
+// file's own credentials win over the environment's.
+func TestStackOnAnExternalEmulatorTakesTheEnvironmentsCredentials(t *testing.T) {
+	t.Parallel()
+	o := newTestOps(t)
+	ext := stackVars("ext-")
+	delete(ext, "AWS_ACCESS_KEY_ID")
+	delete(ext, "AWS_SECRET_ACCESS_KEY")
+	delete(ext, "AWS_ENDPOINT_URL_DYNAMODB")
+	ext["AWS_ENDPOINT_URL"] = "http://127.0.0.1:4566"
+	connected := o.withStacks(map[string]map[string]string{"ext": ext, "s1": stackVars("s1-")})
+	o.create(t, "job-1", "t-1")
+
+	code, _, errOut := o.run("jobs", "get", "job-1", "--stack", "ext")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `the env file of stack "ext" holds no credentials and neither does the environment: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY`)
+	require.Empty(t, *connected, "nothing is opened")
+
+	o.vars["AWS_ACCESS_KEY_ID"], o.vars["AWS_SECRET_ACCESS_KEY"], o.vars["AWS_SESSION_TOKEN"] = "000000000001", "secret", "session"
+	code, _, errOut = o.run("jobs", "get", "job-1", "--stack", "ext")
+	require.Equal(t, 0, code, errOut)
+	want := maps.Clone(ext)
+	want["AWS_ACCESS_KEY_ID"], want["AWS_SECRET_ACCESS_KEY"], want["AWS_SESSION_TOKEN"] = "000000000001", "secret", "session"
+	require.Equal(t, []map[string]string{want}, *connected)
+	_, err := awsConfig(context.Background(), (*connected)[0], cliLogger(io.Discard, false))
+	require.NoError(t, err, "the SDK configuration has credentials")
+
+	code, _, errOut = o.run("jobs", "get", "job-1", "--stack", "s1")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, stackVars("s1-"), (*connected)[1], "the file's credentials, not the environment's")
 }
