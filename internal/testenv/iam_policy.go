@@ -188,9 +188,13 @@ func getAttName(v any) string {
 // Matches reports whether the statement names the request's action and
 // resource and its condition holds for the request.
 func (s IAMStatement) Matches(r IAMRequest) (bool, error) {
-	if len(s.Principals) > 0 && !slices.Contains(s.Principals, "*") &&
-		!slices.ContainsFunc(r.Context["aws:PrincipalArn"], func(p string) bool { return slices.Contains(s.Principals, p) }) {
-		return false, nil
+	if len(s.Principals) > 0 && !slices.Contains(s.Principals, "*") {
+		callers, _ := contextValues(r.Context, "aws:PrincipalArn")
+		if !slices.ContainsFunc(s.Principals, func(p string) bool {
+			return slices.ContainsFunc(callers, func(c string) bool { return principalMatches(p, c) })
+		}) {
+			return false, nil
+		}
 	}
 	if !slices.ContainsFunc(s.Actions, func(a string) bool { return wildcard(strings.ToLower(a), strings.ToLower(r.Action)) }) ||
 		!slices.ContainsFunc(s.Resources, func(p string) bool { return wildcard(p, r.Resource) }) {
@@ -290,7 +294,8 @@ func unusedValues(cond map[string]map[string][]string, reqs []IAMRequest) []stri
 		for _, key := range slices.Sorted(maps.Keys(cond[op])) {
 			for _, pattern := range cond[op][key] {
 				used := slices.ContainsFunc(reqs, func(r IAMRequest) bool {
-					return slices.ContainsFunc(r.Context[key], func(v string) bool { return match(pattern, v) })
+					values, _ := contextValues(r.Context, key)
+					return slices.ContainsFunc(values, func(v string) bool { return match(pattern, v) })
 				})
 				if !used {
 					out = append(out, fmt.Sprintf("%s %s", key, pattern))
@@ -327,7 +332,7 @@ func conditionHolds(cond map[string]map[string][]string, ctx map[string][]string
 			return false, fmt.Errorf("%w: condition operator %s", err, op)
 		}
 		for key, patterns := range keys {
-			values, present := ctx[key]
+			values, present := contextValues(ctx, key)
 			anyMatch := func(v string) bool {
 				m := slices.ContainsFunc(patterns, func(p string) bool { return match(p, v) })
 				return m != negate
@@ -358,6 +363,23 @@ func conditionHolds(cond map[string]map[string][]string, ctx map[string][]string
 	return true, nil
 }
 
+// contextValues are the values of the request's condition key key, and
+// whether the request has it. Key names match in any case: IAM's are not
+// case-sensitive ("Context key names are not case-sensitive": the IAM User
+// Guide, "IAM JSON policy elements: Condition"); values are compared by
+// each operator.
+func contextValues(ctx map[string][]string, key string) ([]string, bool) {
+	if v, ok := ctx[key]; ok {
+		return v, true
+	}
+	for k, v := range ctx {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
 // operator is a condition operator's comparison of a pattern with a
 // value, and whether the operator negates it.
 func operator(base string) (match func(pattern, v string) bool, negate bool, err error) {
@@ -381,7 +403,7 @@ func operator(base string) (match func(pattern, v string) bool, negate bool, err
 // request lacks the key, "false" when it has it.
 func nullHolds(keys map[string][]string, ctx map[string][]string) bool {
 	for key, want := range keys {
-		_, present := ctx[key]
+		_, present := contextValues(ctx, key)
 		for _, w := range want {
 			if strings.EqualFold(w, "true") == present {
 				return false

@@ -3,6 +3,8 @@ package testenv
 import (
 	"fmt"
 	"maps"
+	"regexp"
+	"strings"
 
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
 )
@@ -106,6 +108,39 @@ func (d Deployment) principals(v any) ([]string, error) {
 	}
 	return out, nil
 }
+
+// principalMatches reports whether a resource policy's principal p names
+// the caller whose ARN is caller: p is that ARN, or an account (its 12-digit
+// id or arn:PARTITION:iam::ID:root), which stands for every principal of
+// the account (the IAM User Guide, "AWS JSON policy elements: Principal":
+// an account principal delegates to the account, and a Deny naming it
+// applies to each of its roles).
+func principalMatches(p, caller string) bool {
+	if p == caller {
+		return true
+	}
+	account, ok := principalAccount(p)
+	if !ok {
+		return false
+	}
+	parts := strings.SplitN(caller, ":", 6)
+	return len(parts) == 6 && parts[0] == "arn" && parts[4] == account
+}
+
+// principalAccount is the account a principal names as a whole, when it
+// names one: its 12-digit id, or the ARN of the account's root.
+func principalAccount(p string) (string, bool) {
+	if accountID.MatchString(p) {
+		return p, true
+	}
+	parts := strings.SplitN(p, ":", 6)
+	if len(parts) == 6 && parts[0] == "arn" && parts[2] == "iam" && parts[5] == "root" && accountID.MatchString(parts[4]) {
+		return parts[4], true
+	}
+	return "", false
+}
+
+var accountID = regexp.MustCompile(`^[0-9]{12}$`)
 
 // AsSentBy is the request as role sends it on AWS: signed by the role
 // (aws:PrincipalArn is its ARN) and over TLS (aws:SecureTransport; the

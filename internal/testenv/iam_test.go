@@ -215,7 +215,7 @@ func TestARoleAllowsAndUsesWhatItsStatementsSay(t *testing.T) {
 
 func TestConditionsAreEvaluatedAsIAMDoesOrRefused(t *testing.T) {
 	t.Parallel()
-	ctx := map[string][]string{"dynamodb:LeadingKeys": {"a#1", "a#2"}, "s3:prefix": {"x/"}}
+	ctx := map[string][]string{"dynamodb:LeadingKeys": {"a#1", "a#2"}, "s3:prefix": {"x/"}, "s3:ObjectCreationOperation": {"true"}}
 	for _, c := range []struct {
 		cond  map[string]map[string][]string
 		holds bool
@@ -229,6 +229,16 @@ func TestConditionsAreEvaluatedAsIAMDoesOrRefused(t *testing.T) {
 		{map[string]map[string][]string{"StringNotEquals": {"missing": {"x"}}}, true},
 		{map[string]map[string][]string{"StringLike": {"missing": {"*"}}}, false},
 		{map[string]map[string][]string{"StringLike": {"s3:prefix": {"x?"}}}, true},
+		// Key names match in any case (TestConditionKeyNamesMatchInAnyCase);
+		// a String operator's values do not.
+		{map[string]map[string][]string{"Bool": {"s3:objectcreationoperation": {"true"}}}, true},
+		{map[string]map[string][]string{"Bool": {"S3:OBJECTCREATIONOPERATION": {"true"}}}, true},
+		{map[string]map[string][]string{"StringEquals": {"S3:Prefix": {"x/"}}}, true},
+		{map[string]map[string][]string{"StringEquals": {"s3:prefix": {"X/"}}}, false},
+		{map[string]map[string][]string{"StringNotEquals": {"S3:PREFIX": {"x/"}}}, false},
+		{map[string]map[string][]string{"ForAnyValue:StringEquals": {"DynamoDB:leadingkeys": {"a#2"}}}, true},
+		{map[string]map[string][]string{"Null": {"s3:objectCreationOperation": {"true"}}}, false},
+		{map[string]map[string][]string{"Null": {"S3:If-None-Match": {"true"}}}, true},
 	} {
 		got, err := conditionHolds(c.cond, ctx)
 		require.NoError(t, err, "%v", c.cond)

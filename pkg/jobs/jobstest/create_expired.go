@@ -187,3 +187,24 @@ func testConcurrentCreatesAfterTheJobExpired(t *testing.T, newStore NewStore) {
 	require.Equal(t, jobs.StatusPending, j.Status)
 	require.Zero(t, j.Version)
 }
+
+// testConcurrentCreatesWithTheirOwnIDsAfterTheJobExpired: retries racing
+// over a marker whose job was deleted, each proposing its own job id (as an
+// intake with random ids would), make one new job between them. Unlike the
+// race above, their job puts name distinct items and cannot serialise them:
+// only the condition on the old marker does, so this race is what proves
+// it (with that condition always true, every caller wrote its own job).
+func testConcurrentCreatesWithTheirOwnIDsAfterTheJobExpired(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	del := deleter(t, b.store)
+	ended := b.endedJob(t, "export-intent-7", nil)
+	require.NoError(t, del.DeleteItem(b.ctx, ended.ID))
+	j := b.createConcurrently(t, "export-intent-7")
+	require.NotEqual(t, ended.ID, j.ID)
+	require.Equal(t, jobs.StatusPending, j.Status)
+	require.Zero(t, j.Version)
+	res, err := b.store.Create(b.ctx, jobs.CreateRequest{IntentID: "export-intent-7", Tenant: b.tenant})
+	require.NoError(t, err)
+	require.True(t, res.Existing, "the marker names the winner's job")
+	require.Equal(t, j, res.Job)
+}

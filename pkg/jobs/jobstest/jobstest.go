@@ -44,6 +44,7 @@ var suite = []struct {
 	{"ConcurrentCreatesOfOneIntentMakeOneJob", testConcurrentCreates},
 	{"CreateAfterTheIntentsJobExpired", testCreateAfterTheIntentsJobExpired},
 	{"ConcurrentCreatesAfterTheJobExpiredMakeOneJob", testConcurrentCreatesAfterTheJobExpired},
+	{"ConcurrentCreatesWithTheirOwnIDsAfterTheJobExpiredMakeOneJob", testConcurrentCreatesWithTheirOwnIDsAfterTheJobExpired},
 	{"ThirdIncarnationOfAnIntentHasItsOwnID", testThirdIncarnationOfAnIntent},
 	{"ClaimStartsGenerationOne", testClaimStartsGenerationOne},
 	{"DuplicateClaimDoesNotDisplaceALiveLease", testDuplicateClaim},
