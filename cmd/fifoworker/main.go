@@ -27,13 +27,15 @@ operator's commands, for a local stack or a deployment (fifoworker <command> hel
                   and "fifoworker local deploy" write, gives the endpoints,
                   credentials, region and resources; nothing else is read,
                   but for the credentials of a stack on AWS_ENDPOINT_URL
-                  (LocalStack), whose file has none: the environment's
+                  (LocalStack), whose file has none: the environment's. A
+                  file whose stack is not running is never used (exit 2).
     otherwise     the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
                   AWS_ENDPOINT_URL for a local stack), and the tables, queues
                   and bucket in flags or in FIFOWORKER_* variables (for a
                   deployment, export them from the stack's outputs). When no
                   FIFOWORKER_* variable names one and the "serve" stack has an
-                  env file, they use it as --stack serve would, and say so.
+                  env file of the running stack, they use it as --stack serve
+                  would, and say so.
   A flag naming a resource wins either way. Exit status: 0 done, 1 failed,
   2 a usage error; each command's help says which failures are which.
 `

@@ -37,14 +37,10 @@ func stackFlag(fs *flag.FlagSet) *string {
 }
 
 // readStack reads the env file of local stack name (localstack.EnvFile),
-// which `local serve` and `local deploy` write.
+// which `local serve` and `local deploy` write, if the stack runs with the
+// file's endpoints (localstack.ReadStackEnv).
 func readStack(name string) (map[string]string, string, error) {
-	path, err := localstack.EnvFile(localstack.Options{Name: name})
-	if err != nil {
-		return nil, "", err
-	}
-	vars, err := localstack.ReadEnvFile(path)
-	return vars, path, err
+	return localstack.ReadStackEnv(localstack.Options{Name: name})
 }
 
 // errStackName marks a --stack value no stack can have: a usage error.
@@ -61,6 +57,10 @@ var errStackName = errors.New("not a stack name")
 //     variable): the environment, with the SDK's standard configuration.
 //   - no --stack and no resource named: the serve stack's env file if it
 //     has one (saying so on stderr), else the environment.
+//
+// An env file whose stack is not running, or has other endpoints now
+// (localstack.ErrStaleEnvFile), is never used: --stack fails with a usage
+// error, and the default is skipped with a notice on stderr.
 //
 // The clients it opens log through log.
 func (e opsEnv) target(stack string, log *slog.Logger, stderr io.Writer) (opsEnv, error) {
@@ -84,6 +84,11 @@ func (e opsEnv) target(stack string, log *slog.Logger, stderr io.Writer) (opsEnv
 	case err == nil:
 	case stack == "" && errors.Is(err, os.ErrNotExist):
 		return e.connected(nil, "", log), nil // no serve stack: the environment, as before
+	case stack == "" && errors.Is(err, localstack.ErrStaleEnvFile):
+		fmt.Fprintf(stderr, "fifoworker: not using local stack %q: %v\n", name, err)
+		return e.connected(nil, "", log), nil
+	case errors.Is(err, localstack.ErrStaleEnvFile):
+		return e, fmt.Errorf("--stack: %w", err) // a usage error: the name is the operator's
 	case errors.Is(err, os.ErrNotExist):
 		return e, fmt.Errorf("stack %q has no env file (%w): `fifoworker local serve --name %s` writes it while it runs, and `fifoworker local deploy --name %s` for a stack it deploys on",
 			name, err, name, name)
@@ -126,11 +131,11 @@ func withCredentials(vars map[string]string, name string, getenv func(string) st
 
 // targetOf is target for command (its name in messages, "jobs get"): on a
 // problem it says so on stderr and returns the exit status, 2 for a
-// --stack no stack can have, else 1.
+// --stack no stack can have or whose env file is stale, else 1.
 func (e opsEnv) targetOf(command, stack string, log *slog.Logger, stderr io.Writer) (opsEnv, int) {
 	t, err := e.target(stack, log, stderr)
 	switch {
-	case errors.Is(err, errStackName):
+	case errors.Is(err, errStackName), errors.Is(err, localstack.ErrStaleEnvFile):
 		fmt.Fprintf(stderr, "fifoworker %s: %v\n", command, err)
 		return e, 2
 	case err != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/localstack"
 	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
@@ -194,4 +195,32 @@ func TestStackOnAnExternalEmulatorTakesTheEnvironmentsCredentials(t *testing.T) 
 	code, _, errOut = o.run("jobs", "get", "job-1", "--stack", "s1")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, stackVars("s1-"), (*connected)[1], "the file's credentials, not the environment's")
+}
+
+// TestAStaleEnvFileIsNeverUsed: an env file whose stack is not running (a
+// killed `local serve` left it) fails --stack with a usage error naming
+// the file and how to remove it, and is skipped as the default, with a
+// notice, for the environment.
+func TestAStaleEnvFileIsNeverUsed(t *testing.T) {
+	t.Parallel()
+	o := newTestOps(t)
+	connected := o.withStacks(nil)
+	o.env.stacks = func(name string) (map[string]string, string, error) {
+		return nil, "/cache/stacks/" + name + "/env.sh", fmt.Errorf("localstack: %w /cache/stacks/%s/env.sh: no stack %q is running; remove it: rm /cache/stacks/%[2]s/env.sh", localstack.ErrStaleEnvFile, name, name)
+	}
+	o.create(t, "job-1", "t-1")
+
+	code, out, errOut := o.run("jobs", "get", "job-1", "--stack", "s1")
+	require.Equal(t, 2, code, errOut)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "stale env file /cache/stacks/s1/env.sh")
+	require.Contains(t, errOut, "rm /cache/stacks/s1/env.sh")
+	require.Empty(t, *connected, "nothing is opened")
+
+	clear(o.vars) // the environment names no resource
+	code, _, errOut = o.run("jobs", "get", "job-1")
+	require.Equal(t, 1, code, "the environment names no table")
+	require.Contains(t, errOut, "fifoworker: not using local stack \"serve\": localstack: stale env file /cache/stacks/serve/env.sh")
+	require.Contains(t, errOut, "no jobs table name: pass --table or set FIFOWORKER_JOBS_TABLE_NAME")
+	require.Equal(t, []map[string]string{nil}, *connected, "the environment, with the SDK's standard configuration")
 }

@@ -3,8 +3,10 @@ package localstack
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -141,6 +143,63 @@ func singleQuoted(s string) (value, rest string, lines int, err error) {
 func skipLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[i:]
+	}
+	return ""
+}
+
+// ErrStaleEnvFile marks a stack's env file that describes no running stack:
+// the stack that wrote it was killed (its emulators are gone, or its state
+// is), or the endpoints in it are not the running stack's. Its ports may be
+// closed, or another stack's now.
+var ErrStaleEnvFile = errors.New("stale env file")
+
+// ReadStackEnv reads the env file of the stack o names (its variables and
+// its path) if that stack runs and the file's endpoints are the stack's.
+// A stack on an external endpoint has no process of ours: its state is
+// taken as running. No file is an error that matches os.ErrNotExist; a
+// stale one, ErrStaleEnvFile, naming the file and how to remove it.
+func ReadStackEnv(o Options) (map[string]string, string, error) {
+	path, err := EnvFile(o)
+	if err != nil {
+		return nil, "", err
+	}
+	vars, err := ReadEnvFile(path)
+	if err != nil {
+		return nil, path, err
+	}
+	s, err := load(o)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, path, fmt.Errorf("localstack: %w %s: no stack %q is running; remove it: rm %s", ErrStaleEnvFile, path, o.Name, path)
+	case err != nil:
+		return nil, path, err
+	case s.External == "" && !allAlive(s):
+		return nil, path, fmt.Errorf("localstack: %w %s: stack %q is not running (its emulators are gone); remove it: fifoworker local down --name %s", ErrStaleEnvFile, path, o.Name, o.Name)
+	}
+	if k := otherEndpoint(s, vars); k != "" {
+		return nil, path, fmt.Errorf("localstack: %w %s: its %s is not running stack %q's; remove it: fifoworker local down --name %s", ErrStaleEnvFile, path, k, o.Name, o.Name)
+	}
+	return vars, path, nil
+}
+
+// otherEndpoint is an AWS_ENDPOINT_URL* variable in which vars and the
+// stack s's environment differ, or "".
+func otherEndpoint(s *State, vars map[string]string) string {
+	want := map[string]string{}
+	for _, kv := range s.Env() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+			want[k] = v
+		}
+	}
+	for k := range vars {
+		if _, ours := want[k]; !ours && strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+			want[k] = "" // an endpoint the stack does not have
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) { // the same one each time
+		if vars[k] != want[k] {
+			return k
+		}
 	}
 	return ""
 }
