@@ -51,8 +51,10 @@ var (
 	// (S3's HeadObject reference): both mean gone here, so a deleted
 	// result is not reported as a refusal that would send the operator
 	// to IAM. Intake's role may read every candidate, so a 403 means a
-	// missing key unless that grant is removed.
-	ErrResultGone = fmt.Errorf("no object at the key: the accepted result was deleted: %w", ErrResultChanged)
+	// missing key unless that grant is removed, its credentials expired or
+	// another policy (the bucket's TLS-only rule, an SCP) refused the HEAD:
+	// the message says so, since S3's 403 does not tell them apart.
+	ErrResultGone = fmt.Errorf("no object at the key (the accepted result was deleted), or the HEAD was refused: %w", ErrResultChanged)
 	// ErrUnversioned: S3 gave the object no version id, so a URL cannot be
 	// pinned to it; the bucket must be versioned (template.yaml's is).
 	ErrUnversioned = errors.New("the object has no version id: the bucket keeps no versions")
