@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/fifoworker/fifoworker/internal/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/localstack"
@@ -37,12 +40,48 @@ func deploy(ctx context.Context, s *localstack.State, templatePath, stackName, e
 			fmt.Fprint(stdout, line)
 		}
 	}
-	if err := localstack.WriteEnvFile(envFile, file.String()); err != nil {
+	if err := writeDeployEnv(envFile, file.String(), s.Name, stderr); err != nil {
 		fmt.Fprintln(stderr, "fifoworker:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "localdeploy: the stack's environment is in %s: the operator's commands read it with --stack %s\n", envFile, s.Name)
 	return 0
+}
+
+// writeDeployEnv writes text, deploy's environment of stack name, to its
+// env file envFile, unless the file is that of a `local serve` still
+// running on the stack: serve's holds FIFOWORKER_API_URL and the tokens,
+// which deploy does not know, so it is kept (the deployment's outputs are
+// the same names serve deployed, and deploy prints them on stdout).
+func writeDeployEnv(envFile, text, name string, stderr io.Writer) error {
+	if api := servingAPI(envFile); api != "" {
+		fmt.Fprintf(stderr, "localdeploy: %s is the env file of the `local serve` running on stack %s (its API listens at %s): kept, with its tokens and FIFOWORKER_API_URL\n", envFile, name, api)
+		return nil
+	}
+	if err := localstack.WriteEnvFile(envFile, text); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "localdeploy: the stack's environment is in %s: the operator's commands read it with --stack %s\n", envFile, name)
+	return nil
+}
+
+// servingAPI is the API's URL in env file envFile (FIFOWORKER_API_URL,
+// which only `local serve` writes) if something listens at it, else "": a
+// serve that was killed left its file, and deploy may replace it.
+func servingAPI(envFile string) string {
+	vars, err := localstack.ReadEnvFile(envFile)
+	if err != nil {
+		return ""
+	}
+	u, err := url.Parse(vars["FIFOWORKER_API_URL"])
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	c, err := net.DialTimeout("tcp", u.Host, time.Second)
+	if err != nil {
+		return ""
+	}
+	_ = c.Close()
+	return u.String()
 }
 
 // stackEnv is the environment of a deployed local stack, as KEY=VALUE in
