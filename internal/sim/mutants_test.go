@@ -89,6 +89,16 @@ var mutants = []mutant{
 		within: 300,
 	},
 	{
+		// An event past a final cursor is taken for a gap, as before a
+		// final cursor was known to end its job: a forged one waits for a
+		// predecessor that never comes, parked, and a redrive of its
+		// group, whose copies a later redrive supersedes, cannot drain.
+		name: "projection-gap-past-a-final-cursor", file: "pkg/projection/projection.go", fn: "judge",
+		old:    "case v.Version > cur.Version+1 && !cur.Status.Final():",
+		new:    "case v.Version > cur.Version+1:",
+		within: 300,
+	},
+	{
 		// The sweeper repairs only projections behind their job, as it
 		// did before forged events were considered: a view or cursor a
 		// forged event moved ahead stays there.

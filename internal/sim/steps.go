@@ -373,14 +373,6 @@ func (w *World) redrive(all bool) {
 					}
 				}
 			}
-			if all && h.State == quarantine.StateDraining && w.copyQueued(q, h.Group) {
-				// Its redrive is under way: a copy waits to be processed.
-				// Another now would drop it for a copy of a new epoch,
-				// round after round, and a copy that needs several
-				// receives (an event that waits for its predecessor, then
-				// recovers) would never get them.
-				continue
-			}
 			discard := h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0)
 			stopAfter := -1
 			if !all && w.rng.IntN(4) == 0 {
@@ -410,17 +402,6 @@ func (w *World) redrive(all bool) {
 			})
 		}
 	}
-}
-
-// copyQueued reports whether a redriven copy of group's is in q, visible
-// or in flight.
-func (w *World) copyQueued(q *Queue, group string) bool {
-	for _, m := range q.All() {
-		if m.Group == group && m.Copy && m.Fate == Queued {
-			return true
-		}
-	}
-	return false
 }
 
 // discardHostile has the operator discard the held group's parked
