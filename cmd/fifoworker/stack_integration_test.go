@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -51,11 +52,21 @@ func TestServeWritesTheEnvFileTheOperatorsCommandsRead(t *testing.T) {
 	require.NoError(t, err)
 	served := *state
 	served.Name = serveStack
+	// The stack's state as Up records it, processes included, under the
+	// name serve in that cache: --stack reads an env file only while its
+	// stack runs (localstack.ReadStackEnv).
+	running, err := localstack.Load(localstack.Options{Name: state.Name})
+	require.NoError(t, err)
+	running.Name = serveStack
+	raw, err := json.Marshal(running)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(envFile), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(envFile), "state.json"), raw, 0o644))
 	out, base, _ := startServe(t, serveOptions{State: &served, Template: tpl, Deployed: deployed, StackName: stack, EnvFile: envFile})
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "try:") }, 60*time.Second, 50*time.Millisecond)
 
 	// The block printed is the file, and the file is the stack.
-	raw, err := os.ReadFile(envFile)
+	raw, err = os.ReadFile(envFile)
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "(or: . "+envFile+"); the operator's commands read that file with --stack serve, and by default:")
 	require.Contains(t, out.String(), string(raw), "the printed block is the file")

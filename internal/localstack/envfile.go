@@ -159,6 +159,9 @@ var ErrStaleEnvFile = errors.New("stale env file")
 // taken as running. No file is an error that matches os.ErrNotExist; a
 // stale one, ErrStaleEnvFile, naming the file and how to remove it.
 func ReadStackEnv(o Options) (map[string]string, string, error) {
+	if err := o.defaults(); err != nil {
+		return nil, "", err
+	}
 	path, err := EnvFile(o)
 	if err != nil {
 		return nil, "", err

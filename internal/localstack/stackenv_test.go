@@ -111,3 +111,15 @@ func TestReadStackEnvOnlyOfARunningStack(t *testing.T) {
 		require.NoError(t, err, "no process of ours to check: its state is enough")
 	})
 }
+
+// TestReadStackEnvInTheDefaultCache: with Options naming only the stack,
+// as the CLI's --stack does, the state is looked for where Up wrote it.
+// Not parallel: it sets FIFOWORKER_CACHE.
+func TestReadStackEnvInTheDefaultCache(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("FIFOWORKER_CACHE", cache)
+	s := &State{Name: "s1", Region: "eu-west-1", SQS: "http://127.0.0.1:4001", Processes: []Process{liveProcess(t)}}
+	writeStack(t, Options{Name: "s1", CacheDir: cache}, s, s.Env())
+	_, _, err := ReadStackEnv(Options{Name: "s1"})
+	require.NoError(t, err)
+}
