@@ -498,7 +498,7 @@ func TestCompletedJobHasPresignedURL(t *testing.T) {
 				CreatedAt: "2026-11-04T09:00:00.000Z", UpdatedAt: "2026-11-04T09:00:01.000Z",
 				Result: &intake.ResultView{
 					Key: done.Result.Key, Size: 2048, SHA256: strings.Repeat("5e", 32),
-					URL:          fmt.Sprintf("https://candidates.example/%s?X-Amz-Expires=%d", done.Result.Key, int(want.Seconds())),
+					URL:          fakeResultURL(done.Result, want),
 					URLExpiresAt: jobsTime(b.clock.Now().Add(want)),
 				},
 			}, v)

@@ -73,7 +73,7 @@ func (p *fakePresigner) PresignGet(_ context.Context, r jobs.Result, ttl time.Du
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, presignCall{Key: r.Key, TTL: ttl})
-	return fmt.Sprintf("https://candidates.example/%s?X-Amz-Expires=%d", r.Key, int(ttl.Seconds())), nil
+	return fakeResultURL(r, ttl), nil
 }
 
 func (p *fakePresigner) Calls() []presignCall {
@@ -236,4 +236,10 @@ func createdOf(t testing.TB, resp events.APIGatewayV2HTTPResponse) intake.Create
 	require.NoError(t, dec.Decode(&v), resp.Body)
 	require.Equal(t, v.Location, resp.Headers["Location"])
 	return v
+}
+
+// fakeResultURL is the URL fakePresigner signs: like S3Presigner's, pinned
+// to a version of the object (here named after the accepted SHA-256).
+func fakeResultURL(r jobs.Result, ttl time.Duration) string {
+	return fmt.Sprintf("https://candidates.example/%s?versionId=v-%.8s&X-Amz-Expires=%d", r.Key, r.SHA256, int(ttl.Seconds()))
 }
