@@ -2,12 +2,12 @@ package quarantine
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/emf"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 )
 
@@ -35,13 +35,13 @@ const (
 func BatchMetrics(w io.Writer, queue string) func(fifo.BatchMetrics) {
 	var mu sync.Mutex
 	return func(m fifo.BatchMetrics) {
-		parked, dropped := m.Count(fifo.Parked), m.Count(fifo.Dropped)
-		if parked == 0 && dropped == 0 {
+		r, ok := batchRecord(queue, m)
+		if !ok {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		_ = writeEMF(w, queue, map[string]int{MetricParked: parked, MetricDropped: dropped}, time.Now())
+		_ = r.WriteLine(w)
 	}
 }
 
@@ -50,66 +50,45 @@ func BatchMetrics(w io.Writer, queue string) func(fifo.BatchMetrics) {
 // top-level _aws, Queue and metric fields make it an EMF document.
 func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) {
 	return func(m fifo.BatchMetrics) {
-		parked, dropped := m.Count(fifo.Parked), m.Count(fifo.Dropped)
-		if parked == 0 && dropped == 0 {
-			return
+		if r, ok := batchRecord(queue, m); ok {
+			r.Log(context.Background(), log, "quarantine: metrics")
 		}
-		values := map[string]int{MetricParked: parked, MetricDropped: dropped}
-		attrs := []slog.Attr{slog.Any("_aws", emfDirective(values, time.Now())), slog.String("Queue", queue)}
-		for _, name := range metricNames {
-			if v, ok := values[name]; ok {
-				attrs = append(attrs, slog.Int(name, v))
-			}
-		}
-		log.LogAttrs(context.Background(), slog.LevelInfo, "quarantine: metrics", attrs...)
 	}
 }
 
 // LogHeldGroups logs the number of held groups of queue as an EMF record
 // (see LoggedBatchMetrics).
 func LogHeldGroups(ctx context.Context, log *slog.Logger, queue string, held int) {
-	log.LogAttrs(ctx, slog.LevelInfo, "quarantine: held groups",
-		slog.Any("_aws", emfDirective(map[string]int{MetricHeldGroups: held}, time.Now())),
-		slog.String("Queue", queue), slog.Int(MetricHeldGroups, held))
+	heldRecord(queue, held, time.Now()).Log(ctx, log, "quarantine: held groups")
 }
 
 // HeldGroups writes the number of held groups of queue as one EMF line.
 func HeldGroups(w io.Writer, queue string, held int, now time.Time) error {
-	return writeEMF(w, queue, map[string]int{MetricHeldGroups: held}, now)
+	return heldRecord(queue, held, now).WriteLine(w)
 }
 
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
+// batchRecord is the record of a batch, and whether it parked or dropped
+// anything: a batch that did neither writes no record. Both counts are
+// written, 0 included.
+func batchRecord(queue string, m fifo.BatchMetrics) (emf.Record, bool) {
+	parked, dropped := m.Count(fifo.Parked), m.Count(fifo.Dropped)
+	if parked == 0 && dropped == 0 {
+		return emf.Record{}, false
+	}
+	return record(queue, time.Now(),
+		emf.Metric{Name: MetricParked, Unit: emf.Count, Value: int64(parked)},
+		emf.Metric{Name: MetricDropped, Unit: emf.Count, Value: int64(dropped)}), true
 }
 
-var metricNames = []string{MetricParked, MetricDropped, MetricHeldGroups}
-
-// emfDirective is the _aws member of an EMF document carrying values.
-func emfDirective(values map[string]int, now time.Time) map[string]any {
-	metrics := make([]emfMetric, 0, len(values))
-	for _, name := range metricNames {
-		if _, ok := values[name]; ok {
-			metrics = append(metrics, emfMetric{Name: name, Unit: "Count"})
-		}
-	}
-	return map[string]any{
-		"Timestamp": now.UnixMilli(),
-		"CloudWatchMetrics": []any{map[string]any{
-			"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Queue"}}, "Metrics": metrics,
-		}},
-	}
+func heldRecord(queue string, held int, now time.Time) emf.Record {
+	return record(queue, now, emf.Metric{Name: MetricHeldGroups, Unit: emf.Count, Value: int64(held)})
 }
 
-func writeEMF(w io.Writer, queue string, values map[string]int, now time.Time) error {
-	doc := map[string]any{"Queue": queue, "_aws": emfDirective(values, now)}
-	for name, v := range values {
-		doc[name] = v
+// record is a record of the quarantine's namespace with the dimension
+// Queue.
+func record(queue string, now time.Time, metrics ...emf.Metric) emf.Record {
+	return emf.Record{
+		Namespace: MetricsNamespace, Time: now,
+		Dimensions: []emf.Dimension{{Name: "Queue", Value: queue}}, Metrics: metrics,
 	}
-	line, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(line, '\n'))
-	return err
 }

@@ -1,8 +1,7 @@
 package sweeper
 
 import (
-	"log/slog"
-
+	"github.com/fifoworker/fifoworker/internal/emf"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
@@ -71,24 +70,15 @@ func (r *run) logMetrics() {
 	if r.projection != nil {
 		unmeasured += len(lagMetrics) - len(r.lags)
 	}
-	metrics := make([]map[string]string, 0, len(lagMetrics)+1)
-	values := make([]slog.Attr, 0, len(lagMetrics)+1)
+	metrics := make([]emf.Metric, 0, len(lagMetrics)+1)
 	for _, name := range lagMetrics {
 		if v, ok := r.lags[name]; ok {
-			metrics = append(metrics, map[string]string{"Name": name, "Unit": "Seconds"})
-			values = append(values, slog.Int64(name, v))
+			metrics = append(metrics, emf.Metric{Name: name, Unit: emf.Seconds, Value: v})
 		}
 	}
-	metrics = append(metrics, map[string]string{"Name": MetricUnmeasured, "Unit": "Count"})
-	values = append(values, slog.Int(MetricUnmeasured, unmeasured))
-	attrs := append([]slog.Attr{
-		slog.Any("_aws", map[string]any{
-			"Timestamp": r.now.UnixMilli(),
-			"CloudWatchMetrics": []any{map[string]any{
-				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"FunctionName"}}, "Metrics": metrics,
-			}},
-		}),
-		slog.String("FunctionName", r.function),
-	}, values...)
-	r.log.LogAttrs(r.ctx, slog.LevelInfo, "sweep: metrics", attrs...)
+	metrics = append(metrics, emf.Metric{Name: MetricUnmeasured, Unit: emf.Count, Value: int64(unmeasured)})
+	emf.Record{
+		Namespace: MetricsNamespace, Time: r.now,
+		Dimensions: []emf.Dimension{{Name: "FunctionName", Value: r.function}}, Metrics: metrics,
+	}.Log(r.ctx, r.log, "sweep: metrics")
 }
