@@ -30,7 +30,7 @@ import (
 // with the settings template.yaml gives it, answers its events/ sample (the
 // files `sam local invoke -e` takes).
 //
-// It also measures them (README, "Measured"): the size of each bootstrap as
+// It also measures them (docs/BENCHMARKS.md, "Measured"): the size of each bootstrap as
 // deployed (linux/arm64, BuildFlags), asserted at most 10 MB as a guard
 // against regressions, and its init under the emulator. Init is what Lambda
 // reports as Init Duration, the time from starting the bootstrap to its

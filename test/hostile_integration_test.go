@@ -44,7 +44,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
-// The catalogue of hostile and bad input (issue 10; README, "What happens
+// The catalogue of hostile and bad input (issue 10; docs/TESTING.md, "What happens
 // to each bad input, end to end"). One deployment of template.yaml, the
 // five functions in process with their event source mappings running, and
 // two completed jobs (one of t-1, one of t-2) as the state nothing may

@@ -44,7 +44,7 @@ import (
 // have deleted every message the path produces, stops the pipeline (so
 // nothing is in flight) and then compares the counts with the exact ones
 // the code makes, function by function. The lower bounds the design sets
-// are in the comments and in README.md ("Requests per job"). Not
+// are in the comments and in docs/BENCHMARKS.md ("Requests per job"). Not
 // parallel: the functions in process read their endpoints from this
 // process's environment.
 

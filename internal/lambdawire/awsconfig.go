@@ -32,7 +32,7 @@ import (
 // (provided.al2023, as template.yaml deploys it) its role's credentials in
 // the environment, so none of those is needed, but they link the STS, SSO,
 // SSO OIDC and sign-in clients into every bootstrap: 1.6 to 2.0 MB of each
-// arm64 bootstrap (README). So no file is read, and an SDK setting of the
+// arm64 bootstrap (docs/BENCHMARKS.md). So no file is read, and an SDK setting of the
 // environment that only the SDK's loader honours is refused, never
 // silently ignored. A missing region or missing credentials fail the
 // function's init, naming them, rather than its first request. Problems

@@ -169,7 +169,7 @@ func TestAWSConfigNamesEveryProblem(t *testing.T) {
 
 // The functions, as the Lambda build builds them, do not link the SDK's
 // configuration loader, nor the clients of the credential sources only it
-// uses: together 1.6 to 2.0 MB of each bootstrap (README). A function that
+// uses: together 1.6 to 2.0 MB of each bootstrap (docs/BENCHMARKS.md). A function that
 // calls config.LoadDefaultConfig again fails here.
 func TestTheFunctionsDoNotLinkTheSDKsConfigLoader(t *testing.T) {
 	t.Parallel()
