@@ -66,13 +66,13 @@ const MaxResponseSize = 6<<20 + 100
 type Status int
 
 const (
-	// StatusOK: the function returned a response (which may still report
+	// StatusOK means the function returned a response (which may still report
 	// failed items).
 	StatusOK Status = iota
-	// StatusFunctionError: the function returned an error, panicked or
+	// StatusFunctionError means the function returned an error, panicked or
 	// crashed. Lambda reports this as X-Amz-Function-Error: Unhandled.
 	StatusFunctionError
-	// StatusTimeout: the function did not return before its deadline.
+	// StatusTimeout means the function did not return before its deadline.
 	StatusTimeout
 )
 

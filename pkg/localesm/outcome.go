@@ -11,24 +11,24 @@ import (
 type Outcome int
 
 const (
-	// OutcomeSuccess: every record of the batch is done.
+	// OutcomeSuccess means every record of the batch is done.
 	OutcomeSuccess Outcome = iota
-	// OutcomePartialFailure: the function reported some records as failed
-	// in a valid partial batch response (ReportBatchItemFailures).
+	// OutcomePartialFailure means the function reported some records as
+	// failed in a valid partial batch response (ReportBatchItemFailures).
 	OutcomePartialFailure
-	// OutcomeFunctionError: the function returned an error, panicked or
+	// OutcomeFunctionError means the function returned an error, panicked or
 	// crashed. The whole batch failed.
 	OutcomeFunctionError
-	// OutcomeTimeout: the function did not return before its deadline. The
-	// whole batch failed.
+	// OutcomeTimeout means the function did not return before its
+	// deadline. The whole batch failed.
 	OutcomeTimeout
-	// OutcomeInvalidResponse: with ReportBatchItemFailures, the response
-	// was malformed or named a record that is not in the batch. The whole
-	// batch failed.
+	// OutcomeInvalidResponse means that, with ReportBatchItemFailures, the
+	// response was malformed or named a record that is not in the batch. The
+	// whole batch failed.
 	OutcomeInvalidResponse
-	// OutcomeInvokeError: the function could not be invoked (or the mapping
-	// stopped while it ran); nothing is known of its outcome, so the batch
-	// is treated as failed.
+	// OutcomeInvokeError means the function could not be invoked (or the
+	// mapping stopped while it ran); nothing is known of its outcome, so the
+	// batch is treated as failed.
 	OutcomeInvokeError
 	// OutcomeWithheld (SQS only): every message received belonged to a
 	// message group already in flight; nothing was invoked.

@@ -352,5 +352,5 @@ type BodyStore interface {
 	GetBody(ctx context.Context, key string) (string, error)
 }
 
-// ErrNoBody: the BodyStore has no body under the key.
+// ErrNoBody reports that the BodyStore has no body under the key.
 var ErrNoBody = errors.New("quarantine: no body under that key")
