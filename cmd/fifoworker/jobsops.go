@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,15 @@ flags:
   --tenant T      list: only this tenant's jobs; cancel: the job's tenant (required)
   --live          list: only the jobs that are not final
   --since D       list: the final jobs that ended within D (default 24h; 0: all the table keeps)
-  --limit N       list: at most N jobs (default 50, at most 1000)
+  --limit N       list: at most N jobs a page (default 50, at most 1000)
+  --starting-token T
+                  list: go on after the last job of the page that printed T (text: a
+                  "next page" line; --json: "next_token"), with the same --tenant, --live
+                  and --since. A job that did not change meanwhile is shown exactly once;
+                  one that changed may show again as it is now (a job that ended, among
+                  the final ones); the indexes lag a moment behind the table
+  --all           list, with --json: every job, page after page of --limit (default 1000),
+                  as NDJSON: one job's JSON object a line
   --reason TEXT   cancel: recorded as the cancellation's message
 
 Exit status: 0 done, 1 failed (a missing table or job, a job of another
@@ -39,18 +48,6 @@ job that already ended, completed, failed or cancelled alike, is left as it
 is and exits 1, saying how it ended (with --json, stdout still has the job
 and "changed": false).
 `
-
-// Bounds of a listing.
-const (
-	defaultListLimit = 50
-	maxListLimit     = 1000
-	// listScan bounds the index entries a listing filtered by tenant
-	// examines per index: a listing is a look, never a table scan.
-	listScan = 2000
-	// listSlack is how far after now the listing's time bound is, so that
-	// a job written by a clock a little ahead is listed too.
-	listSlack = time.Hour
-)
 
 func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
@@ -75,7 +72,9 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 	tenant := fs.String("tenant", "", "the tenant")
 	live := fs.Bool("live", false, "only jobs that are not final")
 	since := fs.Duration("since", 24*time.Hour, "final jobs that ended within this")
-	limit := fs.Int("limit", defaultListLimit, "at most this many jobs")
+	limit := fs.Int("limit", jobs.DefaultListLimit, "at most this many jobs a page")
+	token := fs.String("starting-token", "", "go on after the page that printed this token")
+	all := fs.Bool("all", false, "with --json: every job, one a line (NDJSON)")
 	reason := fs.String("reason", "", "the cancellation's message")
 	stack := stackFlag(fs)
 	pos, err := parseArgs(fs, args[1:])
@@ -98,8 +97,11 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		if len(pos) > 0 {
 			return usageErr("list takes no job id (got %q)", pos)
 		}
-		if *limit < 1 || *limit > maxListLimit {
-			return usageErr("--limit %d: 1 to %d", *limit, maxListLimit)
+		if *limit < 1 || *limit > jobs.MaxListLimit {
+			return usageErr("--limit %d: 1 to %d", *limit, jobs.MaxListLimit)
+		}
+		if *all && !*asJSON {
+			return usageErr("--all streams NDJSON: give --json too")
 		}
 		if *since < 0 {
 			return usageErr("--since %v is negative", *since)
@@ -120,7 +122,7 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		if err := jobs.ValidateID(id); err != nil {
 			return usageErr("%v", err)
 		}
-		for _, f := range []string{"live", "since", "limit"} {
+		for _, f := range []string{"live", "since", "limit", "starting-token", "all"} {
 			if set[f] {
 				return usageErr("--%s is list's", f)
 			}
@@ -163,12 +165,30 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 		printJob(stdout, &j, now)
 		return 0
 	case "list":
-		o := listOptions{tenant: *tenant, live: *live, since: *since, limit: *limit}
-		found, more, err := listJobs(ctx, st, o, now)
-		if err != nil {
+		o := jobs.ListOptions{Tenant: *tenant, LiveOnly: *live, Since: *since, Limit: *limit, Token: *token}
+		if *live {
+			o.Since = 0 // --since's default is about final jobs
+		}
+		if *all && !set["limit"] {
+			o.Limit = jobs.MaxListLimit
+		}
+		listErr := func(err error) int {
+			if errors.Is(err, jobs.ErrBadToken) {
+				return usageErr("--starting-token: %v", err)
+			}
 			return fail(err)
 		}
-		return printJobList(stdout, name, o, found, more, *asJSON)
+		if *all {
+			if err := streamJobs(ctx, stdout, st, o, now); err != nil {
+				return listErr(err)
+			}
+			return 0
+		}
+		page, err := jobs.List(ctx, st, o, now)
+		if err != nil {
+			return listErr(err)
+		}
+		return printJobList(stdout, name, o, page, *asJSON)
 	default: // cancel
 		before, err := st.Get(ctx, id)
 		if err != nil {
@@ -219,123 +239,25 @@ func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.W
 	}
 }
 
-type listOptions struct {
-	tenant string
-	live   bool
-	since  time.Duration
-	limit  int
-}
-
-// listJobs lists, from the live index, the jobs that are not final, least
-// recently changed first, then, unless o.live, from the finished index
-// the final jobs that ended within o.since (all, when 0), in the order
-// they ended: at most o.limit in all, of o.tenant's only when it is set.
-// Each entry is read (the indexes hold keys only) and shown as it is now.
-// more says there may be jobs it did not show.
-func listJobs(ctx context.Context, st jobsStore, o listOptions, now time.Time) ([]jobs.Job, bool, error) {
-	before := now.Add(listSlack)
-	match := func(j *jobs.Job) bool { return o.tenant == "" || j.Tenant == o.tenant }
-
-	var out []jobs.Job
-	more := false
-	read := map[string]jobs.Job{}
-	// Each request asks for one more than it needs, to know whether there
-	// are more.
-	for n := o.limit; ; n = min(n*4, max(listScan, o.limit)) {
-		ids, err := st.Live(ctx, before, n+1)
+// streamJobs writes every job of the listing o (from o.Token on) to w,
+// one JSON object a line, a page at a time.
+func streamJobs(ctx context.Context, w io.Writer, st jobs.ListStore, o jobs.ListOptions, now time.Time) error {
+	enc := json.NewEncoder(w)
+	for {
+		page, err := jobs.List(ctx, st, o, now)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		if err := readNew(ctx, st, ids, read); err != nil {
-			return nil, false, err
-		}
-		out = out[:0]
-		for _, id := range ids {
-			if j, ok := read[id]; ok && !j.Status.Final() && match(&j) {
-				out = append(out, j)
+		for i := range page.Jobs {
+			if err := enc.Encode(toJobJSON(&page.Jobs[i])); err != nil {
+				return err
 			}
 		}
-		exhausted := len(ids) <= n
-		if len(out) >= o.limit || exhausted || n >= max(listScan, o.limit) {
-			more = len(out) > o.limit || !exhausted
-			out = out[:min(len(out), o.limit)]
-			break
+		if !page.More {
+			return nil
 		}
+		o.Token = page.Token
 	}
-	if o.live {
-		return out, more, nil
-	}
-	after := ""
-	if o.since > 0 {
-		after = jobs.FinishedBound(now.Add(-o.since))
-	}
-	want := o.limit - len(out)
-	if want == 0 {
-		if !more {
-			entries, err := st.Finished(ctx, after, before, 1)
-			if err != nil {
-				return nil, false, err
-			}
-			more = len(entries) > 0
-		}
-		return out, more, nil
-	}
-	page := want + 1
-	if o.tenant != "" {
-		page = max(page, 100)
-	}
-	var final []jobs.Job
-	for examined := 0; ; {
-		entries, err := st.Finished(ctx, after, before, page)
-		if err != nil {
-			return nil, false, err
-		}
-		ids := make([]string, 0, len(entries))
-		for _, e := range entries {
-			ids = append(ids, e.ID)
-		}
-		got, err := getMany(ctx, st, ids)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, id := range ids {
-			if j, ok := got[id]; ok && match(&j) {
-				final = append(final, j)
-			}
-		}
-		examined += len(entries)
-		exhausted := len(entries) < page
-		if len(final) > want || exhausted || examined >= listScan {
-			more = more || len(final) > want || !exhausted
-			final = final[:min(len(final), want)]
-			break
-		}
-		after = entries[len(entries)-1].Key
-	}
-	return append(out, final...), more, nil
-}
-
-// readNew reads the jobs of ids that are not in read yet.
-func readNew(ctx context.Context, st jobsStore, ids []string, read map[string]jobs.Job) error {
-	var missing []string
-	for _, id := range ids {
-		if _, ok := read[id]; !ok {
-			missing = append(missing, id)
-		}
-	}
-	got, err := getMany(ctx, st, missing)
-	if err != nil {
-		return err
-	}
-	maps.Copy(read, got)
-	return nil
-}
-
-func getMany(ctx context.Context, st jobsStore, ids []string) (map[string]jobs.Job, error) {
-	if len(ids) == 0 {
-		return map[string]jobs.Job{}, nil
-	}
-	return st.GetMany(ctx, ids)
 }
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
@@ -456,25 +378,30 @@ func toJobJSON(j *jobs.Job) jobJSON {
 	return out
 }
 
-func printJobList(w io.Writer, table string, o listOptions, found []jobs.Job, more, asJSON bool) int {
+func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListPage, asJSON bool) int {
+	found, more := page.Jobs, page.More
 	if asJSON {
 		out := make([]jobJSON, 0, len(found))
 		for i := range found {
 			out = append(out, toJobJSON(&found[i]))
 		}
-		return printJSON(w, map[string]any{"table": table, "jobs": out, "more": more})
+		doc := map[string]any{"table": table, "jobs": out, "more": more}
+		if more {
+			doc["next_token"] = page.Token
+		}
+		return printJSON(w, doc)
 	}
 	what := "job"
-	if o.live {
+	if o.LiveOnly {
 		what = "live job"
 	}
-	if o.tenant != "" {
-		what += " of tenant " + o.tenant
+	if o.Tenant != "" {
+		what += " of tenant " + o.Tenant
 	}
 	if len(found) == 0 {
 		fmt.Fprintf(w, "no %s in table %s", what, table)
-		if !o.live && o.since > 0 {
-			fmt.Fprintf(w, " (final ones: those that ended within %v)", o.since)
+		if !o.LiveOnly && o.Since > 0 {
+			fmt.Fprintf(w, " (final ones: those that ended within %v)", o.Since)
 		}
 		fmt.Fprintln(w)
 		return 0
@@ -494,7 +421,8 @@ func printJobList(w io.Writer, table string, o listOptions, found []jobs.Job, mo
 	}
 	_ = tw.Flush()
 	if more {
-		fmt.Fprintf(w, "(there may be more: raise --limit (now %d), or narrow with --tenant, --live or --since)\n", o.limit)
+		fmt.Fprintf(w, "(there may be more: raise --limit (now %d), or narrow with --tenant, --live or --since)\n", o.Limit)
+		fmt.Fprintf(w, "next page: --starting-token %s\n", page.Token)
 	}
 	return 0
 }

@@ -99,9 +99,7 @@ type opener interface {
 type jobsStore interface {
 	Get(ctx context.Context, id string) (jobs.Job, error)
 	Cancel(ctx context.Context, req jobs.CancelRequest) (jobs.Job, error)
-	jobs.Lister
-	jobs.FinishedLister
-	jobs.BatchGetter
+	jobs.ListStore
 }
 
 var (

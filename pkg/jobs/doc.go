@@ -63,6 +63,9 @@
 //     table's sparse "finished" index holds exactly the final jobs, which
 //     FinishedLister lists in key order from a cursor, for the sweeper's
 //     check that each one's projection caught up.
+//   - List pages through both indexes for people (fifoworker jobs list):
+//     its token resumes strictly after the last entry a page examined, so a
+//     job that does not change meanwhile is shown exactly once.
 //   - Create is idempotent per (tenant, intent): one job and one command per
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.

@@ -102,53 +102,83 @@ func (s *DynamoStore) Nudge(ctx context.Context, req NudgeRequest) (Job, error) 
 	return s.transition(ctx, &req)
 }
 
-// Live implements Lister: one Query of the live index per shard and page.
-// Each shard is read oldest first until it has given limit jobs or has no
-// more before the cutoff; the shards' lists are merged and cut to limit.
-// The index projects the keys only (job_id, live_shard, updated_at), which
-// is all a listing returns.
+// Live implements Lister: LiveAfter from the start, without reading the
+// rest of a shard's last millisecond (the sweeper takes any limit jobs of
+// the oldest, and finds the others on its next run).
 func (s *DynamoStore) Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
+	return liveIDs(s.live(ctx, LivePosition{}, updatedBefore, limit, false))
+}
+
+// LiveAfter implements LivePager: one Query of the live index per shard
+// and page. Each shard is read oldest first until it has given limit jobs
+// after the position and every other job of the last one's millisecond
+// (the index orders a shard's jobs of one millisecond in no set way), or
+// has no more before the cutoff; the shards' lists are merged and cut to
+// limit. The index projects the keys only (job_id, live_shard,
+// updated_at), which is all a listing returns.
+func (s *DynamoStore) LiveAfter(ctx context.Context, after LivePosition, updatedBefore time.Time, limit int) ([]LivePosition, error) {
+	return s.live(ctx, after, updatedBefore, limit, true)
+}
+
+func (s *DynamoStore) live(ctx context.Context, after LivePosition, updatedBefore time.Time, limit int, exact bool) ([]LivePosition, error) {
 	if err := validateLimit(limit); err != nil {
 		return nil, err
 	}
-	var found []liveJob
+	last := updatedBefore.UnixMilli() - 1
+	if after.UpdatedAt > last {
+		return nil, nil // DynamoDB refuses a BETWEEN whose bounds are reversed
+	}
+	var found []LivePosition
 	for shard := range LiveShards {
-		got, err := s.liveShard(ctx, strconv.Itoa(shard), updatedBefore, limit)
+		got, err := s.liveShard(ctx, strconv.Itoa(shard), after, last, limit, exact)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: live: shard %d: %w", shard, err)
 		}
 		found = append(found, got...)
 	}
-	return oldest(found, limit), nil
+	return oldest(found, after, limit), nil
 }
 
-func (s *DynamoStore) liveShard(ctx context.Context, shard string, updatedBefore time.Time, limit int) ([]liveJob, error) {
+func (s *DynamoStore) liveShard(ctx context.Context, shard string, after LivePosition, last int64, limit int, exact bool) ([]LivePosition, error) {
 	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		IndexName:              aws.String(LiveIndex),
-		KeyConditionExpression: aws.String("#s = :s AND #u < :u"),
-		ExpressionAttributeNames: map[string]string{
-			"#s": attrLiveShard, "#u": attrUpdatedAt,
-		},
+		TableName:                aws.String(s.table),
+		IndexName:                aws.String(LiveIndex),
+		KeyConditionExpression:   aws.String("#s = :s AND #u < :u"),
+		ExpressionAttributeNames: map[string]string{"#s": attrLiveShard, "#u": attrUpdatedAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":s": str(shard), ":u": millis(updatedBefore),
+			":s": str(shard), ":u": num(last + 1),
 		},
 		ScanIndexForward: aws.Bool(true), // oldest first
 	}
-	var out []liveJob
-	for len(out) < limit {
-		in.Limit = aws.Int32(int32(min(limit-len(out), math.MaxInt32)))
+	if after != (LivePosition{}) {
+		in.KeyConditionExpression = aws.String("#s = :s AND #u BETWEEN :lo AND :hi")
+		delete(in.ExpressionAttributeValues, ":u")
+		in.ExpressionAttributeValues[":lo"], in.ExpressionAttributeValues[":hi"] = num(after.UpdatedAt), num(last)
+	}
+	var out []LivePosition
+	full := func() bool { return len(out) >= limit }
+	for !full() || exact {
+		n := limit - len(out)
+		if full() {
+			n = 100 // the rest of the last millisecond
+		}
+		in.Limit = aws.Int32(int32(min(n, math.MaxInt32)))
 		page, err := s.api.Query(ctx, in)
 		if err != nil {
 			return nil, err
 		}
 		for _, item := range page.Items {
 			d := &decoder{item: item}
-			j := liveJob{id: d.str(attrJobID), updatedAt: d.num(attrUpdatedAt)}
+			p := LivePosition{ID: d.str(attrJobID), UpdatedAt: d.num(attrUpdatedAt)}
 			if d.err != nil {
 				return nil, d.err
 			}
-			out = append(out, j)
+			if full() && p.UpdatedAt > out[len(out)-1].UpdatedAt {
+				return out, nil // past the last millisecond the shard gives
+			}
+			if p.compare(after) > 0 {
+				out = append(out, p)
+			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			break

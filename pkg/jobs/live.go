@@ -70,7 +70,27 @@ type BatchGetter interface {
 	GetMany(ctx context.Context, ids []string) (map[string]Job, error)
 }
 
+// LivePosition is a place in the live listing: a job's last transition
+// (epoch milliseconds) and its id. The zero value is before every job.
+type LivePosition struct {
+	UpdatedAt int64 // epoch ms
+	ID        string
+}
+
+// LivePager is Lister resumable at a position: what a listing for people
+// needs to go on where its last page ended. DynamoStore and MemoryStore
+// implement it, and jobstest.Run holds them to the same behaviour.
+type LivePager interface {
+	// LiveAfter is Live strictly after the position after (by last
+	// transition, then id), with each job's position. The listing is
+	// exact at the page's edge: of the jobs that share a millisecond,
+	// none is left out before one that sorts after it is given.
+	LiveAfter(ctx context.Context, after LivePosition, updatedBefore time.Time, limit int) ([]LivePosition, error)
+}
+
 var (
+	_ LivePager   = (*DynamoStore)(nil)
+	_ LivePager   = (*MemoryStore)(nil)
 	_ Lister      = (*DynamoStore)(nil)
 	_ Lister      = (*MemoryStore)(nil)
 	_ BatchGetter = (*DynamoStore)(nil)
@@ -93,22 +113,28 @@ func uniqueIDs(ids []string) ([]string, error) {
 	return out, nil
 }
 
-// liveJob is one entry of the live index.
-type liveJob struct {
-	id        string
-	updatedAt int64 // epoch ms
+func (p LivePosition) compare(q LivePosition) int {
+	return cmp.Or(cmp.Compare(p.UpdatedAt, q.UpdatedAt), cmp.Compare(p.ID, q.ID))
 }
 
-// oldest returns the ids of the first limit jobs, oldest first, ties by id.
-func oldest(found []liveJob, limit int) []string {
-	slices.SortFunc(found, func(a, b liveJob) int {
-		return cmp.Or(cmp.Compare(a.updatedAt, b.updatedAt), cmp.Compare(a.id, b.id))
-	})
-	ids := make([]string, 0, min(len(found), limit))
-	for _, j := range found[:min(len(found), limit)] {
-		ids = append(ids, j.id)
+// oldest returns the first limit jobs strictly after after, oldest first,
+// ties by id.
+func oldest(found []LivePosition, after LivePosition, limit int) []LivePosition {
+	found = slices.DeleteFunc(found, func(p LivePosition) bool { return p.compare(after) <= 0 })
+	slices.SortFunc(found, LivePosition.compare)
+	return found[:min(len(found), limit)]
+}
+
+// liveIDs is the ids of Live's answer.
+func liveIDs(found []LivePosition, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
 	}
-	return ids
+	ids := make([]string, 0, len(found))
+	for _, p := range found {
+		ids = append(ids, p.ID)
+	}
+	return ids, nil
 }
 
 func validateLimit(limit int) error {

@@ -94,6 +94,11 @@ func (s *MemoryStore) Nudge(ctx context.Context, req NudgeRequest) (Job, error) 
 // Live implements Lister. The memory store has no index: it lists what the
 // live index holds, every job that is not final.
 func (s *MemoryStore) Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
+	return liveIDs(s.LiveAfter(ctx, LivePosition{}, updatedBefore, limit))
+}
+
+// LiveAfter implements LivePager.
+func (s *MemoryStore) LiveAfter(ctx context.Context, after LivePosition, updatedBefore time.Time, limit int) ([]LivePosition, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("jobs: live: %w", err)
 	}
@@ -103,13 +108,13 @@ func (s *MemoryStore) Live(ctx context.Context, updatedBefore time.Time, limit i
 	cutoff := updatedBefore.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var found []liveJob
+	var found []LivePosition
 	for id, j := range s.jobs {
 		if !j.Status.Final() && j.UpdatedAt.UnixMilli() < cutoff {
-			found = append(found, liveJob{id: id, updatedAt: j.UpdatedAt.UnixMilli()})
+			found = append(found, LivePosition{ID: id, UpdatedAt: j.UpdatedAt.UnixMilli()})
 		}
 	}
-	return oldest(found, limit), nil
+	return oldest(found, after, limit), nil
 }
 
 // GetMany implements BatchGetter.

@@ -67,6 +67,7 @@ var suite = []struct {
 	{"NudgeRefusals", testNudgeRefusals},
 	{"LiveListsJobsThatAreNotFinalByLastUpdate", testLive},
 	{"FinishedListsFinalJobsByTheirFinalTransition", testFinished},
+	{"ListPagesShowEachJobOnce", testListPages},
 	{"GetManyReadsEachJobOnce", testGetMany},
 	{"HistoryIsLinearizable", testHistoryIsLinearizable},
 }

@@ -1,0 +1,63 @@
+package jobs_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// TestDynamoLiveAfterReadsTheWholeLastMillisecond: the index gives a
+// shard's jobs of one millisecond in no set order, so LiveAfter reads a
+// shard past its limit to the end of the last millisecond it gives; the
+// page then holds the first jobs by id, and the next page, after the
+// position, the rest, none skipped.
+func TestDynamoLiveAfterReadsTheWholeLastMillisecond(t *testing.T) {
+	t.Parallel()
+	// Shard "5": three jobs of one millisecond, the smallest id last, then
+	// one later job.
+	index := []jobs.LivePosition{{UpdatedAt: 100, ID: "job-c"}, {UpdatedAt: 100, ID: "job-b"}, {UpdatedAt: 100, ID: "job-a"}, {UpdatedAt: 200, ID: "job-d"}}
+	api := &fakeDynamo{t: t, query: func(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+		out := &dynamodb.QueryOutput{}
+		if in.ExpressionAttributeValues[":s"].(*types.AttributeValueMemberS).Value != "5" {
+			return out, nil
+		}
+		lo := int64(0)
+		if v, ok := in.ExpressionAttributeValues[":lo"]; ok {
+			lo = must(strconv.ParseInt(v.(*types.AttributeValueMemberN).Value, 10, 64))
+		}
+		start := 0
+		if in.ExclusiveStartKey != nil {
+			start = must(strconv.Atoi(in.ExclusiveStartKey["i"].(*types.AttributeValueMemberN).Value))
+		}
+		for i := start; i < len(index) && len(out.Items) < int(aws.ToInt32(in.Limit)); i++ {
+			if p := index[i]; p.UpdatedAt >= lo {
+				out.Items = append(out.Items, map[string]types.AttributeValue{
+					"job_id": &types.AttributeValueMemberS{Value: p.ID}, "live_shard": &types.AttributeValueMemberS{Value: "5"},
+					"updated_at": &types.AttributeValueMemberN{Value: fmt.Sprint(p.UpdatedAt)},
+				})
+			}
+			if i+1 < len(index) {
+				out.LastEvaluatedKey = map[string]types.AttributeValue{"i": &types.AttributeValueMemberN{Value: fmt.Sprint(i + 1)}}
+			} else {
+				out.LastEvaluatedKey = nil
+			}
+		}
+		return out, nil
+	}}
+	store := jobs.NewDynamoStore(api, "jobs")
+	before := time.UnixMilli(1000)
+	first, err := store.LiveAfter(t.Context(), jobs.LivePosition{}, before, 1)
+	require.NoError(t, err)
+	require.Equal(t, []jobs.LivePosition{{UpdatedAt: 100, ID: "job-a"}}, first)
+	rest, err := store.LiveAfter(t.Context(), first[0], before, 10)
+	require.NoError(t, err)
+	require.Equal(t, []jobs.LivePosition{{UpdatedAt: 100, ID: "job-b"}, {UpdatedAt: 100, ID: "job-c"}, {UpdatedAt: 200, ID: "job-d"}}, rest)
+}
