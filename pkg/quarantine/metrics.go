@@ -56,10 +56,11 @@ func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) 
 	}
 }
 
-// LogHeldGroups logs the number of held groups of queue as an EMF record
-// (see LoggedBatchMetrics).
-func LogHeldGroups(ctx context.Context, log *slog.Logger, queue string, held int) {
-	heldRecord(queue, held, time.Now()).Log(ctx, log, "quarantine: held groups")
+// LogHeldGroups logs the number of held groups of queue, counted at now,
+// as an EMF record (see LoggedBatchMetrics): the caller's clock stamps it,
+// as HeldGroups', so a gauge and the run that measured it agree.
+func LogHeldGroups(ctx context.Context, log *slog.Logger, queue string, held int, now time.Time) {
+	heldRecord(queue, held, now).Log(ctx, log, "quarantine: held groups")
 }
 
 // HeldGroups writes the number of held groups of queue as one EMF line.

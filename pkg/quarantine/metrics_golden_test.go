@@ -45,7 +45,7 @@ func TestTheQuarantinesEMFRecordsAreUnchanged(t *testing.T) {
 		logged := quarantine.LoggedBatchMetrics(log, "events.fifo")
 		logged(batch(fifo.Parked))
 		logged(batch(fifo.Succeeded))
-		quarantine.LogHeldGroups(context.Background(), log, "commands.fifo", 0)
+		quarantine.LogHeldGroups(context.Background(), log, "commands.fifo", 0, time.Now())
 		require.Equal(t, ``+
 			`{"time":"2000-01-01T00:00:00Z","level":"INFO","msg":"quarantine: metrics","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"MessagesParked","Unit":"Count"},{"Name":"MessagesDropped","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":946684800000},"Queue":"events.fifo","MessagesParked":1,"MessagesDropped":0}`+"\n"+
 			`{"time":"2000-01-01T00:00:00Z","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":946684800000},"Queue":"commands.fifo","HeldGroups":0}`+"\n",

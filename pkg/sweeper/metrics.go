@@ -52,7 +52,7 @@ func (r *run) countHeld() {
 			r.log.ErrorContext(r.ctx, "sweep: count the held groups", "queue", q, "error", err)
 			continue
 		}
-		quarantine.LogHeldGroups(r.ctx, r.log, q, len(holds))
+		quarantine.LogHeldGroups(r.ctx, r.log, q, len(holds), r.now)
 	}
 }
 

@@ -60,8 +60,8 @@ func TestTheSweepersEMFRecordsAreUnchanged(t *testing.T) {
 	_, err = limited.Run(b.ctx, sweeper.Options{})
 	require.NoError(t, err)
 	require.Equal(t, ``+
-		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":WALL},"Queue":"stack-commands.fifo","HeldGroups":1}`+"\n"+
-		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":WALL},"Queue":"stack-events.fifo","HeldGroups":0}`+"\n"+
+		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":CLOCK},"Queue":"stack-commands.fifo","HeldGroups":1}`+"\n"+
+		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":CLOCK},"Queue":"stack-events.fifo","HeldGroups":0}`+"\n"+
 		`{"time":"T","level":"INFO","msg":"sweep: metrics","_aws":{"CloudWatchMetrics":[{"Dimensions":[["FunctionName"]],"Metrics":[{"Name":"RepairLagSeconds","Unit":"Seconds"},{"Name":"RecheckLagSeconds","Unit":"Seconds"},{"Name":"UnmeasuredGauges","Unit":"Count"}],"Namespace":"fifoworker/sweeper"}],"Timestamp":CLOCK},"FunctionName":"stack-sweeper","RepairLagSeconds":240,"RecheckLagSeconds":0,"UnmeasuredGauges":0}`+"\n",
 		goldenMetricLines(b.logs.String(), b.clock.Now()))
 
@@ -73,7 +73,7 @@ func TestTheSweepersEMFRecordsAreUnchanged(t *testing.T) {
 	_, err = failing.Run(b.ctx, sweeper.Options{})
 	require.Error(t, err)
 	require.Equal(t, ``+
-		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":WALL},"Queue":"stack-commands.fifo","HeldGroups":1}`+"\n"+
+		`{"time":"T","level":"INFO","msg":"quarantine: held groups","_aws":{"CloudWatchMetrics":[{"Dimensions":[["Queue"]],"Metrics":[{"Name":"HeldGroups","Unit":"Count"}],"Namespace":"fifoworker/quarantine"}],"Timestamp":CLOCK},"Queue":"stack-commands.fifo","HeldGroups":1}`+"\n"+
 		`{"time":"T","level":"INFO","msg":"sweep: metrics","_aws":{"CloudWatchMetrics":[{"Dimensions":[["FunctionName"]],"Metrics":[{"Name":"RecheckLagSeconds","Unit":"Seconds"},{"Name":"UnmeasuredGauges","Unit":"Count"}],"Namespace":"fifoworker/sweeper"}],"Timestamp":CLOCK},"FunctionName":"stack-sweeper","RecheckLagSeconds":0,"UnmeasuredGauges":2}`+"\n",
 		goldenMetricLines(b.logs.String()[since:], b.clock.Now()))
 }
