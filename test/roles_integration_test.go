@@ -37,6 +37,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/outbox"
 	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
 
 // exemptServices are the services whose grants no recorded request shows:
@@ -453,7 +454,7 @@ func (r *rolesRun) projectorPaths(id string) {
 		msg(1, `{"type":"not.an.event"}`, pad), msg(2, delivered[0].Body, nil), msg(3, last.Body, nil),
 	}}, &resp))
 	require.Empty(t, resp.BatchItemFailures, "parked messages are acknowledged")
-	out := &capturedSends{}
+	out := &quarantinetest.Sends{}
 	op := r.operator("EventsQueue", out)
 	h, err := op.Store.Hold(t.Context(), op.Queue, id)
 	require.NoError(t, err)
@@ -462,9 +463,9 @@ func (r *rolesRun) projectorPaths(id string) {
 	require.NoError(t, err)
 	_, err = op.Redrive(t.Context(), id, false)
 	require.NoError(t, err)
-	require.Len(t, out.ins, 2, "the two events behind the discarded one")
+	require.Len(t, out.Inputs, 2, "the two events behind the discarded one")
 	var copies []events.SQSMessage
-	for i, in := range out.ins {
+	for i, in := range out.Inputs {
 		s := strconv.Itoa(seq + 10 + i)
 		copies = append(copies, events.SQSMessage{
 			MessageId: "roles-copy-" + s, Body: aws.ToString(in.MessageBody), EventSourceARN: arn,
@@ -492,17 +493,4 @@ func sqsAttributes(in map[string]sqstypes.MessageAttributeValue) map[string]even
 		out[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
 	return out
-}
-
-// capturedSends keeps what a redrive sends instead of sending it.
-type capturedSends struct {
-	mu  sync.Mutex
-	ins []*sqs.SendMessageInput
-}
-
-func (c *capturedSends) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ins = append(c.ins, in)
-	return &sqs.SendMessageOutput{}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
 
 const unitARN = "arn:aws:sqs:eu-west-1:123456789012:unit.fifo"
@@ -30,19 +30,6 @@ func unitMsg(g string, n int, body string) events.SQSMessage {
 			"MessageGroupId": g, "SequenceNumber": seq, "MessageDeduplicationId": "d-" + seq, "ApproximateReceiveCount": "1",
 		},
 	}
-}
-
-// sent records what a redrive sends.
-type sent struct {
-	mu  sync.Mutex
-	ins []*sqs.SendMessageInput
-}
-
-func (s *sent) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ins = append(s.ins, in)
-	return &sqs.SendMessageOutput{}, nil
 }
 
 // asCopy is what the queue delivers for a sent copy: a new message of the
@@ -59,14 +46,14 @@ func asCopy(in *sqs.SendMessageInput, id string, seq int) events.SQSMessage {
 
 // holdTwo parks g-1 (failed for good) and g-2 behind it, and begins a
 // redrive: the group drains under epoch 1, and the two copies are sent.
-func holdTwo(t *testing.T) (*quarantine.MemoryStore, *quarantine.Quarantine, *sent) {
+func holdTwo(t *testing.T) (*quarantine.MemoryStore, *quarantine.Quarantine, *quarantinetest.Sends) {
 	t.Helper()
 	store := quarantine.NewMemoryStore()
 	q := quarantine.New(store, unitARN)
 	m1, m2 := unitMsg("g", 1, "one"), unitMsg("g", 2, "two")
 	_, err := q.Park(t.Context(), "g", []*events.SQSMessage{&m1, &m2}, errors.New("boom"), true)
 	require.NoError(t, err)
-	out := &sent{}
+	out := &quarantinetest.Sends{}
 	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
 	rep, err := op.Redrive(t.Context(), "g", false)
 	require.NoError(t, err)
@@ -82,7 +69,7 @@ func holdTwo(t *testing.T) (*quarantine.MemoryStore, *quarantine.Quarantine, *se
 func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 	t.Parallel()
 	_, q, out := holdTwo(t)
-	genuine := asCopy(out.ins[1], "copy-2", 2001)
+	genuine := asCopy(out.Inputs[1], "copy-2", 2001)
 	c, ok := quarantine.ParseCopy(&genuine)
 	require.True(t, ok)
 
@@ -109,7 +96,7 @@ func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 		ran = append(ran, m.MessageId)
 		return nil
 	}, fifo.WithQuarantine(q, 3))
-	first := asCopy(out.ins[0], "copy-1", 2000)
+	first := asCopy(out.Inputs[0], "copy-1", 2000)
 	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{forgedNoNonce, first, genuine}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -142,7 +129,7 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 		return nil
 	}, fifo.WithQuarantine(q, 3))
 	later := unitMsg("g", 7, "seven") // sent after the redrive began
-	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.ins[1], "copy-2", 2001), later}})
+	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.Inputs[1], "copy-2", 2001), later}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Empty(t, ran)
@@ -156,7 +143,7 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 
 	// The lost copy turns up late (an operator moved it back from the
 	// dead-letter queue): its epoch is over, it is dropped.
-	resp, err = p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.ins[0], "copy-1", 2002)}})
+	resp, err = p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.Inputs[0], "copy-1", 2002)}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Empty(t, ran)
@@ -166,7 +153,7 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Sent)
 	var copies []events.SQSMessage
-	for i, in := range out.ins[2:] {
+	for i, in := range out.Inputs[2:] {
 		copies = append(copies, asCopy(in, fmt.Sprintf("again-%d", i), 3000+i))
 	}
 	resp, err = p.Process(t.Context(), events.SQSEvent{Records: copies})
@@ -183,7 +170,7 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 func TestLateDuplicatesAreDropped(t *testing.T) {
 	t.Parallel()
 	store, q, out := holdTwo(t)
-	c1, c2 := asCopy(out.ins[0], "copy-1", 2000), asCopy(out.ins[1], "copy-2", 2001)
+	c1, c2 := asCopy(out.Inputs[0], "copy-1", 2000), asCopy(out.Inputs[1], "copy-2", 2001)
 	_, err := q.Done(t.Context(), "g", &c1)
 	require.NoError(t, err)
 	view, err := q.Check(t.Context(), []*events.SQSMessage{&c1})
@@ -222,15 +209,15 @@ func TestARedriveBegunWhileACopyRunsDoesNotRunItTwice(t *testing.T) {
 		}
 		return nil
 	}, fifo.WithQuarantine(q, 3))
-	c1 := asCopy(out.ins[0], "copy-1", 2000)
+	c1 := asCopy(out.Inputs[0], "copy-1", 2000)
 	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{c1}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "the copy's Done lands under the later epoch")
-	require.Len(t, out.ins, 4, "the second redrive sent both again")
+	require.Len(t, out.Inputs, 4, "the second redrive sent both again")
 
 	// What the queue holds now, in order: epoch 1's copy of two, then
 	// epoch 2's copies of one and two.
-	batch := []events.SQSMessage{asCopy(out.ins[1], "copy-2", 2001), asCopy(out.ins[2], "copy-1b", 2002), asCopy(out.ins[3], "copy-2b", 2003)}
+	batch := []events.SQSMessage{asCopy(out.Inputs[1], "copy-2", 2001), asCopy(out.Inputs[2], "copy-1b", 2002), asCopy(out.Inputs[3], "copy-2b", 2003)}
 	resp, err = p.Process(t.Context(), events.SQSEvent{Records: batch})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)

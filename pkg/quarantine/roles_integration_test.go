@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/testenv"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
 
 // quarantineActions records the IAM actions a DynamoDB client's requests
@@ -143,15 +144,15 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	require.Len(t, held, 1)
 	gauge := gaugeRec.take()
 
-	out := &sent{}
+	out := &quarantinetest.Sends{}
 	op := &quarantine.Operator{Store: quarantine.NewDynamoStore(b.client, b.table), Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
 	redrive := func() []events.SQSMessage {
 		t.Helper()
-		from := len(out.ins)
+		from := len(out.Inputs)
 		_, err := op.Redrive(t.Context(), "g", false)
 		require.NoError(t, err)
 		var copies []events.SQSMessage
-		for i, in := range out.ins[from:] {
+		for i, in := range out.Inputs[from:] {
 			copies = append(copies, asCopy(in, fmt.Sprintf("copy-%d-%d", from, i), 5000+from+i))
 		}
 		return copies
