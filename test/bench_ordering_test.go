@@ -19,8 +19,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"

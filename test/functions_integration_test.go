@@ -17,13 +17,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
 )
 
 // Each function's built bootstrap, under the runtime interface emulator

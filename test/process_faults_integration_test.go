@@ -22,11 +22,11 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -67,7 +67,7 @@ func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
 	logDir := t.TempDir()
 	k := &killer{
 		table: deployed.Resources["JobsTable"],
-		// The demo's running example and poison job (internal/demo's
+		// The demo's running example and poison job (internal/dev/demo's
 		// intents): the first has its own held accept, the second runs
 		// only when redriven.
 		example:   jobs.DeriveJobID("t-1", "export-intent-7"),

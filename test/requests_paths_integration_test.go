@@ -20,16 +20,16 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
@@ -295,7 +295,7 @@ func TestRequestsPerJobOnACancel(t *testing.T) {
 
 // The takeover of the running example, timed down: worker A claims the job
 // (generation 1), runs the export and writes its candidate, and its accept
-// is held on its way to DynamoDB (internal/pipeline's DelayProxy) until A's
+// is held on its way to DynamoDB (internal/dev/pipeline's DelayProxy) until A's
 // invocation has ended; its lease (the invocation's deadline plus the
 // 5 s skew) runs out, the command comes back after the queue's visibility
 // timeout, and worker B takes over as generation 2 and wins. Then A's

@@ -9,13 +9,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
-// runDemo is `fifoworker demo`: internal/demo on a fresh stack named
+// runDemo is `fifoworker demo`: internal/dev/demo on a fresh stack named
 // "demo", stopped afterwards. Its last line is the summary as JSON; the exit
 // status is 0 only when every invariant held.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 )
 
 // TestDeployKeepsTheEnvFileOfARunningServe: `local deploy` on the stack a

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 const localUsage = `usage: fifoworker local <up|down|status|env|deploy|run|serve> [flags]

@@ -26,9 +26,9 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
 // fakeOpener gives the commands memory stores and records what they asked

@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fifoworker/fifoworker/internal/demo"
-	"github.com/fifoworker/fifoworker/internal/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 // serveTenants are the tenants `local serve` seeds articles for and prints

@@ -17,10 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/pipeline"
-	"github.com/fifoworker/fifoworker/internal/testenv"
-	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 )
 
 // testStack is the stack the test run was given (make test's local run

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/sdkhttp"
 )
 
 // serveStack is the stack `fifoworker local serve` starts unless --name

@@ -17,9 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/internal/testenv"
-	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 )
 
 // buildCLI builds this command into a directory of the test's own.

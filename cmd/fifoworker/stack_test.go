@@ -13,8 +13,8 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/localstack"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 )
 
 // withStacks gives the test's environment local stacks with env files:

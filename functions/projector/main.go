@@ -1,5 +1,5 @@
 // Command projector is the Lambda function that consumes the events queue
-// into the job views and tenant totals (pkg/projection), one lane per job
+// into the job views and tenant totals (internal/app/projection), one lane per job
 // (pkg/fifo): wired by internal/lambdawire.Projector, which names its
 // settings.
 package main

@@ -1,5 +1,5 @@
 // Command relay is the Lambda function that publishes the Jobs table's
-// outbox, its stream, to the commands and events FIFO queues: pkg/outbox,
+// outbox, its stream, to the commands and events FIFO queues: internal/app/outbox,
 // wired by internal/lambdawire.Relay.
 package main
 

@@ -1,6 +1,6 @@
 // Command worker is the Lambda function that consumes the commands queue:
 // each job.run command is claimed, run by the articles export and accepted
-// (pkg/worker), one lane per job (pkg/fifo). Wired by
+// (internal/app/worker), one lane per job (pkg/fifo). Wired by
 // internal/lambdawire.Worker, which names its settings.
 package main
 

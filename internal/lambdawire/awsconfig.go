@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/fifoworker/fifoworker/internal/sdkhttp"
+	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 )
 
 // AWSConfig reads the SDK configuration a function runs with from its

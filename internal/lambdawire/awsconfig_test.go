@@ -20,7 +20,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/sdkhttp"
+	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 )
 
 // onlyEnv leaves the process exactly the AWS_ variables of env (the test's
@@ -87,7 +87,7 @@ func TestAWSConfigIsTheSDKLoadersForTheFunctionsEnvironments(t *testing.T) {
 
 			// The functions' HTTP client is the one the SDK's clients make
 			// when the loader leaves it unset, its request bodies guarded
-			// (internal/sdkhttp).
+			// (internal/base/sdkhttp).
 			require.Nil(t, want.HTTPClient)
 			require.Equal(t, "sdkhttp.guardedClient", fmt.Sprintf("%T", got.HTTPClient))
 			require.IsType(t, awshttp.NewBuildableClient(), sdkhttp.Unguarded(got.HTTPClient))

@@ -13,14 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/app/worker"
+	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
-	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
-	"github.com/fifoworker/fifoworker/pkg/worker"
-	"github.com/fifoworker/fifoworker/pkg/worker/articles"
 )
 
 // Builder builds a function's handler from its settings. The function's
@@ -61,7 +61,7 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
 }
 
-// Intake is the jobs API (pkg/intake), checking specs with the reference
+// Intake is the jobs API (internal/app/intake), checking specs with the reference
 // task's validator (the worker's). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
 // TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
 func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
@@ -97,7 +97,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	return h.Handle, nil
 }
 
-// Relay publishes the Jobs table's stream (pkg/outbox). Settings:
+// Relay publishes the Jobs table's stream (internal/app/outbox). Settings:
 // COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL.
 func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	commands := env.String("COMMANDS_QUEUE_URL")
@@ -114,7 +114,7 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 }
 
 // Projector consumes the events queue into job views and tenant totals
-// (pkg/projection), one lane per job (pkg/fifo), under the events queue's
+// (internal/app/projection), one lane per job (pkg/fifo), under the events queue's
 // quarantine. Settings: VIEWS_TABLE, TOTALS_TABLE, JOBS_TABLE (recovery
 // reads it), RECOVER_AFTER_RECEIVES (default 3), and the quarantine's (see
 // quarantined).
@@ -140,7 +140,7 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
-// by the articles export and accepted (pkg/worker), one lane per job
+// by the articles export and accepted (internal/app/worker), one lane per job
 // (pkg/fifo), under the commands queue's quarantine. Settings: JOBS_TABLE,
 // ARTICLES_TABLE, CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, at most
 // the commands queue's maxReceiveCount - 1), the spool's

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/internal/app/intake"
 )
 
 // TestIntakeRefusesASpecTheWorkersTaskCannotRun: the intake function is

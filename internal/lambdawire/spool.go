@@ -8,7 +8,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
-// The worker's spool settings (see pkg/worker's "The spool").
+// The worker's spool settings (see internal/app/worker's "The spool").
 const (
 	// DefaultMaxCandidateBytes is MAX_CANDIDATE_BYTES when it is not set:
 	// template.yaml's MaxCandidateBytes default, 128 MiB.

@@ -9,16 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
 // Bounds of the sweeper's settings. The lower ones are short enough for a
 // demonstration (a grace of a second); none is needed for safety, which
-// the deletion rules give (pkg/sweeper).
+// the deletion rules give (internal/app/sweeper).
 const (
 	minSweepDuration = time.Second
 	maxSweepGrace    = 365 * 24 * time.Hour
@@ -42,7 +42,7 @@ const (
 const DefaultRepairBudget = 45 * time.Second
 
 // Sweeper deletes orphan candidates, nudges stuck jobs and repairs the
-// projections of final jobs whose last event was lost (pkg/sweeper), once
+// projections of final jobs whose last event was lost (internal/app/sweeper), once
 // per scheduled invocation; its input is sweeper.Options (the schedule's
 // constant {"dry_run": false}) and its result the sweeper.Report.
 // Settings: JOBS_TABLE, CANDIDATES_BUCKET (the cursors are kept there, at

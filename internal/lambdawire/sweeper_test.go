@@ -7,8 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/samtemplate"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
@@ -58,7 +58,7 @@ func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
 // names and dimension are the package's, and the dimension's value is the
 // function's name, which Lambda gives the function as
 // AWS_LAMBDA_FUNCTION_NAME. (How they treat a missing gauge is
-// internal/samtemplate's TestTemplateGaugeAlarmsBreachWhenTheGaugeIsMissing.)
+// internal/dev/samtemplate's TestTemplateGaugeAlarmsBreachWhenTheGaugeIsMissing.)
 func TestTemplateAlarmsOnTheSweepersGauges(t *testing.T) {
 	t.Parallel()
 	tpl, err := samtemplate.Load("../../template.yaml")

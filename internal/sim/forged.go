@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 )
 
 // forgeEvent sends into a job's events group an event the relay never

@@ -68,14 +68,14 @@ var mutants = []mutant{
 	},
 	{
 		// A view takes any snapshot, older ones included.
-		name: "projection-view-not-version-gated", file: "pkg/projection/projection.go", fn: "viewNewer",
+		name: "projection-view-not-version-gated", file: "internal/app/projection/projection.go", fn: "viewNewer",
 		old:    "return !ok || held < v",
 		new:    "return true",
 		within: 10,
 	},
 	{
 		// The relay's codec gives an event the job's progress as its delta.
-		name: "outbox-delta-is-the-progress", file: "pkg/outbox/message.go", fn: "FromTransition",
+		name: "outbox-delta-is-the-progress", file: "internal/app/outbox/message.go", fn: "FromTransition",
 		old:    "Delta: cur.Progress - before,",
 		new:    "Delta: cur.Progress + 0*before,",
 		within: 10,
@@ -83,7 +83,7 @@ var mutants = []mutant{
 	{
 		// The totals count an event's delta without checking it against
 		// the cursor's progress: a forged delta is counted for good.
-		name: "projection-delta-unchecked", file: "pkg/projection/projection.go", fn: "follows",
+		name: "projection-delta-unchecked", file: "internal/app/projection/projection.go", fn: "follows",
 		old:    "return cur.Progress == v.Progress-delta && !cur.Status.Final()",
 		new:    "return !cur.Status.Final()",
 		within: 300,
@@ -93,7 +93,7 @@ var mutants = []mutant{
 		// final cursor was known to end its job: a forged one waits for a
 		// predecessor that never comes, parked, and a redrive of its
 		// group, whose copies a later redrive supersedes, cannot drain.
-		name: "projection-gap-past-a-final-cursor", file: "pkg/projection/projection.go", fn: "judge",
+		name: "projection-gap-past-a-final-cursor", file: "internal/app/projection/projection.go", fn: "judge",
 		old:    "case v.Version > cur.Version+1 && !cur.Status.Final():",
 		new:    "case v.Version > cur.Version+1:",
 		within: 300,
@@ -102,7 +102,7 @@ var mutants = []mutant{
 		// The sweeper repairs only projections behind their job, as it
 		// did before forged events were considered: a view or cursor a
 		// forged event moved ahead stays there.
-		name: "sweeper-repairs-only-what-is-behind", file: "pkg/sweeper/repair.go", fn: "repair",
+		name: "sweeper-repairs-only-what-is-behind", file: "internal/app/sweeper/repair.go", fn: "repair",
 		old:    "\tif lag.InStep() {",
 		new:    "\tif !lag.Behind() {",
 		within: 300,
@@ -110,7 +110,7 @@ var mutants = []mutant{
 	{
 		// The sweeper deletes a final job's result like any other
 		// candidate of its job.
-		name: "sweeper-deletes-results", file: "pkg/sweeper/sweeper.go", fn: "judge",
+		name: "sweeper-deletes-results", file: "internal/app/sweeper/sweeper.go", fn: "judge",
 		old:    "\tcase j.Status.Final() && j.Result.Key == e.Key.String():",
 		new:    "\tcase false && j.Status.Final() && j.Result.Key == e.Key.String():",
 		within: 10,

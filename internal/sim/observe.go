@@ -9,10 +9,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
 )
 
 // record is one stream record: a transition's old and new image.

@@ -11,11 +11,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/fifoworker/fifoworker/pkg/intake"
+	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/outbox"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
 )
 
 var tenants = []string{"t-1", "t-2", "t-3"}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
-	"github.com/fifoworker/fifoworker/pkg/worker"
 )
 
 // task is the worker's Task in the simulation. Its output is determined by

@@ -12,15 +12,15 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
-	"github.com/fifoworker/fifoworker/pkg/intake"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/projection"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
-	"github.com/fifoworker/fifoworker/pkg/sweeper"
-	"github.com/fifoworker/fifoworker/pkg/worker"
 )
 
 // The deployment the simulation runs: template.yaml's defaults.

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/checksum"
+	"github.com/fifoworker/fifoworker/internal/base/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 

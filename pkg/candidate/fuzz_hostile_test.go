@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/checksum"
+	"github.com/fifoworker/fifoworker/internal/base/checksum"
 )
 
 // FuzzInfoFrom: an object's metadata, which anyone who can write to the

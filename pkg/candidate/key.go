@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fifoworker/fifoworker/internal/ids"
+	"github.com/fifoworker/fifoworker/internal/base/ids"
 )
 
 // Prefix is the part of every candidate key before the job id.

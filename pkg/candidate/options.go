@@ -16,7 +16,7 @@ const (
 	// DefaultConflictBackoff is the wait before the first retry after a
 	// 409; each further retry waits about twice as long, at most
 	// maxConflictBackoff, and the upper half of each wait is random
-	// (internal/backoff).
+	// (internal/base/backoff).
 	DefaultConflictBackoff = 50 * time.Millisecond
 	maxConflictBackoff     = 2 * time.Second
 	spoolBufferSize        = 64 << 10

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/fifoworker/fifoworker/internal/checksum"
+	"github.com/fifoworker/fifoworker/internal/base/checksum"
 )
 
 // S3API is the part of the S3 client a Store calls; *s3.Client has it.

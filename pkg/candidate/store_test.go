@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/checksum"
+	"github.com/fifoworker/fifoworker/internal/base/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 )

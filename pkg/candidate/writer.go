@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // Result describes a stored candidate: what the job store records when it

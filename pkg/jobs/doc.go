@@ -143,7 +143,7 @@
 //   - A command that reaches the dead-letter queue must not strand its job,
 //     nor may one lost with a stream record that expired before the relay
 //     sent it (a stream keeps records for 24 hours). The sweeper
-//     (pkg/sweeper) finds live jobs unchanged for longer than a threshold
+//     (internal/app/sweeper) finds live jobs unchanged for longer than a threshold
 //     (Lister.Live, through the live index) and nudges them (Store.Nudge):
 //     a pending job, or a running job whose lease has ended, gets a fenced
 //     transition, conditional on the status, generation and version the

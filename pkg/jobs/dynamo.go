@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:

@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/fifoworker/fifoworker/internal/ids"
+	"github.com/fifoworker/fifoworker/internal/base/ids"
 )
 
 // Status is where a job is in its life: pending → running → completed,

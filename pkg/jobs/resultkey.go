@@ -8,7 +8,7 @@ import (
 // The one rule in this package for the key of an attempt's candidate,
 // candidates/<job_id>/g<generation, 10 digits>/<attempt_id>.<ext>: the form
 // candidate.Key.String writes (pkg/candidate, which this package must not
-// import). A test in pkg/worker holds the two to the same keys, so a change
+// import). A test in internal/app/worker holds the two to the same keys, so a change
 // to either fails it.
 const (
 	resultKeyPrefix           = "candidates/"

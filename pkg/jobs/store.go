@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fifoworker/fifoworker/internal/checksum"
+	"github.com/fifoworker/fifoworker/internal/base/checksum"
 )
 
 // Store is the arbiter of job state. Every method is one atomic decision:

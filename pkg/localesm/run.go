@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // Defaults shared by both mappings.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // SQSAPI is the part of the SQS client an SQSMapping uses.

@@ -16,7 +16,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client a StreamMapping uses.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/fifoworker/fifoworker/internal/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 )
 
 // DynamoAPI is the part of the DynamoDB client DynamoStore calls:
@@ -31,7 +31,7 @@ type DynamoAPI interface {
 var _ DynamoAPI = (*dynamodb.Client)(nil)
 
 // The quarantine table's layout, which template.yaml's QuarantineTable
-// declares (internal/samtemplate's tests hold the two together). See the
+// declares (internal/dev/samtemplate's tests hold the two together). See the
 // package documentation for what each item holds.
 const (
 	// KeyHold is the partition key (S): "<queue>#<group>", so a group's

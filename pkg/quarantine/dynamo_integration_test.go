@@ -16,7 +16,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/testenv"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )

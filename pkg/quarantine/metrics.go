@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fifoworker/fifoworker/internal/emf"
+	"github.com/fifoworker/fifoworker/internal/base/emf"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 )
 

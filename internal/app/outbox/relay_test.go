@@ -1,0 +1,331 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+const (
+	commandsURL = "http://127.0.0.1/000000000000/fifoworker-commands.fifo"
+	eventsURL   = "http://127.0.0.1/000000000000/fifoworker-events.fifo"
+)
+
+// jobImage is a stream image of j in the Jobs table's item layout.
+func jobImage(j jobs.Job) map[string]events.DynamoDBAttributeValue {
+	n := func(v int64) events.DynamoDBAttributeValue {
+		return events.NewNumberAttribute(strconv.FormatInt(v, 10))
+	}
+	img := map[string]events.DynamoDBAttributeValue{
+		"job_id": events.NewStringAttribute(j.ID), "intent_id": events.NewStringAttribute(j.IntentID),
+		"tenant": events.NewStringAttribute(j.Tenant), "status": events.NewStringAttribute(string(j.Status)),
+		"generation": n(j.Generation), "version": n(j.Version), "progress": n(j.Progress),
+		"created_at": n(j.CreatedAt.UnixMilli()), "updated_at": n(j.UpdatedAt.UnixMilli()),
+		"outbox": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
+			"id": events.NewStringAttribute(j.Outbox.ID), "type": events.NewStringAttribute(j.Outbox.Type),
+			"version": n(j.Outbox.Version), "payload": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{}),
+		}),
+	}
+	if j.Result.Key != "" {
+		img["result_key"] = events.NewStringAttribute(j.Result.Key)
+		img["result_sha256"] = events.NewStringAttribute(j.Result.SHA256)
+		img["result_size"] = n(j.Result.Size)
+	}
+	return img
+}
+
+// history is the stream of one job: creation, then one transition per
+// event type given.
+func history(id string, types ...string) []events.DynamoDBEventRecord {
+	j := jobs.Job{ID: id, IntentID: "intent-" + id, Tenant: "t-1", Status: jobs.StatusPending, CreatedAt: t0, UpdatedAt: t0,
+		Outbox: jobs.Message{ID: jobs.OutboxID(id, 0), Type: jobs.MessageRun}}
+	recs := []events.DynamoDBEventRecord{record("INSERT", id, nil, &j)}
+	for _, typ := range types {
+		prev := j
+		j.Version++
+		j.Status = jobs.StatusRunning
+		j.Progress += 10
+		j.Outbox = jobs.Message{ID: jobs.OutboxID(id, j.Version), Type: typ, Version: j.Version}
+		if typ == jobs.EventCompleted {
+			j.Status = jobs.StatusCompleted
+		}
+		cur := j
+		recs = append(recs, record("MODIFY", id, &prev, &cur))
+	}
+	return recs
+}
+
+var seq atomic.Int64
+
+func record(name, id string, prev, cur *jobs.Job) events.DynamoDBEventRecord {
+	n := seq.Add(1)
+	r := events.DynamoDBEventRecord{EventName: name, EventID: fmt.Sprint(n), Change: events.DynamoDBStreamRecord{
+		SequenceNumber: fmt.Sprintf("%021d", n),
+		Keys:           map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute(id)},
+	}}
+	if prev != nil {
+		r.Change.OldImage = jobImage(*prev)
+	}
+	if cur != nil {
+		r.Change.NewImage = jobImage(*cur)
+	}
+	return r
+}
+
+// fakeSQS records sends and fails the entries fail says to.
+type fakeSQS struct {
+	mu    sync.Mutex
+	calls []*sqs.SendMessageBatchInput
+	fail  func(url string, e types.SendMessageBatchRequestEntry) error // nil: accept
+	sent  map[string][]string                                          // queue -> dedup ids, in send order
+}
+
+func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, in)
+	if f.sent == nil {
+		f.sent = map[string][]string{}
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	url := aws.ToString(in.QueueUrl)
+	for _, e := range in.Entries {
+		if f.fail != nil {
+			if err := f.fail(url, e); err != nil {
+				if err.Error() == "whole call" {
+					return nil, err
+				}
+				out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String(err.Error())})
+				continue
+			}
+		}
+		f.sent[url] = append(f.sent[url], aws.ToString(e.MessageDeduplicationId))
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func newRelay(f *fakeSQS) *outbox.Relay { return outbox.NewRelay(f, commandsURL, eventsURL, nil) }
+
+func TestRelayPublishesEachJobInVersionOrderOneEntryPerGroupPerCall(t *testing.T) {
+	t.Parallel()
+	a := history("job-42", jobs.EventStarted, jobs.EventProgress, jobs.EventCompleted)
+	b := history("job-43", jobs.EventStarted)
+	// Interleaved as a shard would deliver them.
+	recs := []events.DynamoDBEventRecord{a[0], b[0], a[1], a[2], b[1], a[3]}
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0", "job-43/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v1", "job-43/v1", "job-42/v2", "job-42/v3"}, f.sent[eventsURL])
+	for _, call := range f.calls {
+		groups := map[string]bool{}
+		for _, e := range call.Entries {
+			g := aws.ToString(e.MessageGroupId)
+			require.False(t, groups[g], "two entries of group %s in one SendMessageBatch", g)
+			groups[g] = true
+			require.Equal(t, g, aws.ToString(e.MessageGroupId))
+		}
+	}
+}
+
+func TestRelayStopsAJobAtItsFailedMessageAndReportsTheFirstUnsentRecord(t *testing.T) {
+	t.Parallel()
+	a := history("job-42", jobs.EventStarted, jobs.EventProgress, jobs.EventCompleted)
+	b := history("job-43", jobs.EventStarted, jobs.EventProgress)
+	recs := []events.DynamoDBEventRecord{a[0], b[0], a[1], b[1], a[2], b[2], a[3]}
+	f := &fakeSQS{fail: func(_ string, e types.SendMessageBatchRequestEntry) error {
+		if aws.ToString(e.MessageDeduplicationId) == "job-42/v2" {
+			return errors.New("throttled")
+		}
+		return nil
+	}}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	// job-42/v3 is never sent before v2; job-43 is unaffected.
+	require.Equal(t, []string{"job-42/v1", "job-43/v1", "job-43/v2"}, f.sent[eventsURL])
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: a[2].Change.SequenceNumber}}, resp.BatchItemFailures,
+		"Lambda retries from job-42/v2's record")
+}
+
+func TestRelayReportsTheEarliestUnsentRecordAcrossJobs(t *testing.T) {
+	t.Parallel()
+	a := history("job-42", jobs.EventStarted)
+	b := history("job-43", jobs.EventStarted)
+	recs := []events.DynamoDBEventRecord{a[0], b[0], a[1], b[1]}
+	f := &fakeSQS{fail: func(url string, e types.SendMessageBatchRequestEntry) error {
+		if url == eventsURL {
+			return errors.New("whole call")
+		}
+		return nil
+	}}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: a[1].Change.SequenceNumber}}, resp.BatchItemFailures)
+}
+
+func TestRelaySkipsMarkersDeletionsAndRepeatsAndFailsOnAnUndecodableRecord(t *testing.T) {
+	t.Parallel()
+	a := history("job-42", jobs.EventStarted)
+	marker := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "1",
+		Keys:     map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute("intent#t-1#export-intent-7")},
+		NewImage: map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute("intent#t-1#export-intent-7")}}}
+	ttl := events.DynamoDBEventRecord{EventName: "REMOVE", Change: events.DynamoDBStreamRecord{SequenceNumber: "2",
+		Keys: a[1].Change.Keys, OldImage: a[1].Change.NewImage}}
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{marker, a[0], a[1], a[1], ttl}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v1"}, f.sent[eventsURL], "a record delivered twice in a batch is sent once")
+
+	bad := a[1]
+	bad.Change.NewImage = map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute("job-42"), "version": events.NewStringAttribute("three")}
+	f = &fakeSQS{}
+	b := history("job-43", jobs.EventStarted)
+	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], b[1]}})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-43/v1"}, f.sent[eventsURL], "other jobs go on; the retry resends from the bad record")
+}
+
+func TestRelaySplitsCallsAtTenEntries(t *testing.T) {
+	t.Parallel()
+	var recs []events.DynamoDBEventRecord
+	for i := range 23 {
+		recs = append(recs, history(fmt.Sprintf("job-%d", i))...)
+	}
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Len(t, f.sent[commandsURL], 23)
+	require.Len(t, f.calls, 3)
+	for _, c := range f.calls {
+		require.LessOrEqual(t, len(c.Entries), 10)
+	}
+}
+
+func TestRelayAnswersAnEmptyBatchWithAnEmptyList(t *testing.T) {
+	t.Parallel()
+	resp, err := newRelay(&fakeSQS{}).Handle(context.Background(), events.DynamoDBEvent{})
+	require.NoError(t, err)
+	require.NotNil(t, resp.BatchItemFailures, "an empty list, not null: full success")
+	require.Empty(t, resp.BatchItemFailures)
+}
+
+func TestRelayPublishesANudgeAsItsCommandAndItsEvent(t *testing.T) {
+	t.Parallel()
+	recs := history("job-42", jobs.EventStarted)
+	last := recs[len(recs)-1]
+	nudged, err := jobs.FromStreamImage(last.Change.NewImage)
+	require.NoError(t, err)
+	before := nudged
+	nudged.Version++
+	nudged.Outbox = jobs.Message{ID: jobs.OutboxID("job-42", nudged.Version), Type: jobs.MessageRun, Version: nudged.Version}
+	recs = append(recs, record("MODIFY", "job-42", &before, &nudged))
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0", "job-42/v2"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v1", "job-42/v2"}, f.sent[eventsURL])
+}
+
+// The golden stream batch of events/ (the relay's sam local invoke sample)
+// round-trips; the relay publishes job-42's command and completion, skips
+// the intent marker and the TTL removal, and reports job-43's malformed
+// image, the batch's fourth record, as the first record to retry.
+func TestRelayPublishesTheGoldenStreamBatch(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../../events/dynamodb-jobs-stream.json")
+	require.NoError(t, err)
+	var ev events.DynamoDBEvent
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	again, err := json.Marshal(ev)
+	require.NoError(t, err)
+	var back events.DynamoDBEvent
+	require.NoError(t, json.Unmarshal(again, &back))
+	require.Equal(t, ev, back)
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), ev)
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[3].Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v3"}, f.sent[eventsURL])
+	for _, id := range append(f.sent[commandsURL], f.sent[eventsURL]...) {
+		require.NotContains(t, id, "intent#")
+	}
+}
+
+// Every body of the projector's golden batch decodes.
+func TestTheGoldenEventsBatchDecodes(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../../events/sqs-events-batch.json")
+	require.NoError(t, err)
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	require.Len(t, ev.Records, 4)
+	for _, r := range ev.Records {
+		e, err := outbox.DecodeEvent(r.Body)
+		require.NoError(t, err, r.MessageId)
+		require.Equal(t, e.JobID, r.Attributes["MessageGroupId"])
+		require.Equal(t, e.EventID, r.Attributes["MessageDeduplicationId"])
+	}
+}
+
+// An undecodable record stops its own job: the job's later versions are not
+// sent before it (the retry resends from it); other jobs go on.
+func TestRelayStopsAJobAtItsUndecodableRecord(t *testing.T) {
+	t.Parallel()
+	a := history("job-9", jobs.EventStarted, jobs.EventProgress)
+	b := history("job-10", jobs.EventStarted)
+	bad := a[1]
+	bad.Change.NewImage = jobImage(jobs.Job{ID: "job-9", Status: "bogus", Version: 1,
+		Outbox: jobs.Message{ID: "job-9/v1", Type: jobs.EventStarted, Version: 1}})
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], a[2], b[1]}})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-9/v0", "job-10/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-10/v1"}, f.sent[eventsURL], "job-9/v2 waits for v1")
+
+	// Without a readable key the record could be any job's: nothing after it goes out.
+	keyless := bad
+	keyless.Change.Keys = nil
+	f = &fakeSQS{}
+	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], keyless, b[0]}})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: keyless.Change.SequenceNumber}}, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-9/v0"}, f.sent[commandsURL])
+}
+
+// A record whose old and new images have the same version is not a
+// transition (nothing was emitted): it is not published again.
+func TestRelaySkipsARecordThatIsNotATransition(t *testing.T) {
+	t.Parallel()
+	a := history("job-11", jobs.EventStarted)
+	same := a[1]
+	same.Change.OldImage = same.Change.NewImage
+	f := &fakeSQS{}
+	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{same}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Empty(t, f.sent[eventsURL])
+}

@@ -1,0 +1,99 @@
+// Package projection consumes the events queue into two read models: a view
+// of each job (its newest snapshot) and per-tenant totals (items processed,
+// jobs completed). Events arrive in a FIFO group per job, one per version
+// from 1 up, each carrying the job's full snapshot after its version and the
+// change of progress since the previous one (outbox.Event). The view is a
+// snapshot consumer: it keeps the newest version and ignores older ones.
+// The totals are a delta consumer: they must add every version's delta
+// exactly once, in order, so they refuse to skip one.
+//
+// Invariants:
+//   - A view never goes back, with one exception (below): it takes an
+//     event's snapshot only if it holds an older version or none
+//     (condition attribute_not_exists(version) OR version < :v). A late
+//     "running" never overwrites "completed"; an older or repeated event
+//     changes nothing and is acknowledged.
+//   - Each job has a cursor in its tenant's totals: the version, progress
+//     and status of the last snapshot counted (none: version 0). Version v's
+//     delta is added only when the cursor is at v-1 with the progress the
+//     delta starts from (the event's progress minus its delta) and a status
+//     that is not final, and the cursor moves to v in the same transaction,
+//     so a delta is counted at most once however often or concurrently its
+//     event is delivered, and a tenant's processed total is always the sum
+//     of its cursors' progress and completed the number of its cursors at
+//     completed, whatever the events say.
+//   - An event at or behind the cursor is a duplicate (Duplicate: the
+//     cursor's version, progress and status) or older (Older):
+//     acknowledged, nothing counted. DynamoStore tells it from the refused
+//     cursor's old item (ReturnValuesOnConditionCheckFailure ALL_OLD),
+//     without another read; only a refusal with no cursor yet, or a first
+//     version whose delta is not its progress, costs one.
+//   - An event beyond cursor+1 is a gap: nothing is counted and Apply returns
+//     a *GapError (ErrGap), so the message fails and pkg/fifo holds the rest
+//     of its group behind it until its predecessor arrives.
+//   - An event that disagrees with the cursor (at cursor+1 with a delta
+//     that does not start from the cursor's progress; at the cursor's
+//     version with another progress or status; past a final status, where
+//     no version of the job can follow) is not counted: Apply returns a
+//     *MismatchError (ErrMismatch). One of the two is not the job's, and
+//     only the job item can tell which.
+//   - A gap does not wait forever. From the receive the Projector's
+//     threshold names (WithRecoverAfter, default 3, below the events queue's
+//     maxReceiveCount of 10), it recovers from the authoritative job
+//     item (a strongly consistent read), and a mismatch does so at once: in
+//     one transaction the cursor moves to the job's version, progress and
+//     status, processed changes by the job's progress minus the cursor's,
+//     completed by the difference of the two completions, and the view
+//     takes the snapshot unless it holds a newer one; the transaction is
+//     conditioned on the cursor being the one read. The waiting event is
+//     then at or behind the cursor and is acknowledged; so is an event the
+//     item, read after it arrived, has not reached: it is not the job's.
+//   - A recovery corrects what differs from the item at the item's version
+//     (the item's content at a version is the only one there is), and,
+//     when the item is final, whatever differs from it, ahead included:
+//     nothing of the job's can be past a final item, which never changes.
+//     That is the one exception to "a view never goes back": a view moved
+//     past a final item, or given other content at its version, by events
+//     that were not the job's (forged, or left from a job whose id was
+//     reused after its item expired) goes back to the item. A live item's
+//     snapshot behind the cursor or the view changes neither: it may be
+//     older than what was projected since it was read.
+//   - Every version of a job is counted once, by its event or by a recovery
+//     that skipped it, never both; and since every write of the totals moves
+//     a cursor by exactly what it adds, a job's share of its tenant's
+//     totals is its cursor's progress and completion.
+//   - Recovery from the job item is one path, RecoverJob, which the
+//     Projector takes on a gap or a mismatch and the sweeper (internal/app/sweeper)
+//     takes for a final job whose projection LagOf finds out of step: behind
+//     (its last event was lost, and no later one will find the gap), or
+//     ahead of the item or different from it (events that were not the
+//     job's). Both start from the item read strongly consistent, and the
+//     cursor's condition makes either, and any event, count each version
+//     once whatever their order. So the projection of a job converges to
+//     its item by the sweeper's recheck, RecheckAfter after the job ended,
+//     at the latest; the projector itself puts back what an event ahead of
+//     a final item moves (at once at the next version, at its recovery
+//     threshold beyond).
+//   - A recovery whose job is gone (its item expired under the Jobs table's
+//     TTL, jobs.ErrNotFound) has nothing to recover to: the event is
+//     acknowledged and logged, and the deltas of the versions never seen are
+//     missing from the totals for good.
+//   - A malformed body can never succeed: Handle returns fifo.Permanent.
+//
+// Every version from 1 on has exactly one event (a nudge's is job.requeued,
+// published beside its command), so a gap means an event was lost or is
+// late. A job id reused after its item expired starts again at version 1
+// under a cursor that has seen higher versions: its events are taken for
+// older ones until the new job is final, when the sweeper's repair sets
+// its projection to the new item (and its share of the totals to the new
+// job's).
+//
+// What no check here can catch: an event for a job id that has no item (no
+// recovery is asked for, since nothing disagrees), and an event naming
+// another tenant than its job's: it counts under a cursor of that tenant,
+// which no repair of the job looks at. Only the events queue's senders
+// guard against those.
+//
+// MemoryStore and DynamoStore make their decisions with the same functions
+// and pass the same conformance suite, projectiontest.Run.
+package projection

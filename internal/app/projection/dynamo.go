@@ -1,0 +1,539 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:
+// *dynamodb.Client implements it, and a test may pass a fake (which
+// projectiontest.Run must then hold to the same behaviour as the tables).
+type DynamoDBAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// Tables names the two tables of a DynamoStore.
+type Tables struct {
+	// Views has the hash key job_id (S): one item per job, its newest
+	// snapshot.
+	Views string
+	// Totals has the hash key tenant (S) and the range key key (S): the
+	// item "total" of each tenant and one item "cursor#<job_id>" per job.
+	Totals string
+}
+
+// DynamoStore is the Store on the Views and Totals tables. Apply is one
+// conditional UpdateItem of the view and one TransactWriteItems of the
+// cursor (conditioned on its version) and the total; a refused cursor
+// returns its old item (ReturnValuesOnConditionCheckFailure ALL_OLD), which
+// tells a duplicate from a gap without another request. Recover is one
+// consistent read of the cursor and one TransactWriteItems of view, cursor
+// and total.
+type DynamoStore struct {
+	api    DynamoDBAPI
+	tables Tables
+}
+
+var _ Store = (*DynamoStore)(nil)
+
+// NewDynamoStore returns a store on the tables, which must have the key
+// schemas documented on Tables. It panics without a client or a table name.
+func NewDynamoStore(api DynamoDBAPI, tables Tables) *DynamoStore {
+	if api == nil || tables.Views == "" || tables.Totals == "" {
+		panic("projection: NewDynamoStore needs a client and both table names")
+	}
+	return &DynamoStore{api: api, tables: tables}
+}
+
+// Attribute names. The Views table's items carry the snapshot; the Totals
+// table's "total" item the counters, its cursor items a snapshot's version,
+// progress and status.
+const (
+	attrJobID      = "job_id"
+	attrTenant     = "tenant"
+	attrKey        = "key"
+	attrStatus     = "status"
+	attrGeneration = "generation"
+	attrVersion    = "version"
+	attrProgress   = "progress"
+	attrResultKey  = "result_key"
+	attrResultSize = "result_size"
+	attrErrorCode  = "error_code"
+	attrUpdatedAt  = "updated_at"
+	attrProcessed  = "processed"
+	attrCompleted  = "completed"
+
+	keyTotal     = "total"
+	cursorPrefix = "cursor#"
+)
+
+// A transaction cancelled by a concurrent one (every job of a tenant
+// shares its total item) is retried after a jittered wait: 10 ms doubled
+// per round, at most 500 ms, at most maxRounds tries.
+const (
+	maxRounds    = 10
+	conflictBase = 10 * time.Millisecond
+	conflictMax  = 500 * time.Millisecond
+)
+
+// Apply implements Store: one UpdateItem and one TransactWriteItems; a
+// cursor refused without its old item (a gap before the first event) costs
+// one GetItem more, and so does a first version whose delta is not its
+// progress, which no condition can test.
+func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, error) {
+	if err := v.validate(); err != nil {
+		return Result{}, applyError(&v, err)
+	}
+	updated, err := s.putView(ctx, viewUpdate(s.tables.Views, &v, viewOlder))
+	if err != nil {
+		return Result{}, applyError(&v, err)
+	}
+	res := Result{ViewUpdated: updated}
+	if v.Version == 1 && v.Progress != delta {
+		// The event contradicts itself; the cursor tells a mismatch from
+		// an older event or a duplicate, and judge never applies it.
+		cur, err := s.Cursor(ctx, v.Tenant, v.JobID)
+		if err != nil {
+			return res, applyError(&v, err)
+		}
+		return s.judged(res, cur, &v, delta)
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		s.cursorUpdate(&v, followed(Cursor{Version: v.Version - 1, Progress: v.Progress - delta})),
+		s.totalAdd(v.Tenant, delta, completedOf(v.Status)),
+	}}
+	for round := 1; round <= maxRounds; round++ {
+		_, err := s.api.TransactWriteItems(ctx, in)
+		if err == nil {
+			res.Outcome, res.Cursor = Applied, v.Version
+			return res, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(in.TransactItems) {
+			return res, applyError(&v, err)
+		}
+		switch reasons := tce.CancellationReasons; {
+		case conditionFailed(reasons[0]):
+			cur, err := s.cursorOf(ctx, reasons[0].Item, v.Tenant, v.JobID)
+			if err != nil {
+				return res, applyError(&v, err)
+			}
+			if out, err := judge(cur, &v, delta); err != nil || out != Applied {
+				return s.judged(res, cur, &v, delta)
+			}
+			// Only a read after the refusal can find the cursor the event
+			// follows: it moved in between. Try again.
+		case conflict(reasons...):
+			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
+				return res, applyError(&v, err)
+			}
+		default:
+			return res, applyError(&v, err)
+		}
+	}
+	return res, applyError(&v, errors.New("the totals kept changing; giving up"))
+}
+
+// judged is Apply's answer when the cursor cur refused v: the outcome
+// judge gives, or its error.
+func (s *DynamoStore) judged(res Result, cur Cursor, v *View, delta int64) (Result, error) {
+	out, err := judge(cur, v, delta)
+	if err != nil {
+		return res, err
+	}
+	res.Outcome, res.Cursor = out, cur.Version
+	return res, nil
+}
+
+// Recover implements Store: a consistent read of the cursor and one
+// TransactWriteItems (view, cursor, total), or one conditional UpdateItem
+// of the view when the cursor needs no change; when the view needs none,
+// or the cursor moved since the read, one round more.
+func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) {
+	if err := snap.validate(); err != nil {
+		return Recovery{}, recoverError(&snap, err)
+	}
+	withView := true
+	for round := 1; round <= maxRounds; round++ {
+		from, err := s.Cursor(ctx, snap.Tenant, snap.JobID)
+		if err != nil {
+			return Recovery{}, recoverError(&snap, err)
+		}
+		r := planRecovery(from, &snap)
+		if !r.Moved() {
+			// The totals are there already; the view takes the snapshot
+			// if viewTakes says so.
+			if r.ViewUpdated, err = s.putView(ctx, viewUpdate(s.tables.Views, &snap, viewRecover)); err != nil {
+				return Recovery{}, recoverError(&snap, err)
+			}
+			return r, nil
+		}
+		var items []types.TransactWriteItem
+		if withView {
+			items = append(items, types.TransactWriteItem{Update: viewUpdate(s.tables.Views, &snap, viewRewrite).transact()})
+		}
+		items = append(items, s.cursorUpdate(&snap, is(from)), s.totalAdd(snap.Tenant, r.Processed, r.Completed))
+		_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			r.ViewUpdated = withView
+			return r, nil
+		}
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(items) {
+			return Recovery{}, recoverError(&snap, err)
+		}
+		reasons := tce.CancellationReasons
+		viewInStep := withView && conditionFailed(reasons[0])
+		if withView {
+			reasons = reasons[1:]
+		}
+		switch {
+		case viewInStep || conditionFailed(reasons[0]):
+			// The view needs no change (leave it out), or the cursor moved
+			// since it was read (read it again).
+			withView = withView && !viewInStep
+		case conflict(tce.CancellationReasons...):
+			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
+				return Recovery{}, recoverError(&snap, err)
+			}
+		default:
+			return Recovery{}, recoverError(&snap, err)
+		}
+	}
+	return Recovery{}, recoverError(&snap, errors.New("the cursor kept changing; giving up"))
+}
+
+// View implements Store with a strongly consistent read.
+func (s *DynamoStore) View(ctx context.Context, jobID string) (View, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Views),
+		Key:            map[string]types.AttributeValue{attrJobID: str(jobID)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("projection: view %s: %w", jobID, err)
+	}
+	if len(out.Item) == 0 {
+		return View{}, fmt.Errorf("projection: view %s: %w", jobID, ErrNotFound)
+	}
+	v, err := decodeView(out.Item)
+	if err != nil {
+		return View{}, fmt.Errorf("projection: view %s: %w", jobID, err)
+	}
+	return v, nil
+}
+
+// Totals implements Store with a strongly consistent read.
+func (s *DynamoStore) Totals(ctx context.Context, tenant string) (Totals, error) {
+	if err := validateTenant(tenant); err != nil {
+		return Totals{}, fmt.Errorf("projection: totals: %w", err)
+	}
+	item, err := s.getTotals(ctx, tenant, keyTotal)
+	if err != nil {
+		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
+	}
+	d := decoder{item: item}
+	t := Totals{Tenant: tenant, Processed: d.num(attrProcessed, true), Completed: d.num(attrCompleted, true)}
+	if d.err != nil {
+		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, d.err)
+	}
+	return t, nil
+}
+
+// Cursor implements Store with a strongly consistent read.
+func (s *DynamoStore) Cursor(ctx context.Context, tenant, jobID string) (Cursor, error) {
+	item, err := s.getTotals(ctx, tenant, cursorPrefix+jobID)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("projection: cursor of %s: %w", jobID, err)
+	}
+	c, err := decodeCursor(item)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("projection: cursor of %s: %w", jobID, err)
+	}
+	return c, nil
+}
+
+func (s *DynamoStore) getTotals(ctx context.Context, tenant, key string) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.tables.Totals),
+		Key:            totalsKey(tenant, key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// cursorOf decodes the cursor a cancelled transaction returned, or reads it
+// when the reason carries none: the cursor does not exist, or the endpoint
+// ignores ReturnValuesOnConditionCheckFailure.
+func (s *DynamoStore) cursorOf(ctx context.Context, old map[string]types.AttributeValue, tenant, jobID string) (Cursor, error) {
+	if len(old) > 0 {
+		return decodeCursor(old)
+	}
+	return s.Cursor(ctx, tenant, jobID)
+}
+
+// putView makes the conditional view update u and reports whether its
+// condition held.
+func (s *DynamoStore) putView(ctx context.Context, u *update) (bool, error) {
+	_, err := s.api.UpdateItem(ctx, u.item())
+	if err == nil {
+		return true, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	return false, err
+}
+
+// cursorCond is the condition on a job's cursor item a write of it makes.
+type cursorCond struct {
+	at      Cursor
+	anyLive bool // any status but a final one, rather than at.Status
+}
+
+// followed is the condition that the cursor is the one an event follows
+// (follows): at prev's version and progress, its status not final; no
+// cursor at all for prev version 0.
+func followed(prev Cursor) cursorCond { return cursorCond{at: prev, anyLive: true} }
+
+// is is the condition that the cursor is exactly c (none, for the zero
+// Cursor).
+func is(c Cursor) cursorCond { return cursorCond{at: c} }
+
+// cursorUpdate moves the job's cursor to v, on condition cond. A refusal
+// returns the cursor as it was.
+func (s *DynamoStore) cursorUpdate(v *View, cond cursorCond) types.TransactWriteItem {
+	u := &update{
+		table: s.tables.Totals,
+		key:   totalsKey(v.Tenant, cursorPrefix+v.JobID),
+		expr:  "SET #job_id = :job_id, #version = :version, #progress = :progress, #status = :status",
+		names: map[string]string{
+			"#job_id": attrJobID, "#version": attrVersion, "#progress": attrProgress, "#status": attrStatus,
+		},
+		values: map[string]types.AttributeValue{
+			":job_id": str(v.JobID), ":version": num(v.Version), ":progress": num(v.Progress), ":status": str(string(v.Status)),
+		},
+	}
+	switch c := cond.at; {
+	case c.Version == 0:
+		u.cond = "attribute_not_exists(#version)"
+	case cond.anyLive:
+		u.cond = "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))"
+		u.values[":prev"], u.values[":prev_progress"] = num(c.Version), num(c.Progress)
+		u.values[":completed"], u.values[":failed"] = str(string(jobs.StatusCompleted)), str(string(jobs.StatusFailed))
+		u.values[":cancelled"] = str(string(jobs.StatusCancelled))
+	default:
+		u.cond = "#version = :prev AND #progress = :prev_progress AND #status = :prev_status"
+		u.values[":prev"], u.values[":prev_progress"], u.values[":prev_status"] = num(c.Version), num(c.Progress), str(string(c.Status))
+	}
+	t := u.transact()
+	t.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	return types.TransactWriteItem{Update: t}
+}
+
+// totalAdd adds to the tenant's counters, creating the item if needed.
+func (s *DynamoStore) totalAdd(tenant string, processed, completed int64) types.TransactWriteItem {
+	u := &update{
+		table:  s.tables.Totals,
+		key:    totalsKey(tenant, keyTotal),
+		expr:   "ADD #processed :processed, #completed :completed",
+		names:  map[string]string{"#processed": attrProcessed, "#completed": attrCompleted},
+		values: map[string]types.AttributeValue{":processed": num(processed), ":completed": num(completed)},
+	}
+	return types.TransactWriteItem{Update: u.transact()}
+}
+
+// viewCond says when a view update writes.
+type viewCond int
+
+const (
+	// viewOlder: an event's; the view holds an older version, or none
+	// (viewNewer).
+	viewOlder viewCond = iota
+	// viewRecover: a recovery's that leaves the cursor as it is; the view
+	// is not the snapshot and viewTakes says it takes it.
+	viewRecover
+	// viewRewrite: a recovery's, in the transaction that moves the cursor
+	// (viewTakes with rewrite): the view holds no newer version than a
+	// live snapshot; a final snapshot always.
+	viewRewrite
+)
+
+// viewUpdate writes the snapshot v into its view on condition cond. The
+// optional attributes v lacks are removed, so the item is exactly the
+// snapshot.
+func viewUpdate(table string, v *View, cond viewCond) *update {
+	u := &update{
+		table: table,
+		key:   map[string]types.AttributeValue{attrJobID: str(v.JobID)},
+		names: map[string]string{
+			"#tenant": attrTenant, "#status": attrStatus, "#generation": attrGeneration, "#version": attrVersion,
+			"#progress": attrProgress, "#updated_at": attrUpdatedAt,
+			"#result_key": attrResultKey, "#result_size": attrResultSize, "#error_code": attrErrorCode,
+		},
+		values: map[string]types.AttributeValue{
+			":tenant": str(v.Tenant), ":status": str(string(v.Status)), ":generation": num(v.Generation),
+			":version": num(v.Version), ":progress": num(v.Progress),
+		},
+	}
+	set := "SET #tenant = :tenant, #status = :status, #generation = :generation, #version = :version, #progress = :progress"
+	var remove []string
+	differs := []string{"#tenant <> :tenant", "#status <> :status", "#generation <> :generation", "#progress <> :progress"}
+	for _, o := range optionalAttrs(v) {
+		placeholder := "#" + o.name
+		if o.value == nil {
+			remove = append(remove, placeholder)
+			differs = append(differs, "attribute_exists("+placeholder+")")
+			continue
+		}
+		set += ", " + placeholder + " = :" + o.name
+		u.values[":"+o.name] = o.value
+		differs = append(differs, "attribute_not_exists("+placeholder+") OR "+placeholder+" <> :"+o.name)
+	}
+	u.expr = set
+	if len(remove) > 0 {
+		u.expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	other := strings.Join(differs, " OR ")
+	switch final := v.Status.Final(); {
+	case cond == viewRewrite && final:
+		u.cond = ""
+	case cond == viewRewrite:
+		u.cond = "attribute_not_exists(#version) OR #version <= :version"
+	case cond == viewRecover && final:
+		u.cond = "attribute_not_exists(#version) OR #version <> :version OR " + other
+	case cond == viewRecover:
+		u.cond = "attribute_not_exists(#version) OR #version < :version OR (#version = :version AND (" + other + "))"
+	default:
+		u.cond = "attribute_not_exists(#version) OR #version < :version"
+	}
+	return u
+}
+
+// optional is an optional attribute of a view item and its value in a
+// snapshot; nil when the snapshot has none.
+type optional struct {
+	name  string
+	value types.AttributeValue
+}
+
+func optionalAttrs(v *View) []optional {
+	o := []optional{{name: attrUpdatedAt}, {name: attrResultKey}, {name: attrResultSize}, {name: attrErrorCode}}
+	if !v.UpdatedAt.IsZero() {
+		o[0].value = num(v.UpdatedAt.UnixMilli())
+	}
+	if v.ResultKey != "" {
+		o[1].value = str(v.ResultKey)
+	}
+	if v.ResultSize != 0 {
+		o[2].value = num(v.ResultSize)
+	}
+	if v.ErrorCode != "" {
+		o[3].value = str(v.ErrorCode)
+	}
+	return o
+}
+
+// update is one conditional UpdateItem, alone or in a transaction.
+type update struct {
+	table  string
+	key    map[string]types.AttributeValue
+	expr   string
+	cond   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func (u *update) item() *dynamodb.UpdateItemInput {
+	return &dynamodb.UpdateItemInput{
+		TableName: aws.String(u.table), Key: u.key,
+		UpdateExpression: aws.String(u.expr), ConditionExpression: aws.String(u.cond),
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values,
+	}
+}
+
+func (u *update) transact() *types.Update {
+	t := &types.Update{
+		TableName: aws.String(u.table), Key: u.key,
+		UpdateExpression:         aws.String(u.expr),
+		ExpressionAttributeNames: u.names, ExpressionAttributeValues: u.values,
+	}
+	if u.cond != "" {
+		t.ConditionExpression = aws.String(u.cond)
+	}
+	return t
+}
+
+func totalsKey(tenant, key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrTenant: str(tenant), attrKey: str(key)}
+}
+
+func conditionFailed(r types.CancellationReason) bool {
+	return aws.ToString(r.Code) == "ConditionalCheckFailed"
+}
+
+func conflict(reasons ...types.CancellationReason) bool {
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeView(item map[string]types.AttributeValue) (View, error) {
+	d := decoder{item: item}
+	v := View{
+		JobID:      d.str(attrJobID, false),
+		Tenant:     d.str(attrTenant, false),
+		Status:     jobs.Status(d.str(attrStatus, false)),
+		Generation: d.num(attrGeneration, false),
+		Version:    d.num(attrVersion, false),
+		Progress:   d.num(attrProgress, false),
+		ResultKey:  d.str(attrResultKey, true),
+		ResultSize: d.num(attrResultSize, true),
+		ErrorCode:  d.str(attrErrorCode, true),
+	}
+	if _, ok := item[attrUpdatedAt]; ok {
+		v.UpdatedAt = time.UnixMilli(d.num(attrUpdatedAt, false)).UTC()
+	}
+	return v, d.err
+}
+
+// decodeCursor decodes a cursor item; no item is the zero Cursor.
+func decodeCursor(item map[string]types.AttributeValue) (Cursor, error) {
+	if len(item) == 0 {
+		return Cursor{}, nil
+	}
+	d := decoder{item: item}
+	c := Cursor{
+		Version:  d.num(attrVersion, false),
+		Progress: d.num(attrProgress, false),
+		Status:   jobs.Status(d.str(attrStatus, false)),
+	}
+	return c, d.err
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: itoa(n)}
+}

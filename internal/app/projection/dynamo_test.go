@@ -1,0 +1,183 @@
+package projection_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
+)
+
+// scriptedDynamo answers TransactWriteItems from a script (nil: success)
+// and GetItem with item, and records every request. It reaches the paths a
+// real table takes only under races or on endpoints that ignore
+// ReturnValuesOnConditionCheckFailure; the tables themselves are held to
+// the conformance suite in dynamo_integration_test.go.
+type scriptedDynamo struct {
+	mu       sync.Mutex
+	transact []error
+	item     map[string]types.AttributeValue
+	updates  []*dynamodb.UpdateItemInput
+	txs      []*dynamodb.TransactWriteItemsInput
+	gets     []*dynamodb.GetItemInput
+}
+
+func (s *scriptedDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets = append(s.gets, in)
+	return &dynamodb.GetItemOutput{Item: s.item}, nil
+}
+
+func (s *scriptedDynamo) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.updates = append(s.updates, in)
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (s *scriptedDynamo) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.txs = append(s.txs, in)
+	if len(s.transact) == 0 {
+		return &dynamodb.TransactWriteItemsOutput{}, nil
+	}
+	err := s.transact[0]
+	s.transact = s.transact[1:]
+	return nil, err
+}
+
+// cancelled is a cancelled transaction with one reason code per item ("" is
+// None).
+func cancelled(codes ...string) error {
+	e := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled")}
+	for _, c := range codes {
+		e.CancellationReasons = append(e.CancellationReasons, types.CancellationReason{Code: aws.String(c)})
+	}
+	return e
+}
+
+func cursorItem(version, progress int64) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"tenant": &types.AttributeValueMemberS{Value: "t-1"}, "key": &types.AttributeValueMemberS{Value: "cursor#job-42"},
+		"job_id": &types.AttributeValueMemberS{Value: "job-42"}, "status": &types.AttributeValueMemberS{Value: "running"},
+		"version":  &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)},
+		"progress": &types.AttributeValueMemberN{Value: strconv.FormatInt(progress, 10)},
+	}
+}
+
+var tables = projection.Tables{Views: "views", Totals: "totals"}
+
+// TestDynamoApplyFencesEveryWrite pins the conditions that make Apply safe
+// to repeat and to race: the view is written only over an older version,
+// the cursor moves only from the previous version at the progress the
+// event's delta starts from, and not from a final status (or from none,
+// for version 1), and a refused cursor returns its old item.
+func TestDynamoApplyFencesEveryWrite(t *testing.T) {
+	t.Parallel()
+	api := &scriptedDynamo{}
+	store := projection.NewDynamoStore(api, tables)
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	for _, i := range []int{0, 2} {
+		_, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	require.Len(t, api.updates, 2)
+	view := api.updates[1]
+	require.Equal(t, "views", aws.ToString(view.TableName))
+	require.Equal(t, "attribute_not_exists(#version) OR #version < :version", aws.ToString(view.ConditionExpression))
+	require.Equal(t, &types.AttributeValueMemberN{Value: "3"}, view.ExpressionAttributeValues[":version"])
+
+	require.Len(t, api.txs, 2)
+	first, third := api.txs[0].TransactItems, api.txs[1].TransactItems
+	require.Len(t, third, 2)
+	require.Equal(t, "attribute_not_exists(#version)", aws.ToString(first[0].Update.ConditionExpression))
+	cursor := third[0].Update
+	require.Equal(t, "totals", aws.ToString(cursor.TableName))
+	require.Equal(t, "cursor#job-42", cursor.Key["key"].(*types.AttributeValueMemberS).Value)
+	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))",
+		aws.ToString(cursor.ConditionExpression))
+	require.Equal(t, &types.AttributeValueMemberN{Value: "2"}, cursor.ExpressionAttributeValues[":prev"])
+	require.Equal(t, &types.AttributeValueMemberN{Value: "10"}, cursor.ExpressionAttributeValues[":prev_progress"],
+		"v3's progress 30 minus its delta 20")
+	require.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, cursor.ReturnValuesOnConditionCheckFailure)
+	total := third[1].Update
+	require.Equal(t, "total", total.Key["key"].(*types.AttributeValueMemberS).Value)
+	require.Equal(t, "ADD #processed :processed, #completed :completed", aws.ToString(total.UpdateExpression))
+	require.Equal(t, &types.AttributeValueMemberN{Value: "20"}, total.ExpressionAttributeValues[":processed"])
+}
+
+func TestDynamoApplyRetriesATransactionConflict(t *testing.T) {
+	t.Parallel()
+	api := &scriptedDynamo{transact: []error{cancelled("None", "TransactionConflict"), cancelled("TransactionConflict", "None")}}
+	store := projection.NewDynamoStore(api, tables)
+	e := projectiontest.Lifecycle("job-42", "t-1")[0]
+	res, err := store.Apply(t.Context(), projection.ViewOfEvent(&e), e.Delta)
+	require.NoError(t, err)
+	require.Equal(t, projection.Applied, res.Outcome)
+	require.Len(t, api.txs, 3)
+}
+
+// TestDynamoApplyReadsTheCursorARefusalDoesNotCarry covers an endpoint that
+// ignores ReturnValuesOnConditionCheckFailure: one consistent read tells a
+// duplicate from a gap.
+func TestDynamoApplyReadsTheCursorARefusalDoesNotCarry(t *testing.T) {
+	t.Parallel()
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	for _, tc := range []struct {
+		event   int
+		outcome projection.Outcome
+		gap     bool
+	}{
+		{event: 2, outcome: projection.Older},
+		{event: 4, outcome: projection.Duplicate},
+		{event: 5, gap: true},
+	} {
+		cursor := cursorItem(5, 25)
+		if tc.gap {
+			cursor = cursorItem(4, 0)
+		}
+		api := &scriptedDynamo{transact: []error{cancelled("ConditionalCheckFailed", "None")}, item: cursor}
+		store := projection.NewDynamoStore(api, tables)
+		e := &evs[tc.event]
+		res, err := store.Apply(t.Context(), projection.ViewOfEvent(e), e.Delta)
+		require.Len(t, api.gets, 1, e.EventID)
+		require.True(t, aws.ToBool(api.gets[0].ConsistentRead))
+		if tc.gap {
+			require.Equal(t, &projection.GapError{JobID: "job-42", Cursor: 4, Version: 6}, err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.outcome, res.Outcome, e.EventID)
+		require.Equal(t, int64(5), res.Cursor)
+	}
+}
+
+// TestDynamoRecoverLeavesANewerViewOut: when the view holds a newer version
+// than the snapshot, the recovery's transaction is cancelled by the view's
+// condition and made again without it.
+func TestDynamoRecoverLeavesANewerViewOut(t *testing.T) {
+	t.Parallel()
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	api := &scriptedDynamo{transact: []error{cancelled("ConditionalCheckFailed", "None", "None")}, item: cursorItem(1, 0)}
+	store := projection.NewDynamoStore(api, tables)
+	r, err := store.Recover(t.Context(), projection.ViewOfEvent(&evs[3]))
+	require.NoError(t, err)
+	require.False(t, r.ViewUpdated)
+	require.Equal(t, int64(4), r.To.Version)
+	require.Len(t, api.txs, 2)
+	require.Len(t, api.txs[0].TransactItems, 3)
+	require.Equal(t, "attribute_not_exists(#version) OR #version <= :version",
+		aws.ToString(api.txs[0].TransactItems[0].Update.ConditionExpression))
+	require.Len(t, api.txs[1].TransactItems, 2)
+	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND #status = :prev_status",
+		aws.ToString(api.txs[1].TransactItems[0].Update.ConditionExpression), "the cursor as read")
+}

@@ -1,0 +1,279 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/base/ids"
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// Failure codes the worker records.
+const (
+	// CodeTaskFailed is the failure code of a job whose task returned a
+	// permanent error.
+	CodeTaskFailed = "task_failed"
+	// CodeCandidateTooLarge is the failure code of a job whose candidate
+	// went over the candidate store's max size (candidate.ErrTooLarge):
+	// MaxCandidateBytes in the function. The same export is as large on
+	// every try, so the job fails at once, whatever the task returned.
+	CodeCandidateTooLarge = "candidate_too_large"
+)
+
+// MaxFailureMessage is the longest failure message the worker records, in
+// bytes: the job store's limit. A longer task error is cut at a rune
+// boundary.
+const MaxFailureMessage = 4096
+
+// groupAttribute is the SQS system attribute holding a FIFO message's group.
+const groupAttribute = "MessageGroupId"
+
+// Config configures a Worker. Jobs, Candidates and Task are required; the
+// zero value of every other field is its default.
+type Config struct {
+	// Jobs is the arbiter: every claim, renewal, accept and failure.
+	Jobs jobs.Store
+	// Candidates stores each attempt's candidate.
+	Candidates *candidate.Store
+	// Task is the work each command runs.
+	Task Task
+	// Logger receives one line per attempt outcome, with the fields
+	// job_id, group_id, message_id, attempt_id, aws_request_id, generation
+	// and version. Nil discards.
+	Logger *slog.Logger
+	// LeaseSkew is the clock-skew margin added to the invocation deadline to
+	// give the lease end (jobs.LeaseEnd). Zero means jobs.DefaultClockSkew;
+	// at most jobs.MaxClockSkew, and no more than the store's own margin
+	// (jobs.WithClockSkew), or the store refuses the lease.
+	LeaseSkew time.Duration
+	// ClaimMargin is the least time that must remain before the context's
+	// deadline for a lane that waited for spool room to claim its job; with
+	// less, it gives the room back and claims nothing (candidate.ErrSpoolBusy).
+	// Zero means DefaultClaimMargin.
+	ClaimMargin time.Duration
+	// Now measures how long an attempt took, for its log line, and how much
+	// time a lane given spool room after a wait has left before the
+	// context's deadline (as pkg/fifo's clock judges a message's start;
+	// fifo.WithClock). Leases come from the context's deadline, never from
+	// this clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultClaimMargin is Config.ClaimMargin's default: pkg/fifo's least
+// time for a message to start (fifo.DefaultDeadlineMargin). A lane given
+// spool room late is a message starting late, and is held to the same rule.
+const DefaultClaimMargin = fifo.DefaultDeadlineMargin
+
+// Validate reports the first field that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.Jobs == nil:
+		return errors.New("worker: Config.Jobs is nil")
+	case c.Candidates == nil:
+		return errors.New("worker: Config.Candidates is nil")
+	case c.Task == nil:
+		return errors.New("worker: Config.Task is nil")
+	case c.LeaseSkew < 0 || c.LeaseSkew > jobs.MaxClockSkew:
+		return fmt.Errorf("worker: Config.LeaseSkew %v is outside 0 to %v", c.LeaseSkew, jobs.MaxClockSkew)
+	case c.ClaimMargin < 0:
+		return fmt.Errorf("worker: Config.ClaimMargin %v is negative", c.ClaimMargin)
+	}
+	if f, ok := c.Task.(funcTask); ok && f.run == nil {
+		return errors.New("worker: Config.Task is a TaskFunc with a nil function")
+	}
+	// The candidate package owns the extension rule; any valid job, generation
+	// and attempt let it judge the extension alone.
+	if _, err := candidate.NewKey("job", 1, "attempt", c.Task.Ext()); err != nil {
+		return fmt.Errorf("worker: Config.Task's extension: %w", err)
+	}
+	return nil
+}
+
+// Worker runs one command per call of Handle. It is safe for concurrent
+// use: pkg/fifo calls Handle for several message groups at once.
+type Worker struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Worker. It panics when cfg is invalid (see Validate): a
+// programming error, found at cold start.
+func New(cfg Config) *Worker {
+	if err := cfg.Validate(); err != nil {
+		panic(err.Error())
+	}
+	if cfg.LeaseSkew == 0 {
+		cfg.LeaseSkew = jobs.DefaultClockSkew
+	}
+	if cfg.ClaimMargin == 0 {
+		cfg.ClaimMargin = DefaultClaimMargin
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{cfg: cfg, log: log}
+}
+
+// AttemptID returns the id of one delivery of one command in one
+// invocation: "<aws_request_id>_<message_id>". The request id alone is
+// shared by every message of a batch, and the message id alone by every
+// delivery of a message, so neither names an attempt. The result must be a
+// valid id ([A-Za-z0-9_-]{1,128}): it becomes part of the candidate's key.
+func AttemptID(requestID, messageID string) (string, error) {
+	if requestID == "" || messageID == "" {
+		return "", fmt.Errorf("worker: attempt id needs a request id and a message id, got %q and %q", requestID, messageID)
+	}
+	id := requestID + "_" + messageID
+	if p := ids.Problem(id); p != "" {
+		return "", fmt.Errorf("worker: attempt id %q %s", id, p)
+	}
+	return id, nil
+}
+
+// Handle runs the command in msg, a job.run body (outbox.Command): it
+// claims the job, runs the task into the attempt's candidate, and accepts
+// the candidate, each write fenced on the claim's generation. It is a
+// fifo.Handler. It returns nil when the command is done with (run, or
+// refused for good by the job's state), fifo.Permanent for a command that
+// can never succeed, and any other error to have the command received
+// again. See the package documentation for every outcome.
+func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
+	start := w.cfg.Now()
+	group := msg.Attributes[groupAttribute]
+	log := w.log.With(slog.String("message_id", msg.MessageId), slog.String("group_id", group))
+	cmd, err := outbox.DecodeCommand(msg.Body)
+	if err != nil {
+		log.WarnContext(ctx, "worker: malformed command", slog.Any("error", err))
+		return fifo.Permanent(fmt.Errorf("worker: message %s: %w", msg.MessageId, err))
+	}
+	log = log.With(slog.String("job_id", cmd.JobID))
+	if group != "" && group != cmd.JobID {
+		err := fmt.Errorf("worker: message %s: command for job %s in group %q: %w", msg.MessageId, cmd.JobID, group, ErrGroupMismatch)
+		log.ErrorContext(ctx, "worker: command in another job's group", slog.Any("error", err))
+		return fifo.Permanent(err)
+	}
+	lc, ok := lambdacontext.FromContext(ctx)
+	if !ok || lc.AwsRequestID == "" {
+		return fmt.Errorf("worker: message %s: %w", msg.MessageId, ErrNoLambdaContext)
+	}
+	log = log.With(slog.String("aws_request_id", lc.AwsRequestID))
+	attemptID, err := AttemptID(lc.AwsRequestID, msg.MessageId)
+	if err != nil {
+		return err
+	}
+	log = log.With(slog.String("attempt_id", attemptID))
+	lease, err := jobs.LeaseEnd(ctx, w.cfg.LeaseSkew)
+	if err != nil {
+		return fmt.Errorf("worker: job %s: lease: %w", cmd.JobID, err)
+	}
+
+	// Room in the spool is taken before the claim: a lane that cannot get it
+	// before its context ends has claimed nothing, so its command comes back
+	// without having cost the job a generation. Once claimed, an attempt
+	// never waits for room.
+	room, err := w.reserve(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer room.Release() // unless the candidate's writer took it over
+
+	// The command's tenant is part of the claim's condition: a command
+	// naming another tenant than its job's finds no job, and neither takes
+	// a lease nor uses up a generation.
+	job, err := w.cfg.Jobs.Claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant})
+	switch {
+	case errors.Is(err, jobs.ErrFinal):
+		// Done already, or ended by this very claim under the recovery
+		// policy: nothing is left to run.
+		log.InfoContext(ctx, "worker: job is final; command acknowledged", statusAttr(err), slog.Any("reason", err))
+		return nil
+	case errors.Is(err, jobs.ErrLeaseHeld):
+		log.InfoContext(ctx, "worker: another attempt holds the job; command will be received again", slog.Any("reason", err))
+		return fmt.Errorf("worker: claim: %w", err)
+	case errors.Is(err, jobs.ErrNotFound):
+		// No job, or (the store does not say which) a job of another tenant:
+		// a forged or corrupt command.
+		log.WarnContext(ctx, "worker: command for no job of its tenant", slog.String("tenant", cmd.Tenant), slog.Any("error", err))
+		return fifo.Permanent(fmt.Errorf("worker: claim for tenant %q: %w", cmd.Tenant, err))
+	case err != nil:
+		return fmt.Errorf("worker: claim: %w", err)
+	}
+	log = log.With(slog.Int64("generation", job.Generation))
+
+	a := &attempt{w: w, log: log, job: job, id: attemptID, lease: lease, version: job.Version, start: start, room: room}
+	return a.run(ctx)
+}
+
+// reserve takes room for the attempt's candidate in the spool budget,
+// waiting while other lanes hold it all. Room that came after a wait with
+// less than the claim margin left is given back: a claim then would run a
+// task that cannot finish, and its lease, which outlives the invocation,
+// would make the next delivery a takeover, a generation lost for another
+// lane's size. A lane that did not wait is not judged: pkg/fifo judged its
+// start by the same rule.
+func (w *Worker) reserve(ctx context.Context, log *slog.Logger) (*candidate.Reservation, error) {
+	start := w.cfg.Now()
+	room, err := w.cfg.Candidates.Reserve(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "worker: no spool room before the deadline; nothing claimed, the command will be received again",
+			slog.Any("error", err), slog.Duration("duration", w.cfg.Now().Sub(start)))
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if !room.Waited() {
+		return room, nil
+	}
+	now := w.cfg.Now()
+	deadline, _ := ctx.Deadline() // Handle refused a context without one (jobs.LeaseEnd)
+	if left := deadline.Sub(now); left < w.cfg.ClaimMargin {
+		room.Release()
+		log.WarnContext(ctx, "worker: spool room came too late to claim; nothing claimed, the command will be received again",
+			slog.Duration("left", left), slog.Duration("claim_margin", w.cfg.ClaimMargin), slog.Duration("duration", now.Sub(start)))
+		return nil, fmt.Errorf("worker: spool room with %v left before the deadline, under the claim margin %v: %w",
+			left, w.cfg.ClaimMargin, candidate.ErrSpoolBusy)
+	}
+	log.InfoContext(ctx, "worker: waited for spool room", slog.Duration("duration", now.Sub(start)))
+	return room, nil
+}
+
+// statusAttr names the status of a job a refusal found final, if it says.
+func statusAttr(err error) slog.Attr {
+	var fe *jobs.FinalError
+	if errors.As(err, &fe) {
+		return slog.String("status", string(fe.Status))
+	}
+	var se *jobs.StaleError
+	if errors.As(err, &se) {
+		return slog.String("status", string(se.Status))
+	}
+	return slog.Attr{}
+}
+
+// failureMessage is err's text cut to MaxFailureMessage bytes of valid
+// UTF-8.
+func failureMessage(err error) string {
+	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	if len(s) <= MaxFailureMessage {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxFailureMessage - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
