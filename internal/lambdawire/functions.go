@@ -16,8 +16,8 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/intake"
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -88,7 +88,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		ResultURLTTL: ttl,
 		// The worker's task's own check: a spec it can never run is
 		// refused here, not failed later as task_failed.
-		ValidateSpec: articles.ValidateSpec,
+		ValidateSpec: tasks.ValidateSpec,
 		Logger:       log,
 	})
 	if err != nil {
@@ -163,7 +163,7 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
 		Candidates: candidates,
-		Task:       articles.NewExport(ddb, articlesTable),
+		Task:       tasks.NewExport(ddb, articlesTable),
 		Logger:     log,
 	})
 	return fifo.New(w.Handle, append(q, fifo.WithLogger(log))...).Process, nil

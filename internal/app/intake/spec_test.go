@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 )
 
 // TestSpecIsCheckedByTheTasksValidator: with the task's validator in its
 // configuration (as the wiring gives it the reference task's,
-// articles.ValidateSpec), intake refuses a spec the task can never run:
+// tasks.ValidateSpec), intake refuses a spec the task can never run:
 // 400 invalid_spec, a message naming the field, nothing written. Each
 // bound of page_size at its value.
 func TestSpecIsCheckedByTheTasksValidator(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSpecIsCheckedByTheTasksValidator(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("page_size %q", tc.pageSize), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, func(c *intake.Config) { c.ValidateSpec = articles.ValidateSpec })
+			b := setup(t, func(c *intake.Config) { c.ValidateSpec = tasks.ValidateSpec })
 			resp := b.do(t, post("t-1", "intent-1", `{"spec":{"page_size":"`+tc.pageSize+`"}}`))
 			require.Equal(t, tc.status, resp.StatusCode, resp.Body)
 			if tc.status == 202 {

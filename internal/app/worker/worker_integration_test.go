@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
@@ -74,8 +74,8 @@ func (st *stack) jobs(opts ...jobs.Option) *jobs.DynamoStore {
 	return jobs.NewDynamoStore(st.ddb, st.outputs["JobsTableName"], opts...)
 }
 
-func (st *stack) export() *articles.Export {
-	return articles.NewExport(st.ddb, st.outputs["ArticlesTableName"])
+func (st *stack) export() *tasks.Export {
+	return tasks.NewExport(st.ddb, st.outputs["ArticlesTableName"])
 }
 
 // seed writes n articles of tenant and returns them as the export should
@@ -141,12 +141,12 @@ func TestExportCommandOnTheLocalStack(t *testing.T) {
 		spec     map[string]string
 		want     map[string]int
 	}{
-		{"t-1", 5, map[string]string{articles.SpecPageSize: "2"}, map[string]int{
+		{"t-1", 5, map[string]string{tasks.SpecPageSize: "2"}, map[string]int{
 			"dynamodb.UpdateItem": 4, // claim, renewals after pages 1 and 2, accept
 			"dynamodb.Query":      3, // pages of 2, 2, 1
 			"s3.PutObject":        1,
 		}},
-		{"t-2", 4, map[string]string{articles.SpecPageSize: "2"}, map[string]int{
+		{"t-2", 4, map[string]string{tasks.SpecPageSize: "2"}, map[string]int{
 			"dynamodb.UpdateItem": 4, // claim, renewals after pages 1 and 2, accept
 			"dynamodb.Query":      3, // pages of 2, 2, and an empty one: the limit was reached
 			"s3.PutObject":        1,
@@ -234,7 +234,7 @@ func TestRunningExampleOnTheLocalStack(t *testing.T) {
 
 	stalled, resume := make(chan struct{}), make(chan struct{})
 	export := st.export()
-	taskA := worker.TaskFunc(articles.Ext, func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	taskA := worker.TaskFunc(tasks.Ext, func(ctx context.Context, in worker.Input) (worker.Output, error) {
 		out, err := export.Run(ctx, in)
 		close(stalled)
 		<-resume

@@ -1,6 +1,6 @@
 //go:build integration
 
-package articles_test
+package tasks_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 )
 
@@ -30,12 +30,12 @@ func dynamoBackend(t *testing.T) backend {
 		TableName:   aws.String(table),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(articles.AttrTenant), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(articles.AttrArticleID), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(tasks.AttrTenant), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(tasks.AttrArticleID), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(articles.AttrTenant), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(articles.AttrArticleID), KeyType: types.KeyTypeRange},
+			{AttributeName: aws.String(tasks.AttrTenant), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(tasks.AttrArticleID), KeyType: types.KeyTypeRange},
 		},
 	})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package articles_test
+package tasks_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -29,7 +29,7 @@ func TestExportQueriesOnePartitionPageByPage(t *testing.T) {
 	f := newFakeArticles()
 	be := backend{api: f, table: f.table, put: f.put}
 	be.put(t, article("t-1", "a1"), article("t-1", "a2"), article("t-1", "a3"))
-	_, _, err := exportRun(t, be, "t-1", map[string]string{articles.SpecPageSize: "2"})
+	_, _, err := exportRun(t, be, "t-1", map[string]string{tasks.SpecPageSize: "2"})
 	require.NoError(t, err)
 	qs := f.queries()
 	require.Len(t, qs, 2)
@@ -50,15 +50,15 @@ func TestExportPageSizeBounds(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"1", "1000", "250"} {
 		f := newFakeArticles()
-		_, _, err := exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", map[string]string{articles.SpecPageSize: ok})
+		_, _, err := exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", map[string]string{tasks.SpecPageSize: ok})
 		require.NoError(t, err, ok)
 		require.Equal(t, ok, strconv.Itoa(int(aws.ToInt32(f.queries()[0].Limit))), ok)
 	}
 	for _, bad := range []string{"0", "1001", "-5", "", "abc", "1.5", " 10", "10 ", "99999999999"} {
 		f := newFakeArticles()
-		_, _, err := exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", map[string]string{articles.SpecPageSize: bad})
+		_, _, err := exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", map[string]string{tasks.SpecPageSize: bad})
 		require.True(t, fifo.IsPermanent(err), "%q: got %v", bad, err)
-		require.ErrorIs(t, err, articles.ErrInvalidSpec, bad)
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, bad)
 		require.Empty(t, f.queries(), "%q: nothing queried", bad)
 	}
 }
@@ -84,13 +84,13 @@ func TestExportRefusesAnotherTenantsItem(t *testing.T) {
 	f.extra = article("t-secret", "z9")
 	r, _, err := exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", nil)
 	require.True(t, fifo.IsPermanent(err), "got %v", err)
-	require.ErrorIs(t, err, articles.ErrForeignItem)
+	require.ErrorIs(t, err, tasks.ErrForeignItem)
 	require.NotContains(t, err.Error(), "t-secret")
 	require.NotContains(t, r.out.String(), "t-secret")
 	// Nor an item without a tenant.
 	f.extra = map[string]types.AttributeValue{"article_id": s("z9")}
 	_, _, err = exportRun(t, backend{api: f, table: f.table, put: f.put}, "t-1", nil)
-	require.ErrorIs(t, err, articles.ErrForeignItem)
+	require.ErrorIs(t, err, tasks.ErrForeignItem)
 }
 
 // An error from Progress (the attempt lost the job) stops the export.
@@ -102,11 +102,11 @@ func TestExportStopsWhenProgressFails(t *testing.T) {
 	}
 	fenced := errors.New("injected: fenced")
 	in := worker.Input{
-		Job:      jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{articles.SpecPageSize: "1"}},
+		Job:      jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: "1"}},
 		Out:      io.Discard,
 		Progress: func(context.Context, int64) error { return fenced },
 	}
-	_, err := articles.NewExport(f, f.table).Run(t.Context(), in)
+	_, err := tasks.NewExport(f, f.table).Run(t.Context(), in)
 	require.ErrorIs(t, err, fenced)
 	require.Len(t, f.queries(), 1, "no page after the refusal")
 }
@@ -126,8 +126,8 @@ func TestObjectRefusesWhatJSONCannotCarry(t *testing.T) {
 	} {
 		item := article("t-1", "a1")
 		item["x"] = av
-		_, err := articles.Object(item)
-		require.ErrorIs(t, err, articles.ErrUnexportable, name)
+		_, err := tasks.Object(item)
+		require.ErrorIs(t, err, tasks.ErrUnexportable, name)
 		// Through the export, the job fails.
 		f := newFakeArticles()
 		f.put(t, item)
@@ -135,14 +135,14 @@ func TestObjectRefusesWhatJSONCannotCarry(t *testing.T) {
 		require.True(t, fifo.IsPermanent(err), name)
 	}
 	for _, ok := range []string{"0", "-0", "1e5", "1E+5", "-1.25e-3", "100"} {
-		_, err := articles.Object(map[string]types.AttributeValue{"x": n(ok)})
+		_, err := tasks.Object(map[string]types.AttributeValue{"x": n(ok)})
 		require.NoError(t, err, ok)
 	}
 }
 
 func TestNewExportPanicsOnMissingParts(t *testing.T) {
 	t.Parallel()
-	require.Panics(t, func() { articles.NewExport(nil, "articles") })
-	require.Panics(t, func() { articles.NewExport(newFakeArticles(), "") })
-	require.Equal(t, "ndjson", articles.NewExport(newFakeArticles(), "articles").Ext())
+	require.Panics(t, func() { tasks.NewExport(nil, "articles") })
+	require.Panics(t, func() { tasks.NewExport(newFakeArticles(), "") })
+	require.Equal(t, "ndjson", tasks.NewExport(newFakeArticles(), "articles").Ext())
 }

@@ -1,4 +1,4 @@
-package articles_test
+package tasks_test
 
 import (
 	"cmp"
@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 )
 
 // fakeArticles is an Articles table in memory with DynamoDB's Query
@@ -36,7 +36,7 @@ type fakeArticles struct {
 	extra map[string]types.AttributeValue
 }
 
-var _ articles.QueryAPI = (*fakeArticles)(nil)
+var _ tasks.QueryAPI = (*fakeArticles)(nil)
 
 func newFakeArticles() *fakeArticles { return &fakeArticles{table: "articles-test"} }
 
@@ -49,7 +49,7 @@ func (f *fakeArticles) put(_ *testing.T, items ...map[string]types.AttributeValu
 	defer f.mu.Unlock()
 	for _, it := range items {
 		key := func(m map[string]types.AttributeValue) [2]string {
-			return [2]string{str(m[articles.AttrTenant]), str(m[articles.AttrArticleID])}
+			return [2]string{str(m[tasks.AttrTenant]), str(m[tasks.AttrArticleID])}
 		}
 		f.items = slices.DeleteFunc(f.items, func(old map[string]types.AttributeValue) bool { return key(old) == key(it) })
 		f.items = append(f.items, maps.Clone(it))
@@ -86,26 +86,26 @@ func (f *fakeArticles) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...
 	}
 	after := ""
 	if esk := in.ExclusiveStartKey; esk != nil {
-		if str(esk[articles.AttrTenant]) != tenant || len(esk) != 2 {
+		if str(esk[tasks.AttrTenant]) != tenant || len(esk) != 2 {
 			return nil, validation("the provided starting key is invalid")
 		}
-		after = str(esk[articles.AttrArticleID])
+		after = str(esk[tasks.AttrArticleID])
 	}
 	var page []map[string]types.AttributeValue
 	for _, it := range f.items {
-		if str(it[articles.AttrTenant]) == tenant && (in.ExclusiveStartKey == nil || str(it[articles.AttrArticleID]) > after) {
+		if str(it[tasks.AttrTenant]) == tenant && (in.ExclusiveStartKey == nil || str(it[tasks.AttrArticleID]) > after) {
 			page = append(page, it)
 		}
 	}
 	slices.SortFunc(page, func(a, b map[string]types.AttributeValue) int {
-		return cmp.Compare(str(a[articles.AttrArticleID]), str(b[articles.AttrArticleID]))
+		return cmp.Compare(str(a[tasks.AttrArticleID]), str(b[tasks.AttrArticleID]))
 	})
 	out := &dynamodb.QueryOutput{}
 	if limit > 0 && len(page) >= limit {
 		page = page[:limit]
 		last := page[len(page)-1]
 		out.LastEvaluatedKey = map[string]types.AttributeValue{
-			articles.AttrTenant: last[articles.AttrTenant], articles.AttrArticleID: last[articles.AttrArticleID],
+			tasks.AttrTenant: last[tasks.AttrTenant], tasks.AttrArticleID: last[tasks.AttrArticleID],
 		}
 	}
 	for _, it := range page {
@@ -128,7 +128,7 @@ func hashKeyCondition(in *dynamodb.QueryInput) (string, error) {
 	if strings.HasPrefix(left, "#") {
 		left = in.ExpressionAttributeNames[left]
 	}
-	if left != articles.AttrTenant {
+	if left != tasks.AttrTenant {
 		return "", validation("the key condition is on %q, not the hash key", left)
 	}
 	v, ok := in.ExpressionAttributeValues[right].(*types.AttributeValueMemberS)

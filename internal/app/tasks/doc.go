@@ -17,4 +17,4 @@
 //     retried with the command. A failed write is passed on as it is: the
 //     worker fails the job for good when the write was refused for the
 //     candidate's size (candidate.ErrTooLarge), and retries it otherwise.
-package articles
+package tasks

@@ -1,4 +1,4 @@
-package articles_test
+package tasks_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -45,24 +45,24 @@ func (c *countingWriter) Write(b []byte) (int, error) { c.n += int64(len(b)); re
 // worker's memory setting, bounds what one invocation can export, which
 // is what template.yaml's MaxCandidateBytes default is sized from.
 func BenchmarkExport(b *testing.B) {
-	page := make([]map[string]types.AttributeValue, articles.MaxPageSize)
+	page := make([]map[string]types.AttributeValue, tasks.MaxPageSize)
 	for i := range page {
 		page[i] = map[string]types.AttributeValue{
-			articles.AttrTenant:    s("t-1"),
-			articles.AttrArticleID: s(fmt.Sprintf("a-%06d", i)),
-			"title":                s(fmt.Sprintf("Article %d of t-1, a title of ordinary length", i)),
-			"body":                 s(strings.Repeat("lorem ipsum dolor sit amet, consectetur ", 20)),
-			"words":                n("812"),
-			"tags":                 &types.AttributeValueMemberSS{Value: []string{"news", "europe", "economy"}},
+			tasks.AttrTenant:    s("t-1"),
+			tasks.AttrArticleID: s(fmt.Sprintf("a-%06d", i)),
+			"title":             s(fmt.Sprintf("Article %d of t-1, a title of ordinary length", i)),
+			"body":              s(strings.Repeat("lorem ipsum dolor sit amet, consectetur ", 20)),
+			"words":             n("812"),
+			"tags":              &types.AttributeValueMemberSS{Value: []string{"news", "europe", "economy"}},
 		}
 	}
 	const pages = 10
 	var written int64
 	for b.Loop() {
 		out := &countingWriter{}
-		export := articles.NewExport(&pagesAPI{page: page, pages: pages}, "articles-bench")
+		export := tasks.NewExport(&pagesAPI{page: page, pages: pages}, "articles-bench")
 		_, err := export.Run(context.Background(), worker.Input{
-			Job: jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{articles.SpecPageSize: fmt.Sprint(articles.MaxPageSize)}},
+			Job: jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: fmt.Sprint(tasks.MaxPageSize)}},
 			Out: io.Writer(out), Progress: func(context.Context, int64) error { return nil },
 		})
 		if err != nil {
@@ -71,5 +71,5 @@ func BenchmarkExport(b *testing.B) {
 		written = out.n
 	}
 	b.SetBytes(written)
-	b.ReportMetric(float64(written)/float64(pages*articles.MaxPageSize), "B/article")
+	b.ReportMetric(float64(written)/float64(pages*tasks.MaxPageSize), "B/article")
 }

@@ -1,11 +1,11 @@
-package articles_test
+package tasks_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 )
 
 // TestValidateSpec: the export's own check of a spec, which intake runs
@@ -15,13 +15,13 @@ func TestValidateSpec(t *testing.T) {
 	t.Parallel()
 	for _, spec := range []map[string]string{
 		nil, {}, {"source": "articles"},
-		{articles.SpecPageSize: "1"}, {articles.SpecPageSize: "1000"}, {articles.SpecPageSize: "250"},
+		{tasks.SpecPageSize: "1"}, {tasks.SpecPageSize: "1000"}, {tasks.SpecPageSize: "250"},
 	} {
-		require.NoError(t, articles.ValidateSpec(spec), "%v", spec)
+		require.NoError(t, tasks.ValidateSpec(spec), "%v", spec)
 	}
 	for _, bad := range []string{"0", "1001", "-5", "", "abc", "1.5", " 10", "10 ", "99999999999"} {
-		err := articles.ValidateSpec(map[string]string{articles.SpecPageSize: bad})
-		require.ErrorIs(t, err, articles.ErrInvalidSpec, "%q", bad)
-		require.Contains(t, err.Error(), articles.SpecPageSize, "the message names the field")
+		err := tasks.ValidateSpec(map[string]string{tasks.SpecPageSize: bad})
+		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%q", bad)
+		require.Contains(t, err.Error(), tasks.SpecPageSize, "the message names the field")
 	}
 }

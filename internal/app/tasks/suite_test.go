@@ -1,4 +1,4 @@
-package articles_test
+package tasks_test
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
 // backend is an Articles table the suite runs on: the fake, or a table on
 // DynamoDB Local (articles_integration_test.go).
 type backend struct {
-	api   articles.QueryAPI
+	api   tasks.QueryAPI
 	table string
 	put   func(t *testing.T, items ...map[string]types.AttributeValue)
 }
@@ -45,7 +45,7 @@ func exportRun(t *testing.T, be backend, tenant string, spec map[string]string) 
 			return nil
 		},
 	}
-	out, err := articles.NewExport(be.api, be.table).Run(t.Context(), in)
+	out, err := tasks.NewExport(be.api, be.table).Run(t.Context(), in)
 	return r, out, err
 }
 
@@ -67,7 +67,7 @@ func (r *run) lines(t *testing.T) []map[string]any {
 func ids(objs []map[string]any) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, o[articles.AttrTenant].(string)+"/"+o[articles.AttrArticleID].(string))
+		out = append(out, o[tasks.AttrTenant].(string)+"/"+o[tasks.AttrArticleID].(string))
 	}
 	return out
 }
@@ -77,7 +77,7 @@ func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Valu
 
 func article(tenant, id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		articles.AttrTenant: s(tenant), articles.AttrArticleID: s(id),
+		tasks.AttrTenant: s(tenant), tasks.AttrArticleID: s(id),
 		"title": s("Title " + id), "updated_at": n("1793782800000"),
 	}
 }
@@ -105,7 +105,7 @@ func testArticlesInIDOrderPageByPage(t *testing.T, be backend) {
 	for _, id := range []string{"a3", "a1", "a5", "a2", "a4"} {
 		be.put(t, article("t-1", id))
 	}
-	r, out, err := exportRun(t, be, "t-1", map[string]string{articles.SpecPageSize: "2"})
+	r, out, err := exportRun(t, be, "t-1", map[string]string{tasks.SpecPageSize: "2"})
 	require.NoError(t, err)
 	require.EqualValues(t, 5, out.Items)
 	require.Equal(t, []int64{2, 4}, r.progress, "after every page but the last")
@@ -125,7 +125,7 @@ func testTenantsAreIsolated(t *testing.T, be backend) {
 		"t-10": {"t-10/a1"},
 		"t-3":  nil,
 	} {
-		r, out, err := exportRun(t, be, tenant, map[string]string{articles.SpecPageSize: "1"})
+		r, out, err := exportRun(t, be, tenant, map[string]string{tasks.SpecPageSize: "1"})
 		require.NoError(t, err, tenant)
 		require.Equal(t, want, ids(r.lines(t)), tenant)
 		require.EqualValues(t, len(want), out.Items, tenant)
@@ -139,7 +139,7 @@ func testALastFullPageIsFollowedByAnEmptyOne(t *testing.T, be backend) {
 	for _, id := range []string{"a1", "a2", "a3", "a4"} {
 		be.put(t, article("t-1", id))
 	}
-	r, out, err := exportRun(t, be, "t-1", map[string]string{articles.SpecPageSize: "2"})
+	r, out, err := exportRun(t, be, "t-1", map[string]string{tasks.SpecPageSize: "2"})
 	require.NoError(t, err)
 	require.EqualValues(t, 4, out.Items)
 	require.Equal(t, []int64{2, 4}, r.progress)

@@ -1,4 +1,4 @@
-package articles
+package tasks
 
 import (
 	"context"

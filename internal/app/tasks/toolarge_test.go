@@ -1,4 +1,4 @@
-package articles_test
+package tasks_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/app/worker/articles"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -30,7 +30,7 @@ func TestExportOverMaxCandidateBytesFailsAtOnce(t *testing.T) {
 	for i := range 30 {
 		be.put(t, article("t-1", fmt.Sprintf("a%02d", i)))
 	}
-	r, _, err := exportRun(t, be, "t-1", map[string]string{articles.SpecPageSize: "7"})
+	r, _, err := exportRun(t, be, "t-1", map[string]string{tasks.SpecPageSize: "7"})
 	require.NoError(t, err)
 	size := int64(r.out.Len())
 
@@ -39,13 +39,13 @@ func TestExportOverMaxCandidateBytesFailsAtOnce(t *testing.T) {
 			t.Parallel()
 			store := jobs.NewMemoryStore()
 			created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "i-42", Tenant: "t-1",
-				Spec: map[string]string{articles.SpecPageSize: "7"}})
+				Spec: map[string]string{tasks.SpecPageSize: "7"}})
 			require.NoError(t, err)
 			s3 := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"candidates-test"}))
 			w := worker.New(worker.Config{
 				Jobs:       store,
 				Candidates: candidate.New(s3, "candidates-test", candidate.WithSpoolDir(t.TempDir()), candidate.WithMaxSize(bound), candidate.WithSpoolBudget(bound)),
-				Task:       articles.NewExport(be.api, be.table),
+				Task:       tasks.NewExport(be.api, be.table),
 			})
 			msg := commandMessage(t, created.Job)
 			for attempt := range 2 { // the second delivery finds the job final
