@@ -1,0 +1,51 @@
+// Package task is what a user of the service implements: a Task, the work
+// a job runs; its input (the job's id, tenant, spec and generation, the
+// attempt's id, where to write the result, how to report progress) and
+// its output; and the Registry that names the tasks, from which each job
+// picks its own.
+//
+// Invariants:
+//   - A job names its task in its spec: spec[SpecTask] ("task"). A spec
+//     without it runs the registry's default task; a name nobody
+//     registered is refused with ErrUnknownTask, by intake (400
+//     unknown_task, no job created) and by the worker (the job fails for
+//     good with code unknown_task, nothing run).
+//   - A spec is checked by the task it names, and by that task only
+//     (Registry.ValidateSpec): intake refuses a spec its task would refuse
+//     (400 invalid_spec), so the general limits of a spec (its size, its
+//     keys) are intake's and the meaning of each key is its task's.
+//   - The result's extension is the task's choice for the job (Task.Ext is
+//     asked with the job, before Run), so one task may write several
+//     formats, chosen by the spec.
+//   - A task is told nothing of leases, generations' fences or the
+//     result's upload: the worker fences every write of the attempt and
+//     uploads Input.Out only if Run returned nil and the attempt still
+//     holds the job. A task's only duties are to write its result to
+//     Input.Out, to return when its context ends, and to say with its
+//     error whether trying again can help (fifo.Permanent: it cannot).
+//
+// # Adding a task
+//
+// A task is a type with three methods, ValidateSpec, Ext and Run, and a
+// name in the Registry the worker is given (worker.Config.Tasks). In this
+// repository, the service's tasks live in internal/app/tasks, and adding
+// one touches three files and no other:
+//
+//  1. internal/app/tasks/<name>.go: the task. ValidateSpec checks the
+//     spec keys it reads (the message names the key, and intake sends it
+//     to the client); Ext returns the extension of its result; Run writes
+//     the result to in.Out, calls in.Progress after each page or batch,
+//     returns fifo.Permanent for what no retry can fix (a spec it cannot
+//     run, data it cannot write), and a plain error for what may pass (a
+//     throttled read). The word count (wordcount.go) is the worked example:
+//     it reads the same Articles table as the export.
+//  2. internal/app/tasks/<name>_test.go: its tests, on the in-memory
+//     Articles table the export's tests use, and through the worker's
+//     fenced path on memory stores.
+//  3. One line in internal/app/tasks' registry (registry.go): the task's
+//     name and its constructor.
+//
+// The worker, intake, the wiring and the template need no change: a
+// client creates a job of the new task with {"spec":{"task":"<name>",...}}.
+// The Example below is a whole task, registered and run.
+package task
