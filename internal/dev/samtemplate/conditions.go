@@ -3,6 +3,7 @@ package samtemplate
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ErrUnsupported is returned for a condition or a value that the
@@ -89,8 +90,22 @@ func (t *Template) Scalar(v any, ref RefFunc) (string, error) {
 	return t.scalar(v, ref)
 }
 
+// ScalarText is the text CloudFormation makes of a scalar: a string, a
+// boolean or a number as YAML gives it.
+func ScalarText(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool, int, int64, uint64:
+		return fmt.Sprint(v), true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	}
+	return "", false
+}
+
 func (t *Template) scalar(v any, ref RefFunc) (string, error) {
-	if s, ok := scalarText(v); ok {
+	if s, ok := ScalarText(v); ok {
 		return s, nil
 	}
 	fn, arg, ok := single(v)
@@ -103,7 +118,7 @@ func (t *Template) scalar(v any, ref RefFunc) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if s, ok := scalarText(got); ok {
+		if s, ok := ScalarText(got); ok {
 			return s, nil
 		}
 		return "", fmt.Errorf("Fn::FindInMap %v gives %v, not a scalar", arg, got)

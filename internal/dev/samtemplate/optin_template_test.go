@@ -10,8 +10,8 @@ import (
 // trade-off said in template.yaml and docs/SECURITY.md, are switched on
 // by a parameter, and the switch does what it says: this test reads the
 // template as a deployment with each parameter sees it (and
-// TestRepoTemplateMatchesTheRegistrySchemas checks both branches of each
-// Fn::If against AWS's schemas).
+// internal/dev/cfnschema's TestRepoTemplateMatchesTheRegistrySchemas
+// checks both branches of each Fn::If against AWS's schemas).
 
 func getAtt(resource, attr string) map[string]any {
 	return map[string]any{"Fn::GetAtt": []any{resource, attr}}

@@ -1,4 +1,4 @@
-package samtemplate_test
+package cfnschema_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/dev/cfnschema"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
@@ -49,7 +50,7 @@ const testSchema = `{
 
 func validate(t *testing.T, props string) []string {
 	t.Helper()
-	s, err := samtemplate.ParseResourceSchema([]byte(testSchema))
+	s, err := cfnschema.ParseResourceSchema([]byte(testSchema))
 	require.NoError(t, err)
 	tpl, err := samtemplate.Parse([]byte("Parameters:\n  Five:\n    Type: Number\n    Default: 5\nResources:\n  W:\n    Type: Test::Thing::Widget\n    Properties:\n" + props))
 	require.NoError(t, err)

@@ -1,10 +1,11 @@
-package samtemplate_test
+package cfnschema_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/dev/cfnschema"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
@@ -40,7 +41,7 @@ Resources:
 `
 	parsed, err := samtemplate.Parse([]byte(tpl))
 	require.NoError(t, err)
-	res := parsed.CheckRegistry(registrySchemas(t))
+	res := cfnschema.Check(parsed, registrySchemas(t))
 	var flagged []string
 	for _, p := range res.Problems {
 		flagged = append(flagged, p.Resource)

@@ -1,4 +1,4 @@
-package samtemplate_test
+package cfnschema_test
 
 import (
 	"encoding/json"
@@ -11,8 +11,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/dev/cfnschema"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
+
+// loadRepoTemplate parses the repository's template.yaml.
+func loadRepoTemplate(t *testing.T) *samtemplate.Template {
+	t.Helper()
+	tpl, err := samtemplate.Load("../../../template.yaml")
+	require.NoError(t, err)
+	return tpl
+}
 
 // rainModule is the module whose files hold the CloudFormation registry
 // schemas; go.mod pins its version (registry_pin.go keeps it there).
@@ -27,7 +36,7 @@ var (
 // registrySchemas opens the registry schemas of the version of rainModule
 // that go.mod requires, downloading it into the module cache if it is not
 // there yet (go verifies it against go.sum).
-func registrySchemas(t *testing.T) *samtemplate.RegistrySchemas {
+func registrySchemas(t *testing.T) *cfnschema.Registry {
 	t.Helper()
 	schemasOnce.Do(func() {
 		out, err := exec.Command("go", "mod", "download", "-json", rainModule).Output()
@@ -51,7 +60,7 @@ func registrySchemas(t *testing.T) *samtemplate.RegistrySchemas {
 		schemasDir = filepath.Join(mod.Dir, "internal", "aws", "cfn", "schemas")
 	})
 	require.NoError(t, schemasErr, "the registry schemas come from %s, as go.mod pins it", rainModule)
-	return samtemplate.NewRegistrySchemas(schemasDir)
+	return cfnschema.NewRegistry(schemasDir)
 }
 
 type downloadError struct {
@@ -73,7 +82,7 @@ func (e *downloadError) Error() string {
 func TestRepoTemplateMatchesTheRegistrySchemas(t *testing.T) {
 	t.Parallel()
 	tpl := loadRepoTemplate(t)
-	res := tpl.CheckRegistry(registrySchemas(t))
+	res := cfnschema.Check(tpl, registrySchemas(t))
 	for _, err := range res.Problems {
 		t.Error(err)
 	}
@@ -256,11 +265,11 @@ Outputs:
     Value: !GetAtt Logs.Arn
 `
 
-func checkTemplate(t *testing.T, src string) samtemplate.RegistryCheck {
+func checkTemplate(t *testing.T, src string) cfnschema.Result {
 	t.Helper()
 	tpl, err := samtemplate.Parse([]byte(src))
 	require.NoError(t, err)
-	return tpl.CheckRegistry(registrySchemas(t))
+	return cfnschema.Check(tpl, registrySchemas(t))
 }
 
 // TestRegistryCheckAcceptsIntrinsicsWhereverAValueIs: the small template
@@ -317,7 +326,7 @@ func TestRegistryCheckRejectsBrokenTemplates(t *testing.T) {
 		{"a parameter bound outside the range", "MaxValue: 35", "MaxValue: 40",
 			"Properties.PointInTimeRecoverySpecification.RecoveryPeriodInDays: Ref Recovery: the parameter's MaxValue 40"},
 		{"unknown resource type", "  Logs:\n    Type: AWS::Logs::LogGroup\n", "  Logs:\n    Type: AWS::Logs::LogGrup\n",
-			"Resources.Logs (AWS::Logs::LogGrup).Type: samtemplate: no registry schema for AWS::Logs::LogGrup"},
+			"Resources.Logs (AWS::Logs::LogGrup).Type: cfnschema: no registry schema for AWS::Logs::LogGrup"},
 
 		// References: a Ref, Fn::GetAtt, Fn::Sub variable, Fn::If or
 		// Condition names something the template has.
@@ -453,7 +462,7 @@ func TestRegistryCheckRejectsABrokenRepoTemplate(t *testing.T) {
 	}
 	q.Properties = props
 	broken.Resources[queues[0]] = q
-	res := broken.CheckRegistry(registrySchemas(t))
+	res := cfnschema.Check(&broken, registrySchemas(t))
 	require.Len(t, res.Problems, 1)
 	require.Contains(t, res.Problems[0].Error(), "Resources."+queues[0]+" (AWS::SQS::Queue).Properties.VisibilityTimout: unknown property")
 }

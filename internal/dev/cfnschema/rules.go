@@ -1,9 +1,11 @@
-package samtemplate
+package cfnschema
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 // Service rules the registry schemas leave out, which AWS applies when it
@@ -12,7 +14,7 @@ import (
 // knownValues returns the values x may take: itself when it is a scalar,
 // each value the template lets a parameter take for a Ref to one, nil
 // when it is unknown.
-func knownValues(x any, params map[string]Parameter) []any {
+func knownValues(x any, params map[string]samtemplate.Parameter) []any {
 	if fn, arg, ok := intrinsic(x); ok {
 		name, _ := arg.(string)
 		p, isParam := params[name]
@@ -20,7 +22,7 @@ func knownValues(x any, params map[string]Parameter) []any {
 			return nil
 		}
 		var out []any
-		for _, c := range p.candidates() {
+		for _, c := range candidates(p) {
 			out = append(out, c.value)
 		}
 		return out
@@ -34,7 +36,7 @@ func knownValues(x any, params map[string]Parameter) []any {
 
 // anyNumber reports whether some known value of x is a number for which
 // pred holds, and the first such.
-func anyNumber(x any, params map[string]Parameter, pred func(float64) bool) (any, bool) {
+func anyNumber(x any, params map[string]samtemplate.Parameter, pred func(float64) bool) (any, bool) {
 	for _, v := range knownValues(x, params) {
 		if n, ok := number(v); ok && pred(n) {
 			return v, true
@@ -55,7 +57,7 @@ var (
 // lambdaFunctionRules: Lambda's limits on a function's Timeout (at most
 // 900 seconds) and MemorySize (128 to 10240 MB), and the names of its
 // environment variables, which the schema does not give.
-func lambdaFunctionRules(props map[string]any, params map[string]Parameter, root string) []Problem {
+func lambdaFunctionRules(props map[string]any, params map[string]samtemplate.Parameter, root string) []Problem {
 	var out []Problem
 	if env, ok := props["Environment"].(map[string]any); ok {
 		vars, _ := env["Variables"].(map[string]any)
@@ -154,7 +156,7 @@ var (
 //
 // hint is the source's kind when the mapping says it otherwise (a SAM
 // event's type), for an EventSourceArn that does not tell.
-func (c *registryContext) eventSourceRules(props map[string]any, params map[string]Parameter, root, hint string) []Problem {
+func (c *registryContext) eventSourceRules(props map[string]any, params map[string]samtemplate.Parameter, root, hint string) []Problem {
 	kind, fifo := c.eventSource(props["EventSourceArn"])
 	if kind == "" {
 		kind = hint

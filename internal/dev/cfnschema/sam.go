@@ -1,9 +1,11 @@
-package samtemplate
+package cfnschema
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 // The properties of AWS::Serverless::Function, from SAM's documentation and
@@ -140,7 +142,7 @@ func mergeValue(g, l any) any {
 
 // globalsFor returns Globals.Function as it applies to a function with
 // the given IgnoreGlobals attribute ("*" or a list of names).
-func (t *Template) globalsFor(r Resource) map[string]any {
+func globalsFor(t *samtemplate.Template, r samtemplate.Resource) map[string]any {
 	g, _ := t.Globals["Function"].(map[string]any)
 	switch ig := r.Attributes["IgnoreGlobals"].(type) {
 	case string:
@@ -175,9 +177,9 @@ func (t *Template) globalsFor(r Resource) map[string]any {
 // Api, Schedule, S3, SNS, EventBridgeRule, ...: their names are checked,
 // their properties not), and the role, permissions and other resources SAM
 // generates. out.Unchecked lists what a function has of these.
-func (out *RegistryCheck) checkSAMFunction(ctx *registryContext, name string, r Resource) {
+func (out *Result) checkSAMFunction(ctx *registryContext, name string, r samtemplate.Resource) {
 	t := ctx.t
-	props, from := mergeGlobals(t.globalsFor(r), r.Properties)
+	props, from := mergeGlobals(globalsFor(t, r), r.Properties)
 	add := func(path, format string, args ...any) {
 		out.Problems = append(out.Problems, ResourceProblem{name, r.Type, Problem{Path: path, Msg: fmt.Sprintf(format, args...)}})
 	}
@@ -304,7 +306,7 @@ func (out *RegistryCheck) checkSAMFunction(ctx *registryContext, name string, r 
 
 // checkSAMEvent checks one of a SAM function's events: an SQS, DynamoDB or
 // Kinesis one as the AWS::Lambda::EventSourceMapping SAM makes of it.
-func (out *RegistryCheck) checkSAMEvent(ctx *registryContext, fn string, r Resource, ev string, raw any, unchecked *[]string) {
+func (out *Result) checkSAMEvent(ctx *registryContext, fn string, r samtemplate.Resource, ev string, raw any, unchecked *[]string) {
 	t := ctx.t
 	root := "Properties.Events." + ev
 	add := func(path, format string, args ...any) {
@@ -415,7 +417,7 @@ func renamePath(path, root string, renames map[string]string) string {
 
 // checkGlobals checks Globals.Function's property names: SAM rejects a
 // template whose Globals set a property it does not merge.
-func (out *RegistryCheck) checkGlobals(t *Template) {
+func (out *Result) checkGlobals(t *samtemplate.Template) {
 	g, _ := t.Globals["Function"].(map[string]any)
 	for _, k := range sortedKeys(g) {
 		if !samGlobalsFunction[k] {

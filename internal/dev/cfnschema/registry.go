@@ -1,4 +1,4 @@
-package samtemplate
+package cfnschema
 
 import (
 	"encoding/json"
@@ -12,22 +12,24 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
-// RegistrySchemas reads CloudFormation resource provider (registry)
+// Registry reads CloudFormation resource provider (registry)
 // schemas, the JSON schemas AWS publishes for each resource type, from a
 // directory laid out as dir/aws/<service>/<type>.json (AWS::SQS::Queue in
 // dir/aws/sqs/queue.json), each file with its typeName.
-type RegistrySchemas struct {
+type Registry struct {
 	dir string
 
 	mu     sync.Mutex
 	loaded map[string]*ResourceSchema
 }
 
-// NewRegistrySchemas reads schemas from dir as they are needed.
-func NewRegistrySchemas(dir string) *RegistrySchemas {
-	return &RegistrySchemas{dir: dir, loaded: map[string]*ResourceSchema{}}
+// NewRegistry reads schemas from dir as they are needed.
+func NewRegistry(dir string) *Registry {
+	return &Registry{dir: dir, loaded: map[string]*ResourceSchema{}}
 }
 
 // ResourceSchema is one resource type's registry schema.
@@ -43,7 +45,7 @@ type ResourceSchema struct {
 
 // Schema returns the registry schema of a resource type such as
 // AWS::SQS::Queue.
-func (r *RegistrySchemas) Schema(typeName string) (*ResourceSchema, error) {
+func (r *Registry) Schema(typeName string) (*ResourceSchema, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.loaded[typeName]; ok {
@@ -51,19 +53,19 @@ func (r *RegistrySchemas) Schema(typeName string) (*ResourceSchema, error) {
 	}
 	parts := strings.Split(typeName, "::")
 	if len(parts) != 3 || parts[0] != "AWS" {
-		return nil, fmt.Errorf("samtemplate: %q is not an AWS resource type", typeName)
+		return nil, fmt.Errorf("cfnschema: %q is not an AWS resource type", typeName)
 	}
 	path := filepath.Join(r.dir, "aws", strings.ToLower(parts[1]), strings.ToLower(parts[2])+".json")
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("samtemplate: no registry schema for %s: %w", typeName, err)
+		return nil, fmt.Errorf("cfnschema: no registry schema for %s: %w", typeName, err)
 	}
 	s, err := ParseResourceSchema(raw)
 	if err != nil {
-		return nil, fmt.Errorf("samtemplate: %s: %w", path, err)
+		return nil, fmt.Errorf("cfnschema: %s: %w", path, err)
 	}
 	if s.TypeName != typeName {
-		return nil, fmt.Errorf("samtemplate: %s holds the schema of %s, not %s", path, s.TypeName, typeName)
+		return nil, fmt.Errorf("cfnschema: %s holds the schema of %s, not %s", path, s.TypeName, typeName)
 	}
 	r.loaded[typeName] = s
 	return s, nil
@@ -118,16 +120,16 @@ func ParseResourceSchema(raw []byte) (*ResourceSchema, error) {
 // Fn::Base64, Fn::ImportValue and a resource's Ref give a string (which
 // passes for a number or a boolean only if its literal pieces could make
 // one), Fn::Split, Fn::GetAZs, Fn::Cidr and AWS::NotificationARNs a list,
-// Fn::GetAtt what the attribute's schema says (CheckRegistry only). What
+// Fn::GetAtt what the attribute's schema says (Check only). What
 // Fn::Select, Fn::FindInMap and the like give is unknown and passes.
 // params are the template's parameters (may be nil).
-func (s *ResourceSchema) Validate(props map[string]any, params map[string]Parameter) []Problem {
+func (s *ResourceSchema) Validate(props map[string]any, params map[string]samtemplate.Parameter) []Problem {
 	return s.validate(props, params, nil, "Properties")
 }
 
 // validate checks props; assume are the conditions the resource exists
 // under (its Condition).
-func (s *ResourceSchema) validate(props map[string]any, params map[string]Parameter, ctx *registryContext, root string, assume ...assumption) []Problem {
+func (s *ResourceSchema) validate(props map[string]any, params map[string]samtemplate.Parameter, ctx *registryContext, root string, assume ...assumption) []Problem {
 	v := &validator{schema: s, params: params, ctx: ctx, assume: assume}
 	v.check(props, s.root, root, 0)
 	for _, path := range s.readOnly {
@@ -173,7 +175,7 @@ const maxSchemaDepth = 64
 
 type validator struct {
 	schema *ResourceSchema
-	params map[string]Parameter
+	params map[string]samtemplate.Parameter
 	ctx    *registryContext // the template the value is in; nil for Validate
 	// assume are the conditions the value is under: its resource's
 	// Condition, the Fn::If branches it is in.
@@ -188,7 +190,7 @@ type assumption struct {
 }
 
 // conditionOf is the assumption a resource's Condition attribute makes.
-func conditionOf(r Resource) []assumption {
+func conditionOf(r samtemplate.Resource) []assumption {
 	if c, ok := r.Attributes["Condition"].(string); ok {
 		return []assumption{{c, true}}
 	}
@@ -210,7 +212,7 @@ func (v *validator) deployable(param string, value any) bool {
 		if p, ok := v.ctx.t.Parameters[name]; ok && p.Default != nil {
 			return fmt.Sprint(p.Default), nil
 		}
-		return "", ErrUnsupported
+		return "", samtemplate.ErrUnsupported
 	}
 	for _, a := range v.assume {
 		if holds, err := v.ctx.t.Holds(a.condition, ref); err == nil && holds != a.holds {
@@ -329,7 +331,7 @@ func (v *validator) checkIntrinsic(fn string, arg any, schema map[string]any, pa
 	case "Ref":
 		name, _ := arg.(string)
 		if p, ok := v.params[name]; ok {
-			if cs := p.candidates(); len(cs) > 0 {
+			if cs := candidates(p); len(cs) > 0 {
 				for _, c := range cs {
 					if !v.deployable(name, c.value) {
 						continue // a value the parameter cannot have where this is deployed
@@ -351,17 +353,17 @@ type candidate struct {
 	value any
 }
 
-func (p Parameter) candidates() []candidate {
+func candidates(p samtemplate.Parameter) []candidate {
 	var out []candidate
 	if p.Default != nil {
 		d := p.Default
-		if s, ok := scalarText(d); ok && p.isList() {
+		if s, ok := samtemplate.ScalarText(d); ok && isList(p) {
 			d = splitList(s)
 		}
 		out = append(out, candidate{"Default", d})
 	}
 	for _, a := range p.AllowedValues {
-		if p.isList() {
+		if isList(p) {
 			a = []any{a} // each element of the list is one of them
 		}
 		out = append(out, candidate{"allowed value", a})
@@ -695,8 +697,8 @@ func describe(value any) string {
 	return fmt.Sprint(value)
 }
 
-// RegistryCheck is what CheckRegistry found.
-type RegistryCheck struct {
+// Result is what Check found.
+type Result struct {
 	// Checked are the logical ids of the resources checked against a
 	// registry schema, and Function.Events.Name for a SAM function's event
 	// checked as an event source mapping.
@@ -720,7 +722,7 @@ func (p ResourceProblem) Error() string {
 	return fmt.Sprintf("Resources.%s (%s).%s: %s", p.Resource, p.Type, p.Path, p.Msg)
 }
 
-// CheckRegistry checks the template against what CloudFormation (and SAM)
+// Check checks the template against what CloudFormation (and SAM)
 // will take of it:
 //
 //   - the Properties of every plain CloudFormation resource (AWS::...)
@@ -753,15 +755,10 @@ func (p ResourceProblem) Error() string {
 // types, Export names, circular dependencies, CreationPolicy and
 // UpdatePolicy's contents, and whatever an intrinsic's value depends on
 // at deploy time.
-func (t *Template) CheckRegistry(schemas *RegistrySchemas) RegistryCheck {
+func Check(t *samtemplate.Template, schemas *Registry) Result {
 	ctx := &registryContext{t: t, schemas: schemas}
-	var out RegistryCheck
-	names := make([]string, 0, len(t.Resources))
-	for name := range t.Resources {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	var out Result
+	for _, name := range sortedKeys(t.Resources) {
 		r := t.Resources[name]
 		switch {
 		case r.Type == "AWS::Serverless::Function":

@@ -1,10 +1,11 @@
-package samtemplate
+package cfnschema
 
 import (
 	"encoding/base64"
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
 // fnValue is what an intrinsic function gives, as far as the check can
@@ -33,7 +34,7 @@ func (v *validator) intrinsicValue(fn string, arg any) fnValue {
 		name, _ := arg.(string)
 		what := "Ref " + name
 		if p, ok := v.params[name]; ok {
-			return fnValue{what: what, kind: p.kind()}
+			return fnValue{what: what, kind: paramKind(p)}
 		}
 		switch {
 		case name == "AWS::NoValue":
@@ -80,7 +81,7 @@ func (v *validator) intrinsicValue(fn string, arg any) fnValue {
 		if !ok || len(args) != 2 {
 			return fnValue{what: fn, kind: "string"}
 		}
-		delim, delimKnown := scalarText(args[0])
+		delim, delimKnown := samtemplate.ScalarText(args[0])
 		known := delimKnown
 		list, ok := args[1].([]any)
 		if !ok {
@@ -89,7 +90,7 @@ func (v *validator) intrinsicValue(fn string, arg any) fnValue {
 		texts := make([]string, 0, len(list))
 		var parts []string
 		for _, e := range list {
-			s, ok := scalarText(e)
+			s, ok := samtemplate.ScalarText(e)
 			if !ok {
 				known = false
 				continue
@@ -106,7 +107,7 @@ func (v *validator) intrinsicValue(fn string, arg any) fnValue {
 		}
 		return fnValue{what: fn, kind: "string", parts: parts}
 	case "Fn::Base64":
-		if s, ok := scalarText(arg); ok {
+		if s, ok := samtemplate.ScalarText(arg); ok {
 			text := base64.StdEncoding.EncodeToString([]byte(s))
 			return fnValue{what: fn, kind: "string", text: &text}
 		}
@@ -122,9 +123,9 @@ func (v *validator) intrinsicValue(fn string, arg any) fnValue {
 }
 
 // kind is the type of what a Ref to the parameter gives.
-func (p Parameter) kind() string {
+func paramKind(p samtemplate.Parameter) string {
 	switch {
-	case p.isList():
+	case isList(p):
 		return "array"
 	case p.Type == "Number":
 		return "number"
@@ -134,7 +135,7 @@ func (p Parameter) kind() string {
 
 // isList reports whether a Ref to the parameter gives a list:
 // CommaDelimitedList, List<...>, and SSM parameters of those.
-func (p Parameter) isList() bool {
+func isList(p samtemplate.Parameter) bool {
 	t := strings.TrimSuffix(strings.TrimPrefix(p.Type, "AWS::SSM::Parameter::Value<"), ">")
 	return t == "CommaDelimitedList" || strings.HasPrefix(t, "List<")
 }
@@ -226,7 +227,7 @@ func expandSub(tmpl string, vars map[string]any) (text string, parts []string, k
 			parts = append(parts, "${"+sv.name+"}")
 			return
 		}
-		if s, ok := scalarText(vars[sv.name]); ok {
+		if s, ok := samtemplate.ScalarText(vars[sv.name]); ok {
 			b.WriteString(s)
 			parts = append(parts, s)
 			return
@@ -234,19 +235,6 @@ func expandSub(tmpl string, vars map[string]any) (text string, parts []string, k
 		known = false
 	})
 	return b.String(), parts, known
-}
-
-// scalarText is the text CloudFormation makes of a scalar.
-func scalarText(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case bool, int, int64, uint64:
-		return fmt.Sprint(v), true
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64), true
-	}
-	return "", false
 }
 
 // canBe reports whether the value may be of JSON Schema type typ, as

@@ -1,16 +1,19 @@
-package samtemplate
+package cfnschema
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
-// registryContext is the template CheckRegistry checks, for what a value
+// registryContext is the template Check checks, for what a value
 // of one resource says about others: the type of a Fn::GetAtt.
 type registryContext struct {
-	t       *Template
-	schemas *RegistrySchemas
+	t       *samtemplate.Template
+	schemas *Registry
 }
 
 // samSchemaTypes are the CloudFormation types whose attributes a SAM
@@ -153,13 +156,10 @@ func (c *refChecker) addf(sc refScope, path, format string, args ...any) {
 	c.problems = append(c.problems, ResourceProblem{sc.resource, sc.typ, Problem{Path: path, Msg: fmt.Sprintf(format, args...)}})
 }
 
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+// sortedKeys is m's keys in order, so that problems come in the same order
+// every run.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // walk checks every reference in v.
@@ -316,7 +316,7 @@ var (
 // checkAttributes checks a resource's attributes: known keys,
 // DeletionPolicy and UpdateReplacePolicy among the policies AWS knows,
 // DependsOn naming other resources, Condition naming a condition.
-func (c *refChecker) checkAttributes(name string, r Resource) {
+func (c *refChecker) checkAttributes(name string, r samtemplate.Resource) {
 	sc := refScope{resource: name, typ: r.Type}
 	for _, k := range sortedKeys(r.Attributes) {
 		v := r.Attributes[k]
@@ -366,12 +366,7 @@ func (c *refChecker) checkReferences() {
 	for _, name := range sortedKeys(t.Globals) {
 		c.walk(t.Globals[name], "Globals."+name, refScope{})
 	}
-	names := make([]string, 0, len(t.Resources))
-	for name := range t.Resources {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range sortedKeys(t.Resources) {
 		r := t.Resources[name]
 		sc := refScope{resource: name, typ: r.Type}
 		for _, k := range sortedKeys(r.Properties) {
