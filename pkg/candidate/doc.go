@@ -3,6 +3,21 @@
 // one candidate by recording its key, SHA-256 and size in the job item;
 // nothing is ever copied to, or overwritten at, a shared result path.
 //
+// A Store is built from a Config whose required fields are the Client and
+// the Bucket; the zero value of every other field is its documented
+// default. New refuses a Config that cannot work with an error wrapping
+// ErrInvalidConfig that names the field; it never panics:
+//
+//	store, err := candidate.New(candidate.Config{
+//		Client:      s3.NewFromConfig(awsCfg),
+//		Bucket:      bucket,
+//		MaxSize:     128 << 20,
+//		SpoolBudget: 460 << 20, // what the function's ephemeral storage leaves for the spool
+//	})
+//	if err != nil {
+//		return err
+//	}
+//
 // Invariants:
 //   - A candidate's key names its job, generation and attempt:
 //     candidates/<job_id>/g<generation, 10 digits>/<attempt_id>.<ext>.
@@ -18,8 +33,8 @@
 //     computed, and uploaded in one PutObject once the content is complete:
 //     memory use does not grow with the object, and a half-written candidate
 //     never becomes visible. The spool file is gone after Commit or Close,
-//     whatever the outcome. The spool is a directory (WithSpoolDir), or
-//     any Spool (WithSpool).
+//     whatever the outcome. The spool is a directory (Config.SpoolDir),
+//     or any Spool (Config.Spool).
 //   - Every object carries its job id, generation, attempt id and SHA-256 in
 //     user metadata, and the SHA-256 also as S3's own checksum, which S3
 //     verifies on upload. Head and Open refuse an object whose metadata does
@@ -36,7 +51,7 @@
 //   - A 409 ConditionalRequestConflict (a concurrent write to the same key)
 //     is retried a bounded number of times with backoff; the retry then
 //     normally meets the winner's object and returns ErrExists.
-//   - With a spool budget (WithSpoolBudget), the writers of a store never
+//   - With a spool budget (Config.SpoolBudget), the writers of a store never
 //     hold more than the budget in the spool, so one candidate cannot take
 //     the space another is being written into: every Writer first takes a
 //     Reservation of the store's max size (Reserve; Create does it), writes

@@ -31,7 +31,7 @@ var (
 	ErrInvalidMetadata = errors.New("invalid candidate metadata")
 
 	// ErrTooLarge means a write exceeded the store's size limit (MaxSize
-	// unless WithMaxSize lowered it). It is permanent: the same content
+	// unless Config.MaxSize lowered it). It is permanent: the same content
 	// exceeds the same limit on every try.
 	ErrTooLarge = errors.New("candidate too large")
 

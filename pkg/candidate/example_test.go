@@ -16,8 +16,14 @@ import (
 // overwrite the other, and the job store accepts B's by its key.
 func Example() {
 	ctx := context.Background()
-	// In a function: candidate.New(s3.NewFromConfig(cfg), bucket).
-	store := candidate.New(candidatetest.NewMemoryS3([]string{"candidates-test"}), "candidates-test")
+	store, err := candidate.New(candidate.Config{
+		Client: candidatetest.NewMemoryS3([]string{"candidates-test"}), // in a function: s3.NewFromConfig(cfg)
+		Bucket: "candidates-test",
+	})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
 
 	keyB, err := candidate.NewKey("job-42", 2, "worker-b", "json")
 	if err != nil {
@@ -89,4 +95,20 @@ func ExampleNewKey() {
 	fmt.Println(err)
 	// Output:
 	// candidate: job id "../job-42" has byte '.' at offset 0; only A-Z a-z 0-9 _ - are allowed: invalid candidate key
+}
+
+// New refuses a Config that cannot work, naming the field: here a spool
+// budget that cannot hold one candidate of the max size.
+func ExampleNew() {
+	_, err := candidate.New(candidate.Config{
+		Client:      candidatetest.NewMemoryS3([]string{"candidates-test"}),
+		Bucket:      "candidates-test",
+		MaxSize:     128 << 20,
+		SpoolBudget: 100 << 20,
+	})
+	fmt.Println(errors.Is(err, candidate.ErrInvalidConfig), errors.Is(err, candidate.ErrBudgetTooSmall))
+	fmt.Println(err)
+	// Output:
+	// true true
+	// candidate: invalid configuration: SpoolBudget: candidate: max size 134217728 is above the spool budget 104857600: a candidate of the max size cannot fit the spool budget
 }

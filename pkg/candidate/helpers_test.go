@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -25,12 +26,24 @@ type testBundle struct {
 
 // setup returns a store on a test bucket (bucket_test.go), spooling into
 // a directory of its own so that spool files can be counted. Conflict
-// retries do not wait unless opts say otherwise.
-func setup(t *testing.T, opts ...candidate.Option) *testBundle {
+// retries wait a nanosecond.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return setupWith(t, candidate.Config{})
+}
+
+// setupWith is setup with cfg's settings; its Client, Bucket and SpoolDir
+// are the bundle's, and a zero ConflictBackoff is a nanosecond.
+func setupWith(t *testing.T, cfg candidate.Config) *testBundle {
 	t.Helper()
 	b := &testBundle{bucket: newBucket(), spoolDir: t.TempDir()}
-	opts = append([]candidate.Option{candidate.WithSpoolDir(b.spoolDir), candidate.WithConflictRetry(candidate.DefaultConflictAttempts, 0)}, opts...)
-	b.store = candidate.New(b.bucket, testBucket, opts...)
+	cfg.Client, cfg.Bucket, cfg.SpoolDir = b.bucket, testBucket, b.spoolDir
+	if cfg.ConflictBackoff == 0 {
+		cfg.ConflictBackoff = time.Nanosecond
+	}
+	var err error
+	b.store, err = candidate.New(cfg)
+	require.NoError(t, err)
 	return b
 }
 

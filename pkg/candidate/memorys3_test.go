@@ -31,6 +31,8 @@ func setupMemoryS3(t *testing.T) *s3Bundle {
 		t.Helper()
 		require.NoError(t, mem.PutRaw(bucket, key, body, meta, checksum))
 	}
-	b.store = candidate.New(mem, bucket, candidate.WithSpoolDir(b.spoolDir))
+	var err error
+	b.store, err = candidate.New(candidate.Config{Client: mem, Bucket: bucket, SpoolDir: b.spoolDir})
+	require.NoError(t, err)
 	return b
 }

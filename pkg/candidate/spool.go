@@ -18,7 +18,7 @@ type SpoolFile interface {
 }
 
 // Spool makes the spool files of a Store's writers. The default spools to
-// a directory (WithSpoolDir); a test injects one of a fixed size
+// a directory (Config.SpoolDir); a test injects one of a fixed size
 // (candidatetest.Disk) to fill it.
 type Spool interface {
 	Create() (SpoolFile, error)
@@ -74,7 +74,7 @@ type Reservation struct {
 }
 
 // Reserve takes room for one candidate of up to the store's max size
-// (WithMaxSize) in the spool budget (WithSpoolBudget), waiting, in the
+// (Config.MaxSize) in the spool budget (Config.SpoolBudget), waiting, in the
 // order of arrival, while other reservations hold all of it. Without a
 // budget it never waits. When ctx ends first it takes nothing and returns
 // an error wrapping ErrSpoolBusy and ctx's error.
@@ -98,7 +98,7 @@ func (s *Store) Reserve(ctx context.Context) (*Reservation, error) {
 		select {
 		case s.slots <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("candidate: reserve spool room for %d bytes: %w: %w", s.cfg.maxSize, ErrSpoolBusy, ctx.Err())
+			return nil, fmt.Errorf("candidate: reserve spool room for %d bytes: %w: %w", s.cfg.MaxSize, ErrSpoolBusy, ctx.Err())
 		}
 	}
 	r.held = true

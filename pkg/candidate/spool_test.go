@@ -22,10 +22,12 @@ type spoolBundle struct {
 	store  *candidate.Store
 }
 
-func setupSpool(maxSize, budget int64) *spoolBundle {
+func setupSpool(t *testing.T, maxSize, budget int64) *spoolBundle {
+	t.Helper()
 	b := &spoolBundle{bucket: newBucket(), disk: candidatetest.NewDisk(budget)}
-	b.store = candidate.New(b.bucket, testBucket, candidate.WithSpool(b.disk),
-		candidate.WithMaxSize(maxSize), candidate.WithSpoolBudget(budget))
+	var err error
+	b.store, err = candidate.New(candidate.Config{Client: b.bucket, Bucket: testBucket, Spool: b.disk, MaxSize: maxSize, SpoolBudget: budget})
+	require.NoError(t, err)
 	return b
 }
 
@@ -40,7 +42,7 @@ func TestSpoolBudgetCannotDeadlockTwoWritersOfTheMaxSize(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const m = 1 << 16
-		b := setupSpool(m, m+m/2)
+		b := setupSpool(t, m, m+m/2)
 		content := bytes.Repeat([]byte("x"), m)
 		ctx := context.Background()
 
@@ -95,7 +97,7 @@ func TestSpoolBudgetAdmitsBudgetOverMaxSizeAtOnce(t *testing.T) {
 		t.Run(fmt.Sprint(budget), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				b := setupSpool(m, budget)
+				b := setupSpool(t, m, budget)
 				var held []*candidate.Reservation
 				for range want {
 					r, err := b.store.Reserve(t.Context())
@@ -131,7 +133,7 @@ func TestSpoolBudgetAdmitsBudgetOverMaxSizeAtOnce(t *testing.T) {
 func TestReservationIsGivenBackByTheWritersClose(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := setupSpool(10, 10)
+		b := setupSpool(t, 10, 10)
 		r, err := b.store.Reserve(t.Context())
 		require.NoError(t, err)
 		w, err := r.Create(t.Context(), mustKey(t, "job-42", 1, "a", "txt"))
@@ -167,9 +169,5 @@ func TestSpoolBudgetBelowTheMaxSizeIsRefused(t *testing.T) {
 	require.NoError(t, candidate.CheckSpoolBudget(100, 100))
 	require.ErrorIs(t, candidate.CheckSpoolBudget(100, 99), candidate.ErrBudgetTooSmall)
 	require.Error(t, candidate.CheckSpoolBudget(100, -1))
-	mem := candidatetest.NewMemoryS3([]string{testBucket})
-	require.NotPanics(t, func() { candidate.New(mem, testBucket, candidate.WithMaxSize(100), candidate.WithSpoolBudget(100)) })
-	require.Panics(t, func() { candidate.New(mem, testBucket, candidate.WithMaxSize(100), candidate.WithSpoolBudget(99)) })
-	require.Panics(t, func() { candidate.New(mem, testBucket, candidate.WithSpoolBudget(-1)) })
-	require.Panics(t, func() { candidate.New(mem, testBucket, candidate.WithSpool(nil)) })
+	// New's checks of the same bounds: TestNewRefusesAnInvalidConfig.
 }

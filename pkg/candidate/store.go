@@ -43,34 +43,25 @@ const (
 type Store struct {
 	api    S3API
 	bucket string
-	cfg    config
+	// cfg is the validated Config with its defaults filled in.
+	cfg Config
 	// slots holds one token per reservation: spool budget / max size of
 	// them. Nil without a budget.
 	slots chan struct{}
 }
 
-// New returns a Store on bucket. client is usually an *s3.Client. It panics
-// when client is nil, bucket is empty or an option is invalid: all are
-// programming errors, found at cold start.
-func New(client S3API, bucket string, opts ...Option) *Store {
-	if client == nil {
-		panic("candidate: New with a nil S3 client")
-	}
-	if bucket == "" {
-		panic("candidate: New with an empty bucket name")
-	}
-	cfg := defaultConfig()
-	for _, opt := range opts {
-		opt(&cfg)
-	}
+// New returns a Store with cfg. It fails with an error wrapping
+// ErrInvalidConfig, naming the field, when cfg does not validate.
+func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err.Error())
+		return nil, err
 	}
-	s := &Store{api: client, bucket: bucket, cfg: cfg}
-	if cfg.spoolBudget > 0 {
-		s.slots = make(chan struct{}, cfg.spoolBudget/cfg.maxSize)
+	cfg = cfg.withDefaults()
+	s := &Store{api: cfg.Client, bucket: cfg.Bucket, cfg: cfg}
+	if cfg.SpoolBudget > 0 {
+		s.slots = make(chan struct{}, cfg.SpoolBudget/cfg.MaxSize)
 	}
-	return s
+	return s, nil
 }
 
 // Info describes a stored candidate, from its metadata.

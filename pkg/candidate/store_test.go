@@ -305,9 +305,10 @@ func TestMissingCandidateIsErrNotFound(t *testing.T) {
 
 func TestOtherErrorsAreNotErrNotFound(t *testing.T) {
 	t.Parallel()
-	s := candidate.New(candidatetest.NewMemoryS3([]string{testBucket}), "no-such-bucket")
+	s, err := candidate.New(candidate.Config{Client: candidatetest.NewMemoryS3([]string{testBucket}), Bucket: "no-such-bucket"})
+	require.NoError(t, err)
 	key := mustKey(t, "job-42", 1, "a", "json")
-	_, err := s.Head(context.Background(), key)
+	_, err = s.Head(context.Background(), key)
 	require.ErrorContains(t, err, "NoSuchBucket")
 	require.NotErrorIs(t, err, candidate.ErrNotFound)
 	_, err = s.List(context.Background(), "job-42")

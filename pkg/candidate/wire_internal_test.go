@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -89,7 +90,9 @@ func wireStore(t *testing.T, w *wire) *Store {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "test"}, nil
 		}),
 	})
-	return New(client, "bucket", WithSpoolDir(t.TempDir()), WithConflictRetry(3, 0))
+	s, err := New(Config{Client: client, Bucket: "bucket", SpoolDir: t.TempDir(), ConflictAttempts: 3, ConflictBackoff: time.Nanosecond})
+	require.NoError(t, err)
+	return s
 }
 
 func TestWirePutIsConditionalAndCarriesChecksums(t *testing.T) {

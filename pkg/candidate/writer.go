@@ -89,7 +89,7 @@ func (s *Store) create(ctx context.Context, key Key) (*Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("candidate: create %s: %w", key, err)
 	}
-	f, err := s.cfg.spool.Create()
+	f, err := s.cfg.Spool.Create()
 	if err != nil {
 		return nil, fmt.Errorf("candidate: create %s: spool: %w", key, err)
 	}
@@ -138,8 +138,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 		w.err = fmt.Errorf("candidate: write %s: %w", w.key, err)
 		return 0, w.err
 	}
-	if int64(len(p)) > w.s.cfg.maxSize-w.size {
-		w.err = fmt.Errorf("candidate: write %s: more than %d bytes: %w", w.key, w.s.cfg.maxSize, ErrTooLarge)
+	if int64(len(p)) > w.s.cfg.MaxSize-w.size {
+		w.err = fmt.Errorf("candidate: write %s: more than %d bytes: %w", w.key, w.s.cfg.MaxSize, ErrTooLarge)
 		return 0, w.err
 	}
 	n, err := w.buf.Write(p)
@@ -233,8 +233,8 @@ func (s *Store) upload(ctx context.Context, key Key, spool io.ReaderAt, size int
 			return Result{Key: key, SHA256: hexSum, Size: size, ETag: aws.ToString(out.ETag)}, nil
 		case isAPIError(err, codePreconditionFailed, 412):
 			return s.existing(ctx, key, hexSum, size)
-		case isAPIError(err, codeConflict, 409) && attempt < s.cfg.conflictAttempts:
-			if err := backoff.Sleep(ctx, backoff.Delay(s.cfg.conflictBackoff, maxConflictBackoff, attempt)); err != nil {
+		case isAPIError(err, codeConflict, 409) && attempt < s.cfg.ConflictAttempts:
+			if err := backoff.Sleep(ctx, backoff.Delay(s.cfg.ConflictBackoff, maxConflictBackoff, attempt)); err != nil {
 				return Result{}, fmt.Errorf("candidate: put %s: waiting to retry after a conflict: %w", key, err)
 			}
 		case isAPIError(err, codeConflict, 409):

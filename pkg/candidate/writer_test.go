@@ -225,7 +225,7 @@ func TestCreateRejectsInvalidKey(t *testing.T) {
 
 func TestMaxSize(t *testing.T) {
 	t.Parallel()
-	b := setup(t, candidate.WithMaxSize(10))
+	b := setupWith(t, candidate.Config{MaxSize: 10})
 	key := mustKey(t, "job-42", 1, "a", "txt")
 	w := b.createAndWrite(context.Background(), t, key, []byte("0123456789"))
 	require.NoError(t, w.Err(), "exactly the max size is accepted")
@@ -272,7 +272,7 @@ func TestConflictIsRetriedThenSucceeds(t *testing.T) {
 
 func TestConflictRetriesAreBounded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, candidate.WithConflictRetry(3, 0))
+	b := setupWith(t, candidate.Config{ConflictAttempts: 3})
 	conflict := apiError("ConditionalRequestConflict")
 	b.bucket.FailNextPuts(conflict, conflict, conflict, conflict)
 	_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
@@ -302,7 +302,7 @@ func TestConflictThenExists(t *testing.T) {
 func TestConflictBackoffStopsWithContext(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := setup(t, candidate.WithConflictRetry(5, time.Hour))
+		b := setupWith(t, candidate.Config{ConflictAttempts: 5, ConflictBackoff: time.Hour})
 		b.bucket.FailNextPuts(apiError("ConditionalRequestConflict"))
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
@@ -316,14 +316,14 @@ func TestConflictBackoffStopsWithContext(t *testing.T) {
 	})
 }
 
-// WithConflictRetry(attempts, backoff): attempts sends in all, the first
-// retry after about backoff (its upper half random), each next one after
+// ConflictAttempts sends in all, the first
+// retry after about ConflictBackoff (its upper half random), each next one after
 // about twice as long.
 func TestConflictRetryWaitsAsConfigured(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const base = 100 * time.Millisecond
-		b := setup(t, candidate.WithConflictRetry(4, base))
+		b := setupWith(t, candidate.Config{ConflictAttempts: 4, ConflictBackoff: base})
 		conflict := apiError("ConditionalRequestConflict")
 		b.bucket.FailNextPuts(conflict, conflict, conflict, conflict)
 		_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
@@ -449,26 +449,11 @@ func TestMemoryDoesNotGrowWithSize(t *testing.T) {
 	requireNoSpools(t, b.spoolDir)
 }
 
-func TestNewPanicsOnProgrammingErrors(t *testing.T) {
-	t.Parallel()
-	mem := candidatetest.NewMemoryS3([]string{testBucket})
-	require.PanicsWithValue(t, "candidate: New with a nil S3 client", func() { candidate.New(nil, "b") })
-	require.PanicsWithValue(t, "candidate: New with an empty bucket name", func() { candidate.New(mem, "") })
-	for _, opt := range []candidate.Option{
-		candidate.WithMaxSize(0),
-		candidate.WithMaxSize(candidate.MaxSize + 1),
-		candidate.WithConflictRetry(0, time.Millisecond),
-		candidate.WithConflictRetry(3, -time.Millisecond),
-	} {
-		require.Panics(t, func() { candidate.New(mem, "b", opt) })
-	}
-	require.NotPanics(t, func() { candidate.New(mem, "b", candidate.WithMaxSize(candidate.MaxSize)) })
-}
-
 func TestCreateFailsWhenSpoolDirIsMissing(t *testing.T) {
 	t.Parallel()
-	s := candidate.New(candidatetest.NewMemoryS3([]string{testBucket}), testBucket, candidate.WithSpoolDir(t.TempDir()+"/missing"))
-	_, err := s.Create(context.Background(), mustKey(t, "job-42", 1, "a", "json"))
+	s, err := candidate.New(candidate.Config{Client: candidatetest.NewMemoryS3([]string{testBucket}), Bucket: testBucket, SpoolDir: t.TempDir() + "/missing"})
+	require.NoError(t, err, "New does not look at the directory")
+	_, err = s.Create(context.Background(), mustKey(t, "job-42", 1, "a", "json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.ErrorContains(t, err, "spool")
 }

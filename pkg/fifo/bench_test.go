@@ -25,7 +25,7 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, name := range []string{"1group", "10groups", "standard"} {
 		b.Run(name, func(b *testing.B) {
 			ev := batchOf(b, shapes[name]...)
-			p := fifo.New(noop)
+			p := newProcessor(b, fifo.Config{Handler: noop})
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -123,7 +123,7 @@ func BenchmarkSchedulingEfficiency(b *testing.B) {
 				lb := batches[i%len(batches)]
 				i++
 				start := time.Now()
-				if _, err := fifo.New(lb.handler).Process(context.Background(), lb.ev); err != nil {
+				if _, err := newProcessor(b, fifo.Config{Handler: lb.handler}).Process(context.Background(), lb.ev); err != nil {
 					b.Fatal(err)
 				}
 				wall += time.Since(start)
@@ -141,7 +141,7 @@ func BenchmarkSchedulingEfficiency(b *testing.B) {
 func BenchmarkSpeedupOverSequential(b *testing.B) {
 	rng := rand.New(rand.NewPCG(42, 42))
 	lb := newLatencyBatch(rng, 10, 10, 5*time.Millisecond, 5*time.Millisecond)
-	p := fifo.New(lb.handler)
+	p := newProcessor(b, fifo.Config{Handler: lb.handler})
 	ctx := context.Background()
 	var seqWall, laneWall time.Duration
 	for b.Loop() {

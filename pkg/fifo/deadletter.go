@@ -3,7 +3,6 @@ package fifo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// DeadLetterSender is the SQS call the dead-letter option makes.
+// DeadLetterSender is the SQS call a DeadLetterQueue makes.
 type DeadLetterSender interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
@@ -56,22 +55,27 @@ const (
 	maxErrorText         = 1024 // bytes of the error kept in DeadLetterInfo
 )
 
-type deadLetter struct {
-	client   DeadLetterSender
-	queueURL string
+// DeadLetterQueue is where Config.DeadLetter sends the messages that
+// failed with a permanent error.
+type DeadLetterQueue struct {
+	// Client sends the copies; usually an *sqs.Client. Required.
+	Client DeadLetterSender
+	// QueueURL is the queue's URL: a FIFO queue (".fifo") for a FIFO
+	// source, so that a copy keeps its group. Required.
+	QueueURL string
 }
 
-func (d *deadLetter) validate() error {
+func (d *DeadLetterQueue) validate() error {
 	switch {
-	case d.client == nil:
-		return errors.New("fifo: dead-letter queue without a client")
-	case d.queueURL == "":
-		return errors.New("fifo: dead-letter queue without a queue URL")
+	case d.Client == nil:
+		return fmt.Errorf("%w: DeadLetter.Client is nil", ErrInvalidConfig)
+	case d.QueueURL == "":
+		return fmt.Errorf("%w: DeadLetter.QueueURL is empty", ErrInvalidConfig)
 	}
 	return nil
 }
 
-func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo") }
+func (d *DeadLetterQueue) isFIFO() bool { return strings.HasSuffix(d.QueueURL, ".fifo") }
 
 // send copies msg to the dead-letter queue with its group id, body,
 // attributes and cause. The message id is the deduplication id, so a second
@@ -81,14 +85,14 @@ func (d *deadLetter) isFIFO() bool { return strings.HasSuffix(d.queueURL, ".fifo
 // ten attributes, leaving no room for the DeadLetterAttribute: the copy then
 // carries no sequence number, and on a FIFO dead-letter queue only its
 // deduplication id names the source message (on a standard one, nothing).
-func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause error, now time.Time) (withCause bool, err error) {
+func (d *DeadLetterQueue) send(ctx context.Context, msg *events.SQSMessage, cause error, now time.Time) (withCause bool, err error) {
 	group := msg.Attributes[groupAttribute]
 	if (group != "" || strings.HasSuffix(msg.EventSourceARN, ".fifo")) && !d.isFIFO() {
 		return false, fmt.Errorf("fifo: dead-letter queue %s is not a FIFO queue; a message of FIFO queue %s would lose its order there",
-			d.queueURL, msg.EventSourceARN)
+			d.QueueURL, msg.EventSourceARN)
 	}
 	in := &sqs.SendMessageInput{
-		QueueUrl:          aws.String(d.queueURL),
+		QueueUrl:          aws.String(d.QueueURL),
 		MessageBody:       aws.String(msg.Body),
 		MessageAttributes: make(map[string]types.MessageAttributeValue, len(msg.MessageAttributes)+1),
 	}
@@ -125,8 +129,8 @@ func (d *deadLetter) send(ctx context.Context, msg *events.SQSMessage, cause err
 			DataType: aws.String("String"), StringValue: aws.String(string(info)),
 		}
 	}
-	if _, err := d.client.SendMessage(ctx, in); err != nil {
-		return false, fmt.Errorf("fifo: dead-letter %s to %s: %w", msg.MessageId, d.queueURL, err)
+	if _, err := d.Client.SendMessage(ctx, in); err != nil {
+		return false, fmt.Errorf("fifo: dead-letter %s to %s: %w", msg.MessageId, d.QueueURL, err)
 	}
 	return withCause, nil
 }

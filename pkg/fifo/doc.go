@@ -2,6 +2,20 @@
 // MessageGroupId is handled strictly in order while different groups run in
 // parallel, and reports exactly the messages that must be received again.
 //
+// A Processor is built from a Config whose only required field is the
+// Handler; the zero value of every other field is its documented default.
+// New refuses a Config that cannot work with an error wrapping
+// ErrInvalidConfig that names the field; it never panics:
+//
+//	p, err := fifo.New(fifo.Config{
+//		Handler:    h,
+//		DeadLetter: &fifo.DeadLetterQueue{Client: sqsClient, QueueURL: dlqURL},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	lambda.Start(p.Process)
+//
 // Invariants:
 //   - Messages of one group form a lane. A lane never runs two messages at
 //     once, and starts them in batch order.
@@ -51,7 +65,7 @@
 //
 // # Quarantine
 //
-// WithQuarantine replaces the dead-letter queue (the two exclude each
+// Config.Quarantine replaces the dead-letter queue (the two exclude each
 // other) for a FIFO queue whose order must survive a message that cannot
 // be processed. Instead of failing until SQS moves it aside, or being
 // dead-lettered while the rest of its group moves on, such a message holds

@@ -69,10 +69,10 @@ type PanicSite uint8
 const (
 	PanicInHandler      PanicSite = iota // the Handler
 	PanicInDeadLetter                    // the dead-letter client's SendMessage
-	PanicInLogger                        // the slog.Logger given to WithLogger
-	PanicInMetrics                       // the hook given to WithMetrics
+	PanicInLogger                        // Config.Logger
+	PanicInMetrics                       // Config.Metrics
 	PanicInHandlerError                  // a method of the error the handler returned
-	PanicInQuarantine                    // the Quarantine given to WithQuarantine
+	PanicInQuarantine                    // Config.Quarantine
 )
 
 var panicSites = [...]string{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -30,12 +31,16 @@ func commands(pairs ...[2]string) events.SQSEvent {
 // One lane per job: job-42's second command is not started after its first
 // fails, while job-43 and job-44 run to completion at the same time.
 func Example() {
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "cmd-42" {
 			return errors.New("task failed")
 		}
 		return nil
-	})
+	}})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
 	resp, err := p.Process(context.Background(), commands(
 		[2]string{"cmd-42", "job-42"},
 		[2]string{"cmd-43", "job-43"},
@@ -58,12 +63,16 @@ func Example() {
 // else starts, and every message not completed is received again. With one
 // lane at a time the result does not depend on timing.
 func Example_stopOnFirstFailure() {
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "cmd-43" {
 			return errors.New("task failed")
 		}
 		return nil
-	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(1))
+	}, StopOnFirstFailure: true, Concurrency: 1})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
 	resp, err := p.Process(context.Background(), commands(
 		[2]string{"cmd-42", "job-42"},
 		[2]string{"cmd-43", "job-43"},
@@ -84,13 +93,17 @@ func Example_stopOnFirstFailure() {
 // A malformed command can never succeed: with a dead-letter queue it is moved
 // there and acknowledged, and the commands behind it in its group go on.
 func ExamplePermanent() {
-	dlq := &fakeDLQ{}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	dlq := &fakeDLQ{} // an *sqs.Client in a function
+	p, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "cmd-42" {
 			return fifo.Permanent(errors.New("malformed body"))
 		}
 		return nil
-	}, fifo.WithDeadLetterQueue(dlq, "https://sqs.eu-west-1.amazonaws.com/123456789012/commands-dlq.fifo"))
+	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/commands-dlq.fifo"}})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
 	resp, _ := p.Process(context.Background(), commands(
 		[2]string{"cmd-42", "job-42"},
 		[2]string{"cmd-42b", "job-42"},
@@ -109,14 +122,18 @@ func ExamplePermanent() {
 // other jobs go on. An operator fixes the cause and redrives them. (The
 // quarantine here is the tests' fake; pkg/quarantine keeps the holds in
 // DynamoDB.)
-func ExampleWithQuarantine() {
+func Example_quarantine() {
 	q := &fakeQuarantine{}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "cmd-42" {
 			return fifo.Permanent(errors.New("malformed body"))
 		}
 		return nil
-	}, fifo.WithQuarantine(q, 3))
+	}, Quarantine: q, QuarantineThreshold: 3})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
 	resp, err := p.Process(context.Background(), commands(
 		[2]string{"cmd-42", "job-42"},
 		[2]string{"cmd-43", "job-43"},
@@ -135,4 +152,19 @@ func ExampleWithQuarantine() {
 	// Output:
 	// failures: 0
 	// parked in job-42: cmd-42, cmd-42b (hold: true, cause: permanent: malformed body)
+}
+
+// New refuses a Config that cannot work, naming the field, instead of
+// building a Processor that would fail at its first batch.
+func ExampleNew() {
+	_, err := fifo.New(fifo.Config{
+		Handler:         func(context.Context, events.SQSMessage) error { return nil },
+		DeadlineMargin:  500 * time.Millisecond,
+		ResponseReserve: time.Second,
+	})
+	fmt.Println(errors.Is(err, fifo.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// fifo: invalid configuration: ResponseReserve 1s exceeds the DeadlineMargin 500ms: a message could start with an expired context
 }

@@ -26,7 +26,7 @@ func TestGoldenCommandsBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), string(again), "round trip")
 
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		var cmd struct {
 			CommandID string `json:"command_id"`
 		}
@@ -37,7 +37,7 @@ func TestGoldenCommandsBatch(t *testing.T) {
 			return errors.New("job-42 is busy")
 		}
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	got, err := json.Marshal(resp)

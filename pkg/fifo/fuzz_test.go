@@ -49,7 +49,7 @@ func FuzzProcess(f *testing.F) {
 			does[id] = in[i+1]
 		}
 		var calls atomic.Int32
-		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			calls.Add(1)
 			switch does[msg.MessageId] % 4 {
 			case 1:
@@ -60,7 +60,7 @@ func FuzzProcess(f *testing.F) {
 				return fifo.Permanent(errors.New("permanent"))
 			}
 			return nil
-		})
+		}})
 		resp, err := p.Process(context.Background(), ev)
 		if err != nil {
 			if !errors.Is(err, fifo.ErrInvalidBatch) {

@@ -28,7 +28,7 @@ const (
 	// context was cancelled, before the message, or an earlier message of
 	// its lane, could start.
 	SkippedDeadline
-	// Parked: the message's group is quarantined (see WithQuarantine); the
+	// Parked: the message's group is quarantined (see Config.Quarantine); the
 	// message was parked in order under its group's hold, to be redriven.
 	// It may have run first: a permanent failure parks the message that
 	// failed.

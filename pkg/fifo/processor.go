@@ -22,27 +22,26 @@ import (
 type Handler func(ctx context.Context, msg events.SQSMessage) error
 
 // Processor runs SQS batches through a Handler, one lane per message group.
-// It is safe for concurrent use; lambda.Start(fifo.New(h).Process) is a
-// complete FIFO consumer.
+// It is safe for concurrent use; with p, err := fifo.New(fifo.Config{Handler: h}),
+// lambda.Start(p.Process) is a complete FIFO consumer.
 type Processor struct {
-	handler Handler
-	cfg     config
+	// cfg is the validated Config with its defaults filled in; DeadLetter
+	// points to the processor's own copy.
+	cfg Config
 }
 
-// New returns a Processor calling h. It panics when h is nil or an option is
-// invalid: both are programming errors, found at cold start.
-func New(h Handler, opts ...Option) *Processor {
-	if h == nil {
-		panic("fifo: New with a nil handler")
-	}
-	cfg := defaultConfig()
-	for _, opt := range opts {
-		opt(&cfg)
-	}
+// New returns a Processor with cfg. It fails with an error wrapping
+// ErrInvalidConfig, naming the field, when cfg does not validate.
+func New(cfg Config) (*Processor, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err.Error())
+		return nil, err
 	}
-	return &Processor{handler: h, cfg: cfg}
+	cfg = cfg.withDefaults()
+	if cfg.DeadLetter != nil {
+		dl := *cfg.DeadLetter // the caller's may change after New
+		cfg.DeadLetter = &dl
+	}
+	return &Processor{cfg: cfg}, nil
 }
 
 // Process handles the batch and returns the messages to receive again.
@@ -51,7 +50,7 @@ func New(h Handler, opts ...Option) *Processor {
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	b, err := p.newBatch(ctx, ev.Records)
 	if err != nil {
-		logContained(ctx, p.cfg.logger, slog.LevelError, "fifo: batch refused", requestAttr(ctx), slog.Int("records", len(ev.Records)), slog.Any("error", err))
+		logContained(ctx, p.cfg.Logger, slog.LevelError, "fifo: batch refused", requestAttr(ctx), slog.Int("records", len(ev.Records)), slog.Any("error", err))
 		return events.SQSEventResponse{}, err
 	}
 	b.run(ctx)
@@ -71,7 +70,7 @@ type result struct {
 	// room among the message's attributes.
 	noCause bool
 	// park: the handler failed permanently and the quarantine is to park
-	// the message (WithQuarantine). Until it is parked, or fails to be,
+	// the message (Config.Quarantine). Until it is parked, or fails to be,
 	// its Failed outcome is not a failure of the batch: it stops nothing.
 	park bool
 	// note says why a message was dropped or parked without running.
@@ -93,7 +92,7 @@ type batch struct {
 	deadline    time.Time
 	hasDeadline bool
 
-	// held is the quarantine's view of the batch (WithQuarantine), and
+	// held is the quarantine's view of the batch (Config.Quarantine), and
 	// heldErr the error that kept the batch from reading it.
 	held    QuarantineView
 	heldErr error
@@ -111,8 +110,8 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		records: records,
 		results: make([]result, n),
 		next:    make([]int, n),
-		begin:   p.cfg.now(),
-		log:     p.cfg.logger,
+		begin:   p.cfg.Now(),
+		log:     p.cfg.Logger,
 	}
 	b.deadline, b.hasDeadline = ctx.Deadline()
 	if n == 0 {
@@ -147,7 +146,7 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		}
 		tails[group] = i
 	}
-	if c := p.cfg.concurrency; c > 0 && c < len(b.heads) {
+	if c := p.cfg.Concurrency; c > 0 && c < len(b.heads) {
 		// Longest lanes first: with fewer slots than lanes, the batch then
 		// ends closer to its longest lane.
 		length := make([]int, n)
@@ -179,14 +178,14 @@ func (b *batch) run(ctx context.Context) {
 	}
 	hctx, cancel := context.WithCancel(ctx)
 	if b.hasDeadline {
-		hctx, cancel = context.WithDeadline(ctx, b.deadline.Add(-b.p.cfg.responseReserve))
+		hctx, cancel = context.WithDeadline(ctx, b.deadline.Add(-b.p.cfg.ResponseReserve))
 	}
 	defer cancel()
 	b.handlerCx = hctx
 	b.checkQuarantine(hctx)
 
 	workers := len(b.heads)
-	if c := b.p.cfg.concurrency; c > 0 && c < workers {
+	if c := b.p.cfg.Concurrency; c > 0 && c < workers {
 		workers = c
 	}
 	for range workers {
@@ -199,7 +198,7 @@ func (b *batch) run(ctx context.Context) {
 			b.results[i].outcome = SkippedAfterFailure
 		}
 	}
-	b.report(ctx, b.p.cfg.now().Sub(b.begin))
+	b.report(ctx, b.p.cfg.Now().Sub(b.begin))
 }
 
 // work takes lanes until none is left. Handlers run on this goroutine; a
@@ -239,7 +238,7 @@ func (b *batch) runLane(head int) {
 		switch {
 		case rest != pending:
 			r.outcome = rest
-		case b.p.cfg.stopOnFirst && b.stopped.Load():
+		case b.p.cfg.StopOnFirstFailure && b.stopped.Load():
 			r.outcome = SkippedStopped
 		case !b.timeToStart():
 			r.outcome, rest = SkippedDeadline, SkippedDeadline
@@ -259,24 +258,24 @@ func (b *batch) timeToStart() bool {
 	if b.handlerCx.Err() != nil {
 		return false
 	}
-	return !b.hasDeadline || b.deadline.Sub(b.p.cfg.now()) >= b.p.cfg.deadlineMargin
+	return !b.hasDeadline || b.deadline.Sub(b.p.cfg.Now()) >= b.p.cfg.DeadlineMargin
 }
 
 func (b *batch) runMessage(i int) {
 	r := &b.results[i]
-	start := b.p.cfg.now()
+	start := b.p.cfg.Now()
 	r.wait = start.Sub(b.begin)
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the message stays decided as a panic.
 	r.outcome, r.err = Panicked, &PanicError{Value: "handler called runtime.Goexit"}
 	defer b.logOutcome(i)
 	err := b.call(b.handlerCx, i)
-	r.duration = b.p.cfg.now().Sub(start)
+	r.duration = b.p.cfg.Now().Sub(start)
 	b.decide(i, err)
 }
 
 func (b *batch) call(ctx context.Context, i int) (err error) {
-	if pe := contained(PanicInHandler, func() { err = b.p.handler(ctx, b.records[i]) }); pe != nil {
+	if pe := contained(PanicInHandler, func() { err = b.p.cfg.Handler(ctx, b.records[i]) }); pe != nil {
 		return pe
 	}
 	return err
@@ -299,12 +298,12 @@ func (b *batch) decide(i int, err error) {
 			r.outcome = Panicked
 		case IsPermanent(err) && b.quarantined(i):
 			r.park = true // Failed until runQuarantinedLane parks it
-		case IsPermanent(err) && b.p.cfg.deadLetter != nil:
+		case IsPermanent(err) && b.p.cfg.DeadLetter != nil:
 			in = PanicInDeadLetter
 			// Decided as a panic until send returns: a Goexit in the
 			// client leaves it so.
 			r.outcome, r.err = Panicked, errors.Join(err, &PanicError{In: in, Value: "called runtime.Goexit"})
-			withCause, dlErr := b.p.cfg.deadLetter.send(b.handlerCx, &b.records[i], err, b.p.cfg.now())
+			withCause, dlErr := b.p.cfg.DeadLetter.send(b.handlerCx, &b.records[i], err, b.p.cfg.Now())
 			if dlErr != nil {
 				r.outcome, r.err = Failed, errors.Join(err, dlErr)
 				return
@@ -388,12 +387,12 @@ func (b *batch) logOutcome(i int) {
 			r.outcome = Panicked
 		}
 		r.err = errors.Join(r.err, &PanicError{In: PanicInLogger, Value: "called runtime.Goexit"})
-		if b.p.cfg.stopOnFirst && r.outcome.Started() {
+		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() {
 			b.stopped.Store(true)
 		}
 	}()
 	for again := false; ; again = true {
-		if b.p.cfg.stopOnFirst && r.outcome.Started() && !r.outcome.Acknowledged() && !r.park {
+		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() && !r.outcome.Acknowledged() && !r.park {
 			b.stopped.Store(true)
 		}
 		pe := b.logMessage(i)
@@ -478,7 +477,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 			slog.Int("records", len(b.records)), slog.Int("lanes", len(b.heads)),
 			slog.Int("failed", failed), slog.Duration("duration", took))
 	}
-	hook := b.p.cfg.metrics
+	hook := b.p.cfg.Metrics
 	if hook == nil {
 		return
 	}

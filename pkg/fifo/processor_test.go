@@ -45,7 +45,7 @@ func TestLanesKeepBatchOrderAndRunInParallel(t *testing.T) {
 	go func() { arrived.Wait(); close(allArrived) }()
 
 	var running [3]atomic.Int32
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		lane := msg.MessageId[0] - 'a'
 		if running[lane].Add(1) != 1 {
 			t.Errorf("lane %c runs two handlers at once", msg.MessageId[0])
@@ -57,7 +57,7 @@ func TestLanesKeepBatchOrderAndRunInParallel(t *testing.T) {
 			waitOrFail(t, allArrived, "all lanes to start")
 		}
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -78,11 +78,11 @@ func TestMessagesWithoutGroupAreTheirOwnLanes(t *testing.T) {
 	arrived.Add(3)
 	all := make(chan struct{})
 	go func() { arrived.Wait(); close(all) }()
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		arrived.Done()
 		waitOrFail(t, all, "all standard messages to start")
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -92,7 +92,7 @@ func TestConcurrencyBoundsLanesAtOnce(t *testing.T) {
 	t.Parallel()
 	ev := batchOf(t, "a1", "b1", "c1", "d1", "e1", "a2", "b2")
 	var now, peak atomic.Int32
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		n := now.Add(1)
 		defer now.Add(-1)
 		for {
@@ -103,7 +103,7 @@ func TestConcurrencyBoundsLanesAtOnce(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 		return nil
-	}, fifo.WithConcurrency(2))
+	}, Concurrency: 2})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -114,10 +114,10 @@ func TestBoundedConcurrencyStartsLongestLanesFirst(t *testing.T) {
 	t.Parallel()
 	ev := batchOf(t, "a1", "b1", "c1", "b2", "c2", "c3")
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		return nil
-	}, fifo.WithConcurrency(1))
+	}, Concurrency: 1})
 	_, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []string{"c1", "c2", "c3", "b1", "b2", "a1"}, rec.Started())
@@ -127,13 +127,13 @@ func TestFailureReportsTheRestOfItsLaneWithoutStartingIt(t *testing.T) {
 	t.Parallel()
 	ev := batchOf(t, "a1", "b1", "a2", "b2", "a3", "b3")
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a2" {
 			return errors.New("boom")
 		}
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a2", "a3"}, failedIDs(resp))
@@ -153,7 +153,7 @@ func TestStopOnFirstFailureStartsNothingNewAndReportsEverythingNotCompleted(t *t
 	watch := &notifyWriter{w: &logs, match: `"message_id":"a1"`, fn: func() { once.Do(func() { close(a1Logged) }) }}
 	b1Started := make(chan struct{})
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		switch msg.MessageId {
 		case "a1":
@@ -164,7 +164,7 @@ func TestStopOnFirstFailureStartsNothingNewAndReportsEverythingNotCompleted(t *t
 			waitOrFail(t, a1Logged, "a1's failure to be logged")
 		}
 		return nil
-	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(2), fifo.WithLogger(watch.logger()))
+	}, StopOnFirstFailure: true, Concurrency: 2, Logger: watch.logger()})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	// b1 was running and succeeded: acknowledged. Nothing else started.
@@ -195,13 +195,13 @@ func TestStopOnFirstFailureWithOneSlotIsSequential(t *testing.T) {
 	t.Parallel()
 	ev := batchOf(t, "a1", "b1", "a2", "c1")
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "b1" {
 			return errors.New("b1 fails")
 		}
 		return nil
-	}, fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(1))
+	}, StopOnFirstFailure: true, Concurrency: 1})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	// Longest lane first: a1, a2, then b1 fails and c1 never starts.
@@ -219,7 +219,7 @@ func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var rec recorder
-		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			rec.start(msg.MessageId)
 			if msg.MessageId == "a1" {
 				// Use up time until less than the margin remains.
@@ -227,7 +227,7 @@ func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
 				time.Sleep(time.Until(dl) - 500*time.Millisecond)
 			}
 			return nil
-		}, fifo.WithDeadlineMargin(1500*time.Millisecond), fifo.WithResponseReserve(100*time.Millisecond))
+		}, DeadlineMargin: 1500 * time.Millisecond, ResponseReserve: 100 * time.Millisecond})
 		resp, err := p.Process(ctx, ev)
 		require.NoError(t, err)
 		require.Equal(t, []string{"a2"}, failedIDs(resp))
@@ -254,13 +254,13 @@ func TestADeadlineSkipSkipsTheRestOfItsLaneWhenTheClockStepsBack(t *testing.T) {
 		}
 	}}
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			left.Store(int64(500 * time.Millisecond)) // a1 used up the time, inside the 1 s margin
 		}
 		return nil
-	}, fifo.WithClock(clock), fifo.WithLogger(slog.New(stepBack)))
+	}, Now: clock, Logger: slog.New(stepBack)})
 	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "a3"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1"}, rec.Started())
@@ -279,10 +279,10 @@ func TestExpiredOrCancelledContextStartsNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
 			var logs logBuffer
-			p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 				calls.Add(1)
 				return nil
-			}, fifo.WithLogger(logs.logger()))
+			}, Logger: logs.logger()})
 			resp, err := p.Process(ctx, batchOf(t, "a1", "b1", "-x"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"a1", "b1", "x"}, failedIDs(resp))
@@ -300,10 +300,10 @@ func TestHandlerContextEndsBeforeTheDeadlineAndWhenProcessReturns(t *testing.T) 
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var seen context.Context
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		seen = ctx
 		return nil
-	}, fifo.WithResponseReserve(300*time.Millisecond))
+	}, ResponseReserve: 300 * time.Millisecond})
 	_, err := p.Process(ctx, batchOf(t, "a1"))
 	require.NoError(t, err)
 	got, ok := seen.Deadline()
@@ -323,13 +323,13 @@ func TestHandlerRespectingItsContextIsReportedAndProcessReturnsBeforeTheDeadline
 		deadline := time.Now().Add(800 * time.Millisecond)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
-		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			if msg.MessageId == "a1" {
 				<-ctx.Done() // a long task interrupted by the response reserve
 				return ctx.Err()
 			}
 			return nil
-		}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(400*time.Millisecond))
+		}, DeadlineMargin: 500 * time.Millisecond, ResponseReserve: 400 * time.Millisecond})
 		resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -344,11 +344,11 @@ func TestProcessWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		var finished atomic.Bool
-		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			time.Sleep(500 * time.Millisecond) // past the deadline, ignoring ctx
 			finished.Store(true)
 			return nil
-		}, fifo.WithDeadlineMargin(100*time.Millisecond), fifo.WithResponseReserve(50*time.Millisecond))
+		}, DeadlineMargin: 100 * time.Millisecond, ResponseReserve: 50 * time.Millisecond})
 		_, err := p.Process(ctx, batchOf(t, "a1"))
 		require.NoError(t, err)
 		require.True(t, finished.Load(), "Process returned while a handler was still running")
@@ -358,7 +358,7 @@ func TestProcessWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		switch msg.MessageId {
 		case "a1":
 			panic("kaboom")
@@ -366,7 +366,7 @@ func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
 			panic(nil) //nolint:govet // a nil panic must be caught too
 		}
 		return nil
-	}, fifo.WithLogger(logs.logger()))
+	}, Logger: logs.logger()})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "c1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2", "c1"}, failedIDs(resp))
@@ -387,13 +387,13 @@ func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
 func TestGoexitInAHandlerFailsItsLaneAndTheRestOfTheBatchStillRuns(t *testing.T) {
 	t.Parallel()
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			runtime.Goexit()
 		}
 		return nil
-	}, fifo.WithConcurrency(1))
+	}, Concurrency: 1})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "c1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -452,20 +452,20 @@ func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		opts   func(logs *logBuffer) []fifo.Option
+		config func(logs *logBuffer) fifo.Config
 		failed []string
 	}{
-		{"metrics hook", func(*logBuffer) []fifo.Option {
-			return []fifo.Option{fifo.WithMetrics(func(fifo.BatchMetrics) { runtime.Goexit() })}
+		{"metrics hook", func(*logBuffer) fifo.Config {
+			return fifo.Config{Handler: handler, Metrics: func(fifo.BatchMetrics) { runtime.Goexit() }}
 		}, []string{"b1", "b2"}},
-		{"log line of the batch", func(logs *logBuffer) []fifo.Option {
-			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return r.Message == "fifo: batch" }}))}
+		{"log line of the batch", func(logs *logBuffer) fifo.Config {
+			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return r.Message == "fifo: batch" }})}
 		}, []string{"b1", "b2"}},
-		{"logger derived for the batch", func(logs *logBuffer) []fifo.Option {
-			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exitOnWith: true}))}
+		{"logger derived for the batch", func(logs *logBuffer) fifo.Config {
+			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exitOnWith: true})}
 		}, []string{"b1", "b2"}},
-		{"log line of a message that succeeded", func(logs *logBuffer) []fifo.Option {
-			return []fifo.Option{fifo.WithLogger(goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return attr(r, "message_id") == "a1" }}))}
+		{"log line of a message that succeeded", func(logs *logBuffer) fifo.Config {
+			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return attr(r, "message_id") == "a1" }})}
 		}, []string{"a1", "a2", "b1", "b2"}},
 	}
 	for _, tc := range cases {
@@ -473,7 +473,7 @@ func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				var logs logBuffer
-				p := fifo.New(handler, tc.opts(&logs)...)
+				p := newProcessor(t, tc.config(&logs))
 				var resp events.SQSEventResponse
 				var err error
 				returned := make(chan struct{})
@@ -492,7 +492,7 @@ func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
 			var logs logBuffer
-			p := fifo.New(handler, fifo.WithLogger(goexitLogger(&logs, goexitHandler{exit: func(slog.Record) bool { return true }})))
+			p := newProcessor(t, fifo.Config{Handler: handler, Logger: goexitLogger(&logs, goexitHandler{exit: func(slog.Record) bool { return true }})})
 			var err error
 			returned := make(chan struct{})
 			go func() {
@@ -511,14 +511,14 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 	ev := batchOf(t, "a1", "b1", "c1", "a2", "b2", "-x", "-y", "d1", "d2", "e1")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, opts := range [][]fifo.Option{
-		nil,
-		{fifo.WithConcurrency(3)},
-		{fifo.WithStopOnFirstFailure()},
-		{fifo.WithDeadLetterQueue(&fakeDLQ{}, "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo")},
-		{fifo.WithQuarantine(&fakeQuarantine{view: fifo.QuarantineView{Holds: map[string]fifo.Hold{"c": {State: fifo.Held}}}}, 3)},
+	for _, cfg := range []fifo.Config{
+		{},
+		{Concurrency: 3},
+		{StopOnFirstFailure: true},
+		{DeadLetter: &fifo.DeadLetterQueue{Client: &fakeDLQ{}, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq.fifo"}},
+		{Quarantine: &fakeQuarantine{view: fifo.QuarantineView{Holds: map[string]fifo.Hold{"c": {State: fifo.Held}}}}, QuarantineThreshold: 3},
 	} {
-		p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		cfg.Handler = func(ctx context.Context, msg events.SQSMessage) error {
 			switch msg.MessageId {
 			case "b1":
 				return errors.New("fail")
@@ -531,8 +531,8 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 			return nil
-		}, opts...)
-		_, err := p.Process(ctx, ev)
+		}
+		_, err := newProcessor(t, cfg).Process(ctx, ev)
 		require.NoError(t, err)
 		require.NoError(t, goleak.Find(), "goroutines left after Process returned")
 	}
@@ -541,13 +541,13 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 func TestPermanentErrorWithoutDeadLetterQueueIsAnOrdinaryFailure(t *testing.T) {
 	t.Parallel()
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed body"))
 		}
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -568,13 +568,13 @@ func TestPermanentErrorIsDeadLetteredAndItsLaneContinues(t *testing.T) {
 	ev.Records[0].Attributes["AWSTraceHeader"] = "Root=1-abc"
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = "3"
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed body:\x00 bad"))
 		}
 		return nil
-	}, fifo.WithDeadLetterQueue(dlq, dlqURL))
+	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "a dead-lettered message is acknowledged")
@@ -608,12 +608,12 @@ func TestARepeatedDeadLetteringCarriesTheSameIdentity(t *testing.T) {
 	dlq := &fakeDLQ{}
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed"))
 		}
 		return nil
-	}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	for receive := range 2 {
 		ev := batchOf(t, "a1", "a2")
 		ev.Records[0].Attributes["SequenceNumber"] = "18889999999999999001"
@@ -662,7 +662,7 @@ func TestDeadLetterFailuresLoseNothing(t *testing.T) {
 		t.Parallel()
 		var logs logBuffer
 		dlq := &fakeDLQ{err: errors.New("throttled")}
-		p := fifo.New(permanent, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
+		p := newProcessor(t, fifo.Config{Handler: permanent, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
 		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -672,8 +672,11 @@ func TestDeadLetterFailuresLoseNothing(t *testing.T) {
 		t.Parallel()
 		var logs logBuffer
 		dlq := &fakeDLQ{}
-		p := fifo.New(permanent, fifo.WithDeadLetterQueue(dlq, "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
-			fifo.WithLogger(logs.logger()))
+		p := newProcessor(t, fifo.Config{
+			Handler:    permanent,
+			DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"},
+			Logger:     logs.logger(),
+		})
 		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -686,9 +689,9 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}
 	p := func(dlq *fakeDLQ) *fifo.Processor {
-		return fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+		return newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			return fifo.Permanent(errors.New("malformed"))
-		}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
+		}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
 	}
 	t.Run("standard source to a FIFO queue groups by message id", func(t *testing.T) {
 		dlq := &fakeDLQ{}
@@ -727,13 +730,13 @@ func TestAPanickingDeadLetterClientFailsItsMessage(t *testing.T) {
 	var logs logBuffer
 	var rec recorder
 	dlq := &fakeDLQ{panics: "dlq client bug"}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed"))
 		}
 		return nil
-	}, fifo.WithDeadLetterQueue(dlq, dlqURL), fifo.WithLogger(logs.logger()))
+	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -760,10 +763,10 @@ func TestAPanickingLoggerFailsTheMessageItWasLogging(t *testing.T) {
 		}
 	}}
 	var metrics fifo.BatchMetrics
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		return nil
-	}, fifo.WithLogger(slog.New(flaky)), fifo.WithMetrics(func(m fifo.BatchMetrics) { metrics = m }))
+	}, Logger: slog.New(flaky), Metrics: func(m fifo.BatchMetrics) { metrics = m }})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -786,7 +789,7 @@ func TestALoggerAndAMetricsHookThatAlwaysPanicCrashNothing(t *testing.T) {
 	t.Parallel()
 	var hookCalls atomic.Int32
 	dlq := &fakeDLQ{}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		switch msg.MessageId {
 		case "b1":
 			return errors.New("fail")
@@ -796,8 +799,7 @@ func TestALoggerAndAMetricsHookThatAlwaysPanicCrashNothing(t *testing.T) {
 			return fifo.Permanent(errors.New("malformed"))
 		}
 		return nil
-	}, fifo.WithLogger(slog.New(panickingHandler{})), fifo.WithDeadLetterQueue(dlq, dlqURL),
-		fifo.WithMetrics(func(fifo.BatchMetrics) { hookCalls.Add(1); panic("hook bug") }))
+	}, Logger: slog.New(panickingHandler{}), DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Metrics: func(fifo.BatchMetrics) { hookCalls.Add(1); panic("hook bug") }})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 
 	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1", "b2", "c1", "-x"))
@@ -841,10 +843,10 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 			corrupt(&ev)
 			var calls atomic.Int32
 			var logs logBuffer
-			p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+			p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 				calls.Add(1)
 				return nil
-			}, fifo.WithLogger(logs.logger()))
+			}, Logger: logs.logger()})
 			resp, err := p.Process(context.Background(), ev)
 			require.ErrorIs(t, err, fifo.ErrInvalidBatch)
 			require.Contains(t, err.Error(), name)
@@ -859,10 +861,10 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 
 func TestEmptyBatchGivesAnEmptyResponse(t *testing.T) {
 	t.Parallel()
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		t.Error("handler called for an empty batch")
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), events.SQSEvent{})
 	require.NoError(t, err)
 	body, err := json.Marshal(resp)
@@ -873,13 +875,13 @@ func TestEmptyBatchGivesAnEmptyResponse(t *testing.T) {
 func TestResponseNamesEachFailureOnceInBatchOrder(t *testing.T) {
 	t.Parallel()
 	ev := batchOf(t, "c1", "a1", "b1", "-x", "a2", "c2", "-y", "b2")
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		switch msg.MessageId {
 		case "c1", "a1", "y":
 			return errors.New("fail")
 		}
 		return nil
-	})
+	}})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []string{"c1", "a1", "a2", "c2", "y"}, failedIDs(resp))
@@ -888,12 +890,12 @@ func TestResponseNamesEachFailureOnceInBatchOrder(t *testing.T) {
 func TestLogsOneRecordPerMessageWithTheHouseFields(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		if msg.MessageId == "b1" {
 			return errors.New("nope")
 		}
 		return nil
-	}, fifo.WithLogger(logs.logger()))
+	}, Logger: logs.logger()})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	ev := batchOf(t, "a1", "b1", "b2")
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = "4"
@@ -924,19 +926,22 @@ func TestMetricsHookSeesEveryMessageAfterEveryHandlerReturned(t *testing.T) {
 	var running atomic.Int32
 	var calls int
 	var got fifo.BatchMetrics
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
-		running.Add(1)
-		defer running.Add(-1)
-		time.Sleep(2 * time.Millisecond)
-		if msg.MessageId == "a1" {
-			return errors.New("fail")
-		}
-		return nil
-	}, fifo.WithMetrics(func(m fifo.BatchMetrics) {
-		calls++
-		require.Zero(t, running.Load(), "the hook runs after the handlers")
-		got = m
-	}))
+	p := newProcessor(t, fifo.Config{
+		Handler: func(ctx context.Context, msg events.SQSMessage) error {
+			running.Add(1)
+			defer running.Add(-1)
+			time.Sleep(2 * time.Millisecond)
+			if msg.MessageId == "a1" {
+				return errors.New("fail")
+			}
+			return nil
+		},
+		Metrics: func(m fifo.BatchMetrics) {
+			calls++
+			require.Zero(t, running.Load(), "the hook runs after the handlers")
+			got = m
+		},
+	})
 	_, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "b2"))
 	require.NoError(t, err)
 	require.Equal(t, 1, calls)
@@ -957,8 +962,11 @@ func TestMetricsHookSeesEveryMessageAfterEveryHandlerReturned(t *testing.T) {
 func TestAPanickingMetricsHookIsRecovered(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error { return nil },
-		fifo.WithMetrics(func(fifo.BatchMetrics) { panic("hook bug") }), fifo.WithLogger(logs.logger()))
+	p := newProcessor(t, fifo.Config{
+		Handler: func(ctx context.Context, msg events.SQSMessage) error { return nil },
+		Metrics: func(fifo.BatchMetrics) { panic("hook bug") },
+		Logger:  logs.logger(),
+	})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -976,31 +984,16 @@ func TestAPanicLoggingTheMetricsHooksPanicIsContained(t *testing.T) {
 			panic("log bug")
 		}
 	}}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error { return nil },
-		fifo.WithMetrics(func(fifo.BatchMetrics) { panic("hook bug") }), fifo.WithLogger(slog.New(flaky)))
+	p := newProcessor(t, fifo.Config{
+		Handler: func(ctx context.Context, msg events.SQSMessage) error { return nil },
+		Metrics: func(fifo.BatchMetrics) { panic("hook bug") },
+		Logger:  slog.New(flaky),
+	})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "the response is decided before the hook runs")
 	recs := logs.Records(t)
 	require.Equal(t, "fifo: batch", recs[len(recs)-1]["msg"])
-}
-
-func TestInvalidOptionsPanicAtNew(t *testing.T) {
-	t.Parallel()
-	h := func(ctx context.Context, msg events.SQSMessage) error { return nil }
-	cases := map[string]func(){
-		"nil handler":          func() { fifo.New(nil) },
-		"negative concurrency": func() { fifo.New(h, fifo.WithConcurrency(-1)) },
-		"negative margin":      func() { fifo.New(h, fifo.WithDeadlineMargin(-time.Second)) },
-		"reserve over margin":  func() { fifo.New(h, fifo.WithDeadlineMargin(time.Second), fifo.WithResponseReserve(2*time.Second)) },
-		"dead letter without client": func() {
-			fifo.New(h, fifo.WithDeadLetterQueue(nil, dlqURL))
-		},
-		"dead letter without url": func() { fifo.New(h, fifo.WithDeadLetterQueue(&fakeDLQ{}, "")) },
-	}
-	for name, f := range cases {
-		require.Panics(t, f, name)
-	}
 }
 
 func TestPermanentWrapsAndMatches(t *testing.T) {
@@ -1020,11 +1013,10 @@ func TestMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
 	defer cancel()
 	var logs logBuffer
 	var called atomic.Bool
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		<-ctx.Done() // runs into the response reserve
 		return nil
-	}, fifo.WithDeadlineMargin(500*time.Millisecond), fifo.WithResponseReserve(500*time.Millisecond),
-		fifo.WithMetrics(func(fifo.BatchMetrics) { called.Store(true) }), fifo.WithLogger(logs.logger()))
+	}, DeadlineMargin: 500 * time.Millisecond, ResponseReserve: 500 * time.Millisecond, Metrics: func(fifo.BatchMetrics) { called.Store(true) }, Logger: logs.logger()})
 	_, err := p.Process(ctx, batchOf(t, "a1"))
 	require.NoError(t, err)
 	require.False(t, called.Load(), "the hook ran with the response reserve spent")
@@ -1032,11 +1024,11 @@ func TestMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
 	require.Equal(t, "fifo: metrics hook skipped: no time left before the deadline", recs[len(recs)-1]["msg"])
 }
 
-// WithClock's clock, not the wall clock, decides whether a message may
-// start before the deadline: with a deadline far off in wall-clock time
-// but inside the margin on the given clock, nothing starts; moved back,
+// Config.Now, not the wall clock, decides whether a message may start
+// before the deadline: with a deadline far off in wall-clock time but
+// inside the margin on the given clock, nothing starts; moved back,
 // everything runs.
-func TestWithClockJudgesTheDeadline(t *testing.T) {
+func TestNowJudgesTheDeadline(t *testing.T) {
 	t.Parallel()
 	deadline := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -1044,10 +1036,10 @@ func TestWithClockJudgesTheDeadline(t *testing.T) {
 	var now atomic.Int64
 	now.Store(deadline.Add(-500 * time.Millisecond).UnixNano()) // inside the 1 s margin
 	var rec recorder
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		return nil
-	}, fifo.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	}, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	resp, err := p.Process(ctx, batchOf(t, "a1", "b1"))
 	require.NoError(t, err)
 	require.Empty(t, rec.Started())
@@ -1060,7 +1052,7 @@ func TestWithClockJudgesTheDeadline(t *testing.T) {
 	require.Empty(t, failedIDs(resp))
 
 	// Nil is time.Now: an hour is left.
-	p = fifo.New(func(context.Context, events.SQSMessage) error { return nil }, fifo.WithClock(nil))
+	p = newProcessor(t, fifo.Config{Handler: func(context.Context, events.SQSMessage) error { return nil }, Now: nil})
 	resp, err = p.Process(ctx, batchOf(t, "a1"))
 	require.NoError(t, err)
 	require.Empty(t, failedIDs(resp))

@@ -284,17 +284,18 @@ func TestProcessorMatchesReferenceModel(t *testing.T) {
 			}
 			return nil
 		}
-		opts := []fifo.Option{fifo.WithConcurrency(r.concurrency), fifo.WithLogger(slog.New(order))}
-		if r.strict {
-			opts = append(opts, fifo.WithStopOnFirstFailure())
-		}
+		cfg := fifo.Config{Handler: h, Concurrency: r.concurrency, Logger: slog.New(order), StopOnFirstFailure: r.strict}
 		if r.dlq {
-			opts = append(opts, fifo.WithDeadLetterQueue(dlqMessages, dlqURL))
+			cfg.DeadLetter = &fifo.DeadLetterQueue{Client: dlqMessages, QueueURL: dlqURL}
 		}
 		if r.quarantine {
-			opts = append(opts, fifo.WithQuarantine(q, modelThreshold))
+			cfg.Quarantine, cfg.QuarantineThreshold = q, modelThreshold
 		}
-		resp, err := fifo.New(h, opts...).Process(context.Background(), ev)
+		p, err := fifo.New(cfg)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		resp, err := p.Process(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("Process: %v", err)
 		}

@@ -109,33 +109,6 @@ type QuarantineView struct {
 	Messages map[string]Disposition
 }
 
-// WithQuarantine parks, instead of failing or dead-lettering, a message
-// that fails permanently or whose ApproximateReceiveCount has reached
-// threshold (before it runs), and every later message of its group, in
-// order, until an operator redrives them. threshold must be at least 2 and
-// below the queue's maxReceiveCount, so that SQS's own dead-letter queue
-// is left only as the backstop for a quarantine that cannot be written.
-// Messages without a group (standard queues) are not quarantined. It
-// cannot be combined with WithDeadLetterQueue.
-func WithQuarantine(q Quarantine, threshold int) Option {
-	return func(c *config) { c.quarantine = &quarantine{q: q, threshold: threshold} }
-}
-
-type quarantine struct {
-	q         Quarantine
-	threshold int
-}
-
-func (q *quarantine) validate() error {
-	switch {
-	case q.q == nil:
-		return errors.New("fifo: quarantine without a store")
-	case q.threshold < 2:
-		return fmt.Errorf("fifo: quarantine threshold %d: it must be at least 2 (a message is received once before it can fail)", q.threshold)
-	}
-	return nil
-}
-
 // ErrQuarantineThreshold is the cause a group is held with when a message
 // reached the quarantine threshold before it ran.
 var ErrQuarantineThreshold = errors.New("fifo: the message reached the quarantine threshold of receives")
@@ -148,7 +121,7 @@ var ErrCopyOutOfOrder = errors.New("fifo: a redriven copy arrived while an older
 // checkQuarantine reads the holds of the batch's groups, once, before any
 // lane starts.
 func (b *batch) checkQuarantine(ctx context.Context) {
-	q := b.p.cfg.quarantine
+	q := b.p.cfg.Quarantine
 	if q == nil {
 		return
 	}
@@ -165,7 +138,7 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 	var err error
 	// On Process's own goroutine: guarded, so that a runtime.Goexit in
 	// Check cannot end Process without a response.
-	if pe := guarded(PanicInQuarantine, func() { view, err = q.q.Check(ctx, msgs) }); pe != nil {
+	if pe := guarded(PanicInQuarantine, func() { view, err = q.Check(ctx, msgs) }); pe != nil {
 		err = pe
 	}
 	if err != nil {
@@ -177,7 +150,7 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 
 // quarantined reports whether message i's lane runs under the quarantine.
 func (b *batch) quarantined(i int) bool {
-	return b.p.cfg.quarantine != nil && b.records[i].Attributes[groupAttribute] != ""
+	return b.p.cfg.Quarantine != nil && b.records[i].Attributes[groupAttribute] != ""
 }
 
 // runQuarantinedLane runs a group's lane under its hold, following the
@@ -194,7 +167,7 @@ func (b *batch) runQuarantinedLane(head int) {
 		}
 		return
 	}
-	threshold := b.p.cfg.quarantine.threshold
+	threshold := b.p.cfg.QuarantineThreshold
 	hold := b.held.Holds[group]
 	rest := pending
 	for i := head; i >= 0; i = b.next[i] {
@@ -229,7 +202,7 @@ func (b *batch) runQuarantinedLane(head int) {
 				hold, rest = b.park(i, group, hold, cause, true)
 			}
 			continue // park or rehold logged it
-		case b.p.cfg.stopOnFirst && b.stopped.Load():
+		case b.p.cfg.StopOnFirstFailure && b.stopped.Load():
 			// The rest of the lane is skipped too, parked messages
 			// included: a message parked while an earlier one of its
 			// group is received again could be redriven, and run, first.
@@ -316,7 +289,7 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 	}
 	var got Hold
 	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, msgs, cause, holdIt)
+		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, group, msgs, cause, holdIt)
 		return err
 	}, settle)
 	settle(err)
@@ -337,7 +310,7 @@ func (b *batch) rehold(i int, group string, hold Hold, cause error, note string)
 	}
 	var got Hold
 	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.quarantine.q.Park(b.handlerCx, group, nil, cause, true)
+		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, group, nil, cause, true)
 		return err
 	}, failed)
 	if err != nil {
@@ -360,7 +333,7 @@ func (b *batch) done(i int, group string, hold Hold) (Hold, Outcome) {
 	}
 	var got Hold
 	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.quarantine.q.Done(b.handlerCx, group, &b.records[i])
+		got, err = b.p.cfg.Quarantine.Done(b.handlerCx, group, &b.records[i])
 		return err
 	}, failed)
 	if err != nil {

@@ -293,22 +293,13 @@ const testThreshold = 3
 
 // runQuarantine processes ev under q (threshold testThreshold) with a
 // handler that returns does[id] (errPanics: it panics), logging and
-// collecting metrics, and checks the fake's contract.
-func runQuarantine(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, opts ...fifo.Option) qRun {
-	t.Helper()
-	return runQuarantineCtx(t, context.Background(), q, ev, does, opts...)
-}
-
-func runQuarantineCtx(t *testing.T, ctx context.Context, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, opts ...fifo.Option) qRun {
+// collecting metrics, and checks the fake's contract. Each adjust changes
+// the processor's Config first.
+func runQuarantine(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, adjust ...func(*fifo.Config)) qRun {
 	t.Helper()
 	var rec recorder
 	r := qRun{logs: &logBuffer{}}
-	all := append([]fifo.Option{
-		fifo.WithQuarantine(q, testThreshold),
-		fifo.WithLogger(r.logs.logger()),
-		fifo.WithMetrics(func(m fifo.BatchMetrics) { r.metrics = m }),
-	}, opts...)
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	cfg := fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		switch err := does[msg.MessageId]; {
 		case errors.Is(err, errPanics):
@@ -319,9 +310,12 @@ func runQuarantineCtx(t *testing.T, ctx context.Context, q *fakeQuarantine, ev e
 			return err
 		}
 		return nil
-	}, all...)
+	}, Quarantine: q, QuarantineThreshold: testThreshold, Logger: r.logs.logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }}
+	for _, a := range adjust {
+		a(&cfg)
+	}
 	var err error
-	r.resp, err = p.Process(ctx, ev)
+	r.resp, err = newProcessor(t, cfg).Process(context.Background(), ev)
 	require.NoError(t, err)
 	r.started = rec.Started()
 	q.requireSound(t)
@@ -336,25 +330,6 @@ func withReceives(ev events.SQSEvent, counts map[string]string) events.SQSEvent 
 		}
 	}
 	return ev
-}
-
-func TestWithQuarantineOptionIsValidated(t *testing.T) {
-	t.Parallel()
-	h := func(context.Context, events.SQSMessage) error { return nil }
-	q := &fakeQuarantine{}
-	for name, f := range map[string]func(){
-		"threshold 0":               func() { fifo.New(h, fifo.WithQuarantine(q, 0)) },
-		"threshold 1":               func() { fifo.New(h, fifo.WithQuarantine(q, 1)) },
-		"negative threshold":        func() { fifo.New(h, fifo.WithQuarantine(q, -3)) },
-		"no quarantine":             func() { fifo.New(h, fifo.WithQuarantine(nil, 3)) },
-		"and a dead-letter queue":   func() { fifo.New(h, fifo.WithQuarantine(q, 3), fifo.WithDeadLetterQueue(&fakeDLQ{}, dlqURL)) },
-		"after a dead-letter queue": func() { fifo.New(h, fifo.WithDeadLetterQueue(&fakeDLQ{}, dlqURL), fifo.WithQuarantine(q, 3)) },
-	} {
-		require.Panics(t, f, name)
-	}
-	require.PanicsWithValue(t, "fifo: a quarantine and a dead-letter queue exclude each other: a permanent failure either parks its group or moves on without it",
-		func() { fifo.New(h, fifo.WithQuarantine(q, 3), fifo.WithDeadLetterQueue(&fakeDLQ{}, dlqURL)) })
-	require.NotPanics(t, func() { fifo.New(h, fifo.WithQuarantine(q, 2)) }, "2 is the smallest threshold")
 }
 
 // A permanent failure holds its group and parks the message with every
@@ -430,7 +405,11 @@ func TestQuarantineThresholdOfTwo(t *testing.T) {
 	t.Parallel()
 	q := &fakeQuarantine{}
 	var ran atomic.Int32
-	p := fifo.New(func(context.Context, events.SQSMessage) error { ran.Add(1); return nil }, fifo.WithQuarantine(q, 2))
+	p := newProcessor(t, fifo.Config{
+		Handler:             func(context.Context, events.SQSMessage) error { ran.Add(1); return nil },
+		Quarantine:          q,
+		QuarantineThreshold: 2,
+	})
 	resp, err := p.Process(context.Background(), withReceives(batchOf(t, "a1"), map[string]string{"a1": "2"}))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -711,17 +690,17 @@ func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 
 	plain := &recorder{}
 	var plainMetrics fifo.BatchMetrics
-	base, err := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	base, err := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		plain.start(msg.MessageId)
 		if errors.Is(does[msg.MessageId], errPanics) {
 			panic("handler bug")
 		}
 		return does[msg.MessageId]
-	}, fifo.WithConcurrency(1), fifo.WithMetrics(func(m fifo.BatchMetrics) { plainMetrics = m })).Process(context.Background(), ev())
+	}, Concurrency: 1, Metrics: func(m fifo.BatchMetrics) { plainMetrics = m }}).Process(context.Background(), ev())
 	require.NoError(t, err)
 
 	q := &fakeQuarantine{}
-	r := runQuarantine(t, q, ev(), does, fifo.WithConcurrency(1))
+	r := runQuarantine(t, q, ev(), does, func(c *fifo.Config) { c.Concurrency = 1 })
 	require.Equal(t, []string{"b1", "a2", "b2", "a3", "ac1"}, failedIDs(base))
 	require.Equal(t, failedIDs(base), failedIDs(r.resp))
 	require.Equal(t, plain.Started(), r.started)
@@ -791,12 +770,12 @@ func failing(method, fault string) func(qCall) error {
 // with runtime.Goexit: in a synctest bubble, with Process on a goroutine
 // of its own, so that a Goexit that ends Process is a failure of the test
 // and not the end of it.
-func runFaulty(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, opts ...fifo.Option) (r qRun) {
+func runFaulty(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, adjust ...func(*fifo.Config)) (r qRun) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		returned := make(chan struct{})
 		go func() {
-			r = runQuarantine(t, q, ev, does, opts...)
+			r = runQuarantine(t, q, ev, does, adjust...)
 			close(returned) // not deferred: a Goexit in Process must not close it
 		}()
 		waitOrFail(t, returned, "Process to return")
@@ -922,12 +901,12 @@ func TestQuarantineDoneFailureReportsTheCopy(t *testing.T) {
 func TestQuarantineStopOnFirstFailure(t *testing.T) {
 	t.Parallel()
 	malformed := map[string]error{"a1": fifo.Permanent(errors.New("malformed"))}
-	opts := []fifo.Option{fifo.WithStopOnFirstFailure(), fifo.WithConcurrency(1)} // a's lane first: it is longest
+	opts := func(c *fifo.Config) { c.StopOnFirstFailure, c.Concurrency = true, 1 } // a's lane first: it is longest
 
 	t.Run("a parked permanent failure stops nothing", func(t *testing.T) {
 		t.Parallel()
 		q := &fakeQuarantine{}
-		r := runQuarantine(t, q, batchOf(t, "a1", "b1", "a2"), malformed, opts...)
+		r := runQuarantine(t, q, batchOf(t, "a1", "b1", "a2"), malformed, opts)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"a1", "b1"}, r.started)
 		require.Equal(t, []string{"park a1 a2 hold"}, q.Calls("a"))
@@ -938,14 +917,14 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 			Holds:    map[string]fifo.Hold{"a": draining(1)},
 			Messages: map[string]fifo.Disposition{"ac1": copyOf(1)},
 		}}
-		r := runQuarantine(t, q, batchOf(t, "ac1", "b1", "a2"), map[string]error{"ac1": fifo.Permanent(errors.New("malformed"))}, opts...)
+		r := runQuarantine(t, q, batchOf(t, "ac1", "b1", "a2"), map[string]error{"ac1": fifo.Permanent(errors.New("malformed"))}, opts)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"ac1", "b1"}, r.started)
 	})
 	t.Run("a failure to park stops the batch", func(t *testing.T) {
 		t.Parallel()
 		q := &fakeQuarantine{script: failing("park", "error")}
-		r := runQuarantine(t, q, batchOf(t, "a1", "b1", "a2"), malformed, opts...)
+		r := runQuarantine(t, q, batchOf(t, "a1", "b1", "a2"), malformed, opts)
 		require.Equal(t, []string{"a1", "b1", "a2"}, failedIDs(r.resp))
 		require.Equal(t, []string{"a1"}, r.started)
 		require.Equal(t, fifo.SkippedStopped, r.outcomes()["b1"])
@@ -956,7 +935,7 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 			Holds:    map[string]fifo.Hold{"a": draining(1)},
 			Messages: map[string]fifo.Disposition{"ac1": copyOf(1)},
 		}}
-		r := runQuarantine(t, q, batchOf(t, "ac1", "b1", "a2"), nil, opts...)
+		r := runQuarantine(t, q, batchOf(t, "ac1", "b1", "a2"), nil, opts)
 		require.Equal(t, []string{"ac1", "b1", "a2"}, failedIDs(r.resp))
 		require.Equal(t, []string{"ac1"}, r.started)
 	})
@@ -973,7 +952,7 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 			Messages: map[string]fifo.Disposition{"dc1": copyOf(1), "bd": {Drop: true}},
 		}}
 		ev := withReceives(batchOf(t, "a1", "a2", "a3", "a4", "b1", "b2", "bd", "c1", "dc1", "d5"), map[string]string{"b2": "3"})
-		r := runQuarantine(t, q, ev, map[string]error{"a1": errors.New("busy")}, opts...)
+		r := runQuarantine(t, q, ev, map[string]error{"a1": errors.New("busy")}, opts)
 		require.Equal(t, []string{"a1"}, r.started)
 		require.Equal(t, []string{"a1", "a2", "a3", "a4", "b1", "b2", "bd", "dc1", "d5"}, failedIDs(r.resp))
 		require.Equal(t, []string{"park c1"}, q.Calls("c"))
@@ -1003,14 +982,13 @@ func TestQuarantineDeadline(t *testing.T) {
 	}}
 	var rec recorder
 	r := qRun{logs: &logBuffer{}}
-	p := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		rec.start(msg.MessageId)
 		if msg.MessageId == "ac1" {
 			left.Store(int64(500 * time.Millisecond)) // inside the 1 s margin
 		}
 		return nil
-	}, fifo.WithQuarantine(q, testThreshold), fifo.WithClock(clock), fifo.WithConcurrency(1),
-		fifo.WithLogger(r.logs.logger()), fifo.WithMetrics(func(m fifo.BatchMetrics) { r.metrics = m }))
+	}, Quarantine: q, QuarantineThreshold: testThreshold, Now: clock, Concurrency: 1, Logger: r.logs.logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }})
 	resp, err := p.Process(ctx, withReceives(batchOf(t, "ac1", "ac2", "ad", "a5", "c1", "b1", "b2"), map[string]string{"b2": "3"}))
 	require.NoError(t, err)
 	q.requireSound(t)
@@ -1039,7 +1017,7 @@ func TestQuarantineOutcomesInMetricsAndLogs(t *testing.T) {
 	}}
 	ev := batchOf(t, "a1", "a2", "a3", "b1", "c1", "c2", "dc0", "dc1", "dd", "d6", "-x")
 	r := runQuarantine(t, q, ev, map[string]error{"a2": fifo.Permanent(errors.New("malformed")), "b1": errors.New("busy")},
-		fifo.WithClock(clock), fifo.WithConcurrency(1))
+		func(c *fifo.Config) { c.Now, c.Concurrency = clock, 1 })
 
 	require.Equal(t, []string{"b1"}, failedIDs(r.resp))
 	want := map[string]fifo.Outcome{
@@ -1109,8 +1087,12 @@ func TestQuarantineAPanickingLoggerOnAParkedLine(t *testing.T) {
 		}
 	}}
 	q := &fakeQuarantine{view: fifo.QuarantineView{Holds: map[string]fifo.Hold{"a": held(1)}}}
-	p := fifo.New(func(context.Context, events.SQSMessage) error { return nil },
-		fifo.WithQuarantine(q, testThreshold), fifo.WithLogger(slog.New(flaky)))
+	p := newProcessor(t, fifo.Config{
+		Handler:             func(context.Context, events.SQSMessage) error { return nil },
+		Quarantine:          q,
+		QuarantineThreshold: testThreshold,
+		Logger:              slog.New(flaky),
+	})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "a3"))
 	require.NoError(t, err)
 	q.requireSound(t)
@@ -1143,8 +1125,12 @@ func TestQuarantineCallsGetTheHandlersContext(t *testing.T) {
 	var deadlines sync.Map
 	q := &fakeQuarantine{}
 	wrapped := &ctxQuarantine{Quarantine: q, seen: &deadlines}
-	p := fifo.New(func(context.Context, events.SQSMessage) error { return fifo.Permanent(errors.New("malformed")) },
-		fifo.WithQuarantine(wrapped, testThreshold), fifo.WithResponseReserve(300*time.Millisecond))
+	p := newProcessor(t, fifo.Config{
+		Handler:             func(context.Context, events.SQSMessage) error { return fifo.Permanent(errors.New("malformed")) },
+		Quarantine:          wrapped,
+		QuarantineThreshold: testThreshold,
+		ResponseReserve:     300 * time.Millisecond,
+	})
 	_, err := p.Process(ctx, batchOf(t, "a1"))
 	require.NoError(t, err)
 	for _, m := range []string{"check", "park"} {

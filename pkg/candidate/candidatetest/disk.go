@@ -12,7 +12,7 @@ import (
 
 // Disk is a candidate.Spool of a fixed size, in memory: a Lambda
 // function's /tmp of a given ephemeral storage, for tests that fill it
-// (candidate.WithSpool). Every file it makes shares the size. A write that
+// (candidate.Config.Spool). Every file it makes shares the size. A write that
 // does not fit writes what does and fails with syscall.ENOSPC, as a full
 // file system answers; closing a file frees its bytes. It is safe for
 // concurrent use.
