@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
@@ -32,13 +32,13 @@ func TestIntegrationStore(t *testing.T) {
 // endpoint and removes it, with its objects, at the end.
 func setupIntegration(t *testing.T, opts ...candidate.Option) *s3Bundle {
 	t.Helper()
-	// testenv's client closes its idle connections when the test ends
+	// awstest's client closes its idle connections when the test ends
 	// (that cleanup, registered first, runs last), so goleak still sees a
 	// response body left open.
-	client := testenv.S3(t)
-	b := &s3Bundle{client: client, bucket: testenv.Name(t, "cand"), spoolDir: t.TempDir()}
+	client := awstest.S3(t)
+	b := &s3Bundle{client: client, bucket: awstest.Name(t, "cand"), spoolDir: t.TempDir()}
 	in := &s3.CreateBucketInput{Bucket: aws.String(b.bucket)}
-	if region := testenv.Config(t).Region; region != "us-east-1" {
+	if region := awstest.Config(t).Region; region != "us-east-1" {
 		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
 	}
 	_, err := client.CreateBucket(t.Context(), in)

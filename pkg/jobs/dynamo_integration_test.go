@@ -17,7 +17,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
@@ -25,24 +25,24 @@ import (
 type dynamoBundle struct {
 	client  *dynamodb.Client
 	table   string
-	counter *testenv.Requests
-	faults  *testenv.LostResponses
+	counter *awstest.Requests
+	faults  *awstest.LostResponses
 }
 
-// setupDynamo creates template.yaml's JobsTable (its key, stream, TTL, live
-// and finished indexes, as the local deployer reads them from the template), unique
-// to the test, and a client that counts requests and can lose responses.
+// setupDynamo creates a table of jobs.Table's shape (its key, stream, live
+// and finished indexes; template.yaml's JobsTable is held to the same
+// shape) with TTL on jobs.AttrExpiresAt, unique to the test, and a client
+// that counts requests and can lose responses.
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
-	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}}
-	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	b := &dynamoBundle{counter: &awstest.Requests{}, faults: &awstest.LostResponses{}}
+	b.client = awstest.DynamoDB(t, func(o *dynamodb.Options) { // fails the test unless an endpoint is configured
 		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
 	})
-	b.table = testenv.TemplateTable(t, b.client, "JobsTable")
+	b.table = awstest.Table(t, b.client, jobs.Table(awstest.Name(t, "jobs")), jobs.AttrExpiresAt)
 	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
 	var indexes []string
@@ -402,7 +402,7 @@ func TestDynamoRunningExampleStream(t *testing.T) {
 func streamRecords(t *testing.T, b *dynamoBundle) []streamtypes.Record {
 	t.Helper()
 	ctx := t.Context()
-	streams := testenv.Streams(t)
+	streams := awstest.Streams(t)
 	desc, err := b.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
 	arn := desc.Table.LatestStreamArn

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -26,8 +26,8 @@ import (
 // order. (Without bisection the first failure would discard the batch.)
 func TestStreamBisectIsolatesAPoisonRecordOnAStream(t *testing.T) {
 	t.Parallel()
-	ddb := testenv.DynamoDB(t)
-	sqsClient := testenv.SQS(t)
+	ddb := awstest.DynamoDB(t)
+	sqsClient := awstest.SQS(t)
 	failures := newQueue(t, sqsClient, queueSpec{visibility: 30})
 	table, streamARN := newStreamTable(t, ddb)
 	ids := []string{"job-1", "job-2", "job-3", "job-4", "job-bad", "job-6", "job-7", "job-8"}
@@ -43,7 +43,7 @@ func TestStreamBisectIsolatesAPoisonRecordOnAStream(t *testing.T) {
 		}
 		return events.DynamoDBEventResponse{}, nil
 	}
-	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
 		StreamARN: streamARN, BatchSize: 10, BisectBatchOnFunctionError: true, MaximumRetryAttempts: new(0),
 		OnFailure:       &localesm.OnFailureDestination{Client: sqsClient, QueueURL: failures.url},
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,

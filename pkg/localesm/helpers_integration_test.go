@@ -20,7 +20,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -53,7 +53,7 @@ func createQueue(t *testing.T, client *sqs.Client, name string, attrs map[string
 
 func newQueue(t *testing.T, client *sqs.Client, spec queueSpec) testQueue {
 	t.Helper()
-	name := testenv.Name(t, "esm")
+	name := awstest.Name(t, "esm")
 	suffix := ""
 	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(spec.visibility)}
 	if spec.fifo {
@@ -209,7 +209,7 @@ func (l *sqsLog) snapshot() ([][]events.SQSMessage, []localesm.SQSBatchResult) {
 // Jobs table, and returns its name and stream ARN.
 func newStreamTable(t *testing.T, client *dynamodb.Client) (table, streamARN string) {
 	t.Helper()
-	table = testenv.Name(t, "esm")
+	table = awstest.Name(t, "esm")
 	out, err := client.CreateTable(t.Context(), &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          ddbtypes.BillingModePayPerRequest,

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -135,7 +135,7 @@ func TestRIESmoke(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
 	addr, recordLog := startRIE(t, timeout)
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	// A visibility timeout longer than the function timeout: a timed-out
 	// invocation has ended before its message is received again.
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 4, maxReceive: 2})

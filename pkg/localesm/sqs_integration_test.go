@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -26,7 +26,7 @@ type sqsHandler = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 
 func TestSQSPartialFailureDeletesOnlyUnreportedMessages(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1})
 	ids := map[string]string{}
 	for _, body := range []string{"ok-a", "fail-b", "ok-c"} {
@@ -109,7 +109,7 @@ func TestSQSWholeBatchFailuresDeleteNothing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			client := testenv.SQS(t)
+			client := awstest.SQS(t)
 			q := newQueue(t, client, queueSpec{fifo: true, visibility: 2})
 			var sent []string
 			for i := range 3 {
@@ -162,7 +162,7 @@ func TestSQSWholeBatchFailuresDeleteNothing(t *testing.T) {
 
 func TestSQSWithoutReportBatchItemFailuresSuccessDeletesAll(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1})
 	var sent []string
 	for i := range 3 {
@@ -196,7 +196,7 @@ func TestSQSWithoutReportBatchItemFailuresSuccessDeletesAll(t *testing.T) {
 
 func TestSQSRedriveToDeadLetterQueue(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1, maxReceive: 2})
 	poison := send(t, client, q.url, "job-poison", "poison")
 	good := send(t, client, q.url, "job-good", "good")
@@ -276,7 +276,7 @@ func (g *groupTracker) leave(ev events.SQSEvent, done []string) {
 
 func TestSQSNeverTwoBatchesOfOneGroupAtOnce(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1})
 	const groups, perGroup, concurrency = 6, 4, 3
 	want := map[string][]string{}
@@ -334,7 +334,7 @@ func TestSQSNeverTwoBatchesOfOneGroupAtOnce(t *testing.T) {
 // invocations.
 func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 2})
 	id := send(t, client, q.url, "job-42", "cmd-42")
 
@@ -417,7 +417,7 @@ func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 
 func TestSQSEventRecordsAsLambdaBuildsThem(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 3})
 	id := send(t, client, q.url, "job-42", `{"type":"job.run","command_id":"cmd-42"}`)
 	got := make(chan events.SQSMessage, 1)
@@ -474,7 +474,7 @@ func TestSQSEventRecordsAsLambdaBuildsThem(t *testing.T) {
 
 func TestSQSMappingRefusesAShortVisibilityTimeout(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1})
 	m, err := localesm.NewSQSMapping(client, localesm.Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		return events.SQSEventResponse{}, nil
@@ -486,7 +486,7 @@ func TestSQSMappingRefusesAShortVisibilityTimeout(t *testing.T) {
 
 func TestSQSMappingStopsWithInvocationsInFlight(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 10})
 	for i := range 3 {
 		send(t, client, q.url, fmt.Sprint("job-", i), "cmd")

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // TestSQSContractOnTheEmulator: the SQS emulator keeps the contract the fake
@@ -22,13 +22,13 @@ import (
 // mapping's tests lean on it.
 func TestSQSContractOnTheEmulator(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
+	client := awstest.SQS(t)
 	runSQSContract(t, sqsContract{
 		run:   func(t *testing.T, f func(t *testing.T)) { f(t) },
 		slack: time.Second,
 		newQueue: func(t *testing.T, visibility time.Duration) contractQueue {
 			out, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{
-				QueueName: aws.String(testenv.Name(t, "contract") + ".fifo"),
+				QueueName: aws.String(awstest.Name(t, "contract") + ".fifo"),
 				Attributes: map[string]string{
 					"FifoQueue":         "true",
 					"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),

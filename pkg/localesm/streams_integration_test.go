@@ -16,13 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
 func TestStreamResumesFromTheFirstFailedRecord(t *testing.T) {
 	t.Parallel()
-	ddb := testenv.DynamoDB(t)
+	ddb := awstest.DynamoDB(t)
 	table, streamARN := newStreamTable(t, ddb)
 	for i := 1; i <= 5; i++ {
 		putJob(t, ddb, table, fmt.Sprint("job-", i))
@@ -50,7 +50,7 @@ func TestStreamResumesFromTheFirstFailedRecord(t *testing.T) {
 		}
 		return resp, nil
 	}
-	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
 		StreamARN: streamARN, ReportBatchItemFailures: true, BatchSize: 10, // retried until success: the default
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
 	})
@@ -107,8 +107,8 @@ func TestStreamResumesFromTheFirstFailedRecord(t *testing.T) {
 
 func TestStreamRetriesExhaustedSendsOnFailureRecord(t *testing.T) {
 	t.Parallel()
-	ddb := testenv.DynamoDB(t)
-	sqsClient := testenv.SQS(t)
+	ddb := awstest.DynamoDB(t)
+	sqsClient := awstest.SQS(t)
 	failures := newQueue(t, sqsClient, queueSpec{visibility: 30}) // Lambda takes a standard queue here
 	table, streamARN := newStreamTable(t, ddb)
 	for _, id := range []string{"job-1", "job-bad", "job-3"} {
@@ -124,7 +124,7 @@ func TestStreamRetriesExhaustedSendsOnFailureRecord(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	const functionARN = "arn:aws:lambda:eu-west-1:000000000000:function:relay"
-	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
 		StreamARN: streamARN, MaximumRetryAttempts: new(1), BatchSize: 10, FunctionARN: functionARN,
 		OnFailure:       &localesm.OnFailureDestination{Client: sqsClient, QueueURL: failures.url},
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
@@ -183,7 +183,7 @@ func TestStreamRetriesExhaustedSendsOnFailureRecord(t *testing.T) {
 
 func TestStreamLatestSkipsEarlierRecords(t *testing.T) {
 	t.Parallel()
-	ddb := testenv.DynamoDB(t)
+	ddb := awstest.DynamoDB(t)
 	table, streamARN := newStreamTable(t, ddb)
 	putJob(t, ddb, table, "job-before")
 
@@ -192,7 +192,7 @@ func TestStreamLatestSkipsEarlierRecords(t *testing.T) {
 		log.invoke(ev)
 		return events.DynamoDBEventResponse{}, nil
 	}
-	m, err := localesm.NewStreamMapping(testenv.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
 		StreamARN: streamARN, StartingPosition: localesm.Latest, PollInterval: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
@@ -24,23 +24,23 @@ import (
 type dynamoBundle struct {
 	client  *dynamodb.Client
 	table   string
-	counter *testenv.Requests
-	faults  *testenv.LostResponses
+	counter *awstest.Requests
+	faults  *awstest.LostResponses
 }
 
-// setupDynamo creates template.yaml's QuarantineTable (its keys, index and
-// TTL, as the local deployer reads them from the template), unique to the
-// test, and a client that counts requests and can lose responses.
+// setupDynamo creates a table of quarantine.Table's shape (its keys and
+// index; template.yaml's QuarantineTable is held to the same shape) with
+// TTL on quarantine.AttrExpiresAt, unique to the test, and a client that
+// counts requests and can lose responses.
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
-	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}}
-	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	b := &dynamoBundle{counter: &awstest.Requests{}, faults: &awstest.LostResponses{}}
+	b.client = awstest.DynamoDB(t, func(o *dynamodb.Options) { // fails the test unless an endpoint is configured
 		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses.
 		o.DisableValidateResponseChecksum = true
 	})
-	b.table = testenv.TemplateTable(t, b.client, "QuarantineTable")
+	b.table = awstest.Table(t, b.client, quarantine.Table(awstest.Name(t, "quarantine")), quarantine.AttrExpiresAt)
 
 	desc, err := b.client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(b.table)})
 	require.NoError(t, err)
@@ -418,10 +418,10 @@ func TestDynamoRetriesOutsideTheTokenWindowAreRecognised(t *testing.T) {
 // TestS3Bodies keeps bodies in a bucket of the test's own on the local S3.
 func TestS3Bodies(t *testing.T) {
 	t.Parallel()
-	client := testenv.S3(t)
-	bucket := testenv.Name(t, "bodies")
+	client := awstest.S3(t)
+	bucket := awstest.Name(t, "bodies")
 	in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
-	if region := testenv.Config(t).Region; region != "us-east-1" {
+	if region := awstest.Config(t).Region; region != "us-east-1" {
 		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(region)}
 	}
 	_, err := client.CreateBucket(t.Context(), in)

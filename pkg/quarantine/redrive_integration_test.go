@@ -17,7 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -73,8 +73,8 @@ func (l *orderLog) processed(g string) []string {
 func TestQuarantineOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	client := testenv.SQS(t)
-	name := testenv.Name(t, "qtn")
+	client := awstest.SQS(t)
+	name := awstest.Name(t, "qtn")
 	dlq, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq.fifo"), Attributes: map[string]string{"FifoQueue": "true"}})
 	require.NoError(t, err)
 	dlqURL := aws.ToString(dlq.QueueUrl)
@@ -99,8 +99,8 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 	store := quarantine.NewDynamoStore(b.client, b.table)
 	// The processor's store has a client of its own, so that its requests
 	// are counted apart from the test's.
-	counter := &testenv.Requests{}
-	procDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	counter := &awstest.Requests{}
+	procDB := awstest.DynamoDB(t, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, counter.Count(""))
 		o.DisableValidateResponseChecksum = true
 	})

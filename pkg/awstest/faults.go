@@ -1,4 +1,4 @@
-package testenv
+package awstest
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (f *LostResponses) Fired() int32 { return f.fired.Load() }
 
 // Install adds the fault to a client's middleware stack.
 func (f *LostResponses) Install(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("testenv.loseResponse",
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("awstest.loseResponse",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			out, md, err := next.HandleFinalize(ctx, in)
 			op := awsmiddleware.GetOperationName(ctx)

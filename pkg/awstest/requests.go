@@ -1,4 +1,4 @@
-package testenv
+package awstest
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type Requests struct {
 // (prefix "s3." gives "s3.PutObject").
 func (r *Requests) Count(prefix string) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
-		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("testenv.countRequests",
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("awstest.countRequests",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				r.mu.Lock()
 				if r.n == nil {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package quarantine_test
+package test
 
 import (
 	"context"
@@ -8,16 +8,20 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
@@ -106,7 +110,7 @@ func quarantineResource(r any) string {
 // missing action would first show on AWS, as AccessDenied on a redrive.
 func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	t.Parallel()
-	b := setupDynamo(t)
+	b := newQuarantineTable(t)
 	rec := newQuarantineActions(b.table)
 	procDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, rec.Install)
@@ -180,10 +184,51 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 		"dynamodb:UpdateItem table",   // a message done
 	}, processor, "what this test exercised")
 
-	tpl, err := samtemplate.Load("../../template.yaml")
+	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	for _, fn := range []string{"WorkerFunction", "ProjectorFunction"} {
 		require.Equal(t, processor, roleQuarantineActions(t, tpl, fn), "%s's role on the quarantine table", fn)
 	}
 	require.Equal(t, gauge, roleQuarantineActions(t, tpl, "SweeperFunction"), "the sweeper's role on the quarantine table")
+}
+
+// quarantineTable is a table of quarantine.Table's shape (template.yaml's
+// QuarantineTable is held to it) with its TTL, unique to the test, and a
+// client for the test's own reads and writes.
+type quarantineTable struct {
+	client *dynamodb.Client
+	table  string
+}
+
+func newQuarantineTable(t *testing.T) quarantineTable {
+	t.Helper()
+	client := testenv.DynamoDB(t, func(o *dynamodb.Options) {
+		o.DisableValidateResponseChecksum = true // DynamoDB Local sends no X-Amz-Crc32 with errors
+	})
+	return quarantineTable{client: client, table: awstest.Table(t, client, quarantine.Table(testenv.Name(t, "quarantine")), quarantine.AttrExpiresAt)}
+}
+
+// unitARN is the queue the quarantine in
+// TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls holds groups of;
+// no such queue exists: the test delivers its messages itself.
+const unitARN = "arn:aws:sqs:eu-west-1:123456789012:unit.fifo"
+
+// unitMsg is message n of group g, with SequenceNumber 1000+n.
+func unitMsg(g string, n int, body string) events.SQSMessage {
+	return unitDelivery(fmt.Sprintf("%s-%d", g, n), g, body, "d-"+strconv.Itoa(1000+n), 1000+n)
+}
+
+// asCopy is what the queue delivers for a sent copy: a new message of the
+// group, with the copy's deduplication id and a new sequence number.
+func asCopy(in *sqs.SendMessageInput, id string, seq int) events.SQSMessage {
+	return unitDelivery(id, aws.ToString(in.MessageGroupId), aws.ToString(in.MessageBody), aws.ToString(in.MessageDeduplicationId), seq)
+}
+
+func unitDelivery(id, group, body, dedup string, seq int) events.SQSMessage {
+	return events.SQSMessage{
+		MessageId: id, Body: body, EventSourceARN: unitARN,
+		Attributes: map[string]string{
+			"MessageGroupId": group, "SequenceNumber": strconv.Itoa(seq), "MessageDeduplicationId": dedup, "ApproximateReceiveCount": "1",
+		},
+	}
 }
