@@ -3,6 +3,7 @@ package layers_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,7 +193,11 @@ func copyTracked(t *testing.T, root string) string {
 	ls := exec.CommandContext(t.Context(), "git", "ls-files", "-z")
 	ls.Dir = root
 	out, err := ls.Output()
-	require.NoError(t, err, "git ls-files")
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		err = fmt.Errorf("%w: %s", err, exit.Stderr)
+	}
+	require.NoError(t, err, "git ls-files in %s: this test copies the module's tracked files, so it runs in a git checkout", root)
 	dir := t.TempDir()
 	for name := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		data, err := os.ReadFile(filepath.Join(root, name))
