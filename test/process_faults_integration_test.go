@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
@@ -80,7 +81,7 @@ func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
 		if variable != "AWS_ENDPOINT_URL_DYNAMODB" {
 			return endpoint, nil
 		}
-		hold, err := pipeline.NewDelayProxy(endpoint, k.match)
+		hold, err := faultproxy.New(faultproxy.Config{Service: faultproxy.DynamoDB, Target: endpoint, Hold: k.match})
 		if err != nil {
 			return "", err
 		}
@@ -169,7 +170,7 @@ type killer struct {
 	table, example, poison, bootstrap string
 
 	mu          sync.Mutex
-	hold        *pipeline.DelayProxy
+	hold        *faultproxy.Proxy
 	exampleSeen bool
 	passed      map[string]int // accepts let through, per invocation
 	job         string         // the job whose accept was held
@@ -184,13 +185,13 @@ type killer struct {
 
 var attemptID = regexp.MustCompile(`[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}_[A-Za-z0-9-]+`)
 
-// match is the DelayProxy's: an accept (the UpdateItem on the Jobs table
+// match is the proxy's Hold: an accept (the UpdateItem on the Jobs table
 // that records a result) of a bulk job, once the running example's first
 // accept has gone by (so that the demo's own proxy holds that one, as the
 // demo needs, whatever the kill does to its batch).
 func (k *killer) match(op string, body []byte) bool {
 	b := string(body)
-	if !strings.HasSuffix(op, ".UpdateItem") || !strings.Contains(b, `"TableName":"`+k.table+`"`) || !strings.Contains(b, "result_key") {
+	if op != "UpdateItem" || !strings.Contains(b, `"TableName":"`+k.table+`"`) || !strings.Contains(b, "result_key") {
 		return false
 	}
 	k.mu.Lock()

@@ -23,6 +23,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
+	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
@@ -295,7 +296,7 @@ func TestRequestsPerJobOnACancel(t *testing.T) {
 
 // The takeover of the running example, timed down: worker A claims the job
 // (generation 1), runs the export and writes its candidate, and its accept
-// is held on its way to DynamoDB (internal/dev/pipeline's DelayProxy) until A's
+// is held on its way to DynamoDB (internal/dev/faultproxy's Hold) until A's
 // invocation has ended; its lease (the invocation's deadline plus the
 // 5 s skew) runs out, the command comes back after the queue's visibility
 // timeout, and worker B takes over as generation 2 and wins. Then A's
@@ -316,11 +317,12 @@ func TestRequestsPerJobOnATakeover(t *testing.T) {
 	})
 	id := jobs.DeriveJobID("t-1", "intent-takeover")
 	jobsTable := c.deployed.Resources["JobsTable"]
-	hold, err := pipeline.NewDelayProxy(c.state.DynamoDB, func(op string, body []byte) bool {
-		b := string(body)
-		return strings.HasSuffix(op, ".UpdateItem") && strings.Contains(b, `"TableName":"`+jobsTable+`"`) &&
-			strings.Contains(b, `"`+id+`"`) && strings.Contains(b, "result_key")
-	})
+	hold, err := faultproxy.New(faultproxy.Config{Service: faultproxy.DynamoDB, Target: c.state.DynamoDB,
+		Hold: func(op string, body []byte) bool {
+			b := string(body)
+			return op == "UpdateItem" && strings.Contains(b, `"TableName":"`+jobsTable+`"`) &&
+				strings.Contains(b, `"`+id+`"`) && strings.Contains(b, "result_key")
+		}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, hold.Close()) }()
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", hold.URL) // the functions' DynamoDB; the test's own clients go direct

@@ -35,6 +35,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
@@ -148,7 +149,7 @@ type demoRun struct {
 
 	ddb  *dynamodb.Client
 	p    *pipeline.Pipeline
-	hold *pipeline.DelayProxy
+	hold *faultproxy.Proxy
 
 	events    atomic.Int64 // events the projector consumed
 	seenMu    sync.Mutex
@@ -193,13 +194,14 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	if dynamoEndpoint == "" {
 		dynamoEndpoint = d.state.External
 	}
-	d.hold, err = pipeline.NewDelayProxy(dynamoEndpoint, func(op string, body []byte) bool {
-		// The first accept of the example: the one UpdateItem on the Jobs
-		// table that records a result.
-		b := string(body)
-		return strings.HasSuffix(op, ".UpdateItem") && strings.Contains(b, `"TableName":"`+jobsTable+`"`) &&
-			strings.Contains(b, `"`+exampleJob+`"`) && strings.Contains(b, "result_key")
-	})
+	d.hold, err = faultproxy.New(faultproxy.Config{Service: faultproxy.DynamoDB, Target: dynamoEndpoint,
+		Hold: func(op string, body []byte) bool {
+			// The first accept of the example: the one UpdateItem on the
+			// Jobs table that records a result.
+			b := string(body)
+			return op == "UpdateItem" && strings.Contains(b, `"TableName":"`+jobsTable+`"`) &&
+				strings.Contains(b, `"`+exampleJob+`"`) && strings.Contains(b, "result_key")
+		}})
 	if err != nil {
 		return d.sum, err
 	}

@@ -44,6 +44,14 @@
 // operation gets the same decision in every run with the same seed, however
 // other operations interleave with it.
 //
+// Besides these random faults, a proxy can hold back one request that
+// Config.Hold picks, such as a worker's accept: its caller gets no answer,
+// and the request reaches the service only when Release sends it, after
+// its sender has given up. The demo's running example and the takeover
+// tests are built on it: an accept still on its way when its lease ends
+// arrives after the next generation's, and the table's condition refuses
+// it.
+//
 // The proxy counts what it saw and what it injected, per operation and per
 // kind (Counts). It uses only the standard library.
 package faultproxy

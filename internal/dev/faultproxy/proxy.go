@@ -67,36 +67,71 @@ type Rates struct {
 	Drop        float64
 }
 
-func (r Rates) validate() error {
-	for k, v := range map[Kind]float64{Latency: r.Latency, ServerError: r.ServerError, Throttle: r.Throttle, Reset: r.Reset, Drop: r.Drop} {
+// validate checks the rates; field names them in the error (Rates,
+// Operations[PutObject]).
+func (r Rates) validate(field string) error {
+	for k, v := range map[string]float64{"Latency": r.Latency, "ServerError": r.ServerError, "Throttle": r.Throttle, "Reset": r.Reset, "Drop": r.Drop} {
 		if v < 0 || v > 1 || math.IsNaN(v) {
-			return fmt.Errorf("faultproxy: rate of %s is %v, not in [0, 1]", k, v)
+			return fmt.Errorf("%w: %s.%s is %v, not in [0, 1]", ErrInvalidConfig, field, k, v)
 		}
 	}
 	if s := r.ServerError + r.Throttle + r.Reset + r.Drop; s > 1+1e-9 {
-		return fmt.Errorf("faultproxy: the error rates add up to %v, more than 1", s)
+		return fmt.Errorf("%w: %s's error rates add up to %v, more than 1", ErrInvalidConfig, field, s)
 	}
 	return nil
 }
 
+// ErrInvalidConfig is what New returns for a Config it cannot run.
+var ErrInvalidConfig = errors.New("faultproxy: invalid configuration")
+
 // Config configures a proxy.
 type Config struct {
+	// Service is the upstream's protocol (required).
 	Service Service
-	// Target is the upstream's base URL, such as http://127.0.0.1:8000.
+	// Target is the upstream's base URL, such as http://127.0.0.1:8000
+	// (required).
 	Target string
-	// Seed seeds every decision.
+	// Seed seeds every decision (default 0).
 	Seed uint64
-	// Rates apply to every operation not in Operations.
+	// Rates apply to every operation not in Operations (default: no
+	// fault).
 	Rates Rates
 	// Operations overrides Rates per operation ("UpdateItem",
-	// "ReceiveMessage", "PutObject").
+	// "ReceiveMessage", "PutObject"); default none.
 	Operations map[string]Rates
 	// MinLatency and MaxLatency bound an injected delay (defaults 20 ms and
-	// 200 ms).
+	// 200 ms, when both are zero).
 	MinLatency, MaxLatency time.Duration
 	// Sleep waits for an injected delay (tests replace it); by default a
 	// timer that the end of ctx cuts short.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Hold, when set, picks one request to hold back (see Release); nil
+	// holds nothing. It is asked with each request's operation (as Counts
+	// names it) and body, one request at a time, until it first says yes.
+	Hold func(operation string, body []byte) bool
+}
+
+// Validate reports the first setting New cannot run with, naming it.
+func (c Config) Validate() error {
+	if c.Service < DynamoDB || c.Service > S3 {
+		return fmt.Errorf("%w: Service %v is none of DynamoDB, SQS, S3", ErrInvalidConfig, c.Service)
+	}
+	u, err := url.Parse(c.Target)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("%w: Target %q is not a base URL", ErrInvalidConfig, c.Target)
+	}
+	if err := c.Rates.validate("Rates"); err != nil {
+		return err
+	}
+	for op, r := range c.Operations {
+		if err := r.validate("Operations[" + op + "]"); err != nil {
+			return err
+		}
+	}
+	if c.MinLatency < 0 || c.MaxLatency < c.MinLatency {
+		return fmt.Errorf("%w: MinLatency %v and MaxLatency %v are not bounds", ErrInvalidConfig, c.MinLatency, c.MaxLatency)
+	}
+	return nil
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -115,31 +150,22 @@ type Proxy struct {
 	requests map[string]int
 	injected map[Kind]map[string]int
 	delays   []time.Duration // every injected delay, for tests
+	picked   bool            // Hold has picked its request
+	held     *outbound       // the request held until Release
+
+	closing   chan struct{} // closed by Close: a held request's caller is answered with a reset
+	closeOnce sync.Once
 }
 
 // New starts a proxy on a free port of 127.0.0.1 that forwards to
 // cfg.Target. Close stops it.
 func New(cfg Config) (*Proxy, error) {
-	if cfg.Service < DynamoDB || cfg.Service > S3 {
-		return nil, fmt.Errorf("faultproxy: unknown service %v", cfg.Service)
-	}
-	u, err := url.Parse(cfg.Target)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("faultproxy: target %q is not a base URL", cfg.Target)
-	}
-	if err := cfg.Rates.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	for op, r := range cfg.Operations {
-		if err := r.validate(); err != nil {
-			return nil, fmt.Errorf("%w (operation %s)", err, op)
-		}
-	}
+	u, _ := url.Parse(cfg.Target) // Validate parsed it
 	if cfg.MinLatency == 0 && cfg.MaxLatency == 0 {
 		cfg.MinLatency, cfg.MaxLatency = 20*time.Millisecond, 200*time.Millisecond
-	}
-	if cfg.MinLatency < 0 || cfg.MaxLatency < cfg.MinLatency {
-		return nil, fmt.Errorf("faultproxy: latency bounds [%v, %v]", cfg.MinLatency, cfg.MaxLatency)
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
@@ -149,7 +175,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
 	p := &Proxy{
-		URL: "http://" + l.Addr().String(), cfg: cfg, target: u, enabled: true,
+		URL: "http://" + l.Addr().String(), cfg: cfg, target: u, enabled: true, closing: make(chan struct{}),
 		gens: map[string]*rand.Rand{}, requests: map[string]int{}, injected: map[Kind]map[string]int{},
 		client: &http.Client{
 			Transport: &http.Transport{
@@ -179,9 +205,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Close stops the proxy: it stops accepting, waits up to 2 s for requests
-// in flight, then closes every connection.
+// Close stops the proxy: it stops accepting, resets a held request's
+// connection, waits up to 2 s for requests in flight, then closes every
+// connection.
 func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() { close(p.closing) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
@@ -193,7 +221,8 @@ func (p *Proxy) Close() error {
 }
 
 // SetEnabled turns injection on (the default) or off; while off, every
-// request is forwarded untouched (and still counted as seen).
+// request is forwarded untouched (and still counted as seen). It does not
+// change Hold, which picks its one request either way.
 func (p *Proxy) SetEnabled(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -269,6 +298,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := p.operation(r)
+	out := newOutbound(r, body)
+	if p.hold(op, out) {
+		p.await(w, r)
+		return
+	}
 	d := p.decide(op)
 	if d.delay > 0 {
 		if err := p.cfg.Sleep(r.Context(), d.delay); err != nil {
@@ -289,7 +323,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 		return
 	}
-	status, header, respBody, err := p.forward(r, body)
+	status, header, respBody, err := p.forward(r.Context(), out)
 	if err != nil {
 		// The upstream failed (or the caller gave up): the caller sees a
 		// gateway error, as it would behind any proxy.
@@ -323,30 +357,44 @@ var hopByHop = map[string]bool{
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
+// outbound is what the proxy sends upstream of a request, kept apart from
+// the request so that a held one can be sent after its caller has gone.
+type outbound struct {
+	method, host string
+	path         url.URL // the request's path, raw path and query
+	header       http.Header
+	body         []byte
+}
+
+func newOutbound(r *http.Request, body []byte) outbound {
+	header := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		if !hopByHop[k] {
+			header[k] = append([]string(nil), vs...)
+		}
+	}
+	return outbound{method: r.Method, host: r.Host, path: *r.URL, header: header, body: body}
+}
+
 // forward sends the request upstream with its own Host header, so that a
 // signature over it stays valid, and reads the whole answer: its status,
 // headers and body.
-func (p *Proxy) forward(r *http.Request, body []byte) (int, http.Header, []byte, error) {
+func (p *Proxy) forward(ctx context.Context, o outbound) (int, http.Header, []byte, error) {
 	u := *p.target
-	u.Path = strings.TrimSuffix(p.target.Path, "/") + r.URL.Path
+	u.Path = strings.TrimSuffix(p.target.Path, "/") + o.path.Path
 	u.RawPath = ""
-	if r.URL.RawPath != "" {
-		u.RawPath = strings.TrimSuffix(p.target.EscapedPath(), "/") + r.URL.RawPath
+	if o.path.RawPath != "" {
+		u.RawPath = strings.TrimSuffix(p.target.EscapedPath(), "/") + o.path.RawPath
 	}
-	u.RawQuery = r.URL.RawQuery
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+	u.RawQuery = o.path.RawQuery
+	req, err := http.NewRequestWithContext(ctx, o.method, u.String(), bytes.NewReader(o.body))
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	for k, vs := range r.Header {
-		if hopByHop[k] {
-			continue
-		}
-		req.Header[k] = append([]string(nil), vs...)
-	}
-	req.Host = r.Host
-	req.ContentLength = int64(len(body))
-	if len(body) == 0 {
+	req.Header = o.header.Clone()
+	req.Host = o.host
+	req.ContentLength = int64(len(o.body))
+	if len(o.body) == 0 {
 		req.Body = http.NoBody
 	}
 	resp, err := p.client.Do(req)

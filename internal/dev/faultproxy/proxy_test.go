@@ -413,20 +413,36 @@ func TestRatesPerOperation(t *testing.T) {
 	require.Contains(t, counts.String(), "UpdateItem")
 }
 
+// New refuses each Config it cannot run, with an error that wraps
+// ErrInvalidConfig and names the setting; the bounds themselves pass.
 func TestConfigIsChecked(t *testing.T) {
 	t.Parallel()
-	for name, cfg := range map[string]faultproxy.Config{
-		"no service":       {Target: "http://127.0.0.1:1"},
-		"no target":        {Service: faultproxy.S3},
-		"relative target":  {Service: faultproxy.S3, Target: "127.0.0.1:1"},
-		"rate above 1":     {Service: faultproxy.S3, Target: "http://127.0.0.1:1", Rates: faultproxy.Rates{Latency: 1.5}},
-		"negative rate":    {Service: faultproxy.S3, Target: "http://127.0.0.1:1", Rates: faultproxy.Rates{Drop: -0.1}},
-		"errors above 1":   {Service: faultproxy.S3, Target: "http://127.0.0.1:1", Rates: faultproxy.Rates{Drop: 0.6, Reset: 0.6}},
-		"operation above":  {Service: faultproxy.S3, Target: "http://127.0.0.1:1", Operations: map[string]faultproxy.Rates{"PutObject": {Throttle: 2}}},
-		"latency reversed": {Service: faultproxy.S3, Target: "http://127.0.0.1:1", MinLatency: time.Second, MaxLatency: time.Millisecond},
+	const target = "http://127.0.0.1:1"
+	for _, c := range []struct {
+		name, field string
+		cfg         faultproxy.Config
+	}{
+		{"no service", "Service", faultproxy.Config{Target: target}},
+		{"unknown service", "Service", faultproxy.Config{Service: faultproxy.S3 + 1, Target: target}},
+		{"no target", "Target", faultproxy.Config{Service: faultproxy.S3}},
+		{"relative target", "Target", faultproxy.Config{Service: faultproxy.S3, Target: "127.0.0.1:1"}},
+		{"rate above 1", "Rates.Latency", faultproxy.Config{Service: faultproxy.S3, Target: target, Rates: faultproxy.Rates{Latency: 1.001}}},
+		{"negative rate", "Rates.Drop", faultproxy.Config{Service: faultproxy.S3, Target: target, Rates: faultproxy.Rates{Drop: -0.1}}},
+		{"errors above 1", "Rates", faultproxy.Config{Service: faultproxy.S3, Target: target, Rates: faultproxy.Rates{Drop: 0.6, Reset: 0.41}}},
+		{"operation above", "Operations[PutObject].Throttle", faultproxy.Config{Service: faultproxy.S3, Target: target, Operations: map[string]faultproxy.Rates{"PutObject": {Throttle: 2}}}},
+		{"latency reversed", "MaxLatency", faultproxy.Config{Service: faultproxy.S3, Target: target, MinLatency: time.Second, MaxLatency: time.Second - 1}},
+		{"negative latency", "MinLatency", faultproxy.Config{Service: faultproxy.S3, Target: target, MinLatency: -1, MaxLatency: time.Second}},
 	} {
-		_, err := faultproxy.New(cfg)
-		require.Error(t, err, name)
+		_, err := faultproxy.New(c.cfg)
+		require.ErrorIs(t, err, faultproxy.ErrInvalidConfig, c.name)
+		require.ErrorContains(t, err, c.field, c.name)
+	}
+	for name, cfg := range map[string]faultproxy.Config{
+		"rates at 1":          {Service: faultproxy.S3, Target: target, Rates: faultproxy.Rates{Latency: 1, Drop: 0.6, Reset: 0.4}},
+		"latency bounds meet": {Service: faultproxy.S3, Target: target, MinLatency: time.Second, MaxLatency: time.Second},
+		"no latency bounds":   {Service: faultproxy.DynamoDB, Target: target},
+	} {
+		require.NoError(t, cfg.Validate(), name)
 	}
 }
 
