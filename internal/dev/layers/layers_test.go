@@ -135,8 +135,8 @@ func TestCheckFailsWhenGoListFails(t *testing.T) {
 }
 
 // TestDepguardRefusesAnInjectedImportInALibrary runs the pinned
-// golangci-lint with depguard alone on a copy of the module's tracked
-// files: the copy as it is passes, and with a production file added to
+// golangci-lint with depguard alone on a copy of the module's files (those
+// git tracks, and new ones it does not ignore): the copy as it is passes, and with a production file added to
 // pkg/fifo that imports internal/dev/faultproxy it is refused, by
 // depguard, naming the import. (depguard checks the production code; the
 // tests' half is the go list check above.)
@@ -186,18 +186,20 @@ func golangciLint(t *testing.T) string {
 	return path
 }
 
-// copyTracked copies the files git tracks in root, as they are in the
-// working tree, to a directory of the test's own.
+// copyTracked copies the files git tracks in root, and the new files it
+// does not ignore (a file not yet added may be what the rest needs to
+// build), as they are in the working tree, to a directory of the test's
+// own.
 func copyTracked(t *testing.T, root string) string {
 	t.Helper()
-	ls := exec.CommandContext(t.Context(), "git", "ls-files", "-z")
+	ls := exec.CommandContext(t.Context(), "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	ls.Dir = root
 	out, err := ls.Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		err = fmt.Errorf("%w: %s", err, exit.Stderr)
 	}
-	require.NoError(t, err, "git ls-files in %s: this test copies the module's tracked files, so it runs in a git checkout", root)
+	require.NoError(t, err, "git ls-files in %s: this test copies the module's files as git lists them, so it runs in a git checkout", root)
 	dir := t.TempDir()
 	for name := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		data, err := os.ReadFile(filepath.Join(root, name))
