@@ -70,8 +70,8 @@
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.
 //   - An intent is remembered as long as its job's item exists, and no
-//     longer. The intent's marker expires (TTL) WithIntentRetention after
-//     creation, the job's item WithRetention after the job ended, and
+//     longer. The intent's marker expires (TTL) Config.IntentRetention
+//     after creation, the job's item Config.Retention after the job ended, and
 //     DynamoDB deletes expired items some time later (typically within two
 //     days, AWS's UpdateTimeToLive reference says), in no order, returning
 //     them to reads until then. So: while the job's item is there, expired
@@ -102,8 +102,8 @@
 // then hold the new job's progress and completion in place of the old
 // job's, whose share is lost for good. The same happens to a later
 // incarnation whose marker is deleted before its job item (the usual order:
-// the marker expires WithIntentRetention after the job's creation, the item
-// WithRetention after its end): a retry then finds no marker and a free
+// the marker expires Config.IntentRetention after the job's creation, the
+// item Config.Retention after its end): a retry then finds no marker and a free
 // derived id, and creates a new job under it while the later incarnation
 // still exists, so that retry is not answered with it. The fix is an
 // incarnation on the projection's cursor (for instance the job's
@@ -163,11 +163,16 @@
 // runs under the ended lease, as a takeover would: the holder's version is
 // no longer current.
 //
-// Times are injected (WithClock) and stored as epoch milliseconds. The
+// A store is built from its configuration: NewDynamoStore(DynamoConfig) or
+// NewMemoryStore(Config), both with the same settings (Config, whose zero
+// value is the defaults). A configuration that cannot work is an error
+// wrapping ErrInvalidConfig that names the field, never a panic.
+//
+// Times are injected (Config.Now) and stored as epoch milliseconds. The
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew
 // margin (LeaseEnd). Leases are bounded: a claim or renewal whose lease would
 // end more than MaxLambdaTimeout (15 minutes, the longest invocation) plus
-// twice the store's margin (WithClockSkew, default 5 s, at most
+// twice the store's margin (Config.ClockSkew, default 5 s, at most
 // MaxClockSkew) after the store's now is refused with ErrInvalid, so a
 // stalled holder can always be taken over. Twice, so that the longest lease
 // LeaseEnd gives (a 15-minute deadline plus the margin) is granted even when

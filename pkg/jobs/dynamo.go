@@ -44,14 +44,41 @@ type DynamoStore struct {
 
 var _ Store = (*DynamoStore)(nil)
 
-// NewDynamoStore returns a store on table, which must have the key schema
-// of template.yaml's JobsTable (hash key job_id, S). It panics on an
-// invalid option.
-func NewDynamoStore(api DynamoDBAPI, table string, opts ...Option) *DynamoStore {
-	if api == nil || table == "" {
-		panic("jobs: NewDynamoStore needs a client and a table name")
+// DynamoConfig configures a DynamoStore.
+type DynamoConfig struct {
+	// Client is the DynamoDB client. Required.
+	Client DynamoDBAPI
+	// Table is the name of a table with the key schema of template.yaml's
+	// JobsTable (hash key job_id, S). Required.
+	Table string
+	// Config holds the settings the store shares with a MemoryStore; its
+	// zero value is the defaults.
+	Config
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c DynamoConfig) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case c.Table == "":
+		return fmt.Errorf("%w: Table is empty", ErrInvalidConfig)
 	}
-	return &DynamoStore{api: api, table: table, cfg: newConfig(opts)}
+	return c.Config.Validate()
+}
+
+// NewDynamoStore returns a store on cfg.Table, or an error wrapping
+// ErrInvalidConfig.
+func NewDynamoStore(cfg DynamoConfig) (*DynamoStore, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &DynamoStore{api: cfg.Client, table: cfg.Table, cfg: c}, nil
 }
 
 // maxRounds bounds the writes of one transition. A fenced write needs one;

@@ -57,8 +57,10 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 func TestDynamoStoreConformance(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	jobstest.Run(t, func(t *testing.T, opts ...jobs.Option) jobs.Store {
-		return ttlStore{DynamoStore: jobs.NewDynamoStore(b.client, b.table, opts...), b: b}
+	jobstest.Run(t, func(t *testing.T, cfg jobs.Config) jobs.Store {
+		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: cfg})
+		require.NoError(t, err)
+		return ttlStore{DynamoStore: store, b: b}
 	})
 }
 
@@ -85,7 +87,8 @@ func TestDynamoLostResponsesAreRecognised(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	ctx := t.Context()
 	id := "job-42-" + strings.ToLower(t.Name()[len(t.Name())-8:])
 
@@ -182,7 +185,8 @@ func TestDynamoRequestCounts(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	ctx := t.Context()
 	type row struct {
 		op   string
@@ -207,7 +211,6 @@ func TestDynamoRequestCounts(t *testing.T) {
 	}
 	create := jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"}
 	var a, bj jobs.Job
-	var err error
 	measure("create", map[string]int{"TransactWriteItems": 1}, func() error { _, err := store.Create(ctx, create); return err })
 	measure("create, same intent again", map[string]int{"TransactWriteItems": 1, "GetItem": 1}, func() error {
 		r, err := store.Create(ctx, create)
@@ -309,7 +312,8 @@ func TestDynamoLiveIndexHoldsLiveJobsOnly(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	ctx := t.Context()
 	for i := range 40 {
 		_, err := store.Create(ctx, jobs.CreateRequest{JobID: fmt.Sprintf("job-%d", i), IntentID: fmt.Sprintf("intent-%d", i), Tenant: "t-1"})
@@ -355,11 +359,12 @@ func TestDynamoRunningExampleStream(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	ctx := t.Context()
 
 	create := jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"}
-	_, err := store.Create(ctx, create)
+	_, err = store.Create(ctx, create)
 	require.NoError(t, err)
 	again, err := store.Create(ctx, create)
 	require.NoError(t, err)
@@ -436,7 +441,8 @@ func TestDynamoFinishedIndexHoldsFinalJobsOnly(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewDynamoStore(b.client, b.table, jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	ctx := t.Context()
 	for i := range 40 {
 		_, err := store.Create(ctx, jobs.CreateRequest{JobID: fmt.Sprintf("job-%d", i), IntentID: fmt.Sprintf("intent-%d", i), Tenant: "t-1"})

@@ -15,7 +15,7 @@ import (
 // the write that ends the job sets the finished index's keys instead.
 func TestUpdateKeepsTheLiveShardOfLiveJobsOnly(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(nil)
+	cfg := resolved(t, Config{})
 	now := testStart.Add(time.Hour)
 	running := &Job{ID: "job-42", Status: StatusRunning, Generation: 1, Version: 1, LeaseOwner: "a",
 		LeaseExpiresAt: now.Add(-time.Second)}

@@ -52,7 +52,8 @@ func TestDynamoLiveAfterReadsTheWholeLastMillisecond(t *testing.T) {
 		}
 		return out, nil
 	}}
-	store := jobs.NewDynamoStore(api, "jobs")
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+	require.NoError(t, err)
 	before := time.UnixMilli(1000)
 	first, err := store.LiveAfter(t.Context(), jobs.LivePosition{}, before, 1)
 	require.NoError(t, err)

@@ -81,8 +81,9 @@ func TestNewDynamoStoreTakesTheExportedInterface(t *testing.T) {
 		require.True(t, *in.ConsistentRead, "Get reads strongly consistent")
 		return &dynamodb.GetItemOutput{}, nil
 	}}
-	store := jobs.NewDynamoStore(api, "jobs")
-	_, err := store.Get(t.Context(), "job-42")
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+	require.NoError(t, err)
+	_, err = store.Get(t.Context(), "job-42")
 	require.ErrorIs(t, err, jobs.ErrNotFound)
 	require.Equal(t, "jobs", asked)
 }
@@ -106,9 +107,10 @@ func TestDynamoCreateBacksOffBetweenConflicts(t *testing.T) {
 			calls = append(calls, time.Now())
 			return nil, conflict()
 		}}
-		store := jobs.NewDynamoStore(api, "jobs")
+		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+		require.NoError(t, err)
 		start := time.Now()
-		_, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
+		_, err = store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
 		require.ErrorContains(t, err, "kept changing; giving up")
 		require.Len(t, calls, 8, "a bounded number of tries")
 		// The wait after try r is 10 ms doubled r-1 times, at most 1 s, of
@@ -174,7 +176,8 @@ func TestDynamoLiveQueriesEveryShardOldestFirst(t *testing.T) {
 		}
 		return out, nil
 	}}
-	store := jobs.NewDynamoStore(api, "jobs")
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+	require.NoError(t, err)
 	ids, err := store.Live(t.Context(), cutoff, 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{"job-3-0", "job-7-0", "job-3-1"}, ids)
@@ -235,7 +238,8 @@ func TestDynamoGetManyBatchesAndRetriesUnprocessedKeys(t *testing.T) {
 			}
 			return out, nil
 		}}
-		store := jobs.NewDynamoStore(api, "jobs")
+		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+		require.NoError(t, err)
 		var ids []string
 		for i := range 240 {
 			ids = append(ids, fmt.Sprintf("job-%d", i))
@@ -289,7 +293,8 @@ func TestDynamoGetManyLeavesOutItemsThatDoNotDecode(t *testing.T) {
 		}
 		return out, nil
 	}}
-	store := jobs.NewDynamoStore(api, "jobs")
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+	require.NoError(t, err)
 	var ids []string
 	for i := range 200 {
 		ids = append(ids, fmt.Sprintf("job-%d", i))
@@ -373,7 +378,8 @@ func TestDynamoFinishedQueriesEveryShardInKeyOrderAfterTheCursor(t *testing.T) {
 		}
 		return out, nil
 	}}
-	store := jobs.NewDynamoStore(api, "jobs")
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
+	require.NoError(t, err)
 	// What each shard was asked: from where in it (the fake's position
 	// after the key condition's lower bound) and for how many.
 	all := func(special map[int][]string) []string {

@@ -16,7 +16,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewMemoryStore(jobs.WithClock(clock.Now))
+	store, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	created, _ := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
 	fmt.Println("created:", created.Job.Status, created.Job.Outbox.ID, created.Job.Outbox.Type)
@@ -26,7 +30,7 @@ func Example() {
 	a, _ := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
 	fmt.Println("A claims: generation", a.Generation)
 
-	_, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-b", LeaseUntil: clock.Now().Add(time.Minute)})
+	_, err = store.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-b", LeaseUntil: clock.Now().Add(time.Minute)})
 	fmt.Println("B while A's lease is live:", errors.Is(err, jobs.ErrLeaseHeld))
 
 	clock.Advance(2 * time.Minute) // A stalls; its lease expires

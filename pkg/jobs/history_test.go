@@ -38,10 +38,11 @@ func TestHistoryCheckCatchesAnUnfencedStore(t *testing.T) {
 	for seed := range uint64(20) {
 		cfg.Seed = seed
 		clock := jobstest.NewClock(jobstest.Start)
-		store := &boastfulStore{MemoryStore: jobs.NewMemoryStore(jobs.WithClock(clock.Now),
-			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: cfg.MaxGenerations}))}
+		memory, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: cfg.MaxGenerations}})
+		require.NoError(t, err)
+		store := &boastfulStore{MemoryStore: memory}
 		h := jobstest.RecordHistory(t, store, clock, cfg)
-		err := jobstest.CheckHistory(h, cfg.MaxGenerations, t.TempDir())
+		err = jobstest.CheckHistory(h, cfg.MaxGenerations, t.TempDir())
 		if store.lied.Load() {
 			require.Error(t, err, "seed %d: the store lied and the check passed", seed)
 			caught++

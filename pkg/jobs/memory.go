@@ -20,9 +20,14 @@ type MemoryStore struct {
 
 var _ Store = (*MemoryStore)(nil)
 
-// NewMemoryStore returns an empty store. It panics on an invalid option.
-func NewMemoryStore(opts ...Option) *MemoryStore {
-	return &MemoryStore{cfg: newConfig(opts), jobs: map[string]Job{}, markers: map[string]intentMarker{}}
+// NewMemoryStore returns an empty store with the settings of cfg (its zero
+// value is the defaults), or an error wrapping ErrInvalidConfig.
+func NewMemoryStore(cfg Config) (*MemoryStore, error) {
+	c, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &MemoryStore{cfg: c, jobs: map[string]Job{}, markers: map[string]intentMarker{}}, nil
 }
 
 // Create implements Store.

@@ -76,7 +76,7 @@ func genRequest(t *rapid.T, cur *Job, now time.Time) request {
 // lease that is already over.
 func TestDecideProperties(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig([]Option{WithRecovery(RecoveryPolicy{MaxGenerations: 3})})
+	cfg := resolved(t, Config{Recovery: RecoveryPolicy{MaxGenerations: 3}})
 	rapid.Check(t, func(t *rapid.T) {
 		now := testStart.Add(time.Hour)
 		cur := genJob(t, now)
@@ -149,7 +149,7 @@ func TestDecideProperties(t *testing.T) {
 // reading is planned from req.expect(), which must plan a write.
 func TestExpectationIsAWrite(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(nil)
+	cfg := resolved(t, Config{})
 	now := testStart
 	for _, req := range []request{
 		&ClaimRequest{JobID: "job-42", AttemptID: "a", LeaseUntil: now.Add(time.Minute)},
@@ -216,7 +216,7 @@ func TestSpecHashIgnoresOrderAndEmptiness(t *testing.T) {
 // must be refused, not recognised as its own success.
 func TestNudgeIsNotTakenForARenewal(t *testing.T) {
 	t.Parallel()
-	cfg := newConfig(nil)
+	cfg := resolved(t, Config{})
 	lease := ms(testStart.Add(time.Minute))
 	cur := &Job{ID: "job-42", Status: StatusRunning, Generation: 1, Version: 2, LeaseOwner: "a", LeaseExpiresAt: lease, Progress: 30,
 		Outbox: Message{ID: "job-42/v2", Type: EventProgress, Version: 2, Payload: map[string]string{PayloadAttemptID: "a"}}}

@@ -43,7 +43,7 @@ func TestStreamBisectIsolatesAPoisonRecordOnAStream(t *testing.T) {
 		}
 		return events.DynamoDBEventResponse{}, nil
 	}
-	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(localesm.StreamConfig{Client: awstest.Streams(t), Invoker: localesm.Func(handler),
 		StreamARN: streamARN, BatchSize: 10, BisectBatchOnFunctionError: true, MaximumRetryAttempts: new(0),
 		OnFailure:       &localesm.OnFailureDestination{Client: sqsClient, QueueURL: failures.url},
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,

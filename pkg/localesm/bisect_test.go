@@ -115,7 +115,7 @@ func TestStreamBisectIsolatesAPoisonRecord(t *testing.T) {
 			return events.DynamoDBEventResponse{}, nil
 		}
 		onFailure := &fakeSender{}
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, BatchSize: 8, PollInterval: 5 * time.Millisecond,
 			BisectBatchOnFunctionError: true, MaximumRetryAttempts: new(0),
 			OnFailure: &OnFailureDestination{Client: onFailure, QueueURL: "http://127.0.0.1:1/000000000000/stream-failures"},
@@ -193,7 +193,7 @@ func TestStreamBisectRetriesTheLoneRecordThenMovesOn(t *testing.T) {
 			return events.DynamoDBEventResponse{}, nil
 		}
 		onFailure := &fakeSender{}
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, BatchSize: 10, PollInterval: 5 * time.Millisecond,
 			BisectBatchOnFunctionError: true, MaximumRetryAttempts: new(2),
 			OnFailure: &OnFailureDestination{Client: onFailure, QueueURL: "http://127.0.0.1:1/000000000000/stream-failures"},
@@ -270,7 +270,7 @@ func TestStreamBisectWithReportBatchItemFailures(t *testing.T) {
 			return events.DynamoDBEventResponse{}, nil
 		}
 		onFailure := &fakeSender{}
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, BatchSize: 10, PollInterval: 5 * time.Millisecond,
 			BisectBatchOnFunctionError: true, ReportBatchItemFailures: true, MaximumRetryAttempts: new(2),
 			OnFailure: &OnFailureDestination{Client: onFailure, QueueURL: "http://127.0.0.1:1/000000000000/stream-failures"},
@@ -330,7 +330,7 @@ func TestStreamBisectOnTimeoutButNotOnAnInvalidResponse(t *testing.T) {
 			}
 			return json.RawMessage(`{}`), nil
 		}
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, BatchSize: 10, PollInterval: 5 * time.Millisecond, FunctionTimeout: time.Second,
 			BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
 			OnBatch: run.onBatch,

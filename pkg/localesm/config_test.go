@@ -6,14 +6,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 )
 
+// noop is an invoker for configurations that are never run.
+var noop = Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
+
+// requireInvalid requires err to wrap ErrInvalidConfig and name field.
+func requireInvalid(t *testing.T, err error, field, name string) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrInvalidConfig, name)
+	require.ErrorContains(t, err, field, name)
+}
+
 func TestSQSConfigValidate(t *testing.T) {
 	t.Parallel()
-	valid := SQSConfig{QueueURL: "http://127.0.0.1:19324/000000000000/q.fifo"}
-	require.NoError(t, valid.Validate(), "only the queue URL is required")
+	valid := SQSConfig{Client: &sqs.Client{}, Invoker: noop, QueueURL: "http://127.0.0.1:19324/000000000000/q.fifo"}
+	require.NoError(t, valid.Validate(), "only the client, the invoker and the queue URL are required")
 	d := valid.withDefaults()
 	require.Equal(t, DefaultSQSBatchSize, d.BatchSize)
 	require.Equal(t, DefaultMaximumConcurrency, d.MaximumConcurrency)
@@ -22,37 +33,54 @@ func TestSQSConfigValidate(t *testing.T) {
 	require.Equal(t, DefaultFunctionARN, d.FunctionARN)
 	require.NotNil(t, d.Logger)
 
-	bad := map[string]func(*SQSConfig){
-		"no queue":              func(c *SQSConfig) { c.QueueURL = "" },
-		"batch of 11":           func(c *SQSConfig) { c.BatchSize = 11 },
-		"negative batch":        func(c *SQSConfig) { c.BatchSize = -1 },
-		"concurrency 1":         func(c *SQSConfig) { c.MaximumConcurrency = 1 },
-		"concurrency 1001":      func(c *SQSConfig) { c.MaximumConcurrency = 1001 },
-		"negative timeout":      func(c *SQSConfig) { c.FunctionTimeout = -time.Second },
-		"timeout over 15m":      func(c *SQSConfig) { c.FunctionTimeout = 16 * time.Minute },
-		"poll wait over 20s":    func(c *SQSConfig) { c.PollWait = 21 * time.Second },
-		"fractional poll wait":  func(c *SQSConfig) { c.PollWait = 1500 * time.Millisecond },
-		"negative poll wait":    func(c *SQSConfig) { c.PollWait = -time.Second },
-		"negative batch size 0": func(c *SQSConfig) { c.BatchSize = -10 },
+	bad := map[string]struct {
+		mutate func(*SQSConfig)
+		field  string
+	}{
+		"no client":             {func(c *SQSConfig) { c.Client = nil }, "Client"},
+		"no invoker":            {func(c *SQSConfig) { c.Invoker = nil }, "Invoker"},
+		"no queue":              {func(c *SQSConfig) { c.QueueURL = "" }, "QueueURL"},
+		"batch of 11":           {func(c *SQSConfig) { c.BatchSize = 11 }, "BatchSize"},
+		"negative batch":        {func(c *SQSConfig) { c.BatchSize = -1 }, "BatchSize"},
+		"concurrency 1":         {func(c *SQSConfig) { c.MaximumConcurrency = 1 }, "MaximumConcurrency"},
+		"concurrency 1001":      {func(c *SQSConfig) { c.MaximumConcurrency = 1001 }, "MaximumConcurrency"},
+		"negative timeout":      {func(c *SQSConfig) { c.FunctionTimeout = -time.Second }, "FunctionTimeout"},
+		"timeout over 15m":      {func(c *SQSConfig) { c.FunctionTimeout = 15*time.Minute + time.Nanosecond }, "FunctionTimeout"},
+		"poll wait over 20s":    {func(c *SQSConfig) { c.PollWait = 21 * time.Second }, "PollWait"},
+		"fractional poll wait":  {func(c *SQSConfig) { c.PollWait = 1500 * time.Millisecond }, "PollWait"},
+		"negative poll wait":    {func(c *SQSConfig) { c.PollWait = -time.Second }, "PollWait"},
+		"negative batch size 0": {func(c *SQSConfig) { c.BatchSize = -10 }, "BatchSize"},
 	}
-	for name, mutate := range bad {
+	for name, tc := range bad {
+		c := valid
+		tc.mutate(&c)
+		requireInvalid(t, c.Validate(), tc.field, name)
+		m, err := NewSQSMapping(c)
+		requireInvalid(t, err, tc.field, name)
+		require.Nil(t, m, name)
+	}
+	// Each bound is a valid setting itself.
+	for name, mutate := range map[string]func(*SQSConfig){
+		"batch of 1":       func(c *SQSConfig) { c.BatchSize = 1 },
+		"batch of 10":      func(c *SQSConfig) { c.BatchSize = 10 },
+		"concurrency 2":    func(c *SQSConfig) { c.MaximumConcurrency = 2 },
+		"concurrency 1000": func(c *SQSConfig) { c.MaximumConcurrency = 1000 },
+		"timeout of 15m":   func(c *SQSConfig) { c.FunctionTimeout = 15 * time.Minute },
+		"poll wait of 1s":  func(c *SQSConfig) { c.PollWait = time.Second },
+		"poll wait of 20s": func(c *SQSConfig) { c.PollWait = 20 * time.Second },
+	} {
 		c := valid
 		mutate(&c)
-		require.Error(t, c.Validate(), name)
-		_, err := NewSQSMapping(&sqs.Client{}, Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil }), c)
-		require.Error(t, err, name)
-	}
-	for _, n := range []int{1, 10} {
-		c := valid
-		c.BatchSize = n
-		require.NoError(t, c.Validate(), "batch size %d", n)
+		require.NoError(t, c.Validate(), name)
+		_, err := NewSQSMapping(c)
+		require.NoError(t, err, name)
 	}
 }
 
 func TestStreamConfigValidate(t *testing.T) {
 	t.Parallel()
-	valid := StreamConfig{StreamARN: testStreamARN}
-	require.NoError(t, valid.Validate(), "only the stream ARN is required")
+	valid := StreamConfig{Client: &dynamodbstreams.Client{}, Invoker: noop, StreamARN: testStreamARN}
+	require.NoError(t, valid.Validate(), "only the client, the invoker and the stream ARN are required")
 	d := valid.withDefaults()
 	require.Equal(t, TrimHorizon, d.StartingPosition)
 	require.Equal(t, DefaultStreamBatchSize, d.BatchSize)
@@ -60,26 +88,36 @@ func TestStreamConfigValidate(t *testing.T) {
 	require.Equal(t, retryForever, d.maxRetries(), "the zero value retries until success, like Lambda")
 	require.Equal(t, DefaultPollInterval, d.PollInterval)
 
-	bad := map[string]func(*StreamConfig){
-		"no stream":          func(c *StreamConfig) { c.StreamARN = "" },
-		"not an ARN":         func(c *StreamConfig) { c.StreamARN = "table/x/stream/y" },
-		"odd position":       func(c *StreamConfig) { c.StartingPosition = "AT_TIMESTAMP" },
-		"batch over 1000":    func(c *StreamConfig) { c.BatchSize = 1001 },
-		"retries below -1":   func(c *StreamConfig) { c.MaximumRetryAttempts = new(-2) },
-		"retries over 10000": func(c *StreamConfig) { c.MaximumRetryAttempts = new(10001) },
+	bad := map[string]struct {
+		mutate func(*StreamConfig)
+		field  string
+	}{
+		"no client":          {func(c *StreamConfig) { c.Client = nil }, "Client"},
+		"no invoker":         {func(c *StreamConfig) { c.Invoker = nil }, "Invoker"},
+		"no stream":          {func(c *StreamConfig) { c.StreamARN = "" }, "StreamARN"},
+		"not an ARN":         {func(c *StreamConfig) { c.StreamARN = "table/x/stream/y" }, "StreamARN"},
+		"odd position":       {func(c *StreamConfig) { c.StartingPosition = "AT_TIMESTAMP" }, "StartingPosition"},
+		"batch over 1000":    {func(c *StreamConfig) { c.BatchSize = 1001 }, "BatchSize"},
+		"retries below -1":   {func(c *StreamConfig) { c.MaximumRetryAttempts = new(-2) }, "MaximumRetryAttempts"},
+		"retries over 10000": {func(c *StreamConfig) { c.MaximumRetryAttempts = new(10001) }, "MaximumRetryAttempts"},
 		// Bounded retries discard records: only with a record of them.
-		"no retry without on-failure":  func(c *StreamConfig) { c.MaximumRetryAttempts = new(0) },
-		"3 retries without on-failure": func(c *StreamConfig) { c.MaximumRetryAttempts = new(3) },
-		"FIFO on-failure": func(c *StreamConfig) {
+		"no retry without on-failure":  {func(c *StreamConfig) { c.MaximumRetryAttempts = new(0) }, "OnFailure"},
+		"3 retries without on-failure": {func(c *StreamConfig) { c.MaximumRetryAttempts = new(3) }, "OnFailure"},
+		"FIFO on-failure": {func(c *StreamConfig) {
 			c.OnFailure = &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/q.fifo"}
-		},
-		"on-failure no client": func(c *StreamConfig) { c.OnFailure = &OnFailureDestination{QueueURL: "http://h/1/q"} },
-		"negative poll":        func(c *StreamConfig) { c.PollInterval = -time.Second },
+		}, "OnFailure.QueueURL"},
+		"on-failure no client": {func(c *StreamConfig) { c.OnFailure = &OnFailureDestination{QueueURL: "http://h/1/q"} }, "OnFailure.Client"},
+		"on-failure no queue":  {func(c *StreamConfig) { c.OnFailure = &OnFailureDestination{Client: &sqs.Client{}} }, "OnFailure.QueueURL"},
+		"negative poll":        {func(c *StreamConfig) { c.PollInterval = -time.Second }, "PollInterval"},
+		"timeout over 15m":     {func(c *StreamConfig) { c.FunctionTimeout = 15*time.Minute + time.Nanosecond }, "FunctionTimeout"},
 	}
-	for name, mutate := range bad {
+	for name, tc := range bad {
 		c := valid
-		mutate(&c)
-		require.Error(t, c.Validate(), name)
+		tc.mutate(&c)
+		requireInvalid(t, c.Validate(), tc.field, name)
+		m, err := NewStreamMapping(c)
+		requireInvalid(t, err, tc.field, name)
+		require.Nil(t, m, name)
 	}
 	onFailure := &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/stream-failures"}
 	for _, n := range []int{-1, 0, 10000} {
@@ -87,6 +125,11 @@ func TestStreamConfigValidate(t *testing.T) {
 		c.MaximumRetryAttempts = &n
 		c.OnFailure = onFailure
 		require.NoError(t, c.Validate(), "retries %d", n)
+	}
+	for _, n := range []int{1, 1000} {
+		c := valid
+		c.BatchSize = n
+		require.NoError(t, c.Validate(), "batch size %d", n)
 	}
 	c := valid
 	c.MaximumRetryAttempts = new(-1)
@@ -100,20 +143,42 @@ func TestStreamConfigValidate(t *testing.T) {
 	c.OnFailure = onFailure
 	c.StartingPosition = Latest
 	require.NoError(t, c.Validate())
+	_, err := NewStreamMapping(c)
+	require.NoError(t, err)
+}
+
+func TestNewRIERefusesAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	for addr, want := range map[string]string{
+		"127.0.0.1:9001":         "http://127.0.0.1:9001" + rieInvokePath,
+		"http://127.0.0.1:9001/": "http://127.0.0.1:9001" + rieInvokePath,
+	} {
+		r, err := NewRIE(RIEConfig{Addr: addr})
+		require.NoError(t, err, addr)
+		require.Equal(t, want, r.URL(), addr)
+	}
+	for _, addr := range []string{"", "http://", "://127.0.0.1:9001", "http://[::1:9001"} {
+		r, err := NewRIE(RIEConfig{Addr: addr})
+		requireInvalid(t, err, "Addr", addr)
+		require.Nil(t, r, addr)
+	}
 }
 
 func TestSQSMappingConcurrencyFollowsTheInvoker(t *testing.T) {
 	t.Parallel()
-	fn := Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
-	cfg := SQSConfig{QueueURL: "http://127.0.0.1:19324/000000000000/q.fifo"}
-	m, err := NewSQSMapping(&sqs.Client{}, fn, cfg)
+	cfg := SQSConfig{Client: &sqs.Client{}, Invoker: noop, QueueURL: "http://127.0.0.1:19324/000000000000/q.fifo"}
+	m, err := NewSQSMapping(cfg)
 	require.NoError(t, err)
 	require.Equal(t, DefaultMaximumConcurrency, m.Concurrency(), "Func sets no bound")
-	m, err = NewSQSMapping(&sqs.Client{}, NewRIE("127.0.0.1:9001"), cfg)
+	rie, err := NewRIE(RIEConfig{Addr: "127.0.0.1:9001"})
+	require.NoError(t, err)
+	cfg.Invoker = rie
+	m, err = NewSQSMapping(cfg)
 	require.NoError(t, err)
 	require.Equal(t, 1, m.Concurrency(), "the emulator runs one invocation at a time")
 	cfg.MaximumConcurrency = 2
-	m, err = NewSQSMapping(&sqs.Client{}, limitedInvoker{Invoker: fn, n: 3}, cfg)
+	cfg.Invoker = limitedInvoker{Invoker: noop, n: 3}
+	m, err = NewSQSMapping(cfg)
 	require.NoError(t, err)
 	require.Equal(t, 2, m.Concurrency(), "a higher bound of the invoker does not raise MaximumConcurrency")
 }

@@ -5,6 +5,11 @@
 // Lambda's event source mappings; this package stands in for them in tests
 // and in the local stack.
 //
+// A mapping is built from its configuration, client and invoker included:
+// NewSQSMapping(SQSConfig), NewStreamMapping(StreamConfig), and the
+// emulator's invoker NewRIE(RIEConfig). A configuration that cannot work is
+// an error wrapping ErrInvalidConfig that names the field.
+//
 // SQS (SQSMapping) invariants:
 //   - A message is deleted only after an invocation that included it ended
 //     well: a successful invocation without ReportBatchItemFailures deletes

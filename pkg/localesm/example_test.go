@@ -42,7 +42,8 @@ func ExampleFunc() {
 
 // The commands queue drives the worker's batch processor in this process,
 // as Lambda would drive the worker function. Swap localesm.Func for
-// localesm.NewRIE("127.0.0.1:9001") to run the built bootstrap instead.
+// an RIE (localesm.NewRIE(localesm.RIEConfig{Addr: "127.0.0.1:9001"})) to
+// run the built bootstrap instead.
 func ExampleNewSQSMapping() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -50,10 +51,13 @@ func ExampleNewSQSMapping() {
 	if err != nil {
 		panic(err)
 	}
-	worker := fifo.New(func(ctx context.Context, msg events.SQSMessage) error {
+	worker, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		return nil // decode the command, claim the job, run it...
-	}, fifo.WithStopOnFirstFailure())
-	m, err := localesm.NewSQSMapping(sqs.NewFromConfig(cfg), localesm.Func(worker.Process), localesm.SQSConfig{
+	}, StopOnFirstFailure: true})
+	if err != nil {
+		panic(err)
+	}
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: sqs.NewFromConfig(cfg), Invoker: localesm.Func(worker.Process),
 		QueueURL:                os.Getenv("COMMANDS_QUEUE_URL"),
 		ReportBatchItemFailures: true,
 		FunctionTimeout:         60 * time.Second,

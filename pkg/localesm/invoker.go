@@ -3,6 +3,7 @@ package localesm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -126,6 +127,10 @@ func responseTooLarge(size int64) Result {
 		fmt.Sprintf("Response payload size (%d bytes) exceeded maximum allowed payload size (%d bytes).", size, MaxResponseSize))
 }
 
+// errNilHandler is the error of every invocation of Func(nil), worded as
+// the Go runtime's.
+var errNilHandler = errors.New("handler is nil")
+
 func errorTypeName(err error) string {
 	t := reflect.TypeOf(err)
 	for t.Kind() == reflect.Pointer {
@@ -150,10 +155,10 @@ func errorTypeName(err error) string {
 // returns, which is what makes the mapping's guarantees hold for it too.
 // Calls are not serialised: each concurrent invocation is like a separate
 // execution environment.
+//
+// A nil fn does not panic: every invocation is a function error, "handler
+// is nil", as the Go runtime answers it (aws-lambda-go's lambda.NewHandler).
 func Func[E, R any](fn func(context.Context, E) (R, error)) Invoker {
-	if fn == nil {
-		panic("localesm: Func with a nil handler")
-	}
 	return funcInvoker[E, R]{fn: fn}
 }
 
@@ -162,6 +167,9 @@ type funcInvoker[E, R any] struct {
 }
 
 func (f funcInvoker[E, R]) Invoke(ctx context.Context, inv Invocation) (Result, error) {
+	if f.fn == nil {
+		return errorResult(StatusFunctionError, errorTypeName(errNilHandler), errNilHandler.Error()), nil
+	}
 	var ev E
 	if err := json.Unmarshal(inv.Payload, &ev); err != nil {
 		return errorResult(StatusFunctionError, "Runtime.UnmarshalError", err.Error()), nil

@@ -79,6 +79,9 @@ func TestFuncFailures(t *testing.T) {
 		{"error", func(context.Context, events.SQSEvent) (resp, error) { return resp{}, &codedError{"x"} }, "", time.Second, StatusFunctionError, "codedError"},
 		{"panic", func(context.Context, events.SQSEvent) (resp, error) { panic("boom") }, "", time.Second, StatusFunctionError, "Runtime.Panic"},
 		{"undecodable event", func(context.Context, events.SQSEvent) (resp, error) { return resp{}, nil }, `{"Records": 7}`, time.Second, StatusFunctionError, "Runtime.UnmarshalError"},
+		// The Go runtime answers every invocation of a nil handler with
+		// the error "handler is nil" (aws-lambda-go's lambda.NewHandler).
+		{"nil handler", nil, "", time.Second, StatusFunctionError, "errorString"},
 		{"returns after its deadline", func(ctx context.Context, _ events.SQSEvent) (resp, error) {
 			<-ctx.Done()
 			return resp{}, nil // a success that comes too late is discarded
@@ -225,8 +228,9 @@ func (tr handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 // inMemoryRIE is an RIE invoker whose emulator is h, called in memory.
-func inMemoryRIE(h http.Handler) *RIE {
-	rie := NewRIE("127.0.0.1:9001")
+func inMemoryRIE(t testing.TB, h http.Handler) *RIE {
+	t.Helper()
+	rie := newRIE(t, "127.0.0.1:9001")
 	rie.client = &http.Client{Transport: handlerTransport{h}}
 	return rie
 }
@@ -276,7 +280,7 @@ func TestRIEResponseSizeLimit(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(&fakeRIE{})
 	t.Cleanup(srv.Close)
-	testResponseSizeLimit(t, NewRIE(srv.URL))
+	testResponseSizeLimit(t, newRIE(t, srv.URL))
 }
 
 func rieEvent(t *testing.T, body string) []byte {
@@ -289,15 +293,23 @@ func rieEvent(t *testing.T, body string) []byte {
 func TestNewRIEURL(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"127.0.0.1:9001", "http://127.0.0.1:9001", "http://127.0.0.1:9001/"} {
-		require.Equal(t, "http://127.0.0.1:9001"+rieInvokePath, NewRIE(addr).URL(), addr)
+		require.Equal(t, "http://127.0.0.1:9001"+rieInvokePath, newRIE(t, addr).URL(), addr)
 	}
+}
+
+// newRIE is the invoker of the emulator at addr.
+func newRIE(t testing.TB, addr string) *RIE {
+	t.Helper()
+	r, err := NewRIE(RIEConfig{Addr: addr})
+	require.NoError(t, err)
+	return r
 }
 
 func TestRIEInvoke(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		fake := &fakeRIE{}
-		rie := inMemoryRIE(fake)
+		rie := inMemoryRIE(t, fake)
 		rie.grace = 50 * time.Millisecond
 		invoke := func(body string) (Result, error) {
 			return rie.Invoke(t.Context(), Invocation{Timeout: 100 * time.Millisecond, Payload: rieEvent(t, body)})
@@ -336,7 +348,7 @@ func TestRIEInvokeUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close()
-	_, err := NewRIE(addr).Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: rieEvent(t, "ok")})
+	_, err := newRIE(t, addr).Invoke(t.Context(), Invocation{Timeout: time.Second, Payload: rieEvent(t, "ok")})
 	require.Error(t, err)
 }
 
@@ -344,7 +356,7 @@ func TestRIESerialisesInvocations(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		fake := &fakeRIE{delay: 20 * time.Millisecond}
-		rie := inMemoryRIE(fake)
+		rie := inMemoryRIE(t, fake)
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
 		for i := range 8 {
@@ -388,7 +400,7 @@ func TestRIEConcurrentInvocationsEachGetTheirFullTimeout(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
-		rie := newSerialRIE(timeout) // each function takes 90% of the timeout
+		rie := newSerialRIE(t, timeout) // each function takes 90% of the timeout
 		require.Equal(t, 1, rie.MaxConcurrency())
 		results := make(chan Result, 2)
 		var wg sync.WaitGroup
@@ -411,7 +423,7 @@ func TestRIEConcurrentInvocationsEachGetTheirFullTimeout(t *testing.T) {
 
 func TestRIEInvokeStopsWaitingOnCancel(t *testing.T) {
 	t.Parallel()
-	rie := NewRIE("127.0.0.1:1")
+	rie := newRIE(t, "127.0.0.1:1")
 	rie.slot <- struct{}{} // another invocation holds the emulator
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -54,8 +54,9 @@ func (f *serialRIE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // whose functions take 90% of timeout, with a grace short enough that the
 // invoker, not the fake, would notice a lost time budget. Call it inside a
 // synctest bubble: the budget is then exact, whatever the machine's load.
-func newSerialRIE(timeout time.Duration) *RIE {
-	rie := inMemoryRIE(&serialRIE{running: make(chan struct{}, 1), delay: timeout * 9 / 10, timeout: timeout})
+func newSerialRIE(t testing.TB, timeout time.Duration) *RIE {
+	t.Helper()
+	rie := inMemoryRIE(t, &serialRIE{running: make(chan struct{}, 1), delay: timeout * 9 / 10, timeout: timeout})
 	rie.grace = timeout / 10
 	return rie
 }
@@ -102,7 +103,7 @@ func TestSQSMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 		q.send("m2", "g2")
 		var mu sync.Mutex
 		outcomes := map[string]Outcome{}
-		m, err := NewSQSMapping(q, newSerialRIE(timeout), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: newSerialRIE(t, timeout),
 			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: timeout,
 			OnBatch: func(r SQSBatchResult) {
 				mu.Lock()
@@ -139,7 +140,7 @@ func TestStreamMappingKeepsTheTimeoutBudgetOfASerialInvoker(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var results []StreamBatchResult
-		m, err := NewStreamMapping(f, newSerialRIE(timeout), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: newSerialRIE(t, timeout),
 			StreamARN: testStreamARN, FunctionTimeout: timeout, PollInterval: 5 * time.Millisecond,
 			OnBatch: func(r StreamBatchResult) {
 				mu.Lock()
@@ -190,7 +191,7 @@ func TestStreamZeroValueRetriesUntilSuccess(t *testing.T) {
 			}
 			return events.DynamoDBEventResponse{}, nil
 		}
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, PollInterval: 5 * time.Millisecond,
 			OnBatch: func(r StreamBatchResult) {
 				mu.Lock()
@@ -271,7 +272,7 @@ func TestSQSWithheldMessagesAreLoggedAsWarnings(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var results []SQSBatchResult
-		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(handler),
 			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: 5 * time.Second,
 			Logger: slog.New(logs),
 			OnBatch: func(r SQSBatchResult) {
@@ -333,7 +334,7 @@ func TestSQSDeletedListsOnlyMessagesReallyDeleted(t *testing.T) {
 			steps = append(steps, "invoke "+ev.Records[0].Attributes[receiveCountAttribute])
 			return events.SQSEventResponse{}, nil
 		}
-		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(handler),
 			QueueURL: testQueueURL, BatchSize: 1, FunctionTimeout: 5 * time.Second,
 			OnBatch: func(r SQSBatchResult) {
 				mu.Lock()
@@ -382,7 +383,7 @@ func TestSQSResultsOfAGroupAreReportedInTheOrderItsBatchesRan(t *testing.T) {
 			steps = append(steps, "invoke "+ev.Records[0].MessageId)
 			return events.SQSEventResponse{}, nil
 		}
-		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(handler),
 			QueueURL: testQueueURL, BatchSize: 1, MaximumConcurrency: 2, FunctionTimeout: 60 * time.Second,
 			OnBatch: func(r SQSBatchResult) {
 				time.Sleep(time.Second) // a slow observer
@@ -431,7 +432,7 @@ func TestSQSNextMessageOfAGroupIsNotWithheldWhileItsPredecessorIsDeleted(t *test
 			}
 			return events.SQSEventResponse{}, nil
 		}
-		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(handler),
 			QueueURL: testQueueURL, BatchSize: 1, MaximumConcurrency: 2, FunctionTimeout: 60 * time.Second, ReportBatchItemFailures: true,
 			OnBatch: func(r SQSBatchResult) {
 				mu.Lock()
@@ -482,7 +483,7 @@ func TestSQSResponseOverTheSizeLimitFailsTheBatch(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var results []SQSBatchResult
-		m, err := NewSQSMapping(q, Func(handler), SQSConfig{
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(handler),
 			QueueURL: testQueueURL, FunctionTimeout: 5 * time.Second, ReportBatchItemFailures: true,
 			OnBatch: func(r SQSBatchResult) {
 				mu.Lock()
@@ -527,7 +528,7 @@ func TestStreamResponseOverTheSizeLimitIsRetried(t *testing.T) {
 			return json.RawMessage(`{}`), nil
 		}
 		var results []StreamBatchResult
-		m, err := NewStreamMapping(f, Func(handler), StreamConfig{
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(handler),
 			StreamARN: testStreamARN, PollInterval: 10 * time.Millisecond,
 			OnBatch: func(r StreamBatchResult) {
 				mu.Lock()
@@ -582,9 +583,9 @@ func TestSQSReceiveFailuresBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := &flakyReceives{fakeQueue: newFakeQueue(30 * time.Second), failures: 6}
 		q.send("m1", "g1")
-		m, err := NewSQSMapping(q, Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		m, err := NewSQSMapping(SQSConfig{Client: q, Invoker: Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 			return events.SQSEventResponse{}, nil
-		}), SQSConfig{QueueURL: testQueueURL, FunctionTimeout: time.Second})
+		}), QueueURL: testQueueURL, FunctionTimeout: time.Second})
 		require.NoError(t, err)
 		stop := runMapping(t, m.Run)
 		waitFor(t, time.Minute, "m1 to be deleted", func() bool { return len(q.deleted()) == 1 })
@@ -604,11 +605,11 @@ func TestSQSReceiveFailuresBackOff(t *testing.T) {
 func TestSQSPollWaitErrorNamesTheConfigurableRange(t *testing.T) {
 	t.Parallel()
 	for _, wait := range []time.Duration{-time.Second, 21 * time.Second, 1500 * time.Millisecond} {
-		err := SQSConfig{QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate()
+		err := SQSConfig{Client: &sqs.Client{}, Invoker: noop, QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate()
 		require.ErrorContains(t, err, "[1s, 20s]", "poll wait %v", wait)
 		require.NotContains(t, err.Error(), "[0s", "poll wait %v", wait)
 	}
 	for _, wait := range []time.Duration{0, time.Second, 20 * time.Second} {
-		require.NoError(t, SQSConfig{QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate(), "poll wait %v", wait)
+		require.NoError(t, SQSConfig{Client: &sqs.Client{}, Invoker: noop, QueueURL: "http://sqs.local/000000000000/q.fifo", PollWait: wait}.Validate(), "poll wait %v", wait)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -43,19 +44,44 @@ type RIE struct {
 	slot   chan struct{}
 }
 
-// NewRIE returns an invoker for the emulator listening at addr, given as
-// host:port (its --runtime-interface-emulator-address) or as a base URL.
-func NewRIE(addr string) *RIE {
-	base := addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+// RIEConfig configures an RIE.
+type RIEConfig struct {
+	// Addr is where the emulator listens, as host:port (its
+	// --runtime-interface-emulator-address) or as a base URL. Required.
+	Addr string
+}
+
+// base is Addr as a base URL.
+func (c RIEConfig) base() string {
+	if !strings.Contains(c.Addr, "://") {
+		return "http://" + c.Addr
+	}
+	return c.Addr
+}
+
+// Validate reports an Addr that names no host, wrapping ErrInvalidConfig.
+func (c RIEConfig) Validate() error {
+	if c.Addr == "" {
+		return fmt.Errorf("%w: Addr is empty", ErrInvalidConfig)
+	}
+	if u, err := url.Parse(c.base()); err != nil || u.Host == "" {
+		return fmt.Errorf("%w: Addr %q is neither host:port nor a base URL", ErrInvalidConfig, c.Addr)
+	}
+	return nil
+}
+
+// NewRIE returns an invoker for the emulator listening at cfg.Addr, or an
+// error wrapping ErrInvalidConfig.
+func NewRIE(cfg RIEConfig) (*RIE, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &RIE{
-		url:    strings.TrimRight(base, "/") + rieInvokePath,
+		url:    strings.TrimRight(cfg.base(), "/") + rieInvokePath,
 		client: &http.Client{},
 		grace:  DefaultRIEGrace,
 		slot:   make(chan struct{}, 1),
-	}
+	}, nil
 }
 
 // URL is the address invocations are posted to.

@@ -157,7 +157,9 @@ func TestRIESmoke(t *testing.T) {
 			deleted[id] = true
 		}
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.NewRIE(addr), localesm.SQSConfig{
+	rie, err := localesm.NewRIE(localesm.RIEConfig{Addr: addr})
+	require.NoError(t, err)
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: rie,
 		QueueURL: q.url, BatchSize: 1, MaximumConcurrency: 2, ReportBatchItemFailures: true,
 		FunctionTimeout: timeout, OnBatch: onBatch,
 	})
@@ -232,7 +234,8 @@ func TestRIEResponseSizeLimitUnderTheEmulator(t *testing.T) {
 	t.Parallel()
 	const timeout = 10 * time.Second
 	addr, _ := startRIE(t, timeout)
-	rie := localesm.NewRIE(addr)
+	rie, err := localesm.NewRIE(localesm.RIEConfig{Addr: addr})
+	require.NoError(t, err)
 	invoke := func(size int) localesm.Result {
 		payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: fmt.Sprint("size:", size)}}})
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package localesm
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,9 +49,18 @@ func retryWait(retry int) time.Duration { return backoff.Delay(retryBase, retryM
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func validateCommon(timeout time.Duration) error {
-	if timeout <= 0 || timeout > maxFunctionTimeout {
-		return fmt.Errorf("localesm: function timeout %v is outside (0, %v]", timeout, maxFunctionTimeout)
+// ErrInvalidConfig is wrapped by the error a constructor returns for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("localesm: invalid configuration")
+
+// validateCommon checks what both mappings' configurations have: an
+// invoker and a function timeout Lambda allows.
+func validateCommon(invoker Invoker, timeout time.Duration) error {
+	switch {
+	case invoker == nil:
+		return fmt.Errorf("%w: Invoker is nil", ErrInvalidConfig)
+	case timeout <= 0 || timeout > maxFunctionTimeout:
+		return fmt.Errorf("%w: FunctionTimeout %v is outside (0, %v]", ErrInvalidConfig, timeout, maxFunctionTimeout)
 	}
 	return nil
 }

@@ -41,10 +41,15 @@ const (
 	DefaultPollWait = time.Second
 )
 
-// SQSConfig configures an SQSMapping. Only QueueURL is required; the zero
-// value of every other field selects its documented default.
+// SQSConfig configures an SQSMapping. Client, Invoker and QueueURL are
+// required; the zero value of every other field selects its documented
+// default.
 type SQSConfig struct {
-	// QueueURL is the queue to poll.
+	// Client is the SQS client. Required.
+	Client SQSAPI
+	// Invoker runs the function. Required.
+	Invoker Invoker
+	// QueueURL is the queue to poll. Required.
 	QueueURL string
 	// BatchSize is the most messages per invocation, 1 to 10 (default 10).
 	// Lambda allows up to 10,000 for standard queues with a batching window;
@@ -142,20 +147,23 @@ func (c SQSConfig) withDefaults() SQSConfig {
 	return c
 }
 
-// Validate reports the first setting that cannot work, after defaults.
+// Validate reports the first setting that cannot work, after defaults,
+// wrapping ErrInvalidConfig.
 func (c SQSConfig) Validate() error {
 	c = c.withDefaults()
 	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	case c.QueueURL == "":
-		return fmt.Errorf("localesm: SQS mapping without a queue URL")
+		return fmt.Errorf("%w: QueueURL is empty", ErrInvalidConfig)
 	case c.BatchSize < 1 || c.BatchSize > 10:
-		return fmt.Errorf("localesm: SQS batch size %d is outside [1, 10] (FIFO queues allow at most 10; one ReceiveMessage returns at most 10)", c.BatchSize)
+		return fmt.Errorf("%w: BatchSize %d is outside [1, 10] (FIFO queues allow at most 10; one ReceiveMessage returns at most 10)", ErrInvalidConfig, c.BatchSize)
 	case c.MaximumConcurrency < 2 || c.MaximumConcurrency > 1000:
-		return fmt.Errorf("localesm: maximum concurrency %d is outside [2, 1000]", c.MaximumConcurrency)
+		return fmt.Errorf("%w: MaximumConcurrency %d is outside [2, 1000]", ErrInvalidConfig, c.MaximumConcurrency)
 	case c.PollWait < 0 || c.PollWait > 20*time.Second || c.PollWait%time.Second != 0:
-		return fmt.Errorf("localesm: poll wait %v is not a whole number of seconds in [1s, 20s] (zero selects the default, %v)", c.PollWait, DefaultPollWait)
+		return fmt.Errorf("%w: PollWait %v is not a whole number of seconds in [1s, 20s] (zero selects the default, %v)", ErrInvalidConfig, c.PollWait, DefaultPollWait)
 	}
-	return validateCommon(c.FunctionTimeout)
+	return validateCommon(c.Invoker, c.FunctionTimeout)
 }
 
 // SQSMapping polls an SQS queue and invokes a function with batches of its
@@ -167,18 +175,15 @@ type SQSMapping struct {
 	concurrency int // cfg.MaximumConcurrency, lowered to the invoker's bound
 }
 
-// NewSQSMapping returns a mapping from the queue to the function behind
-// invoker. It fails when the configuration is invalid.
-func NewSQSMapping(client SQSAPI, invoker Invoker, cfg SQSConfig) (*SQSMapping, error) {
-	if client == nil || invoker == nil {
-		return nil, fmt.Errorf("localesm: NewSQSMapping needs a client and an invoker")
-	}
+// NewSQSMapping returns a mapping from cfg.QueueURL to the function behind
+// cfg.Invoker, or an error wrapping ErrInvalidConfig.
+func NewSQSMapping(cfg SQSConfig) (*SQSMapping, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m := &SQSMapping{client: client, invoker: invoker, cfg: cfg, concurrency: cfg.MaximumConcurrency}
-	if l, ok := invoker.(ConcurrencyLimiter); ok {
+	m := &SQSMapping{client: cfg.Client, invoker: cfg.Invoker, cfg: cfg, concurrency: cfg.MaximumConcurrency}
+	if l, ok := cfg.Invoker.(ConcurrencyLimiter); ok {
 		if n := l.MaxConcurrency(); n >= 1 && n < m.concurrency {
 			m.concurrency = n
 		}

@@ -44,7 +44,7 @@ func TestSQSPartialFailureDeletesOnlyUnreportedMessages(t *testing.T) {
 		}
 		return resp, nil
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler),
 		QueueURL: q.url, ReportBatchItemFailures: true, FunctionTimeout: time.Second, OnBatch: log.onBatch,
 	})
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestSQSWholeBatchFailuresDeleteNothing(t *testing.T) {
 				}
 				return events.SQSEventResponse{}, nil
 			}
-			m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{
+			m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler),
 				QueueURL: q.url, ReportBatchItemFailures: tc.report, FunctionTimeout: time.Second, OnBatch: log.onBatch,
 			})
 			require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestSQSWithoutReportBatchItemFailuresSuccessDeletesAll(t *testing.T) {
 		}
 		return resp, nil
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{QueueURL: q.url, FunctionTimeout: time.Second, OnBatch: log.onBatch})
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler), QueueURL: q.url, FunctionTimeout: time.Second, OnBatch: log.onBatch})
 	require.NoError(t, err)
 	stop := start(t, m.Run)
 	eventually(t, 10*time.Second, "the queue to empty", func() bool { return queueEmpty(t, client, q.url) })
@@ -211,7 +211,7 @@ func TestSQSRedriveToDeadLetterQueue(t *testing.T) {
 		}
 		return resp, nil
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler),
 		QueueURL: q.url, ReportBatchItemFailures: true, FunctionTimeout: time.Second, OnBatch: log.onBatch,
 	})
 	require.NoError(t, err)
@@ -311,7 +311,7 @@ func TestSQSNeverTwoBatchesOfOneGroupAtOnce(t *testing.T) {
 		tracker.leave(ev, done)
 		return resp, nil
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler),
 		QueueURL: q.url, ReportBatchItemFailures: true, MaximumConcurrency: concurrency, FunctionTimeout: time.Second,
 	})
 	require.NoError(t, err)
@@ -376,7 +376,7 @@ func TestSQSWithholdsAGroupStillInFlight(t *testing.T) {
 		}
 		return events.SQSEventResponse{}, nil
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler),
 		QueueURL: q.url, ReportBatchItemFailures: true, MaximumConcurrency: 2, FunctionTimeout: 2 * time.Second, OnBatch: onBatch,
 	})
 	require.NoError(t, err)
@@ -437,7 +437,7 @@ func TestSQSEventRecordsAsLambdaBuildsThem(t *testing.T) {
 		return events.SQSEventResponse{}, nil
 	}
 	const arn = "arn:aws:lambda:eu-west-1:000000000000:function:worker"
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{QueueURL: q.url, FunctionTimeout: 3 * time.Second, FunctionARN: arn})
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler), QueueURL: q.url, FunctionTimeout: 3 * time.Second, FunctionARN: arn})
 	require.NoError(t, err)
 	start(t, m.Run)
 	var rec events.SQSMessage
@@ -476,9 +476,9 @@ func TestSQSMappingRefusesAShortVisibilityTimeout(t *testing.T) {
 	t.Parallel()
 	client := awstest.SQS(t)
 	q := newQueue(t, client, queueSpec{fifo: true, visibility: 1})
-	m, err := localesm.NewSQSMapping(client, localesm.Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		return events.SQSEventResponse{}, nil
-	}), localesm.SQSConfig{QueueURL: q.url, FunctionTimeout: 5 * time.Second})
+	}), QueueURL: q.url, FunctionTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	err = m.Run(t.Context())
 	require.ErrorContains(t, err, "visibility timeout")
@@ -503,7 +503,7 @@ func TestSQSMappingStopsWithInvocationsInFlight(t *testing.T) {
 		mu.Unlock()
 		return events.SQSEventResponse{}, ctx.Err()
 	}
-	m, err := localesm.NewSQSMapping(client, localesm.Func(handler), localesm.SQSConfig{QueueURL: q.url, FunctionTimeout: 10 * time.Second, BatchSize: 1})
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(handler), QueueURL: q.url, FunctionTimeout: 10 * time.Second, BatchSize: 1})
 	require.NoError(t, err)
 	stop := start(t, m.Run)
 	for range 3 {

@@ -66,10 +66,15 @@ type OnFailureDestination struct {
 	QueueURL string
 }
 
-// StreamConfig configures a StreamMapping. Only StreamARN is required; the
-// zero value of every other field selects its documented default.
+// StreamConfig configures a StreamMapping. Client, Invoker and StreamARN
+// are required; the zero value of every other field selects its documented
+// default.
 type StreamConfig struct {
-	// StreamARN is the DynamoDB stream to read.
+	// Client is the DynamoDB Streams client. Required.
+	Client StreamsAPI
+	// Invoker runs the function. Required.
+	Invoker Invoker
+	// StreamARN is the DynamoDB stream to read. Required.
 	StreamARN string
 	// StartingPosition applies to the shards that exist at start (default
 	// TrimHorizon); shards that appear later are read from their start.
@@ -180,36 +185,41 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	return c
 }
 
-// Validate reports the first setting that cannot work, after defaults.
+// Validate reports the first setting that cannot work, after defaults,
+// wrapping ErrInvalidConfig.
 func (c StreamConfig) Validate() error {
 	c = c.withDefaults()
 	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	case c.StreamARN == "":
-		return fmt.Errorf("localesm: stream mapping without a stream ARN")
+		return fmt.Errorf("%w: StreamARN is empty", ErrInvalidConfig)
 	case c.StartingPosition != TrimHorizon && c.StartingPosition != Latest:
-		return fmt.Errorf("localesm: starting position %q is neither %s nor %s", c.StartingPosition, TrimHorizon, Latest)
+		return fmt.Errorf("%w: StartingPosition %q is neither %s nor %s", ErrInvalidConfig, c.StartingPosition, TrimHorizon, Latest)
 	case c.BatchSize < 1 || c.BatchSize > 1000:
-		return fmt.Errorf("localesm: stream batch size %d is outside [1, 1000]", c.BatchSize)
+		return fmt.Errorf("%w: BatchSize %d is outside [1, 1000]", ErrInvalidConfig, c.BatchSize)
 	case c.maxRetries() < retryForever || c.maxRetries() > 10000:
-		return fmt.Errorf("localesm: maximum retry attempts %d is outside [-1, 10000]", c.maxRetries())
+		return fmt.Errorf("%w: MaximumRetryAttempts %d is outside [-1, 10000]", ErrInvalidConfig, c.maxRetries())
 	case c.maxRetries() != retryForever && c.OnFailure == nil:
-		return fmt.Errorf("localesm: maximum retry attempts %d without an on-failure destination would discard records unrecorded: "+
-			"set OnFailure, or leave MaximumRetryAttempts nil to retry until success", c.maxRetries())
+		return fmt.Errorf("%w: MaximumRetryAttempts %d without an on-failure destination would discard records unrecorded: "+
+			"set OnFailure, or leave MaximumRetryAttempts nil to retry until success", ErrInvalidConfig, c.maxRetries())
 	case c.PollInterval < 0:
-		return fmt.Errorf("localesm: poll interval %v is negative", c.PollInterval)
+		return fmt.Errorf("%w: PollInterval %v is negative", ErrInvalidConfig, c.PollInterval)
 	}
 	if d := c.OnFailure; d != nil {
 		switch {
-		case d.Client == nil || d.QueueURL == "":
-			return fmt.Errorf("localesm: on-failure destination needs a client and a queue URL")
+		case d.Client == nil:
+			return fmt.Errorf("%w: OnFailure.Client is nil", ErrInvalidConfig)
+		case d.QueueURL == "":
+			return fmt.Errorf("%w: OnFailure.QueueURL is empty", ErrInvalidConfig)
 		case strings.HasSuffix(d.QueueURL, ".fifo"):
-			return fmt.Errorf("localesm: on-failure queue %s is a FIFO queue; Lambda accepts only a standard queue", d.QueueURL)
+			return fmt.Errorf("%w: OnFailure.QueueURL %s is a FIFO queue's; Lambda accepts only a standard queue", ErrInvalidConfig, d.QueueURL)
 		}
 	}
 	if _, err := arnRegion(c.StreamARN); err != nil {
-		return err
+		return fmt.Errorf("%w: StreamARN: %w", ErrInvalidConfig, err)
 	}
-	return validateCommon(c.FunctionTimeout)
+	return validateCommon(c.Invoker, c.FunctionTimeout)
 }
 
 // StreamMapping reads a DynamoDB stream and invokes a function with
@@ -222,16 +232,13 @@ type StreamMapping struct {
 	cfg     StreamConfig
 }
 
-// NewStreamMapping returns a mapping from the stream to the function behind
-// invoker. It fails when the configuration is invalid.
-func NewStreamMapping(client StreamsAPI, invoker Invoker, cfg StreamConfig) (*StreamMapping, error) {
-	if client == nil || invoker == nil {
-		return nil, fmt.Errorf("localesm: NewStreamMapping needs a client and an invoker")
-	}
+// NewStreamMapping returns a mapping from cfg.StreamARN to the function
+// behind cfg.Invoker, or an error wrapping ErrInvalidConfig.
+func NewStreamMapping(cfg StreamConfig) (*StreamMapping, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamMapping{client: client, invoker: invoker, cfg: cfg.withDefaults()}, nil
+	return &StreamMapping{client: cfg.Client, invoker: cfg.Invoker, cfg: cfg.withDefaults()}, nil
 }
 
 // Run reads the stream until ctx is cancelled, then waits for every

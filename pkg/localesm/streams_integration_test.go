@@ -50,7 +50,7 @@ func TestStreamResumesFromTheFirstFailedRecord(t *testing.T) {
 		}
 		return resp, nil
 	}
-	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(localesm.StreamConfig{Client: awstest.Streams(t), Invoker: localesm.Func(handler),
 		StreamARN: streamARN, ReportBatchItemFailures: true, BatchSize: 10, // retried until success: the default
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
 	})
@@ -124,7 +124,7 @@ func TestStreamRetriesExhaustedSendsOnFailureRecord(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	}
 	const functionARN = "arn:aws:lambda:eu-west-1:000000000000:function:relay"
-	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(localesm.StreamConfig{Client: awstest.Streams(t), Invoker: localesm.Func(handler),
 		StreamARN: streamARN, MaximumRetryAttempts: new(1), BatchSize: 10, FunctionARN: functionARN,
 		OnFailure:       &localesm.OnFailureDestination{Client: sqsClient, QueueURL: failures.url},
 		FunctionTimeout: 2 * time.Second, PollInterval: 50 * time.Millisecond, OnBatch: log.onBatch,
@@ -192,7 +192,7 @@ func TestStreamLatestSkipsEarlierRecords(t *testing.T) {
 		log.invoke(ev)
 		return events.DynamoDBEventResponse{}, nil
 	}
-	m, err := localesm.NewStreamMapping(awstest.Streams(t), localesm.Func(handler), localesm.StreamConfig{
+	m, err := localesm.NewStreamMapping(localesm.StreamConfig{Client: awstest.Streams(t), Invoker: localesm.Func(handler),
 		StreamARN: streamARN, StartingPosition: localesm.Latest, PollInterval: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)

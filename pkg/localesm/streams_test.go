@@ -141,7 +141,7 @@ func TestStreamReadsParentShardsBeforeChildren(t *testing.T) {
 			iterTypes:  map[string][]streamtypes.ShardIteratorType{},
 		}
 		var log invocationLog
-		m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, BatchSize: 2, PollInterval: 5 * time.Millisecond})
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(log.handler), StreamARN: testStreamARN, BatchSize: 2, PollInterval: 5 * time.Millisecond})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
@@ -169,7 +169,7 @@ func TestStreamLatestSkipsClosedShardsAndStartsAtTheTip(t *testing.T) {
 			iterTypes: map[string][]streamtypes.ShardIteratorType{},
 		}
 		var log invocationLog
-		m, err := NewStreamMapping(f, Func(log.handler), StreamConfig{StreamARN: testStreamARN, StartingPosition: Latest, PollInterval: 5 * time.Millisecond})
+		m, err := NewStreamMapping(StreamConfig{Client: f, Invoker: Func(log.handler), StreamARN: testStreamARN, StartingPosition: Latest, PollInterval: 5 * time.Millisecond})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)

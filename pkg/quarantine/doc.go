@@ -1,10 +1,16 @@
 // Package quarantine holds the FIFO groups whose messages cannot be
 // processed, keeps their messages in order, and gives them back in that
 // order when an operator redrives them. Quarantine is the fifo.Quarantine
-// the processor consults (fifo.WithQuarantine); Operator is what the CLI
-// does with it; Store keeps the records, in memory (MemoryStore) or in
+// the processor consults (fifo.Config's Quarantine); Operator is what the
+// CLI does with it; Store keeps the records, in memory (MemoryStore) or in
 // DynamoDB (DynamoStore), both held to one conformance suite
 // (quarantinetest) and both applying the same rules (rules.go).
+//
+// Each is built from its configuration: New(Config),
+// NewOperator(OperatorConfig), NewDynamoStore(DynamoConfig) and
+// NewS3Bodies(S3BodiesConfig); NewMemoryStore has nothing to configure. A
+// configuration that cannot work, a nil client or an empty table name
+// included, is an error wrapping ErrInvalidConfig that names the field.
 //
 // # Holds
 //

@@ -123,14 +123,34 @@ type DynamoStore struct {
 
 var _ Store = (*DynamoStore)(nil)
 
-// NewDynamoStore returns a store on table, which must have the key schema
-// and index of template.yaml's QuarantineTable. It panics without a client
-// or a table: both are wiring errors.
-func NewDynamoStore(api DynamoAPI, table string) *DynamoStore {
-	if api == nil || table == "" {
-		panic("quarantine: NewDynamoStore needs a client and a table name")
+// DynamoConfig configures a DynamoStore.
+type DynamoConfig struct {
+	// Client is the DynamoDB client. Required.
+	Client DynamoAPI
+	// Table is the name of a table with the key schema and index of
+	// template.yaml's QuarantineTable. Required.
+	Table string
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c DynamoConfig) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case c.Table == "":
+		return fmt.Errorf("%w: Table is empty", ErrInvalidConfig)
 	}
-	return &DynamoStore{api: api, table: table}
+	return nil
+}
+
+// NewDynamoStore returns a store on cfg.Table, or an error wrapping
+// ErrInvalidConfig.
+func NewDynamoStore(cfg DynamoConfig) (*DynamoStore, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &DynamoStore{api: cfg.Client, table: cfg.Table}, nil
 }
 
 // partition is the partition key of queue's group. A queue name has no

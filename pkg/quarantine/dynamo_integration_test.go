@@ -58,7 +58,9 @@ func setupDynamo(t *testing.T) *dynamoBundle {
 func setupStore(t *testing.T, prefix string) (*dynamoBundle, *quarantine.DynamoStore, string) {
 	t.Helper()
 	b := setupDynamo(t)
-	return b, quarantine.NewDynamoStore(b.client, b.table), queueFor(t, prefix)
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: b.client, Table: b.table})
+	require.NoError(t, err)
+	return b, store, queueFor(t, prefix)
 }
 
 func queueFor(t *testing.T, prefix string) string {
@@ -68,7 +70,11 @@ func queueFor(t *testing.T, prefix string) string {
 func TestDynamoStoreConformance(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	quarantinetest.Run(t, func(*testing.T) quarantine.Store { return quarantine.NewDynamoStore(b.client, b.table) })
+	quarantinetest.Run(t, func(t *testing.T) quarantine.Store {
+		store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: b.client, Table: b.table})
+		require.NoError(t, err)
+		return store
+	})
 }
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -370,7 +376,8 @@ func TestDynamoRetriesOutsideTheTokenWindowAreRecognised(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	api := &replayAPI{Client: b.client}
-	store := quarantine.NewDynamoStore(api, b.table)
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: api, Table: b.table})
+	require.NoError(t, err)
 	ctx := t.Context()
 	queue := queueFor(t, "replay")
 	one, two := seqKey(t, "1"), seqKey(t, "2")
@@ -391,7 +398,7 @@ func TestDynamoRetriesOutsideTheTokenWindowAreRecognised(t *testing.T) {
 		return store.Park(ctx, queue, "g", []quarantine.Parked{{Sequence: one}, {Sequence: two}}, true, "boom", t0)
 	})
 	require.Equal(t, int64(2), h.Parked)
-	_, err := store.BeginRedrive(ctx, queue, "g", t0.Add(time.Second))
+	_, err = store.BeginRedrive(ctx, queue, "g", t0.Add(time.Second))
 	require.NoError(t, err)
 	h = replayed("done", func() (quarantine.HoldRecord, error) {
 		return store.Done(ctx, queue, "g", one, 1, t0.Add(2*time.Second))
@@ -436,7 +443,8 @@ func TestS3Bodies(t *testing.T) {
 		_, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
 		require.NoError(t, err)
 	})
-	bodies := quarantine.NewS3Bodies(client, bucket)
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: client, Bucket: bucket})
+	require.NoError(t, err)
 	ctx := t.Context()
 
 	key := quarantine.BodyKey("orders.fifo", "group/with spaces#1", seqKey(t, "42"))

@@ -81,7 +81,8 @@ func TestDynamoReadSplitsItsKeysAndAsksAgainForUnprocessedOnes(t *testing.T) {
 			"from": s("1"), "through": s("2"), quarantine.AttrHeldQueue: s("orders.fifo"),
 		},
 	}}
-	store := quarantine.NewDynamoStore(f, "quarantine")
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: f, Table: "quarantine"})
+	require.NoError(t, err)
 	var keys []quarantine.ItemKey
 	for i := range 150 {
 		keys = append(keys, quarantine.ItemKey{Group: "g", Sequence: strconv.Itoa(i)})
@@ -103,13 +104,14 @@ func TestDynamoReadSplitsItsKeysAndAsksAgainForUnprocessedOnes(t *testing.T) {
 
 func TestDynamoStoreRefusesWhatOneTableCannotHold(t *testing.T) {
 	t.Parallel()
-	store := quarantine.NewDynamoStore(&batchOnly{}, "quarantine")
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: &batchOnly{}, Table: "quarantine"})
+	require.NoError(t, err)
 	ctx := t.Context()
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 	// A queue name with '#' would share a partition key with another
 	// queue's group.
-	_, err := store.Hold(ctx, "a#b", "c")
+	_, err = store.Hold(ctx, "a#b", "c")
 	require.ErrorContains(t, err, "contains '#'")
 	require.NotErrorIs(t, err, quarantine.ErrNoHold)
 
@@ -130,9 +132,8 @@ func TestDynamoStoreRefusesWhatOneTableCannotHold(t *testing.T) {
 			"queue": s("orders.fifo"), "group": s("g"), "state": s("paused"),
 		},
 	}}
-	_, _, err = quarantine.NewDynamoStore(f, "quarantine").Read(ctx, "orders.fifo", []string{"g"}, nil)
+	other, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: f, Table: "quarantine"})
+	require.NoError(t, err)
+	_, _, err = other.Read(ctx, "orders.fifo", []string{"g"}, nil)
 	require.ErrorContains(t, err, `hold record "orders.fifo#g"`)
-
-	require.Panics(t, func() { quarantine.NewDynamoStore(nil, "quarantine") })
-	require.Panics(t, func() { quarantine.NewDynamoStore(&batchOnly{}, "") })
 }

@@ -28,7 +28,7 @@ const (
 	MetricHeldGroups = "HeldGroups"
 )
 
-// BatchMetrics returns a fifo.WithMetrics hook that writes one EMF line to
+// BatchMetrics returns a hook for fifo.Config's Metrics that writes one EMF line to
 // w for each batch that parked or dropped a message (nothing otherwise).
 // Writes are serialised; w is typically os.Stdout, which Lambda sends to
 // CloudWatch Logs.

@@ -1,6 +1,7 @@
 package quarantine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,21 +23,70 @@ type Sender interface {
 
 var _ Sender = (*sqs.Client)(nil)
 
+// DefaultPoll is how often a waiting redrive reads its hold by default.
+const DefaultPoll = 500 * time.Millisecond
+
+// OperatorConfig configures an Operator.
+type OperatorConfig struct {
+	// Store keeps the queue's holds. Required.
+	Store Store
+	// Queue is the queue's name. Required.
+	Queue string
+	// QueueURL is where Sender sends redriven copies. Default (empty, with
+	// a nil Sender): the operator lists, shows and discards, and refuses to
+	// redrive. Set both or neither.
+	QueueURL string
+	// Sender sends redriven copies to QueueURL. Default (nil, with an
+	// empty QueueURL): no redrive. Set both or neither.
+	Sender Sender
+	// Bodies holds the bodies parked out of their items, and receives the
+	// archive of what Discard drops. Default (nil): Discard, and a redrive
+	// of a body parked out of its item, fail.
+	Bodies BodyStore
+	// Poll is how often a waiting redrive reads its hold. Default (zero):
+	// DefaultPoll; a negative one is invalid.
+	Poll time.Duration
+	// Progress, if set, is told of each copy sent. Default (nil): no one.
+	Progress func(RedriveProgress)
+	// Now is the clock of the records' times. Default (nil): time.Now.
+	Now func() time.Time
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c OperatorConfig) Validate() error {
+	switch {
+	case c.Store == nil:
+		return fmt.Errorf("%w: Store is nil", ErrInvalidConfig)
+	case c.Queue == "":
+		return fmt.Errorf("%w: Queue is empty", ErrInvalidConfig)
+	case c.Sender != nil && c.QueueURL == "":
+		return fmt.Errorf("%w: QueueURL is empty, and Sender is set", ErrInvalidConfig)
+	case c.Sender == nil && c.QueueURL != "":
+		return fmt.Errorf("%w: Sender is nil, and QueueURL is set", ErrInvalidConfig)
+	case c.Poll < 0:
+		return fmt.Errorf("%w: Poll %v is negative", ErrInvalidConfig, c.Poll)
+	}
+	return nil
+}
+
 // Operator is what an operator does with a queue's quarantine: list and
 // show holds, redrive a group, discard parked messages.
 type Operator struct {
-	Store    Store
-	Queue    string // the queue's name
-	QueueURL string // where redriven copies are sent
-	Sender   Sender
-	// Bodies holds the bodies parked out of their items, and receives the
-	// archive of what Discard drops. Required for Discard.
-	Bodies BodyStore
-	// Poll is how often a waiting redrive reads its hold (default 500 ms).
-	Poll time.Duration
-	// Progress, if set, is told of each copy sent.
-	Progress func(RedriveProgress)
-	Now      func() time.Time
+	cfg OperatorConfig
+}
+
+// NewOperator returns the operator of cfg.Queue's quarantine, or an error
+// wrapping ErrInvalidConfig.
+func NewOperator(cfg OperatorConfig) (*Operator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Operator{cfg: cfg}, nil
 }
 
 // RedriveProgress is one copy a redrive sent.
@@ -59,13 +109,9 @@ type RedriveReport struct {
 	State  State
 	Cause  string
 	Parked int64
-}
-
-func (o *Operator) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
+	// TakenOverBy is the epoch of the redrive that took over from this
+	// one (an operator began another meanwhile), 0 if none did.
+	TakenOverBy int64
 }
 
 // Redrive begins a new epoch on group's hold and sends its parked messages
@@ -77,18 +123,19 @@ func (o *Operator) now() time.Time {
 // flight be dropped on arrival, and every message still parked is sent
 // again.
 func (o *Operator) Redrive(ctx context.Context, group string, wait bool) (RedriveReport, error) {
-	h, err := o.Store.BeginRedrive(ctx, o.Queue, group, o.now())
+	if o.cfg.Sender == nil {
+		// Before the new epoch: an operator that cannot send changes nothing.
+		return RedriveReport{Group: group}, errors.New("quarantine: redrive needs a Sender and a QueueURL")
+	}
+	h, err := o.cfg.Store.BeginRedrive(ctx, o.cfg.Queue, group, o.cfg.Now())
 	if err != nil {
 		return RedriveReport{Group: group}, o.wrap(group, err)
 	}
 	rep := RedriveReport{Group: group, Epoch: h.Epoch, State: h.State, Parked: h.Parked}
 	last := ""
-	poll := o.Poll
-	if poll <= 0 {
-		poll = 500 * time.Millisecond
-	}
+	poll := o.cfg.Poll
 	for h.State == StateDraining {
-		items, err := o.Store.Messages(ctx, o.Queue, group, StatusParked, last, 100)
+		items, err := o.cfg.Store.Messages(ctx, o.cfg.Queue, group, StatusParked, last, 100)
 		if err != nil {
 			return rep, err
 		}
@@ -98,17 +145,17 @@ func (o *Operator) Redrive(ctx context.Context, group string, wait bool) (Redriv
 			}
 			rep.Sent++
 			last = p.Sequence
-			if o.Progress != nil {
-				o.Progress(RedriveProgress{Group: group, Epoch: h.Epoch, Sequence: SeqNumber(p.Sequence), Sent: rep.Sent, Parked: h.Parked})
+			if o.cfg.Progress != nil {
+				o.cfg.Progress(RedriveProgress{Group: group, Epoch: h.Epoch, Sequence: SeqNumber(p.Sequence), Sent: rep.Sent, Parked: h.Parked})
 			}
 		}
-		now, err := o.Store.Hold(ctx, o.Queue, group)
+		now, err := o.cfg.Store.Hold(ctx, o.cfg.Queue, group)
 		if err != nil {
 			return rep, err
 		}
 		rep.State, rep.Parked, rep.Cause = now.State, now.Parked, now.Cause
 		if now.Epoch != h.Epoch {
-			rep.Cause = fmt.Sprintf("another redrive (epoch %d) took over", now.Epoch)
+			rep.Cause, rep.TakenOverBy = fmt.Sprintf("another redrive (epoch %d) took over", now.Epoch), now.Epoch
 			return rep, nil
 		}
 		h = now
@@ -137,17 +184,17 @@ func (o *Operator) Redrive(ctx context.Context, group string, wait bool) (Redriv
 func (o *Operator) send(ctx context.Context, epoch int64, p Parked) error {
 	body := p.Body
 	if p.BodyKey != "" {
-		if o.Bodies == nil {
+		if o.cfg.Bodies == nil {
 			return fmt.Errorf("quarantine: message %s's body is in %s, and no body store is configured", SeqNumber(p.Sequence), p.BodyKey)
 		}
-		b, err := o.Bodies.GetBody(ctx, p.BodyKey)
+		b, err := o.cfg.Bodies.GetBody(ctx, p.BodyKey)
 		if err != nil {
 			return fmt.Errorf("quarantine: message %s's body: %w", SeqNumber(p.Sequence), err)
 		}
 		body = b
 	}
 	in := &sqs.SendMessageInput{
-		QueueUrl:               aws.String(o.QueueURL),
+		QueueUrl:               aws.String(o.cfg.QueueURL),
 		MessageBody:            aws.String(body),
 		MessageGroupId:         aws.String(p.Group),
 		MessageDeduplicationId: aws.String(Copy{Epoch: epoch, Nonce: p.Nonce, Sequence: p.Sequence}.DeduplicationID()),
@@ -155,7 +202,7 @@ func (o *Operator) send(ctx context.Context, epoch int64, p Parked) error {
 	}
 	var err error
 	for try := range 6 {
-		if _, err = o.Sender.SendMessage(ctx, in); err == nil {
+		if _, err = o.cfg.Sender.SendMessage(ctx, in); err == nil {
 			return nil
 		}
 		if err := backoff.Sleep(ctx, backoff.Delay(100*time.Millisecond, 5*time.Second, try)); err != nil {
@@ -180,20 +227,27 @@ func sqsAttributes(in map[string]MessageAttribute) map[string]sqstypes.MessageAt
 	return out
 }
 
+// Hold returns group's hold, released or not (ErrNoHold when there is no
+// record).
+func (o *Operator) Hold(ctx context.Context, group string) (HoldRecord, error) {
+	h, err := o.cfg.Store.Hold(ctx, o.cfg.Queue, group)
+	return h, o.wrap(group, err)
+}
+
 // Show returns group's hold and its messages with status (every status
 // when empty), up to limit.
 func (o *Operator) Show(ctx context.Context, group string, status Status, limit int) (HoldRecord, []Parked, error) {
-	h, err := o.Store.Hold(ctx, o.Queue, group)
+	h, err := o.cfg.Store.Hold(ctx, o.cfg.Queue, group)
 	if err != nil {
 		return HoldRecord{}, nil, o.wrap(group, err)
 	}
-	items, err := o.Store.Messages(ctx, o.Queue, group, status, "", limit)
+	items, err := o.cfg.Store.Messages(ctx, o.cfg.Queue, group, status, "", limit)
 	return h, items, err
 }
 
 // List returns the queue's holds that are not released.
 func (o *Operator) List(ctx context.Context) ([]HoldRecord, error) {
-	return o.Store.Holds(ctx, o.Queue)
+	return o.cfg.Store.Holds(ctx, o.cfg.Queue)
 }
 
 // Discard drops group's parked message seq (a sequence number as SQS
@@ -208,10 +262,10 @@ func (o *Operator) List(ctx context.Context) ([]HoldRecord, error) {
 // (Another operator's redrive begun between the check and the discard is
 // not caught.)
 func (o *Operator) Discard(ctx context.Context, group, seq string) ([]string, HoldRecord, error) {
-	if o.Bodies == nil {
+	if o.cfg.Bodies == nil {
 		return nil, HoldRecord{}, errors.New("quarantine: discard needs a body store for its archive")
 	}
-	switch h, err := o.Store.Hold(ctx, o.Queue, group); {
+	switch h, err := o.cfg.Store.Hold(ctx, o.cfg.Queue, group); {
 	case err != nil:
 		return nil, HoldRecord{}, o.wrap(group, err)
 	case h.State == StateDraining:
@@ -225,7 +279,7 @@ func (o *Operator) Discard(ctx context.Context, group, seq string) ([]string, Ho
 		if err != nil {
 			return nil, HoldRecord{}, err
 		}
-		_, got, err := o.Store.Read(ctx, o.Queue, nil, []ItemKey{{Group: group, Sequence: k}})
+		_, got, err := o.cfg.Store.Read(ctx, o.cfg.Queue, nil, []ItemKey{{Group: group, Sequence: k}})
 		if err != nil {
 			return nil, HoldRecord{}, err
 		}
@@ -235,7 +289,7 @@ func (o *Operator) Discard(ctx context.Context, group, seq string) ([]string, Ho
 		}
 		items = []Parked{p}
 	} else {
-		all, err := o.Store.Messages(ctx, o.Queue, group, StatusParked, "", 0)
+		all, err := o.cfg.Store.Messages(ctx, o.cfg.Queue, group, StatusParked, "", 0)
 		if err != nil {
 			return nil, HoldRecord{}, err
 		}
@@ -251,7 +305,7 @@ func (o *Operator) Discard(ctx context.Context, group, seq string) ([]string, Ho
 		if err != nil {
 			return keys, h, err
 		}
-		if h, err = o.Store.Discard(ctx, o.Queue, group, p.Sequence, o.now()); err != nil {
+		if h, err = o.cfg.Store.Discard(ctx, o.cfg.Queue, group, p.Sequence, o.cfg.Now()); err != nil {
 			return keys, h, o.wrap(group, err)
 		}
 		keys = append(keys, key)
@@ -266,18 +320,18 @@ func ArchiveKey(queue, group, seq string) string {
 
 func (o *Operator) archive(ctx context.Context, p Parked) (string, error) {
 	if p.BodyKey != "" {
-		b, err := o.Bodies.GetBody(ctx, p.BodyKey)
+		b, err := o.cfg.Bodies.GetBody(ctx, p.BodyKey)
 		if err != nil {
 			return "", fmt.Errorf("quarantine: archive %s: its body: %w", SeqNumber(p.Sequence), err)
 		}
 		p.Body = b
 	}
-	doc, err := json.Marshal(archived{Parked: p, SequenceNumber: SeqNumber(p.Sequence), DiscardedAt: o.now().UTC()})
+	doc, err := json.Marshal(archived{Parked: p, SequenceNumber: SeqNumber(p.Sequence), DiscardedAt: o.cfg.Now().UTC()})
 	if err != nil {
 		return "", err
 	}
 	key := ArchiveKey(p.Queue, p.Group, p.Sequence)
-	if err := o.Bodies.PutBody(ctx, key, string(doc)); err != nil {
+	if err := o.cfg.Bodies.PutBody(ctx, key, string(doc)); err != nil {
 		return "", fmt.Errorf("quarantine: archive %s: %w", SeqNumber(p.Sequence), err)
 	}
 	return key, nil
@@ -291,7 +345,7 @@ type archived struct {
 
 func (o *Operator) wrap(group string, err error) error {
 	if errors.Is(err, ErrNoHold) {
-		return fmt.Errorf("quarantine: queue %q has no hold on group %q: %w", o.Queue, group, err)
+		return fmt.Errorf("quarantine: queue %q has no hold on group %q: %w", o.cfg.Queue, group, err)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package quarantine
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5" //nolint:gosec // MD5 is what SQS uses for MD5OfBody; it identifies, it does not protect
 	"crypto/rand"
@@ -19,7 +20,7 @@ import (
 )
 
 // Quarantine is the fifo.Quarantine of one queue, on a Store. Give it to
-// fifo.WithQuarantine.
+// that queue's processor as fifo.Config's Quarantine.
 type Quarantine struct {
 	store     Store
 	queueARN  string
@@ -36,37 +37,57 @@ var _ fifo.Quarantine = (*Quarantine)(nil)
 // lane of ten parked messages is one transaction of at most 4 MB.
 const DefaultMaxInlineBody = 64 << 10
 
-// Option configures a Quarantine.
-type Option func(*Quarantine)
+// ErrInvalidConfig is wrapped by the error a constructor returns for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("quarantine: invalid configuration")
 
-// WithBodyStore keeps bodies larger than max bytes (DefaultMaxInlineBody
-// when max is 0) in bodies. Without one, parking a larger body fails, and
-// its message is received again until SQS's dead-letter queue takes it.
-func WithBodyStore(bodies BodyStore, max int) Option {
-	return func(q *Quarantine) {
-		q.bodies = bodies
-		if max > 0 {
-			q.maxInline = max
-		}
-	}
+// Config configures a Quarantine.
+type Config struct {
+	// Store keeps the holds and the parked messages. Required.
+	Store Store
+	// QueueARN is the ARN of the queue the quarantine serves: its messages'
+	// EventSourceARN. Required; it must end in the queue's name.
+	QueueARN string
+	// Bodies keeps the bodies larger than MaxInlineBody. Default (nil):
+	// none; parking a larger body then fails, and its message is received
+	// again until SQS's dead-letter queue takes it.
+	Bodies BodyStore
+	// MaxInlineBody is the largest body, in bytes, kept in the store's
+	// item. Default (zero): DefaultMaxInlineBody; a negative one is invalid.
+	MaxInlineBody int
+	// Now is the clock the records' times are read from. Default (nil):
+	// time.Now.
+	Now func() time.Time
 }
 
-// WithClock sets the clock the records' times are read from.
-func WithClock(now func() time.Time) Option { return func(q *Quarantine) { q.now = now } }
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Store == nil:
+		return fmt.Errorf("%w: Store is nil", ErrInvalidConfig)
+	case c.MaxInlineBody < 0:
+		return fmt.Errorf("%w: MaxInlineBody %d is negative", ErrInvalidConfig, c.MaxInlineBody)
+	}
+	if _, err := QueueName(c.QueueARN); err != nil {
+		return fmt.Errorf("%w: QueueARN %q names no queue", ErrInvalidConfig, c.QueueARN)
+	}
+	return nil
+}
 
-// New returns the quarantine of the queue whose ARN is queueARN, keeping
-// its holds in store. It panics on an empty store or an ARN that names no
-// queue: both are wiring errors, found at cold start.
-func New(store Store, queueARN string, opts ...Option) *Quarantine {
-	name, err := QueueName(queueARN)
-	if store == nil || err != nil {
-		panic(fmt.Sprintf("quarantine: New(%v, %q): %v", store, queueARN, err))
+// New returns the quarantine of the queue cfg.QueueARN, or an error
+// wrapping ErrInvalidConfig.
+func New(cfg Config) (*Quarantine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	q := &Quarantine{store: store, queueARN: queueARN, queue: name, maxInline: DefaultMaxInlineBody, now: time.Now}
-	for _, opt := range opts {
-		opt(q)
+	name, _ := QueueName(cfg.QueueARN) // Validate checked it
+	q := &Quarantine{store: cfg.Store, queueARN: cfg.QueueARN, queue: name, bodies: cfg.Bodies,
+		maxInline: cmp.Or(cfg.MaxInlineBody, DefaultMaxInlineBody), now: cfg.Now}
+	if q.now == nil {
+		q.now = time.Now
 	}
-	return q
+	return q, nil
 }
 
 // QueueName returns the queue name at the end of a queue's ARN or URL.

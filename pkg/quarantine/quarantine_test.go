@@ -49,12 +49,14 @@ func asCopy(in *sqs.SendMessageInput, id string, seq int) events.SQSMessage {
 func holdTwo(t *testing.T) (*quarantine.MemoryStore, *quarantine.Quarantine, *quarantinetest.Sends) {
 	t.Helper()
 	store := quarantine.NewMemoryStore()
-	q := quarantine.New(store, unitARN)
+	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: unitARN})
+	require.NoError(t, err)
 	m1, m2 := unitMsg("g", 1, "one"), unitMsg("g", 2, "two")
-	_, err := q.Park(t.Context(), "g", []*events.SQSMessage{&m1, &m2}, errors.New("boom"), true)
+	_, err = q.Park(t.Context(), "g", []*events.SQSMessage{&m1, &m2}, errors.New("boom"), true)
 	require.NoError(t, err)
 	out := &quarantinetest.Sends{}
-	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out})
+	require.NoError(t, err)
 	rep, err := op.Redrive(t.Context(), "g", false)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Sent)
@@ -92,10 +94,11 @@ func TestAForgedCopyNeverTakesAParkedMessagesPlace(t *testing.T) {
 	// Through the processor: the forged message is parked, and the
 	// copies run in order.
 	var ran []string
-	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(_ context.Context, m events.SQSMessage) error {
 		ran = append(ran, m.MessageId)
 		return nil
-	}, fifo.WithQuarantine(q, 3))
+	}, Quarantine: q, QuarantineThreshold: 3})
+	require.NoError(t, err)
 	first := asCopy(out.Inputs[0], "copy-1", 2000)
 	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{forgedNoNonce, first, genuine}})
 	require.NoError(t, err)
@@ -124,10 +127,11 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 	require.ErrorContains(t, err, "message 1002 is not the oldest parked, 1001 is")
 
 	var ran []string
-	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(_ context.Context, m events.SQSMessage) error {
 		ran = append(ran, m.Body)
 		return nil
-	}, fifo.WithQuarantine(q, 3))
+	}, Quarantine: q, QuarantineThreshold: 3})
+	require.NoError(t, err)
 	later := unitMsg("g", 7, "seven") // sent after the redrive began
 	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{asCopy(out.Inputs[1], "copy-2", 2001), later}})
 	require.NoError(t, err)
@@ -148,7 +152,8 @@ func TestACopyThatWouldPassAnOlderParkedMessageHoldsTheGroupAgain(t *testing.T) 
 	require.Empty(t, resp.BatchItemFailures)
 	require.Empty(t, ran)
 
-	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out})
+	require.NoError(t, err)
 	rep, err := op.Redrive(t.Context(), "g", false)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Sent)
@@ -198,9 +203,10 @@ func TestLateDuplicatesAreDropped(t *testing.T) {
 func TestARedriveBegunWhileACopyRunsDoesNotRunItTwice(t *testing.T) {
 	t.Parallel()
 	store, q, out := holdTwo(t)
-	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out})
+	require.NoError(t, err)
 	runs := map[string]int{}
-	p := fifo.New(func(ctx context.Context, m events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(ctx context.Context, m events.SQSMessage) error {
 		runs[m.Body]++
 		if m.Body == "one" && runs["one"] == 1 {
 			rep, err := op.Redrive(ctx, "g", false) // the operator, again, mid-copy
@@ -208,7 +214,8 @@ func TestARedriveBegunWhileACopyRunsDoesNotRunItTwice(t *testing.T) {
 			require.Equal(t, int64(2), rep.Epoch)
 		}
 		return nil
-	}, fifo.WithQuarantine(q, 3))
+	}, Quarantine: q, QuarantineThreshold: 3})
+	require.NoError(t, err)
 	c1 := asCopy(out.Inputs[0], "copy-1", 2000)
 	resp, err := p.Process(t.Context(), events.SQSEvent{Records: []events.SQSMessage{c1}})
 	require.NoError(t, err)
@@ -231,9 +238,10 @@ func TestARedriveBegunWhileACopyRunsDoesNotRunItTwice(t *testing.T) {
 // batch's check could be running.
 func TestDiscardOnlyWhileHeld(t *testing.T) {
 	t.Parallel()
-	store, _, out := holdTwo(t)
-	op := &quarantine.Operator{Store: store, Queue: "unit.fifo", Sender: out, Bodies: memBodies{}}
-	_, _, err := op.Discard(t.Context(), "g", "")
+	store, _, _ := holdTwo(t)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: "unit.fifo", Bodies: memBodies{}})
+	require.NoError(t, err)
+	_, _, err = op.Discard(t.Context(), "g", "")
 	require.ErrorIs(t, err, quarantine.ErrConflict)
 	require.ErrorContains(t, err, "draining")
 	items, err := store.Messages(t.Context(), "unit.fifo", "g", quarantine.StatusParked, "", 0)
@@ -259,15 +267,17 @@ func (m memBodies) GetBody(_ context.Context, key string) (string, error) {
 func TestAttributesCountAgainstTheInlineBudget(t *testing.T) {
 	t.Parallel()
 	bodies := memBodies{}
-	q := quarantine.New(quarantine.NewMemoryStore(), unitARN, quarantine.WithBodyStore(bodies, 100))
+	q, err := quarantine.New(quarantine.Config{Store: quarantine.NewMemoryStore(), QueueARN: unitARN, Bodies: bodies, MaxInlineBody: 100})
+	require.NoError(t, err)
 	m := unitMsg("g", 1, "small body")
 	big := strings.Repeat("x", 100)
 	m.MessageAttributes = map[string]events.SQSMessageAttribute{"a": {DataType: "String", StringValue: &big}}
-	_, err := q.Park(t.Context(), "g", []*events.SQSMessage{&m}, errors.New("boom"), true)
+	_, err = q.Park(t.Context(), "g", []*events.SQSMessage{&m}, errors.New("boom"), true)
 	require.NoError(t, err)
 	require.Len(t, bodies, 1, "the body went to the body store")
 
-	bare := quarantine.New(quarantine.NewMemoryStore(), unitARN, quarantine.WithBodyStore(nil, 100))
+	bare, err := quarantine.New(quarantine.Config{Store: quarantine.NewMemoryStore(), QueueARN: unitARN, MaxInlineBody: 100})
+	require.NoError(t, err)
 	_, err = bare.Park(t.Context(), "g", []*events.SQSMessage{&m}, errors.New("boom"), true)
 	require.ErrorContains(t, err, "no body store")
 }
@@ -276,9 +286,10 @@ func TestAttributesCountAgainstTheInlineBudget(t *testing.T) {
 // function is wired to the wrong queue, and nothing may run unchecked.
 func TestAMessageFromAnotherQueueFailsTheCheck(t *testing.T) {
 	t.Parallel()
-	q := quarantine.New(quarantine.NewMemoryStore(), unitARN)
+	q, err := quarantine.New(quarantine.Config{Store: quarantine.NewMemoryStore(), QueueARN: unitARN})
+	require.NoError(t, err)
 	m := unitMsg("g", 1, "x")
 	m.EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:other.fifo"
-	_, err := q.Check(t.Context(), []*events.SQSMessage{&m})
+	_, err = q.Check(t.Context(), []*events.SQSMessage{&m})
 	require.ErrorContains(t, err, "other.fifo")
 }

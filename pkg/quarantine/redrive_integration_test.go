@@ -96,7 +96,8 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 	queue, err := quarantine.QueueName(arn)
 	require.NoError(t, err)
 
-	store := quarantine.NewDynamoStore(b.client, b.table)
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: b.client, Table: b.table})
+	require.NoError(t, err)
 	// The processor's store has a client of its own, so that its requests
 	// are counted apart from the test's.
 	counter := &awstest.Requests{}
@@ -109,8 +110,12 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 	var released []bool // by batch: it released group a's hold
 	var outcomes []batchOutcomes
 	var batchMu sync.Mutex
-	proc := fifo.New(log.handle, fifo.WithQuarantine(quarantine.New(quarantine.NewDynamoStore(procDB, b.table), arn), 3),
-		fifo.WithMetrics(func(m fifo.BatchMetrics) {
+	procStore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: procDB, Table: b.table})
+	require.NoError(t, err)
+	q, err := quarantine.New(quarantine.Config{Store: procStore, QueueARN: arn})
+	require.NoError(t, err)
+	proc, err := fifo.New(fifo.Config{Handler: log.handle, Quarantine: q, QuarantineThreshold: 3,
+		Metrics: func(m fifo.BatchMetrics) {
 			// Parks are counted per lane: a lane's park is one call, and
 			// each of this test's batches parks at most one lane's.
 			var o batchOutcomes
@@ -123,8 +128,9 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 				}
 			}
 			outcomes = append(outcomes, o)
-		}))
-	mapping, err := localesm.NewSQSMapping(client, localesm.Func(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		}})
+	require.NoError(t, err)
+	mapping, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: localesm.Func(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		// One batch at a time, so that each batch's requests are its own.
 		batchMu.Lock()
 		defer batchMu.Unlock()
@@ -135,7 +141,7 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 		after, _ := store.Hold(ctx, queue, "a")
 		released = append(released, before.State != quarantine.StateReleased && after.State == quarantine.StateReleased)
 		return resp, err
-	}), localesm.SQSConfig{QueueURL: url, ReportBatchItemFailures: true, FunctionTimeout: 3 * time.Second, PollWait: time.Second})
+	}), QueueURL: url, ReportBatchItemFailures: true, FunctionTimeout: 3 * time.Second, PollWait: time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -173,7 +179,9 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 		h, err := store.Hold(t.Context(), queue, "a")
 		return err == nil && h.Parked == 4
 	})
-	_, items, err := (&quarantine.Operator{Store: store, Queue: queue}).Show(t.Context(), "a", quarantine.StatusParked, 0)
+	reader, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: queue})
+	require.NoError(t, err)
+	_, items, err := reader.Show(t.Context(), "a", quarantine.StatusParked, 0)
 	require.NoError(t, err)
 	var bodies []string
 	for _, p := range items {
@@ -186,12 +194,13 @@ func TestQuarantineOnTheLocalStack(t *testing.T) {
 	log.mu.Lock()
 	log.poison["a-2"] = false
 	log.mu.Unlock()
-	op := &quarantine.Operator{Store: store, Queue: queue, QueueURL: url, Sender: client, Poll: 100 * time.Millisecond,
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: queue, QueueURL: url, Sender: client, Poll: 100 * time.Millisecond,
 		Progress: func(p quarantine.RedriveProgress) {
 			if p.Sent == 1 {
 				sendAll("a-6")
 			}
-		}}
+		}})
+	require.NoError(t, err)
 	rctx, rcancel := context.WithTimeout(t.Context(), time.Minute)
 	defer rcancel()
 	rep, err := op.Redrive(rctx, "a", true)

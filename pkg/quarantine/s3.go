@@ -34,13 +34,33 @@ var _ BodyStore = (*S3Bodies)(nil)
 // most 1 MiB, and its archive (JSON, escaped) a few times that.
 const MaxBodyObject = 16 << 20
 
-// NewS3Bodies returns the body store on bucket. It panics without a client
-// or a bucket: both are wiring errors.
-func NewS3Bodies(api S3API, bucket string) *S3Bodies {
-	if api == nil || bucket == "" {
-		panic("quarantine: NewS3Bodies needs a client and a bucket")
+// S3BodiesConfig configures an S3Bodies.
+type S3BodiesConfig struct {
+	// Client is the S3 client. Required.
+	Client S3API
+	// Bucket is the name of the bucket the bodies are kept in. Required.
+	Bucket string
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c S3BodiesConfig) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case c.Bucket == "":
+		return fmt.Errorf("%w: Bucket is empty", ErrInvalidConfig)
 	}
-	return &S3Bodies{api: api, bucket: bucket}
+	return nil
+}
+
+// NewS3Bodies returns the body store on cfg.Bucket, or an error wrapping
+// ErrInvalidConfig.
+func NewS3Bodies(cfg S3BodiesConfig) (*S3Bodies, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &S3Bodies{api: cfg.Client, bucket: cfg.Bucket}, nil
 }
 
 // PutBody implements BodyStore: one PutObject.

@@ -291,6 +291,7 @@ type simWorld struct {
 	q       *quarantine.Quarantine
 	proc    *fifo.Processor
 	op      *quarantine.Operator
+	opCfg   quarantine.OperatorConfig // op's, for an operator with its own Progress
 	mu      sync.Mutex
 	fates   map[string]*fate // by body
 	fixed   map[string]bool
@@ -447,11 +448,22 @@ func simulate(seed uint64, check func(*simWorld) error) error {
 	if !reliable {
 		flaky.odds = 8
 	}
-	w.q = quarantine.New(flaky, simQueueARN)
+	q, err := quarantine.New(quarantine.Config{Store: flaky, QueueARN: simQueueARN})
+	if err != nil {
+		return err
+	}
+	w.q = q
 	// One lane at a time: an operator's redrive from inside a handler, and
 	// the order of the queue's sends, then replay exactly from the seed.
-	w.proc = fifo.New(w.handle, fifo.WithQuarantine(w.q, simThreshold), fifo.WithMetrics(w.count), fifo.WithConcurrency(1))
-	w.op = &quarantine.Operator{Store: w.store, Queue: "sim.fifo", QueueURL: simQueueURL, Sender: w.queue, Bodies: memBodies{}}
+	proc, err := fifo.New(fifo.Config{Handler: w.handle, Quarantine: w.q, QuarantineThreshold: simThreshold, Metrics: w.count, Concurrency: 1})
+	if err != nil {
+		return err
+	}
+	w.proc = proc
+	w.opCfg = quarantine.OperatorConfig{Store: w.store, Queue: "sim.fifo", QueueURL: simQueueURL, Sender: w.queue, Bodies: memBodies{}}
+	if w.op, err = quarantine.NewOperator(w.opCfg); err != nil {
+		return err
+	}
 	groups := []string{"g1", "g2", "g3", "g4"}[:1+rng.IntN(4)]
 	steps := 60 + rng.IntN(120)
 	for range steps {
@@ -622,14 +634,18 @@ func (w *simWorld) redrive(all bool) {
 		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithCancel(context.Background())
-		op := *w.op
+		cfg := w.opCfg
 		if !all && w.rng.IntN(4) == 0 {
 			stopAfter := w.rng.IntN(3)
-			op.Progress = func(p quarantine.RedriveProgress) {
+			cfg.Progress = func(p quarantine.RedriveProgress) {
 				if p.Sent > stopAfter {
 					cancel()
 				}
 			}
+		}
+		op, err := quarantine.NewOperator(cfg)
+		if err != nil {
+			panic(err) // the simulation's own settings
 		}
 		rep, err := op.Redrive(ctx, h.Group, false)
 		cancel()

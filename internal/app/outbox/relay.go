@@ -36,19 +36,49 @@ type Relay struct {
 	log         *slog.Logger
 }
 
-// NewRelay returns a relay that sends commands to commandsURL and events to
-// eventsURL, both FIFO queues.
-func NewRelay(api SQSAPI, commandsURL, eventsURL string, log *slog.Logger) *Relay {
+// ErrInvalidConfig is wrapped by the error NewRelay returns for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("outbox: invalid configuration")
+
+// RelayConfig configures a Relay.
+type RelayConfig struct {
+	// Client is the SQS client. Required.
+	Client SQSAPI
+	// CommandsURL is the URL of the commands queue, a FIFO queue (its name
+	// ends in ".fifo"). Required.
+	CommandsURL string
+	// EventsURL is the URL of the events queue, a FIFO queue. Required.
+	EventsURL string
+	// Logger logs what could not be published. Default (nil): nothing is
+	// logged.
+	Logger *slog.Logger
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c RelayConfig) Validate() error {
 	switch {
-	case api == nil:
-		panic("outbox: NewRelay needs an SQS client")
-	case !strings.HasSuffix(commandsURL, ".fifo") || !strings.HasSuffix(eventsURL, ".fifo"):
-		panic(fmt.Sprintf("outbox: the commands and events queues must be FIFO queues, got %q and %q", commandsURL, eventsURL))
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case !strings.HasSuffix(c.CommandsURL, ".fifo"):
+		return fmt.Errorf("%w: CommandsURL %q is not a FIFO queue's", ErrInvalidConfig, c.CommandsURL)
+	case !strings.HasSuffix(c.EventsURL, ".fifo"):
+		return fmt.Errorf("%w: EventsURL %q is not a FIFO queue's", ErrInvalidConfig, c.EventsURL)
 	}
+	return nil
+}
+
+// NewRelay returns a relay that sends commands to cfg.CommandsURL and
+// events to cfg.EventsURL, or an error wrapping ErrInvalidConfig.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{api: api, commandsURL: commandsURL, eventsURL: eventsURL, log: log}
+	return &Relay{api: cfg.Client, commandsURL: cfg.CommandsURL, eventsURL: cfg.EventsURL, log: log}, nil
 }
 
 // Handle publishes a stream batch (a Lambda DynamoDB stream event with

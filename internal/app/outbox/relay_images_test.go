@@ -31,7 +31,7 @@ func TestRelayFailsARecordWithoutTheImagesItNeeds(t *testing.T) {
 		bad := a[1]
 		strip(&bad)
 		f := &fakeSQS{}
-		resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, a[2], b[0], b[1]}})
+		resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, a[2], b[0], b[1]}})
 		require.NoError(t, err, name)
 		require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures, name)
 		require.Equal(t, []string{"job-42/v0", "job-43/v0"}, f.sent[commandsURL], name)
@@ -41,14 +41,14 @@ func TestRelayFailsARecordWithoutTheImagesItNeeds(t *testing.T) {
 	insert := a[0]
 	insert.Change.NewImage = nil
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{insert}})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{insert}})
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: insert.Change.SequenceNumber}}, resp.BatchItemFailures, "an INSERT without its new image")
 	require.Empty(t, f.sent)
 
 	remove := a[2]
 	remove.EventName, remove.Change.NewImage, remove.Change.OldImage = "REMOVE", nil, nil
-	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{remove}})
+	resp, err = newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{remove}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "a removal carries no message, with or without images")
 	require.Empty(t, f.sent)

@@ -120,7 +120,12 @@ func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchIn
 	return out, nil
 }
 
-func newRelay(f *fakeSQS) *outbox.Relay { return outbox.NewRelay(f, commandsURL, eventsURL, nil) }
+func newRelay(t *testing.T, f *fakeSQS) *outbox.Relay {
+	t.Helper()
+	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: f, CommandsURL: commandsURL, EventsURL: eventsURL})
+	require.NoError(t, err)
+	return relay
+}
 
 func TestRelayPublishesEachJobInVersionOrderOneEntryPerGroupPerCall(t *testing.T) {
 	t.Parallel()
@@ -129,7 +134,7 @@ func TestRelayPublishesEachJobInVersionOrderOneEntryPerGroupPerCall(t *testing.T
 	// Interleaved as a shard would deliver them.
 	recs := []events.DynamoDBEventRecord{a[0], b[0], a[1], a[2], b[1], a[3]}
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-42/v0", "job-43/v0"}, f.sent[commandsURL])
@@ -156,7 +161,7 @@ func TestRelayStopsAJobAtItsFailedMessageAndReportsTheFirstUnsentRecord(t *testi
 		}
 		return nil
 	}}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	require.NoError(t, err)
 	// job-42/v3 is never sent before v2; job-43 is unaffected.
 	require.Equal(t, []string{"job-42/v1", "job-43/v1", "job-43/v2"}, f.sent[eventsURL])
@@ -175,7 +180,7 @@ func TestRelayReportsTheEarliestUnsentRecordAcrossJobs(t *testing.T) {
 		}
 		return nil
 	}}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: a[1].Change.SequenceNumber}}, resp.BatchItemFailures)
 }
@@ -189,7 +194,7 @@ func TestRelaySkipsMarkersDeletionsAndRepeatsAndFailsOnAnUndecodableRecord(t *te
 	ttl := events.DynamoDBEventRecord{EventName: "REMOVE", Change: events.DynamoDBStreamRecord{SequenceNumber: "2",
 		Keys: a[1].Change.Keys, OldImage: a[1].Change.NewImage}}
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{marker, a[0], a[1], a[1], ttl}})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{marker, a[0], a[1], a[1], ttl}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-42/v0"}, f.sent[commandsURL])
@@ -199,7 +204,7 @@ func TestRelaySkipsMarkersDeletionsAndRepeatsAndFailsOnAnUndecodableRecord(t *te
 	bad.Change.NewImage = map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute("job-42"), "version": events.NewStringAttribute("three")}
 	f = &fakeSQS{}
 	b := history("job-43", jobs.EventStarted)
-	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], b[1]}})
+	resp, err = newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], b[1]}})
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-43/v1"}, f.sent[eventsURL], "other jobs go on; the retry resends from the bad record")
@@ -212,7 +217,7 @@ func TestRelaySplitsCallsAtTenEntries(t *testing.T) {
 		recs = append(recs, history(fmt.Sprintf("job-%d", i))...)
 	}
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Len(t, f.sent[commandsURL], 23)
@@ -224,7 +229,7 @@ func TestRelaySplitsCallsAtTenEntries(t *testing.T) {
 
 func TestRelayAnswersAnEmptyBatchWithAnEmptyList(t *testing.T) {
 	t.Parallel()
-	resp, err := newRelay(&fakeSQS{}).Handle(context.Background(), events.DynamoDBEvent{})
+	resp, err := newRelay(t, &fakeSQS{}).Handle(context.Background(), events.DynamoDBEvent{})
 	require.NoError(t, err)
 	require.NotNil(t, resp.BatchItemFailures, "an empty list, not null: full success")
 	require.Empty(t, resp.BatchItemFailures)
@@ -241,7 +246,7 @@ func TestRelayPublishesANudgeAsItsCommandAndItsEvent(t *testing.T) {
 	nudged.Outbox = jobs.Message{ID: jobs.OutboxID("job-42", nudged.Version), Type: jobs.MessageRun, Version: nudged.Version}
 	recs = append(recs, record("MODIFY", "job-42", &before, &nudged))
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-42/v0", "job-42/v2"}, f.sent[commandsURL])
@@ -264,7 +269,7 @@ func TestRelayPublishesTheGoldenStreamBatch(t *testing.T) {
 	require.NoError(t, json.Unmarshal(again, &back))
 	require.Equal(t, ev, back)
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), ev)
+	resp, err := newRelay(t, f).Handle(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[3].Change.SequenceNumber}}, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-42/v0"}, f.sent[commandsURL])
@@ -300,7 +305,7 @@ func TestRelayStopsAJobAtItsUndecodableRecord(t *testing.T) {
 	bad.Change.NewImage = jobImage(jobs.Job{ID: "job-9", Status: "bogus", Version: 1,
 		Outbox: jobs.Message{ID: "job-9/v1", Type: jobs.EventStarted, Version: 1}})
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], a[2], b[1]}})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], bad, b[0], a[2], b[1]}})
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: bad.Change.SequenceNumber}}, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-9/v0", "job-10/v0"}, f.sent[commandsURL])
@@ -310,7 +315,7 @@ func TestRelayStopsAJobAtItsUndecodableRecord(t *testing.T) {
 	keyless := bad
 	keyless.Change.Keys = nil
 	f = &fakeSQS{}
-	resp, err = newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], keyless, b[0]}})
+	resp, err = newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], keyless, b[0]}})
 	require.NoError(t, err)
 	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: keyless.Change.SequenceNumber}}, resp.BatchItemFailures)
 	require.Equal(t, []string{"job-9/v0"}, f.sent[commandsURL])
@@ -324,7 +329,7 @@ func TestRelaySkipsARecordThatIsNotATransition(t *testing.T) {
 	same := a[1]
 	same.Change.OldImage = same.Change.NewImage
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{same}})
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{same}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Empty(t, f.sent[eventsURL])

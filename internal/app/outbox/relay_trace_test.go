@@ -34,7 +34,7 @@ var wellFormedTrace = regexp.MustCompile(`^Root=1-[0-9a-f]{8}-[0-9a-f]{24}(;Pare
 func traceHeaders(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	f := &fakeSQS{}
-	resp, err := newRelay(f).Handle(ctx, events.DynamoDBEvent{Records: history("job-42", jobs.EventStarted, jobs.EventCompleted)})
+	resp, err := newRelay(t, f).Handle(ctx, events.DynamoDBEvent{Records: history("job-42", jobs.EventStarted, jobs.EventCompleted)})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures, "a trace header never costs a message")
 	var got []string

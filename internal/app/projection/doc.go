@@ -38,16 +38,17 @@
 //     *MismatchError (ErrMismatch). One of the two is not the job's, and
 //     only the job item can tell which.
 //   - A gap does not wait forever. From the receive the Projector's
-//     threshold names (WithRecoverAfter, default 3, below the events queue's
-//     maxReceiveCount of 10), it recovers from the authoritative job
-//     item (a strongly consistent read), and a mismatch does so at once: in
-//     one transaction the cursor moves to the job's version, progress and
-//     status, processed changes by the job's progress minus the cursor's,
-//     completed by the difference of the two completions, and the view
-//     takes the snapshot unless it holds a newer one; the transaction is
-//     conditioned on the cursor being the one read. The waiting event is
-//     then at or behind the cursor and is acknowledged; so is an event the
-//     item, read after it arrived, has not reached: it is not the job's.
+//     threshold names (ProjectorConfig.RecoverAfter, default 3, below the
+//     events queue's maxReceiveCount of 10), it recovers from the
+//     authoritative job item (a strongly consistent read), and a mismatch
+//     does so at once: in one transaction the cursor moves to the job's
+//     version, progress and status, processed changes by the job's
+//     progress minus the cursor's, completed by the difference of the two
+//     completions, and the view takes the snapshot unless it holds a newer
+//     one; the transaction is conditioned on the cursor being the one read.
+//     The waiting event is then at or behind the cursor and is
+//     acknowledged; so is an event the item, read after it arrived, has not
+//     reached: it is not the job's.
 //   - A recovery corrects what differs from the item at the item's version
 //     (the item's content at a version is the only one there is), and,
 //     when the item is final, whatever differs from it, ahead included:

@@ -50,13 +50,36 @@ type DynamoStore struct {
 
 var _ Store = (*DynamoStore)(nil)
 
-// NewDynamoStore returns a store on the tables, which must have the key
-// schemas documented on Tables. It panics without a client or a table name.
-func NewDynamoStore(api DynamoDBAPI, tables Tables) *DynamoStore {
-	if api == nil || tables.Views == "" || tables.Totals == "" {
-		panic("projection: NewDynamoStore needs a client and both table names")
+// DynamoConfig configures a DynamoStore.
+type DynamoConfig struct {
+	// Client is the DynamoDB client. Required.
+	Client DynamoDBAPI
+	// Tables names the two tables, which must have the key schemas
+	// documented on Tables. Required, both.
+	Tables Tables
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c DynamoConfig) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case c.Tables.Views == "":
+		return fmt.Errorf("%w: Tables.Views is empty", ErrInvalidConfig)
+	case c.Tables.Totals == "":
+		return fmt.Errorf("%w: Tables.Totals is empty", ErrInvalidConfig)
 	}
-	return &DynamoStore{api: api, tables: tables}
+	return nil
+}
+
+// NewDynamoStore returns a store on cfg.Tables, or an error wrapping
+// ErrInvalidConfig.
+func NewDynamoStore(cfg DynamoConfig) (*DynamoStore, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &DynamoStore{api: cfg.Client, tables: cfg.Tables}, nil
 }
 
 // Attribute names. The Views table's items carry the snapshot; the Totals

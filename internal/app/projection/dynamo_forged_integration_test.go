@@ -64,8 +64,11 @@ func TestDynamoRecoverRacingARecoveryOfAForgedStatus(t *testing.T) {
 func setupRace(t *testing.T) (b *dynamoBundle, store, other *projection.DynamoStore) {
 	t.Helper()
 	b = setupDynamo(t)
-	other = projection.NewDynamoStore(dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	other, err := projection.NewDynamoStore(projection.DynamoConfig{Client: dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true
-	}), b.tables)
-	return b, projection.NewDynamoStore(b.client, b.tables), other
+	}), Tables: b.tables})
+	require.NoError(t, err)
+	store, err = projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables})
+	require.NoError(t, err)
+	return b, store, other
 }

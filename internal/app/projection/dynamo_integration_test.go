@@ -110,7 +110,11 @@ func createTable(t *testing.T, client *dynamodb.Client, name string, keys ...key
 func TestDynamoStoreConformance(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	projectiontest.Run(t, func(*testing.T) projection.Store { return projection.NewDynamoStore(b.client, b.tables) })
+	projectiontest.Run(t, func(t *testing.T) projection.Store {
+		store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables})
+		require.NoError(t, err)
+		return store
+	})
 }
 
 // TestDynamoLostResponseCountsOnce applies an event, loses the response of
@@ -120,7 +124,8 @@ func TestDynamoStoreConformance(t *testing.T) {
 func TestDynamoLostResponseCountsOnce(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
-	store := projection.NewDynamoStore(b.client, b.tables)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables})
+	require.NoError(t, err)
 	ctx := t.Context()
 	evs := projectiontest.Lifecycle("job-42", "t-lost")
 	for i := range 3 {
@@ -183,7 +188,8 @@ func TestDynamoRequestCounts(t *testing.T) {
 	jobsTable := testenv.Name(t, "jobs")
 	createTable(t, b.client, jobsTable, key{"job_id", types.KeyTypeHash})
 	clock := jobstest.NewClock(jobstest.Start)
-	source := jobs.NewDynamoStore(b.client, jobsTable, jobs.WithClock(clock.Now))
+	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: jobsTable, Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	lease := func() time.Time { return clock.Now().Add(time.Minute) }
 
 	var published []outbox.Message
@@ -228,7 +234,10 @@ func TestDynamoRequestCounts(t *testing.T) {
 	publish(r, done43)
 	require.Len(t, published, 6)
 
-	p := projection.NewProjector(projection.NewDynamoStore(b.client, b.tables), source)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables})
+	require.NoError(t, err)
+	p, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source})
+	require.NoError(t, err)
 	type row struct {
 		what string
 		got  map[string]int

@@ -84,7 +84,8 @@ var tables = projection.Tables{Views: "views", Totals: "totals"}
 func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 	t.Parallel()
 	api := &scriptedDynamo{}
-	store := projection.NewDynamoStore(api, tables)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	for _, i := range []int{0, 2} {
 		_, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
@@ -118,7 +119,8 @@ func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 func TestDynamoApplyRetriesATransactionConflict(t *testing.T) {
 	t.Parallel()
 	api := &scriptedDynamo{transact: []error{cancelled("None", "TransactionConflict"), cancelled("TransactionConflict", "None")}}
-	store := projection.NewDynamoStore(api, tables)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
 	e := projectiontest.Lifecycle("job-42", "t-1")[0]
 	res, err := store.Apply(t.Context(), projection.ViewOfEvent(&e), e.Delta)
 	require.NoError(t, err)
@@ -146,7 +148,8 @@ func TestDynamoApplyReadsTheCursorARefusalDoesNotCarry(t *testing.T) {
 			cursor = cursorItem(4, 0)
 		}
 		api := &scriptedDynamo{transact: []error{cancelled("ConditionalCheckFailed", "None")}, item: cursor}
-		store := projection.NewDynamoStore(api, tables)
+		store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+		require.NoError(t, err)
 		e := &evs[tc.event]
 		res, err := store.Apply(t.Context(), projection.ViewOfEvent(e), e.Delta)
 		require.Len(t, api.gets, 1, e.EventID)
@@ -168,7 +171,8 @@ func TestDynamoRecoverLeavesANewerViewOut(t *testing.T) {
 	t.Parallel()
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	api := &scriptedDynamo{transact: []error{cancelled("ConditionalCheckFailed", "None", "None")}, item: cursorItem(1, 0)}
-	store := projection.NewDynamoStore(api, tables)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
 	r, err := store.Recover(t.Context(), projection.ViewOfEvent(&evs[3]))
 	require.NoError(t, err)
 	require.False(t, r.ViewUpdated)

@@ -9,6 +9,9 @@ import (
 
 // Error categories, matched with errors.Is.
 var (
+	// ErrInvalidConfig: a constructor's configuration cannot work; the
+	// message names the field.
+	ErrInvalidConfig = errors.New("projection: invalid configuration")
 	// ErrGap: an event arrived whose predecessor has not been applied to the
 	// totals. Nothing was counted; the message must be received again (or the
 	// projection recovered from the job). See GapError.

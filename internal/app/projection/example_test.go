@@ -21,7 +21,11 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewMemoryStore(jobs.WithClock(clock.Now))
+	store, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	lease := func() time.Time { return clock.Now().Add(time.Minute) }
 	sha := strings.Repeat("5e", 32)
 
@@ -57,7 +61,11 @@ func Example() {
 		Result: jobs.Result{Key: "candidates/job-43/g0000000001/attempt-c.json", SHA256: sha, Size: 512}, Progress: 80})
 	publish(r, done)
 
-	p := projection.NewProjector(projection.NewMemoryStore(), store)
+	p, err := projection.NewProjector(projection.ProjectorConfig{Store: projection.NewMemoryStore(), Source: store})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	deliver := func(i, receives int) {
 		m := published[i]
 		err := p.Handle(ctx, events.SQSMessage{MessageId: m.DeduplicationID, Body: string(m.Body), Attributes: map[string]string{

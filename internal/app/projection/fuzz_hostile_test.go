@@ -42,11 +42,14 @@ func FuzzProjectorHandle(f *testing.F) {
 	f.Add(`{}`, uint8(0))
 	f.Fuzz(func(t *testing.T, body string, receives uint8) {
 		ctx := context.Background()
-		p := projection.NewProjector(projection.NewMemoryStore(), jobs.NewMemoryStore())
+		source, err := jobs.NewMemoryStore(jobs.Config{})
+		require.NoError(t, err)
+		p, err := projection.NewProjector(projection.ProjectorConfig{Store: projection.NewMemoryStore(), Source: source})
+		require.NoError(t, err)
 		msg := events.SQSMessage{MessageId: "m-1", Body: body, Attributes: map[string]string{
 			"MessageGroupId": "job-42", "ApproximateReceiveCount": strconv.Itoa(int(receives%10) + 1),
 		}}
-		err := p.Handle(ctx, msg)
+		err = p.Handle(ctx, msg)
 		ev, decodeErr := outbox.DecodeEvent(body)
 		if decodeErr != nil {
 			require.True(t, fifo.IsPermanent(err), "a body the decoder refuses is permanent: %v", err)
@@ -109,7 +112,10 @@ func FuzzProjectorHistory(f *testing.F) {
 			bodies[v] = string(b)
 		}
 		store := projection.NewMemoryStore()
-		p := projection.NewProjector(store, jobs.NewMemoryStore())
+		source, err := jobs.NewMemoryStore(jobs.Config{})
+		require.NoError(t, err)
+		p, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source})
+		require.NoError(t, err)
 		cursor, newest := 0, 0
 		deliver := func(v int) {
 			t.Helper()

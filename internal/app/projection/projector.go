@@ -1,10 +1,10 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 
@@ -27,7 +27,7 @@ const (
 	// DefaultRecoverAfter is the receive at which a waiting event stops
 	// waiting for its predecessor and recovers from the job item.
 	DefaultRecoverAfter = 3
-	// MaxRecoverAfter is the highest threshold WithRecoverAfter takes. The
+	// MaxRecoverAfter is the highest threshold RecoverAfter takes. The
 	// events queue's maxReceiveCount (10 in template.yaml) must be greater
 	// than the threshold in use, or SQS dead-letters a waiting event before
 	// it recovers.
@@ -35,7 +35,7 @@ const (
 )
 
 // Projector consumes the events queue: Handle projects one event into the
-// job views and tenant totals. It is a fifo.Handler: fifo.New(p.Handle).
+// job views and tenant totals. Handle is its queue's fifo.Handler.
 type Projector struct {
 	store        Store
 	source       JobSource
@@ -43,38 +43,50 @@ type Projector struct {
 	recoverAfter int
 }
 
-// Option configures a Projector.
-type Option func(*Projector)
+// ProjectorConfig configures a Projector.
+type ProjectorConfig struct {
+	// Store keeps the views, the totals and the cursors. Required.
+	Store Store
+	// Source reads the job item a recovery starts from. Required.
+	Source JobSource
+	// Logger logs each event's outcome (job_id, version, message_id,
+	// group_id, receive_count, outcome): applied, duplicates and older
+	// events at Debug, waiting on a gap at Info, recoveries and a job gone
+	// at Warn. Default (nil): nothing is logged.
+	Logger *slog.Logger
+	// RecoverAfter is the receive count (ApproximateReceiveCount) at which
+	// an event that finds a gap recovers from the job item instead of
+	// failing again. Default (zero): DefaultRecoverAfter; it must be 1 to
+	// MaxRecoverAfter.
+	RecoverAfter int
+}
 
-// WithLogger logs each event's outcome (job_id, version, message_id,
-// group_id, receive_count, outcome): applied, duplicates and older events
-// at Debug, waiting on a gap at Info, recoveries and a job gone at Warn.
-// Without it nothing is logged.
-func WithLogger(l *slog.Logger) Option { return func(p *Projector) { p.log = l } }
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c ProjectorConfig) Validate() error {
+	switch {
+	case c.Store == nil:
+		return fmt.Errorf("%w: Store is nil", ErrInvalidConfig)
+	case c.Source == nil:
+		return fmt.Errorf("%w: Source is nil", ErrInvalidConfig)
+	case c.RecoverAfter < 0 || c.RecoverAfter > MaxRecoverAfter:
+		return fmt.Errorf("%w: RecoverAfter %d is outside 1 to %d", ErrInvalidConfig, c.RecoverAfter, MaxRecoverAfter)
+	}
+	return nil
+}
 
-// WithRecoverAfter sets the receive count (ApproximateReceiveCount) at
-// which an event that finds a gap recovers from the job item instead of
-// failing again: 1 to MaxRecoverAfter, default DefaultRecoverAfter.
-func WithRecoverAfter(receives int) Option { return func(p *Projector) { p.recoverAfter = receives } }
-
-// NewProjector returns a Projector writing to store and recovering from
-// source. It panics on a nil store or source or an invalid option: both are
-// programming errors, found at cold start.
-func NewProjector(store Store, source JobSource, opts ...Option) *Projector {
-	if store == nil || source == nil {
-		panic("projection: NewProjector needs a store and a job source")
+// NewProjector returns a Projector writing to cfg.Store and recovering
+// from cfg.Source, or an error wrapping ErrInvalidConfig.
+func NewProjector(cfg ProjectorConfig) (*Projector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	p := &Projector{store: store, source: source, recoverAfter: DefaultRecoverAfter}
-	for _, opt := range opts {
-		opt(p)
-	}
-	if p.recoverAfter < 1 || p.recoverAfter > MaxRecoverAfter {
-		panic(fmt.Sprintf("projection: WithRecoverAfter(%d) is outside [1, %d]", p.recoverAfter, MaxRecoverAfter))
-	}
+	p := &Projector{store: cfg.Store, source: cfg.Source, log: cfg.Logger,
+		recoverAfter: cmp.Or(cfg.RecoverAfter, DefaultRecoverAfter)}
 	if p.log == nil {
-		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		p.log = slog.New(slog.DiscardHandler)
 	}
-	return p
+	return p, nil
 }
 
 // Handle projects the event in msg. It returns nil when the event is

@@ -61,7 +61,14 @@ type testBundle struct {
 	ctx    context.Context
 }
 
-func setup(t *testing.T, opts ...projection.Option) *testBundle {
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return setupWith(t, projection.ProjectorConfig{})
+}
+
+// setupWith is setup with the settings of cfg; the bundle supplies the
+// store, the source and the logger.
+func setupWith(t *testing.T, cfg projection.ProjectorConfig) *testBundle {
 	t.Helper()
 	b := &testBundle{
 		store:  projection.NewMemoryStore(),
@@ -71,7 +78,10 @@ func setup(t *testing.T, opts ...projection.Option) *testBundle {
 		ctx:    t.Context(),
 	}
 	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b.p = projection.NewProjector(b.store, b.jobs, append([]projection.Option{projection.WithLogger(log)}, opts...)...)
+	cfg.Store, cfg.Source, cfg.Logger = b.store, b.jobs, log
+	p, err := projection.NewProjector(cfg)
+	require.NoError(t, err)
+	b.p = p
 	return b
 }
 
@@ -219,7 +229,7 @@ func TestHandleRecoversAtTheThreshold(t *testing.T) {
 
 func TestHandleRecoversAfterAConfiguredThreshold(t *testing.T) {
 	t.Parallel()
-	b := setup(t, projection.WithRecoverAfter(5))
+	b := setupWith(t, projection.ProjectorConfig{RecoverAfter: 5})
 	b.jobs.items["job-42"] = jobAt(&b.events[5])
 	for receives := 1; receives < 5; receives++ {
 		require.ErrorIs(t, b.handle(t, 2, receives), projection.ErrGap)
@@ -305,17 +315,6 @@ func TestHandleAcknowledgesAnEventItsJobItemIsBehind(t *testing.T) {
 	require.Equal(t, int64(1), cur.Version, "recovered to the item")
 }
 
-func TestNewProjectorRefusesAnInvalidThreshold(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int{0, -1, projection.MaxRecoverAfter + 1} {
-		require.Panics(t, func() {
-			projection.NewProjector(projection.NewMemoryStore(), &fakeJobs{}, projection.WithRecoverAfter(n))
-		}, "threshold %d", n)
-	}
-	require.Panics(t, func() { projection.NewProjector(nil, &fakeJobs{}) })
-	require.Panics(t, func() { projection.NewProjector(projection.NewMemoryStore(), nil) })
-}
-
 // TestProjectorAsAFifoHandler runs a batch through pkg/fifo: a gap fails its
 // message and the rest of its lane (received again in order), while another
 // job's lane runs on.
@@ -331,7 +330,9 @@ func TestProjectorAsAFifoHandler(t *testing.T) {
 		message(t, &b.events[3], 1),
 		message(t, &other[2], 1),
 	}}
-	resp, err := fifo.New(b.p.Handle).Process(b.ctx, batch)
+	proc, err := fifo.New(fifo.Config{Handler: b.p.Handle})
+	require.NoError(t, err)
+	resp, err := proc.Process(b.ctx, batch)
 	require.NoError(t, err)
 	var failed []string
 	for _, f := range resp.BatchItemFailures {
@@ -345,7 +346,7 @@ func TestProjectorAsAFifoHandler(t *testing.T) {
 		message(t, &b.events[1], 1), message(t, &b.events[2], 2), message(t, &b.events[3], 2),
 		message(t, &b.events[4], 1), message(t, &b.events[5], 1),
 	}}
-	resp, err = fifo.New(b.p.Handle).Process(b.ctx, batch)
+	resp, err = proc.Process(b.ctx, batch)
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	b.requireTotals(t, 47, 1)

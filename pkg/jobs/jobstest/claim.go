@@ -72,7 +72,7 @@ func testDuplicateClaim(t *testing.T, newStore NewStore) {
 // generation, final), and writes nothing: no generation is used up and no
 // lease is taken. The right tenant's claim, and its retry, behave as ever.
 func testClaimOfAnotherTenant(t *testing.T, newStore NewStore) {
-	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	b := setupWith(t, newStore, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 2}})
 	id := b.create(t, "job-42").ID
 	forge := func(t *testing.T, attempt string) {
 		t.Helper()
@@ -121,7 +121,7 @@ func testClaimOfAnotherTenant(t *testing.T, newStore NewStore) {
 }
 
 func testOwnClaimAfterLeaseEnded(t *testing.T, newStore NewStore) {
-	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	b := setupWith(t, newStore, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 2}})
 	id := b.create(t, "job-42").ID
 	first := b.claim(t, id, "attempt-a", time.Minute)
 

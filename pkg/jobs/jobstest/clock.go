@@ -9,8 +9,8 @@ import (
 // article's date.
 var Start = time.Date(2026, 11, 4, 9, 0, 0, 0, time.UTC)
 
-// Clock is a controllable clock, safe for concurrent use. Pass its Now to
-// jobs.WithClock.
+// Clock is a controllable clock, safe for concurrent use. Pass its Now as
+// jobs.Config's Now.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

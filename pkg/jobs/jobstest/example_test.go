@@ -8,7 +8,7 @@ import (
 )
 
 // A lease expires by the store's clock, not the wall's, so a test moves time
-// on instead of waiting for it. Pass clock.Now to jobs.WithClock.
+// on instead of waiting for it. Pass clock.Now as jobs.Config's Now.
 func ExampleClock() {
 	clock := jobstest.NewClock(jobstest.Start)
 	leaseEnds := clock.Now().Add(30 * time.Second)

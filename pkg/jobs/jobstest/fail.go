@@ -41,7 +41,7 @@ func testFail(t *testing.T, newStore NewStore) {
 }
 
 func testRecoveryPolicy(t *testing.T, newStore NewStore) {
-	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	b := setupWith(t, newStore, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 2}})
 	id := b.create(t, "job-42").ID
 	b.claim(t, id, "attempt-a", time.Minute)
 	b.clock.Advance(2 * time.Minute)

@@ -118,7 +118,7 @@ func testHistoryIsLinearizable(t *testing.T, newStore NewStore) {
 	// of the goroutines still varies between runs.
 	t.Logf("seed %d (replay the same operations with %s=%d)", cfg.Seed, SeedEnv, cfg.Seed)
 	clock := NewClock(Start)
-	store := newStore(t, jobs.WithClock(clock.Now), jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: cfg.MaxGenerations}))
+	store := newStore(t, jobs.Config{Now: clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: cfg.MaxGenerations}})
 	h := RecordHistory(t, store, clock, cfg)
 	// Not t.TempDir: a visualisation of a failure must outlive the test.
 	dir, err := os.MkdirTemp("", "jobs-history-")

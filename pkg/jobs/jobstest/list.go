@@ -17,7 +17,7 @@ import (
 // a store shared with them lists only this test's jobs before its cutoffs.
 func testLive(t *testing.T, newStore NewStore) {
 	t0 := Start.AddDate(-5, 0, 0)
-	b := setupAt(t, t0, newStore)
+	b := setupAt(t, t0, newStore, jobs.Config{})
 	lister, ok := b.store.(jobs.Lister)
 	require.True(t, ok, "%T does not implement jobs.Lister", b.store)
 	at := func(d time.Duration) { t.Helper(); b.clock.Set(t0.Add(d)) }
@@ -86,7 +86,7 @@ func testLive(t *testing.T, newStore NewStore) {
 // this test's jobs before its bounds.
 func testFinished(t *testing.T, newStore NewStore) {
 	t0 := Start.AddDate(-6, 0, 0)
-	b := setupAt(t, t0, newStore)
+	b := setupAt(t, t0, newStore, jobs.Config{})
 	lister, ok := b.store.(jobs.FinishedLister)
 	require.True(t, ok, "%T does not implement jobs.FinishedLister", b.store)
 	at := func(d time.Duration) { t.Helper(); b.clock.Set(t0.Add(d)) }

@@ -21,7 +21,7 @@ import (
 // their jobs too (before this test's), and a tenant's shows only its own.
 func testListPages(t *testing.T, newStore NewStore) {
 	t0 := Start.AddDate(-4, 0, 0)
-	b := setupAt(t, t0, newStore)
+	b := setupAt(t, t0, newStore, jobs.Config{})
 	st, ok := b.store.(jobs.ListStore)
 	require.True(t, ok, "%T does not implement jobs.ListStore", b.store)
 	at := func(d time.Duration) { t.Helper(); b.clock.Set(t0.Add(d)) }

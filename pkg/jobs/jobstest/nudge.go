@@ -117,7 +117,7 @@ func testNudgeRunning(t *testing.T, newStore NewStore) {
 // testNudgeKeepsRecoveryPolicy: nudges do not raise the generation, so the
 // recovery policy still ends a job that keeps stalling.
 func testNudgeKeepsRecoveryPolicy(t *testing.T, newStore NewStore) {
-	b := setup(t, newStore, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 1}))
+	b := setupWith(t, newStore, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 1}})
 	id := b.create(t, "job-42").ID
 	j := b.claim(t, id, "attempt-a", time.Minute)
 	for range 3 {

@@ -42,15 +42,15 @@ func testRenew(t *testing.T, newStore NewStore) {
 func testLeasesAreBounded(t *testing.T, newStore NewStore) {
 	for _, tc := range []struct {
 		name string
-		opts []jobs.Option
+		cfg  jobs.Config
 		skew time.Duration
 	}{
-		{"default skew", nil, jobs.DefaultClockSkew},
-		{"one second of skew", []jobs.Option{jobs.WithClockSkew(time.Second)}, time.Second},
-		{"the largest skew", []jobs.Option{jobs.WithClockSkew(jobs.MaxClockSkew)}, jobs.MaxClockSkew},
+		{"default skew", jobs.Config{}, jobs.DefaultClockSkew},
+		{"one second of skew", jobs.Config{ClockSkew: time.Second}, time.Second},
+		{"the largest skew", jobs.Config{ClockSkew: jobs.MaxClockSkew}, jobs.MaxClockSkew},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := setup(t, newStore, tc.opts...)
+			b := setupWith(t, newStore, tc.cfg)
 			id := b.create(t, "job-42").ID
 			before := b.get(t, id)
 			// Twice the margin: room for LeaseEnd's margin and as much

@@ -14,10 +14,10 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// NewStore returns a fresh store configured with opts (always including a
-// clock). Stores returned to different tests may share a table: the suite
+// NewStore returns a fresh store with the settings of cfg (always including
+// a clock). Stores returned to different tests may share a table: the suite
 // uses ids and tenants unique to each test.
-type NewStore func(t *testing.T, opts ...jobs.Option) jobs.Store
+type NewStore func(t *testing.T, cfg jobs.Config) jobs.Store
 
 // Run runs the conformance suite against the stores newStore returns.
 func Run(t *testing.T, newStore NewStore) {
@@ -81,18 +81,27 @@ type bundle struct {
 	suffix string
 }
 
-func setup(t *testing.T, newStore NewStore, opts ...jobs.Option) *bundle {
+// setup returns a bundle whose store has the default settings and the
+// bundle's clock.
+func setup(t *testing.T, newStore NewStore) *bundle {
 	t.Helper()
-	return setupAt(t, Start, newStore, opts...)
+	return setupWith(t, newStore, jobs.Config{})
+}
+
+// setupWith is setup with the settings of cfg.
+func setupWith(t *testing.T, newStore NewStore, cfg jobs.Config) *bundle {
+	t.Helper()
+	return setupAt(t, Start, newStore, cfg)
 }
 
 // setupAt is setup with a clock showing start.
-func setupAt(t *testing.T, start time.Time, newStore NewStore, opts ...jobs.Option) *bundle {
+func setupAt(t *testing.T, start time.Time, newStore NewStore, cfg jobs.Config) *bundle {
 	t.Helper()
 	clock := NewClock(start)
 	suffix := randomHex(t)
+	cfg.Now = clock.Now
 	return &bundle{
-		store:  newStore(t, append([]jobs.Option{jobs.WithClock(clock.Now)}, opts...)...),
+		store:  newStore(t, cfg),
 		clock:  clock,
 		ctx:    t.Context(),
 		tenant: "t-1-" + suffix,

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -50,9 +51,10 @@ func TestALeaseFromLeaseEndFitsTheStoresBound(t *testing.T) {
 		t.Run(skew.String(), func(t *testing.T) {
 			t.Parallel()
 			clock := jobstest.NewClock(jobstest.Start)
-			store := jobs.NewMemoryStore(jobs.WithClock(clock.Now), jobs.WithClockSkew(skew))
+			store, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now, ClockSkew: skew})
+			require.NoError(t, err)
 			for _, id := range []string{"job-42", "job-43"} {
-				_, err := store.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
+				_, err = store.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
 				require.NoError(t, err)
 			}
 			// The invocation started when the service's clock read now+skew.
@@ -72,26 +74,68 @@ func TestALeaseFromLeaseEndFitsTheStoresBound(t *testing.T) {
 	}
 }
 
-func TestInvalidOptionsPanic(t *testing.T) {
+// TestNewRefusesAnInvalidConfig: each store refuses a setting outside its
+// bound with ErrInvalidConfig and the field's name, and takes one exactly
+// at the bound.
+func TestNewRefusesAnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	require.Panics(t, func() { jobs.NewMemoryStore(jobs.WithClock(nil)) })
-	require.Panics(t, func() { jobs.NewMemoryStore(jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: -1})) })
-	require.Panics(t, func() { jobs.NewMemoryStore(jobs.WithRetention(0)) })
-	require.Panics(t, func() { jobs.NewDynamoStore(nil, "jobs") })
-	require.PanicsWithValue(t, "jobs: clock skew -1s is outside 0 to 1m0s",
-		func() { jobs.NewMemoryStore(jobs.WithClockSkew(-time.Second)) })
-	require.PanicsWithValue(t, "jobs: clock skew 1m0.001s is outside 0 to 1m0s",
-		func() { jobs.NewMemoryStore(jobs.WithClockSkew(jobs.MaxClockSkew + time.Millisecond)) })
-	require.NotPanics(t, func() { jobs.NewMemoryStore() })
-	require.NotPanics(t, func() { jobs.NewMemoryStore(jobs.WithClockSkew(jobs.MaxClockSkew)) })
+	for _, tc := range []struct {
+		name  string
+		cfg   jobs.Config
+		field string // "" when the configuration is valid
+	}{
+		{"zero value", jobs.Config{}, ""},
+		{"negative MaxGenerations", jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: -1}}, "Recovery.MaxGenerations"},
+		{"one generation", jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 1}}, ""},
+		{"negative Retention", jobs.Config{Retention: -time.Nanosecond}, "Retention"},
+		{"shortest Retention", jobs.Config{Retention: time.Nanosecond}, ""},
+		{"negative IntentRetention", jobs.Config{IntentRetention: -time.Nanosecond}, "IntentRetention"},
+		{"shortest IntentRetention", jobs.Config{IntentRetention: time.Nanosecond}, ""},
+		{"negative ClockSkew", jobs.Config{ClockSkew: -time.Nanosecond}, "ClockSkew"},
+		{"ClockSkew at MaxClockSkew", jobs.Config{ClockSkew: jobs.MaxClockSkew}, ""},
+		{"ClockSkew beyond MaxClockSkew", jobs.Config{ClockSkew: jobs.MaxClockSkew + time.Nanosecond}, "ClockSkew"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			memory, err := jobs.NewMemoryStore(tc.cfg)
+			dynamo, derr := jobs.NewDynamoStore(jobs.DynamoConfig{Client: &dynamodb.Client{}, Table: "jobs", Config: tc.cfg})
+			if tc.field == "" {
+				require.NoError(t, err)
+				require.NotNil(t, memory)
+				require.NoError(t, derr)
+				require.NotNil(t, dynamo)
+				return
+			}
+			for _, err := range []error{err, derr} {
+				require.ErrorIs(t, err, jobs.ErrInvalidConfig)
+				require.ErrorContains(t, err, tc.field)
+			}
+			require.Nil(t, memory)
+			require.Nil(t, dynamo)
+		})
+	}
+}
+
+func TestNewDynamoStoreNeedsAClientAndATable(t *testing.T) {
+	t.Parallel()
+	for field, cfg := range map[string]jobs.DynamoConfig{
+		"Client": {Table: "jobs"},
+		"Table":  {Client: &dynamodb.Client{}},
+	} {
+		store, err := jobs.NewDynamoStore(cfg)
+		require.ErrorIs(t, err, jobs.ErrInvalidConfig)
+		require.ErrorContains(t, err, field+" is")
+		require.Nil(t, store)
+	}
 }
 
 func TestMemoryStoreHonoursContext(t *testing.T) {
 	t.Parallel()
-	s := jobs.NewMemoryStore()
+	s, err := jobs.NewMemoryStore(jobs.Config{})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Create(ctx, jobs.CreateRequest{IntentID: "export-intent-7", Tenant: "t-1"})
+	_, err = s.Create(ctx, jobs.CreateRequest{IntentID: "export-intent-7", Tenant: "t-1"})
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = s.Claim(ctx, jobs.ClaimRequest{JobID: "job-42", AttemptID: "a", LeaseUntil: time.Now().Add(time.Minute)})
 	require.ErrorIs(t, err, context.Canceled)

@@ -1,13 +1,14 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 )
 
-// Defaults of the options.
+// Defaults of the Config.
 const (
 	// DefaultMaxGenerations is the default RecoveryPolicy.MaxGenerations.
 	// The commands queue's maxReceiveCount must be at least MaxGenerations
@@ -21,7 +22,7 @@ const (
 	// DefaultIntentRetention is how long an intent is remembered.
 	DefaultIntentRetention = 30 * 24 * time.Hour
 	// DefaultClockSkew is the margin LeaseEnd adds to an invocation deadline,
-	// and the store's margin (WithClockSkew), which it allows twice beyond
+	// and the store's margin (Config.ClockSkew), which it allows twice beyond
 	// MaxLambdaTimeout.
 	DefaultClockSkew = 5 * time.Second
 )
@@ -41,7 +42,7 @@ const (
 	// behind the service's eats: a 15-minute function's claim would be
 	// refused. The second margin absorbs up to that much offset.
 	MaxLambdaTimeout = 15 * time.Minute
-	// MaxClockSkew bounds the clock-skew margin (WithClockSkew, LeaseEnd).
+	// MaxClockSkew bounds the clock-skew margin (Config.ClockSkew, LeaseEnd).
 	// Lambda hosts keep time with the Amazon Time Sync Service, far closer
 	// than a second; the 5-second default covers that and requests in
 	// flight. A margin of more than a minute is no longer about skew: it
@@ -60,6 +61,58 @@ type RecoveryPolicy struct {
 	MaxGenerations int64
 }
 
+// ErrInvalidConfig is wrapped by the error a constructor returns for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("jobs: invalid configuration")
+
+// Config holds the settings both stores share. Its zero value is the
+// system clock and the defaults above.
+type Config struct {
+	// Now is the clock the store reads "now" from: lease expiry, the item's
+	// timestamps and its TTL. Tests inject a controllable one. Default
+	// (nil): time.Now.
+	Now func() time.Time
+	// Recovery is the recovery policy for expired leases. Default (zero
+	// MaxGenerations): DefaultMaxGenerations; a negative MaxGenerations is
+	// invalid.
+	Recovery RecoveryPolicy
+	// Retention is how long a final job is kept: its expires_at (TTL) is the
+	// time it ended plus Retention. Default (zero): DefaultRetention; a
+	// negative one is invalid.
+	Retention time.Duration
+	// IntentRetention is how long an intent marker is kept after creation.
+	// After that, and after the job's own item is gone (see the package
+	// documentation), a retried intent creates a new job; with a derived job
+	// id the job's item answers for the intent as long as it exists.
+	// Default (zero): DefaultIntentRetention; a negative one is invalid.
+	IntentRetention time.Duration
+	// ClockSkew is the clock-skew margin the store allows, twice, beyond
+	// MaxLambdaTimeout: a claim or renewal may ask for a lease ending at
+	// most MaxLambdaTimeout + 2*ClockSkew after now (see MaxLambdaTimeout
+	// for why twice). Use the same margin, or a smaller one, with LeaseEnd.
+	// Default (zero): DefaultClockSkew; it must not be negative nor exceed
+	// MaxClockSkew.
+	ClockSkew time.Duration
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Recovery.MaxGenerations < 0:
+		return fmt.Errorf("%w: Recovery.MaxGenerations %d is negative", ErrInvalidConfig, c.Recovery.MaxGenerations)
+	case c.Retention < 0:
+		return fmt.Errorf("%w: Retention %v is negative", ErrInvalidConfig, c.Retention)
+	case c.IntentRetention < 0:
+		return fmt.Errorf("%w: IntentRetention %v is negative", ErrInvalidConfig, c.IntentRetention)
+	case c.ClockSkew < 0 || c.ClockSkew > MaxClockSkew:
+		return fmt.Errorf("%w: ClockSkew %v is outside 0 to %v", ErrInvalidConfig, c.ClockSkew, MaxClockSkew)
+	}
+	return nil
+}
+
+// config is a valid Config with its defaults filled in: what the stores
+// read.
 type config struct {
 	now             func() time.Time
 	recovery        RecoveryPolicy
@@ -68,70 +121,22 @@ type config struct {
 	clockSkew       time.Duration
 }
 
-// Option configures a store. The zero configuration uses the system clock
-// and the defaults above.
-type Option func(*config)
-
-// WithClock sets the clock the store reads "now" from: lease expiry, the
-// item's timestamps and its TTL. Tests inject a controllable one.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
-
-// WithRecovery sets the recovery policy for expired leases.
-func WithRecovery(p RecoveryPolicy) Option { return func(c *config) { c.recovery = p } }
-
-// WithRetention sets how long a final job is kept: its expires_at (TTL) is
-// the time it ended plus d.
-func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
-
-// WithIntentRetention sets how long an intent marker is kept after creation.
-// After that, and after the job's own item is gone (see the package
-// documentation), a retried intent creates a new job; with a derived job id
-// the job's item answers for the intent as long as it exists.
-func WithIntentRetention(d time.Duration) Option { return func(c *config) { c.intentRetention = d } }
-
-// WithClockSkew sets the clock-skew margin d the store allows, twice, beyond
-// MaxLambdaTimeout: a claim or renewal may ask for a lease ending at most
-// MaxLambdaTimeout + 2d after now (see MaxLambdaTimeout for why twice).
-// Zero means DefaultClockSkew; d must not be negative nor exceed
-// MaxClockSkew. Use the same margin, or a smaller one, with LeaseEnd.
-func WithClockSkew(d time.Duration) Option { return func(c *config) { c.clockSkew = d } }
-
-func newConfig(opts []Option) config {
-	c := config{
-		now:             time.Now,
-		recovery:        RecoveryPolicy{MaxGenerations: DefaultMaxGenerations},
-		retention:       DefaultRetention,
-		intentRetention: DefaultIntentRetention,
-		clockSkew:       DefaultClockSkew,
-	}
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.recovery.MaxGenerations == 0 {
-		c.recovery.MaxGenerations = DefaultMaxGenerations
-	}
-	if c.clockSkew == 0 {
-		c.clockSkew = DefaultClockSkew
-	}
+// resolve validates c and fills in its defaults.
+func (c Config) resolve() (config, error) {
 	if err := c.Validate(); err != nil {
-		panic(err.Error())
+		return config{}, err
 	}
-	return c
-}
-
-// Validate reports an option that cannot work.
-func (c *config) Validate() error {
-	switch {
-	case c.now == nil:
-		return errors.New("jobs: nil clock")
-	case c.recovery.MaxGenerations < 1:
-		return fmt.Errorf("jobs: RecoveryPolicy.MaxGenerations %d < 1", c.recovery.MaxGenerations)
-	case c.retention <= 0, c.intentRetention <= 0:
-		return errors.New("jobs: retention must be positive")
-	case c.clockSkew < 0 || c.clockSkew > MaxClockSkew:
-		return fmt.Errorf("jobs: clock skew %v is outside 0 to %v", c.clockSkew, MaxClockSkew)
+	now := c.Now
+	if now == nil {
+		now = time.Now
 	}
-	return nil
+	return config{
+		now:             now,
+		recovery:        RecoveryPolicy{MaxGenerations: cmp.Or(c.Recovery.MaxGenerations, DefaultMaxGenerations)},
+		retention:       cmp.Or(c.Retention, DefaultRetention),
+		intentRetention: cmp.Or(c.IntentRetention, DefaultIntentRetention),
+		clockSkew:       cmp.Or(c.ClockSkew, DefaultClockSkew),
+	}, nil
 }
 
 // leaseLimit is the latest end of a lease granted at now: one margin more
@@ -151,7 +156,7 @@ var ErrNoDeadline = errors.New("jobs: context has no deadline")
 // the generation fence still covers requests that were already in flight.
 // A store refuses a lease beyond MaxLambdaTimeout plus twice its own margin,
 // which leaves room for a host clock up to one margin behind the Lambda
-// service's, so skew must not exceed the store's (WithClockSkew).
+// service's, so skew must not exceed the store's (Config.ClockSkew).
 func LeaseEnd(ctx context.Context, skew time.Duration) (time.Time, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
