@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
@@ -15,34 +15,50 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
 
-// runDemo is `fifoworker demo`: internal/dev/demo on a fresh stack named
-// "demo", stopped afterwards. Its last line is the summary as JSON; the exit
-// status is 0 only when every invariant held.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rie := fs.Bool("rie", os.Getenv("RIE") == "1", "run the built bootstraps under the runtime interface emulator (make demo RIE=1)")
-	n := fs.Int("jobs", 300, "how many bulk jobs to submit, across tenants")
-	if err := fs.Parse(args); err != nil {
-		return 2
+// demoOptions are `fifoworker demo`'s.
+type demoOptions struct {
+	RIE  bool // the built bootstraps under the runtime interface emulator
+	Jobs int  // how many bulk jobs to submit, across tenants
+}
+
+func (c *cli) demoCmd() *cobra.Command {
+	o := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "run the whole pipeline on sample jobs on the local AWS stack (exit 0 only when every invariant held)",
+		Long: `Run the five functions of template.yaml on a fresh local stack named "demo", stopped
+afterwards: sample jobs across tenants, end to end. The last line is the summary as
+JSON. Exit status: 0 only when every invariant held, 1 otherwise, 2 a usage error.`,
+		Args: noArgs,
+		RunE: c.runVerb(o, nil),
 	}
-	fmt.Fprintf(stdout, "fifoworker demo: the five functions of template.yaml on a local stack (worker timeout %ds, commands visibility %ds)\n",
+	cmd.Flags().BoolVar(&o.RIE, "rie", os.Getenv("RIE") == "1", "run the built bootstraps under the runtime interface emulator (make demo RIE=1)")
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 300, "how many bulk jobs to submit, across tenants")
+	return cmd
+}
+
+func (o *demoOptions) Validate() error { return nil }
+
+// Run runs internal/dev/demo on a fresh stack named "demo".
+func (o *demoOptions) Run(ctx context.Context, c *cli) error {
+	fmt.Fprintf(c.stdout, "fifoworker demo: the five functions of template.yaml on a local stack (worker timeout %ds, commands visibility %ds)\n",
 		demo.WorkerTimeout, demo.Visibility)
-	o := localstack.Options{Name: "demo", Progress: stderr}
-	return withFreshStack(ctx, o, "template.yaml", demo.Prepare, "fifoworker", stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) int {
+	stack := localstack.Options{Name: "demo"}
+	d := deployFlags{Template: "template.yaml", StackName: "fifoworker"}
+	return withFreshStack(ctx, stack, d, demo.Prepare, c.stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) error {
 		root, _ := os.Getwd()
 		sum, err := demo.Run(ctx, demo.Options{
-			State: s, Template: tpl, Deployed: res, StackName: "fifoworker", Jobs: *n, RIE: *rie,
-			Root: root, LogDir: filepath.Join(localstack.DefaultCacheDir(), "demo-logs"), Out: stdout,
+			State: s, Template: tpl, Deployed: res, StackName: d.StackName, Jobs: o.Jobs, RIE: o.RIE,
+			Root: root, LogDir: filepath.Join(localstack.DefaultCacheDir(), "demo-logs"), Out: c.stdout,
 		})
-		if err != nil {
-			fmt.Fprintln(stderr, "fifoworker: demo:", err)
-		}
 		line, _ := json.Marshal(sum)
-		fmt.Fprintln(stdout, string(line))
-		if err != nil || !sum.OK {
-			return 1
+		if err != nil {
+			fmt.Fprintln(c.stderr, "fifoworker demo:", err)
 		}
-		return 0
+		fmt.Fprintln(c.stdout, string(line))
+		if err != nil || !sum.OK {
+			return exitStatus(1)
+		}
+		return nil
 	})
 }

@@ -20,16 +20,14 @@ import (
 // outputs as FIFOWORKER_* variables a shell can eval. It writes the
 // stack's whole environment (stackEnv) to envFile too, for the operator's
 // commands' --stack.
-func deploy(ctx context.Context, s *localstack.State, templatePath, stackName, envFile string, stdout, stderr io.Writer) int {
-	tpl, err := samtemplate.Load(templatePath)
+func deploy(ctx context.Context, s *localstack.State, d deployFlags, envFile string, stdout, stderr io.Writer) error {
+	tpl, err := samtemplate.Load(d.Template)
 	if err != nil {
-		fmt.Fprintln(stderr, "fifoworker:", err)
-		return 1
+		return err
 	}
-	res, err := deployTemplate(ctx, s, tpl, templatePath, stackName, stderr)
+	res, err := deployTemplate(ctx, s, tpl, d, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "fifoworker:", err)
-		return 1
+		return err
 	}
 	var file strings.Builder
 	for _, kv := range stackEnv(s, res.Outputs) {
@@ -40,11 +38,7 @@ func deploy(ctx context.Context, s *localstack.State, templatePath, stackName, e
 			fmt.Fprint(stdout, line)
 		}
 	}
-	if err := writeDeployEnv(envFile, file.String(), s.Name, stderr); err != nil {
-		fmt.Fprintln(stderr, "fifoworker:", err)
-		return 1
-	}
-	return 0
+	return writeDeployEnv(envFile, file.String(), s.Name, stderr)
 }
 
 // writeDeployEnv writes text, deploy's environment of stack name, to its
@@ -99,14 +93,14 @@ func stackEnv(s *localstack.State, outputs map[string]string) []string {
 
 // deployTemplate deploys tpl and reports what was made and, grouped by
 // reason, what the emulators do not do.
-func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, templatePath, stackName string, stderr io.Writer) (*localdeploy.Result, error) {
-	res, err := localdeploy.Deploy(ctx, tpl, stackName, s.Region, localdeploy.Clients{
+func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, d deployFlags, stderr io.Writer) (*localdeploy.Result, error) {
+	res, err := localdeploy.Deploy(ctx, tpl, d.StackName, s.Region, localdeploy.Clients{
 		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stderr, "localdeploy: %d resources of %s deployed as stack %s\n", len(res.Resources), templatePath, stackName)
+	fmt.Fprintf(stderr, "localdeploy: %d resources of %s deployed as stack %s\n", len(res.Resources), d.Template, d.StackName)
 	byReason := map[string][]string{}
 	var reasons []string
 	for _, sk := range res.Skipped {

@@ -95,8 +95,8 @@ func TestJobsListRefusesABadToken(t *testing.T) {
 		{[]string{"jobs", "list", "--tenant", "t-2", "--starting-token", page.Token}, "made for another listing"},
 		{[]string{"jobs", "list", "--json", "--all", "--starting-token", page.Token, "--live", "--tenant", "t-1"}, "made for another listing"},
 		{[]string{"jobs", "list", "--all"}, "--all streams NDJSON: give --json too"},
-		{[]string{"jobs", "get", "job-a", "--starting-token", page.Token}, "--starting-token is list's"},
-		{[]string{"jobs", "get", "job-a", "--all"}, "--all is list's"},
+		{[]string{"jobs", "get", "job-a", "--starting-token", page.Token}, "unknown flag: --starting-token (a flag of fifoworker jobs list)"},
+		{[]string{"jobs", "get", "job-a", "--all"}, "unknown flag: --all (a flag of fifoworker jobs list)"},
 	} {
 		code, out, errOut := o.run(tc.args...)
 		require.Equal(t, 2, code, "%q: %s", tc.args, out)

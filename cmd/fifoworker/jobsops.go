@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -13,230 +12,270 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-const jobsUsage = `usage: fifoworker jobs <get|list|cancel> [id] [flags]
+const jobsExit = `Exit status: 0 done, 1 failed (a missing table or job, a job of another
+tenant), 2 a usage error.`
 
-  get <id>                 one job: status, generation, version, lease, result, failure, times
-  list                     the jobs that are not final, least recently changed first, then the
-                           final jobs that ended within --since, in the order they ended
-  cancel <id> --tenant T   end a pending or running job; its generation moves on, so a worker
-                           still running it can write nothing more
+// cancelExit is the rule of cancel's exit status.
+const cancelExit = `cancel exits 0 only when it cancelled the job: a job that already ended,
+completed, failed or cancelled alike, is left as it is and exits 1, saying
+how it ended (with --json, stdout still has the job and "changed": false).`
 
-flags:
-  --stack NAME    a local stack's env file gives the endpoints and the table (fifoworker help)
-  --table NAME    the jobs table (default: FIFOWORKER_JOBS_TABLE_NAME)
-  --json          one JSON document on stdout, for scripts
-  --tenant T      list: only this tenant's jobs; cancel: the job's tenant (required)
-  --live          list: only the jobs that are not final
-  --since D       list: the final jobs that ended within D (default 24h; 0: all the table keeps)
-  --limit N       list: at most N jobs a page (default 50, at most 1000)
-  --starting-token T
-                  list: go on after the last job of the page that printed T (text: a
-                  "next page" line; --json: "next_token"), with the same --tenant, --live
-                  and --since. A job that did not change meanwhile is shown exactly once;
-                  one that changed may show again as it is now (a job that ended, among
-                  the final ones); the indexes lag a moment behind the table
-  --all           list, with --json: every job, page after page of --limit (default 1000),
-                  as NDJSON: one job's JSON object a line
-  --reason TEXT   cancel: recorded as the cancellation's message
+func (c *cli) jobsCmd() *cobra.Command {
+	return group("jobs", "get, list and cancel jobs", "Get, list and cancel the jobs of the jobs table.\n\n"+jobsExit+" "+cancelExit, c.jobsGetCmd(), c.jobsListCmd(), c.jobsCancelCmd())
+}
 
-Exit status: 0 done, 1 failed (a missing table or job, a job of another
-tenant), 2 a usage error. cancel exits 0 only when it cancelled the job: a
-job that already ended, completed, failed or cancelled alike, is left as it
-is and exits 1, saying how it ended (with --json, stdout still has the job
-and "changed": false).
-`
+// jobsFlags are the flags of every jobs verb.
+type jobsFlags struct {
+	Stack string // a local stack whose env file names the table
+	Table string // the jobs table
+	JSON  bool
+}
 
-func jobsCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) == 0 {
-			fmt.Fprint(stderr, jobsUsage)
-			return 2
-		}
-		fmt.Fprint(stdout, jobsUsage)
-		return 0
-	}
-	verb := args[0]
-	switch verb {
-	case "get", "list", "cancel":
-	default:
-		fmt.Fprintf(stderr, "fifoworker jobs: unknown command %q\n\n%s", verb, jobsUsage)
-		return 2
-	}
-	fs := flag.NewFlagSet("jobs "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	table := fs.String("table", "", "the jobs table")
-	asJSON := fs.Bool("json", false, "JSON output")
-	tenant := fs.String("tenant", "", "the tenant")
-	live := fs.Bool("live", false, "only jobs that are not final")
-	since := fs.Duration("since", 24*time.Hour, "final jobs that ended within this")
-	limit := fs.Int("limit", jobs.DefaultListLimit, "at most this many jobs a page")
-	token := fs.String("starting-token", "", "go on after the page that printed this token")
-	all := fs.Bool("all", false, "with --json: every job, one a line (NDJSON)")
-	reason := fs.String("reason", "", "the cancellation's message")
-	stack := stackFlag(fs)
-	pos, err := parseArgs(fs, args[1:])
+func bindJobs(fs *pflag.FlagSet, f *jobsFlags) {
+	bindStackFlag(fs, &f.Stack)
+	fs.StringVar(&f.Table, "table", "", "the jobs table `NAME` (default: FIFOWORKER_JOBS_TABLE_NAME)")
+	fs.BoolVar(&f.JSON, "json", false, "one JSON document on stdout, for scripts")
+}
+
+// store opens the jobs table f names, and returns it with its name.
+func (f *jobsFlags) store(ctx context.Context, c *cli) (jobsStore, string, error) {
+	env, err := c.env.targetOf(f.Stack, cliLogger(c.stderr, false), c.stderr)
 	if err != nil {
-		return 2
+		return nil, "", err
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "fifoworker jobs %s: %s\n", verb, fmt.Sprintf(format, a...))
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "fifoworker jobs %s: %v\n", verb, err)
-		return 1
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var id string
-	switch verb {
-	case "list":
-		if len(pos) > 0 {
-			return usageErr("list takes no job id (got %q)", pos)
-		}
-		if *limit < 1 || *limit > jobs.MaxListLimit {
-			return usageErr("--limit %d: 1 to %d", *limit, jobs.MaxListLimit)
-		}
-		if *all && !*asJSON {
-			return usageErr("--all streams NDJSON: give --json too")
-		}
-		if *since < 0 {
-			return usageErr("--since %v is negative", *since)
-		}
-		if *live && set["since"] {
-			return usageErr("--since is about final jobs, which --live leaves out")
-		}
-		for _, f := range []string{"reason"} {
-			if set[f] {
-				return usageErr("--%s is cancel's", f)
-			}
-		}
-	default:
-		if len(pos) != 1 {
-			return usageErr("name exactly one job id (got %q)", pos)
-		}
-		id = pos[0]
-		if err := jobs.ValidateID(id); err != nil {
-			return usageErr("%v", err)
-		}
-		for _, f := range []string{"live", "since", "limit", "starting-token", "all"} {
-			if set[f] {
-				return usageErr("--%s is list's", f)
-			}
-		}
-		if verb == "get" && (set["tenant"] || set["reason"]) {
-			return usageErr("--tenant and --reason are list's and cancel's")
-		}
-		if verb == "cancel" && *tenant == "" {
-			return usageErr("--tenant is required: the tenant the job belongs to (a check against cancelling the wrong job)")
-		}
-	}
-	env, code := env.targetOf("jobs "+verb, *stack, cliLogger(stderr, false), stderr)
-	if code != 0 {
-		return code
-	}
-	name, err := env.resource(*table, "JobsTableName", "table")
+	name, err := env.resource(f.Table, "JobsTableName", "table")
 	if err != nil {
-		return fail(err)
+		return nil, "", err
 	}
-	st, err := env.open.jobsStore(ctx, name, env.hint(*table, "table", "JobsTableName"))
+	st, err := env.open.jobsStore(ctx, name, env.hint(f.Table, "table", "JobsTableName"))
+	return st, name, err
+}
+
+// notFound names the table in the error of a job that is not in it.
+func notFound(err error, id, table string) error {
+	if errors.Is(err, jobs.ErrNotFound) {
+		return fmt.Errorf("job %s not found in table %s", id, table)
+	}
+	return err
+}
+
+// jobsVerb makes the command of a jobs verb on one job.
+func (c *cli) jobsVerb(use, short, long string, v verb, id *string, f *jobsFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long + "\n\n" + jobsExit,
+		Args: args(1, "job id"), ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: c.runVerb(v, func(args []string) { *id = args[0] }),
+	}
+	bindJobs(cmd.Flags(), f)
+	return cmd
+}
+
+// jobsGetOptions are `fifoworker jobs get`'s.
+type jobsGetOptions struct {
+	jobsFlags
+	ID string
+}
+
+func (c *cli) jobsGetCmd() *cobra.Command {
+	o := &jobsGetOptions{}
+	return c.jobsVerb("get <id>", "one job: status, generation, version, lease, result, failure, times",
+		"One job: its status, generation, version, lease, result, failure and times.", o, &o.ID, &o.jobsFlags)
+}
+
+func (o *jobsGetOptions) Validate() error { return jobs.ValidateID(o.ID) }
+
+func (o *jobsGetOptions) Run(ctx context.Context, c *cli) error {
+	st, table, err := o.store(ctx, c)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	now := env.now()
-	notFound := func(err error) int {
-		if errors.Is(err, jobs.ErrNotFound) {
-			return fail(fmt.Errorf("job %s not found in table %s", id, name))
-		}
-		return fail(err)
+	j, err := st.Get(ctx, o.ID)
+	if err != nil {
+		return notFound(err, o.ID, table)
 	}
-	switch verb {
-	case "get":
-		j, err := st.Get(ctx, id)
-		if err != nil {
-			return notFound(err)
-		}
-		if *asJSON {
-			return printJSON(stdout, toJobJSON(&j))
-		}
-		printJob(stdout, &j, now)
-		return 0
-	case "list":
-		o := jobs.ListOptions{Tenant: *tenant, LiveOnly: *live, Since: *since, Limit: *limit, Token: *token}
-		if *live {
+	if o.JSON {
+		return printJSON(c.stdout, toJobJSON(&j))
+	}
+	printJob(c.stdout, &j, c.env.now())
+	return nil
+}
+
+// jobsListOptions are `fifoworker jobs list`'s.
+type jobsListOptions struct {
+	jobsFlags
+	Tenant     string
+	Live       bool          // only the jobs that are not final
+	Since      time.Duration // the final jobs that ended within it; 0: all the table keeps
+	SinceGiven bool          // --since was given (it is about final jobs, which --live leaves out)
+	Limit      int           // jobs a page
+	Token      string        // go on after the page that printed it
+	All        bool          // every job, page after page, as NDJSON
+}
+
+func (c *cli) jobsListCmd() *cobra.Command {
+	o := &jobsListOptions{}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "the jobs that are not final, then the final jobs that ended within --since",
+		Long: `The jobs that are not final, least recently changed first, then the final jobs that
+ended within --since, in the order they ended. It reads the live and finished indexes,
+which hold keys only, then each job; filtered by --tenant, it looks at no more than 2,000
+entries per index, and it says when there may be more than it printed.
+
+A page that may not be the last ends with its token (text: a "next page" line; --json:
+"next_token"): --starting-token goes on after its last job, with the same --tenant,
+--live and --since. A job that did not change meanwhile is shown exactly once; one that
+changed may show again as it is now (a job that ended, among the final ones); the indexes
+lag a moment behind the table. --json --all streams every job instead, one JSON object a
+line (NDJSON), page after page of --limit.
+
+` + jobsExit,
+		Args: args(0, "job id"),
+		RunE: c.runVerb(o, nil),
+	}
+	fs := cmd.Flags()
+	bindJobs(fs, &o.jobsFlags)
+	fs.StringVar(&o.Tenant, "tenant", "", "only the jobs of tenant `T`")
+	fs.BoolVar(&o.Live, "live", false, "only the jobs that are not final")
+	fs.DurationVar(&o.Since, "since", 24*time.Hour, "the final jobs that ended within `D` (0: all the table keeps)")
+	fs.IntVar(&o.Limit, "limit", jobs.DefaultListLimit, fmt.Sprintf("at most `N` jobs a page, 1 to %d (with --all: default %d)", jobs.MaxListLimit, jobs.MaxListLimit))
+	fs.StringVar(&o.Token, "starting-token", "", "go on after the last job of the page that printed token `T`")
+	fs.BoolVar(&o.All, "all", false, "with --json: every job, page after page, as NDJSON (one a line)")
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		o.SinceGiven = cmd.Flags().Changed("since")
+		if o.Live && !o.SinceGiven {
 			o.Since = 0 // --since's default is about final jobs
 		}
-		if *all && !set["limit"] {
+		if o.All && !cmd.Flags().Changed("limit") {
 			o.Limit = jobs.MaxListLimit
 		}
-		listErr := func(err error) int {
-			if errors.Is(err, jobs.ErrBadToken) {
-				return usageErr("--starting-token: %v", err)
-			}
-			return fail(err)
-		}
-		if *all {
-			if err := streamJobs(ctx, stdout, st, o, now); err != nil {
-				return listErr(err)
-			}
-			return 0
-		}
-		page, err := jobs.List(ctx, st, o, now)
-		if err != nil {
-			return listErr(err)
-		}
-		return printJobList(stdout, name, o, page, *asJSON)
-	default: // cancel
-		before, err := st.Get(ctx, id)
-		if err != nil {
-			return notFound(err)
-		}
-		if before.Tenant != *tenant {
-			return fail(fmt.Errorf("job %s belongs to tenant %q, not %q: nothing cancelled", id, before.Tenant, *tenant))
-		}
-		// One rule for every job that already ended, cancelled included:
-		// exit 1, nothing changed (as the API's DELETE answers 409
-		// job_final); --json still says how it ended.
-		ended := func(status jobs.Status, j *jobs.Job) int {
-			if *asJSON && j != nil {
-				_ = printJSON(stdout, map[string]any{"job": toJobJSON(j), "previous_version": j.Version, "changed": false})
-			}
-			return fail(fmt.Errorf("job %s already ended %s: nothing cancelled", id, status))
-		}
-		if before.Status.Final() {
-			return ended(before.Status, &before)
-		}
-		msg := *reason
-		if msg == "" {
-			msg = "cancelled by an operator (fifoworker jobs cancel)"
-		}
-		// Strict: a job someone else cancelled after the read is ended,
-		// not a success of this command's.
-		after, err := st.Cancel(ctx, jobs.CancelRequest{JobID: id, Reason: msg, Strict: true})
-		var final *jobs.FinalError
-		switch {
-		case errors.As(err, &final): // it ended after the read
-			var now *jobs.Job
-			if j, err := st.Get(ctx, id); err == nil && j.Status.Final() {
-				now = &j
-			}
-			return ended(final.Status, now)
-		case err != nil:
-			return notFound(err)
-		}
-		if *asJSON {
-			return printJSON(stdout, map[string]any{"job": toJobJSON(&after), "previous_version": before.Version, "changed": true})
-		}
-		fmt.Fprintf(stdout, "job %s cancelled: version %d → %d, generation %d → %d", id, before.Version, after.Version, before.Generation, after.Generation)
-		if before.Status == jobs.StatusRunning {
-			fmt.Fprintf(stdout, " (the worker of generation %d can write nothing more)", before.Generation)
-		}
-		fmt.Fprintln(stdout)
-		return 0
 	}
+	return cmd
+}
+
+func (o *jobsListOptions) Validate() error {
+	switch {
+	case o.Limit < 1 || o.Limit > jobs.MaxListLimit:
+		return fmt.Errorf("--limit %d: 1 to %d", o.Limit, jobs.MaxListLimit)
+	case o.All && !o.JSON:
+		return errors.New("--all streams NDJSON: give --json too")
+	case o.Since < 0:
+		return fmt.Errorf("--since %v is negative", o.Since)
+	case o.Live && o.SinceGiven:
+		return errors.New("--since is about final jobs, which --live leaves out")
+	}
+	return nil
+}
+
+func (o *jobsListOptions) Run(ctx context.Context, c *cli) error {
+	st, table, err := o.store(ctx, c)
+	if err != nil {
+		return err
+	}
+	lo := jobs.ListOptions{Tenant: o.Tenant, LiveOnly: o.Live, Since: o.Since, Limit: o.Limit, Token: o.Token}
+	now := c.env.now()
+	if o.All {
+		err = streamJobs(ctx, c.stdout, st, lo, now)
+	} else {
+		var page jobs.ListPage
+		if page, err = jobs.List(ctx, st, lo, now); err == nil {
+			return printJobList(c.stdout, table, lo, page, o.JSON)
+		}
+	}
+	if errors.Is(err, jobs.ErrBadToken) {
+		return usageErrorf("--starting-token: %w", err)
+	}
+	return err
+}
+
+// jobsCancelOptions are `fifoworker jobs cancel`'s.
+type jobsCancelOptions struct {
+	jobsFlags
+	ID     string
+	Tenant string // the job's: a check against cancelling the wrong job
+	Reason string // the cancellation's message
+}
+
+func (c *cli) jobsCancelCmd() *cobra.Command {
+	o := &jobsCancelOptions{}
+	cmd := c.jobsVerb("cancel <id> --tenant T", "end a pending or running job; a worker still running it can write nothing more",
+		`End a pending or running job: its generation moves on, so a worker still running it
+can write nothing more. It reads the job first and refuses another tenant's.
+
+`+cancelExit, o, &o.ID, &o.jobsFlags)
+	cmd.Flags().StringVar(&o.Tenant, "tenant", "", "the job's tenant `T` (required)")
+	cmd.Flags().StringVar(&o.Reason, "reason", "", "`TEXT` recorded as the cancellation's message")
+	return cmd
+}
+
+func (o *jobsCancelOptions) Validate() error {
+	if err := jobs.ValidateID(o.ID); err != nil {
+		return err
+	}
+	if o.Tenant == "" {
+		return errors.New("--tenant is required: the tenant the job belongs to (a check against cancelling the wrong job)")
+	}
+	return nil
+}
+
+func (o *jobsCancelOptions) Run(ctx context.Context, c *cli) error {
+	st, table, err := o.store(ctx, c)
+	if err != nil {
+		return err
+	}
+	before, err := st.Get(ctx, o.ID)
+	if err != nil {
+		return notFound(err, o.ID, table)
+	}
+	if before.Tenant != o.Tenant {
+		return fmt.Errorf("job %s belongs to tenant %q, not %q: nothing cancelled", o.ID, before.Tenant, o.Tenant)
+	}
+	if before.Status.Final() {
+		return o.ended(c, before.Status, &before)
+	}
+	reason := o.Reason
+	if reason == "" {
+		reason = "cancelled by an operator (fifoworker jobs cancel)"
+	}
+	// Strict: a job someone else cancelled after the read is ended, not a
+	// success of this command's.
+	after, err := st.Cancel(ctx, jobs.CancelRequest{JobID: o.ID, Reason: reason, Strict: true})
+	var final *jobs.FinalError
+	switch {
+	case errors.As(err, &final): // it ended after the read
+		var now *jobs.Job
+		if j, err := st.Get(ctx, o.ID); err == nil && j.Status.Final() {
+			now = &j
+		}
+		return o.ended(c, final.Status, now)
+	case err != nil:
+		return notFound(err, o.ID, table)
+	}
+	if o.JSON {
+		return printJSON(c.stdout, map[string]any{"job": toJobJSON(&after), "previous_version": before.Version, "changed": true})
+	}
+	fmt.Fprintf(c.stdout, "job %s cancelled: version %d → %d, generation %d → %d", o.ID, before.Version, after.Version, before.Generation, after.Generation)
+	if before.Status == jobs.StatusRunning {
+		fmt.Fprintf(c.stdout, " (the worker of generation %d can write nothing more)", before.Generation)
+	}
+	fmt.Fprintln(c.stdout)
+	return nil
+}
+
+// ended is the one rule for every job that already ended, cancelled
+// included: exit 1, nothing changed (as the API's DELETE answers 409
+// job_final); --json still says how it ended.
+func (o *jobsCancelOptions) ended(c *cli, status jobs.Status, j *jobs.Job) error {
+	if o.JSON && j != nil {
+		_ = printJSON(c.stdout, map[string]any{"job": toJobJSON(j), "previous_version": j.Version, "changed": false})
+	}
+	return fmt.Errorf("job %s already ended %s: nothing cancelled", o.ID, status)
 }
 
 // streamJobs writes every job of the listing o (from o.Token on) to w,
@@ -378,7 +417,7 @@ func toJobJSON(j *jobs.Job) jobJSON {
 	return out
 }
 
-func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListPage, asJSON bool) int {
+func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListPage, asJSON bool) error {
 	found, more := page.Jobs, page.More
 	if asJSON {
 		out := make([]jobJSON, 0, len(found))
@@ -404,7 +443,7 @@ func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListP
 			fmt.Fprintf(w, " (final ones: those that ended within %v)", o.Since)
 		}
 		fmt.Fprintln(w)
-		return 0
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tTENANT\tSTATUS\tGEN\tVER\tPROGRESS\tUPDATED\tRESULT OR FAILURE")
@@ -424,5 +463,5 @@ func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListP
 		fmt.Fprintf(w, "(there may be more: raise --limit (now %d), or narrow with --tenant, --live or --since)\n", o.Limit)
 		fmt.Fprintf(w, "next page: --starting-token %s\n", page.Token)
 	}
-	return 0
+	return nil
 }

@@ -1,44 +1,43 @@
 // Command fifoworker is the developer and operator CLI: the local AWS stack,
 // the demo, and the operator's commands: jobs, quarantine and sweep.
+//
+// Each verb is an options struct with its own flags, Validate and Run
+// (verb.go), on cobra, which gives every command its help and the shell
+// completion (fifoworker completion bash|zsh|fish|powershell).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 )
 
-const usage = `usage: fifoworker <command>
+const rootLong = `fifoworker is the CLI of the fifoworker service: the local AWS stack and the demo
+for development, and the operator's commands for a local stack or a deployment.
 
-commands:
-  demo        run the whole pipeline on sample jobs on the local AWS stack (exit 0 only
-              when every invariant held)
-  local       the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)
-  help        show this text
+Where the operator's commands (jobs, quarantine, sweep) work:
+  --stack NAME  a local stack: its env file, which "fifoworker local serve"
+                and "fifoworker local deploy" write, gives the endpoints,
+                credentials, region and resources; nothing else is read,
+                but for the credentials of a stack on AWS_ENDPOINT_URL
+                (LocalStack), whose file has none: the environment's. A
+                file whose stack is not running is never used (exit 2).
+  otherwise     the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
+                AWS_ENDPOINT_URL for a local stack), and the tables, queues
+                and bucket in flags or in FIFOWORKER_* variables (for a
+                deployment, export them from the stack's outputs). When no
+                FIFOWORKER_* variable names one and the "serve" stack has an
+                env file of the running stack, they use it as --stack serve
+                would, and say so.
+A flag naming a resource wins either way.
 
-operator's commands, for a local stack or a deployment (fifoworker <command> help):
-  jobs        get, list and cancel jobs
-  quarantine  the groups held on a queue: list, show, redrive, discard
-  sweep       one run of the sweeper (--dry-run: report, change nothing)
-
-  Where they work:
-    --stack NAME  a local stack: its env file, which "fifoworker local serve"
-                  and "fifoworker local deploy" write, gives the endpoints,
-                  credentials, region and resources; nothing else is read,
-                  but for the credentials of a stack on AWS_ENDPOINT_URL
-                  (LocalStack), whose file has none: the environment's. A
-                  file whose stack is not running is never used (exit 2).
-    otherwise     the AWS SDK's standard configuration (AWS_PROFILE, AWS_REGION;
-                  AWS_ENDPOINT_URL for a local stack), and the tables, queues
-                  and bucket in flags or in FIFOWORKER_* variables (for a
-                  deployment, export them from the stack's outputs). When no
-                  FIFOWORKER_* variable names one and the "serve" stack has an
-                  env file of the running stack, they use it as --stack serve
-                  would, and say so.
-  A flag naming a resource wins either way. Exit status: 0 done, 1 failed,
-  2 a usage error; each command's help says which failures are which.
-`
+Exit status: 0 done, 1 failed, 2 a usage error; each command's help says
+which failures are which.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -51,26 +50,59 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runWith is run with the operator's commands finding their resources in
 // env (the tests give their own).
 func runWith(args []string, env opsEnv, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+	return execute(args, &cli{env: env, stdout: stdout, stderr: stderr})
+}
+
+// execute runs the command args names and returns its exit status, having
+// said on stderr why it failed, if it did.
+func execute(args []string, c *cli) int {
+	root := c.root()
+	root.SetArgs(oneDashFlags(root, args))
+	cmd, err := root.ExecuteContextC(context.Background())
+	code := exitCode(err)
+	var e *exitError
+	isExit := errors.As(err, &e)
+	if err != nil && (!isExit || e.err != nil) {
+		fmt.Fprintf(c.stderr, "%s: %v\n", cmd.CommandPath(), err)
 	}
-	switch args[0] {
-	case "demo":
-		return runDemo(context.Background(), args[1:], stdout, stderr)
-	case "local":
-		return local(context.Background(), args[1:], stdout, stderr)
-	case "jobs":
-		return jobsCmd(context.Background(), args[1:], env, stdout, stderr)
-	case "quarantine":
-		return quarantineCmd(context.Background(), args[1:], env, stdout, stderr)
-	case "sweep":
-		return sweepCmd(context.Background(), args[1:], env, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "fifoworker: unknown command %q\n\n%s", args[0], usage)
-		return 2
+	if err != nil && !isExit {
+		fmt.Fprintf(c.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
+	return code
+}
+
+// root is the command tree, its verbs running with c.
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fifoworker",
+		Short: "the local AWS stack, the demo, and the operator's commands",
+		Long:  rootLong,
+		Args:  nil, // an argument that is no command: unknown command
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+			return exitStatus(2)
+		},
+		SilenceErrors: true, // execute says them
+		SilenceUsage:  true,
+	}
+	// A command that holds verbs runs only to refuse what is not one: its
+	// usage shows the verbs, not a line of its own.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "Usage:{{if .Runnable}}", "Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetIn(c.env.stdin)
+	root.SetFlagErrorFunc(flagError)
+	root.AddGroup(
+		&cobra.Group{ID: "dev", Title: "Development:"},
+		&cobra.Group{ID: "ops", Title: "Operating (a local stack or a deployment):"},
+	)
+	for _, sub := range []*cobra.Command{c.demoCmd(), c.localCmd()} {
+		sub.GroupID = "dev"
+		root.AddCommand(sub)
+	}
+	for _, sub := range []*cobra.Command{c.jobsCmd(), c.quarantineCmd(), c.sweepCmd()} {
+		sub.GroupID = "ops"
+		root.AddCommand(sub)
+	}
+	return root
 }

@@ -17,7 +17,7 @@ func TestRunDispatchesAndRejectsUnknownCommands(t *testing.T) {
 
 	errOut.Reset()
 	require.Equal(t, 2, run(nil, &out, &errOut))
-	require.Contains(t, errOut.String(), "usage:")
+	require.Contains(t, errOut.String(), "Usage:\n  fifoworker [command]")
 }
 
 func TestOutputVariableNames(t *testing.T) {

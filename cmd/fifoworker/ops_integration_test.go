@@ -69,8 +69,8 @@ func outputsEnv(deployed *localdeploy.Result, stdin string) opsEnv {
 	return env
 }
 
-// cli runs the CLI: with env when it is given, else as main does.
-func cli(t *testing.T, env *opsEnv, args ...string) (code int, stdout, stderr string) {
+// runCLI runs the CLI: with env when it is given, else as main does.
+func runCLI(t *testing.T, env *opsEnv, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if env == nil {
@@ -102,7 +102,8 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 	deployed := deployOps(t)
 	table := deployed.Outputs["JobsTableName"]
 	require.NotEmpty(t, table)
-	store := jobs.NewDynamoStore(testenv.DynamoDB(t), table)
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	require.NoError(t, err)
 	ctx := context.Background()
 	tenant := testenv.Name(t, "tenant")
 	created, err := store.Create(ctx, jobs.CreateRequest{IntentID: "intent-1", Tenant: tenant, Spec: map[string]string{"format": "ndjson"}})
@@ -111,7 +112,7 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 	other, err := store.Create(ctx, jobs.CreateRequest{IntentID: "intent-1", Tenant: tenant + "-other"})
 	require.NoError(t, err)
 
-	code, out, _ := cli(t, nil, "jobs", "get", id, "--table", table)
+	code, out, _ := runCLI(t, nil, "jobs", "get", id, "--table", table)
 	require.Equal(t, 0, code)
 	require.Regexp(t, line("job", id), out)
 	require.Regexp(t, line("tenant", tenant), out)
@@ -123,22 +124,22 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 
 	// The live index is read for the listing; it may lag a write.
 	require.Eventually(t, func() bool {
-		code, out, _ := cli(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--json")
+		code, out, _ := runCLI(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--json")
 		return code == 0 && strings.Join(listedIDs(t, out), ",") == id+":pending"
 	}, 30*time.Second, 100*time.Millisecond, "the tenant's job is listed, the other tenant's is not")
-	code, out, _ = cli(t, nil, "jobs", "list", "--table", table)
+	code, out, _ = runCLI(t, nil, "jobs", "list", "--table", table)
 	require.Equal(t, 0, code)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(id)+`\s+`+regexp.QuoteMeta(tenant)+`\s+pending\s+0\s+0\s+0\s`, out)
 	require.Contains(t, out, other.Job.ID)
 
-	code, _, errOut := cli(t, nil, "jobs", "cancel", id, "--tenant", tenant+"-other", "--table", table)
+	code, _, errOut := runCLI(t, nil, "jobs", "cancel", id, "--tenant", tenant+"-other", "--table", table)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, fmt.Sprintf("job %s belongs to tenant %q, not %q: nothing cancelled", id, tenant, tenant+"-other"))
 	j, err := store.Get(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusPending, j.Status)
 
-	code, out, _ = cli(t, nil, "jobs", "cancel", id, "--tenant", tenant, "--table", table, "--reason", "ops test")
+	code, out, _ = runCLI(t, nil, "jobs", "cancel", id, "--tenant", tenant, "--table", table, "--reason", "ops test")
 	require.Equal(t, 0, code)
 	require.Equal(t, fmt.Sprintf("job %s cancelled: version 0 → 1, generation 0 → 1\n", id), out)
 	j, err = store.Get(ctx, id)
@@ -147,7 +148,7 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 	require.Equal(t, int64(1), j.Version)
 	require.Equal(t, "ops test", j.Error.Message)
 
-	code, out, _ = cli(t, nil, "jobs", "get", id, "--table", table, "--json")
+	code, out, _ = runCLI(t, nil, "jobs", "get", id, "--table", table, "--json")
 	require.Equal(t, 0, code)
 	var got jobJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
@@ -157,17 +158,17 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 	require.NotNil(t, got.ExpiresAt)
 
 	require.Eventually(t, func() bool {
-		code, live, _ := cli(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--live", "--json")
-		code2, all, _ := cli(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--json")
+		code, live, _ := runCLI(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--live", "--json")
+		code2, all, _ := runCLI(t, nil, "jobs", "list", "--table", table, "--tenant", tenant, "--json")
 		return code == 0 && code2 == 0 && len(listedIDs(t, live)) == 0 && strings.Join(listedIDs(t, all), ",") == id+":cancelled"
 	}, 30*time.Second, 100*time.Millisecond, "the cancelled job leaves the live listing and is listed as final")
 
-	code, out, errOut = cli(t, nil, "jobs", "get", "job-missing", "--table", table)
+	code, out, errOut = runCLI(t, nil, "jobs", "get", "job-missing", "--table", table)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Equal(t, "fifoworker jobs get: job job-missing not found in table "+table+"\n", errOut)
 
-	code, out, errOut = cli(t, nil, "jobs", "get", id, "--table", table+"-nope")
+	code, out, errOut = runCLI(t, nil, "jobs", "get", id, "--table", table+"-nope")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "fifoworker jobs get: table "+table+"-nope: it does not exist (check --table")
@@ -223,7 +224,10 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 	queueName, err := quarantine.QueueName(queueURL)
 	require.NoError(t, err)
 	ctx := context.Background()
-	q := quarantine.New(quarantine.NewDynamoStore(testenv.DynamoDB(t), table), deployed.Attributes["CommandsQueue"]["Arn"])
+	qstore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	require.NoError(t, err)
+	q, err := quarantine.New(quarantine.Config{Store: qstore, QueueARN: deployed.Attributes["CommandsQueue"]["Arn"]})
+	require.NoError(t, err)
 	group := testenv.Name(t, "g")
 	seqs := []string{"18888000000000000001", "18888000000000000002"}
 	var msgs []*events.SQSMessage
@@ -238,7 +242,7 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 
 	env := outputsEnv(deployed, "")
 	require.Eventually(t, func() bool {
-		code, out, _ := cli(t, &env, "quarantine", "list", "--json")
+		code, out, _ := runCLI(t, &env, "quarantine", "list", "--json")
 		var got struct {
 			Queue string     `json:"queue"`
 			Holds []holdJSON `json:"holds"`
@@ -248,7 +252,7 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 			got.Holds[0].State == "held" && got.Holds[0].From == seqs[0] && got.Holds[0].Through == seqs[1]
 	}, 30*time.Second, 100*time.Millisecond, "the held index lists the group")
 
-	code, out, _ := cli(t, &env, "quarantine", "show", group, "--json")
+	code, out, _ := runCLI(t, &env, "quarantine", "show", group, "--json")
 	require.Equal(t, 0, code)
 	var shown struct {
 		Hold     holdJSON     `json:"hold"`
@@ -265,16 +269,16 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 
 	s3c := testenv.S3(t)
 	notConfirmed := outputsEnv(deployed, "no\n")
-	code, out, errOut := cli(t, &notConfirmed, "quarantine", "discard", group)
+	code, out, errOut := runCLI(t, &notConfirmed, "quarantine", "discard", group)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "not confirmed: nothing discarded")
-	h, err := quarantine.NewDynamoStore(testenv.DynamoDB(t), table).Hold(ctx, queueName, group)
+	h, err := qstore.Hold(ctx, queueName, group)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), h.Parked, "nothing discarded")
 	require.Empty(t, archives(t, s3c, bucket), "nothing archived")
 
-	code, out, _ = cli(t, &env, "quarantine", "redrive", group, "--no-wait")
+	code, out, _ = runCLI(t, &env, "quarantine", "redrive", group, "--no-wait")
 	require.Equal(t, 0, code)
 	require.Equal(t, fmt.Sprintf("group %s: 2 sent under epoch 1; now draining, 2 parked\n", group), out)
 	sqsc := testenv.SQS(t)
@@ -284,13 +288,13 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, msgs[i].Body, aws.ToString(m.Body), "copy %d in order", i)
 		require.Equal(t, group, m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)])
-		nonce := parkedNonce(t, quarantine.NewDynamoStore(testenv.DynamoDB(t), table), queueName, group, key)
+		nonce := parkedNonce(t, qstore, queueName, group, key)
 		require.Equal(t, quarantine.Copy{Epoch: 1, Nonce: nonce, Sequence: key}.DeduplicationID(), m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageDeduplicationId)])
 	}
 
 	// While the group drains, a copy past its check could be running: the
 	// discard is refused and nothing is archived.
-	code, _, errOut = cli(t, &env, "quarantine", "discard", group, "--yes", "--json")
+	code, _, errOut = runCLI(t, &env, "quarantine", "discard", group, "--yes", "--json")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "is draining under epoch 1")
 	require.Empty(t, archives(t, s3c, bucket), "nothing archived")
@@ -298,7 +302,7 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 	_, err = q.Park(ctx, group, nil, errors.New("handler: permanent: still bad"), true)
 	require.NoError(t, err)
 
-	code, out, _ = cli(t, &env, "quarantine", "discard", group, "--yes", "--json")
+	code, out, _ = runCLI(t, &env, "quarantine", "discard", group, "--yes", "--json")
 	require.Equal(t, 0, code)
 	var discarded struct {
 		Discarded int      `json:"discarded"`
@@ -326,25 +330,25 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 		require.Equal(t, seqs[i], a.SequenceNumber)
 	}
 	require.Eventually(t, func() bool {
-		code, out, _ := cli(t, &env, "quarantine", "list")
+		code, out, _ := runCLI(t, &env, "quarantine", "list")
 		return code == 0 && out == "no group of "+queueName+" is held\n"
 	}, 30*time.Second, 100*time.Millisecond, "the released group leaves the list")
 
 	// Wrong names, each through run() with flags.
-	code, out, errOut = cli(t, nil, "quarantine", "list", "--queue-url", queueURL, "--table", table+"-nope")
+	code, out, errOut = runCLI(t, nil, "quarantine", "list", "--queue-url", queueURL, "--table", table+"-nope")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "table "+table+"-nope: it does not exist (check --table")
 	wrongQueue := strings.TrimSuffix(queueURL, queueName) + "nope-" + queueName
-	code, out, errOut = cli(t, nil, "quarantine", "show", group, "--queue-url", wrongQueue, "--table", table)
+	code, out, errOut = runCLI(t, nil, "quarantine", "show", group, "--queue-url", wrongQueue, "--table", table)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "queue "+wrongQueue+": it does not exist (check --queue-url)")
-	code, out, errOut = cli(t, nil, "quarantine", "show", "g-nope", "--queue-url", queueURL, "--table", table)
+	code, out, errOut = runCLI(t, nil, "quarantine", "show", "g-nope", "--queue-url", queueURL, "--table", table)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, fmt.Sprintf(`group "g-nope" is not held on %s`, queueName))
-	code, _, errOut = cli(t, nil, "quarantine", "discard", group, "--yes", "--queue-url", queueURL, "--table", table, "--bucket", bucket+"-nope")
+	code, _, errOut = runCLI(t, nil, "quarantine", "discard", group, "--yes", "--queue-url", queueURL, "--table", table, "--bucket", bucket+"-nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "bucket "+bucket+"-nope: it does not exist (check --bucket)")
 }
@@ -369,20 +373,23 @@ func TestOpsSweepOnADeployedStack(t *testing.T) {
 	deployed := deployOps(t)
 	ctx := context.Background()
 	table, bucket := deployed.Outputs["JobsTableName"], deployed.Outputs["CandidatesBucketName"]
-	store := jobs.NewDynamoStore(testenv.DynamoDB(t), table)
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	require.NoError(t, err)
 	created, err := store.Create(ctx, jobs.CreateRequest{IntentID: "stuck", Tenant: "t-1"})
 	require.NoError(t, err)
 	s3c := testenv.S3(t)
 	orphan, err := candidate.NewKey("job-gone", 1, "att-1", "ndjson")
 	require.NoError(t, err)
-	_, err = candidate.New(s3c, bucket).Put(ctx, orphan, strings.NewReader("{}\n"))
+	cands, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
+	require.NoError(t, err)
+	_, err = cands.Put(ctx, orphan, strings.NewReader("{}\n"))
 	require.NoError(t, err)
 
 	env := outputsEnv(deployed, "")
 	fast := []string{"--grace", "1s", "--stuck-after", "1s"}
 	var rep sweeper.Report
 	require.Eventually(t, func() bool {
-		code, out, _ := cli(t, &env, append([]string{"sweep", "--dry-run", "--json"}, fast...)...)
+		code, out, _ := runCLI(t, &env, append([]string{"sweep", "--dry-run", "--json"}, fast...)...)
 		rep = sweeper.Report{}
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 		return code == 0 && rep.WouldNudge == 1 && rep.WouldDelete == 1
@@ -390,7 +397,7 @@ func TestOpsSweepOnADeployedStack(t *testing.T) {
 	require.True(t, rep.DryRun)
 	require.Zero(t, rep.Nudged+rep.Deleted+rep.Repaired+rep.Errors)
 
-	code, out, _ := cli(t, &env, append([]string{"sweep", "--dry-run"}, fast...)...)
+	code, out, _ := runCLI(t, &env, append([]string{"sweep", "--dry-run"}, fast...)...)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "dry run on table "+table+" and bucket "+bucket+": nothing was changed")
 	require.Regexp(t, line("stuck jobs", "1 listed: 1 would be nudged, 0 refused (the job moved on)"), out)
@@ -402,7 +409,7 @@ func TestOpsSweepOnADeployedStack(t *testing.T) {
 	require.False(t, objectExists(t, s3c, bucket, sweeper.CursorKey), "and wrote no cursor")
 	require.False(t, objectExists(t, s3c, bucket, sweeper.RepairCursorKey))
 
-	code, out, _ = cli(t, &env, append([]string{"sweep", "--json"}, fast...)...)
+	code, out, _ = runCLI(t, &env, append([]string{"sweep", "--json"}, fast...)...)
 	require.Equal(t, 0, code)
 	rep = sweeper.Report{}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
@@ -414,11 +421,11 @@ func TestOpsSweepOnADeployedStack(t *testing.T) {
 	require.Equal(t, created.Job.Version+1, j.Version, "nudged")
 	require.False(t, objectExists(t, s3c, bucket, orphan.String()), "deleted")
 
-	code, out, errOut := cli(t, &env, "sweep", "--jobs-table", table+"-nope")
+	code, out, errOut := runCLI(t, &env, "sweep", "--jobs-table", table+"-nope")
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
 	require.Contains(t, errOut, "table "+table+"-nope: it does not exist (check --jobs-table")
-	code, _, errOut = cli(t, &env, "sweep", "--bucket", bucket+"-nope")
+	code, _, errOut = runCLI(t, &env, "sweep", "--bucket", bucket+"-nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "bucket "+bucket+"-nope: it does not exist (check --bucket)")
 }

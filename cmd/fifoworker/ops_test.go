@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -72,11 +70,11 @@ func (f *fakeOpener) quarantineOperator(_ context.Context, t quarantineTarget) (
 	if f.qErr != nil {
 		return nil, f.qErr
 	}
-	op := &quarantine.Operator{Store: f.quarantine, Queue: t.Queue, QueueURL: t.QueueURL, Sender: f.sender, Poll: time.Millisecond}
+	op := quarantine.OperatorConfig{Store: f.quarantine, Queue: t.Queue, QueueURL: t.QueueURL, Sender: f.sender, Poll: time.Millisecond, Progress: t.Progress}
 	if t.Bucket != "" {
 		op.Bodies = f.bodies
 	}
-	return op, nil
+	return quarantine.NewOperator(op)
 }
 
 func (f *fakeOpener) sweeper(_ context.Context, t sweepTarget, _ *slog.Logger) (sweepFunc, error) {
@@ -186,8 +184,10 @@ type testOps struct {
 func newTestOps(t *testing.T) *testOps {
 	t.Helper()
 	c := &clock{now: t0}
+	js, err := jobs.NewMemoryStore(jobs.Config{Now: c.Now})
+	require.NoError(t, err)
 	f := &fakeOpener{
-		jobs:       jobs.NewMemoryStore(jobs.WithClock(c.Now)),
+		jobs:       js,
 		quarantine: quarantine.NewMemoryStore(),
 		sender:     &fakeSender{},
 		bodies:     &fakeBodies{m: map[string]string{}},
@@ -236,24 +236,8 @@ func TestUsageListsTheOperatorsCommands(t *testing.T) {
 	for _, c := range []string{"jobs", "quarantine", "sweep"} {
 		code, out, _ := o.run(c, "help")
 		require.Equal(t, 0, code, c)
-		require.Contains(t, out, "usage: fifoworker "+c)
+		require.Contains(t, out, "Usage:\n  fifoworker "+c)
 	}
-}
-
-func TestParseArgsTakesFlagsAnywhere(t *testing.T) {
-	t.Parallel()
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	j := fs.Bool("json", false, "")
-	n := fs.Int("n", 0, "")
-	pos, err := parseArgs(fs, []string{"g1", "--json", "-n", "3", "g2", "--", "-g3", "--json"})
-	require.NoError(t, err)
-	require.Equal(t, []string{"g1", "g2", "-g3", "--json"}, pos)
-	require.True(t, *j)
-	require.Equal(t, 3, *n)
-
-	_, err = parseArgs(fs, []string{"g1", "--nope"})
-	require.Error(t, err)
 }
 
 func TestOutputWords(t *testing.T) {
@@ -358,21 +342,21 @@ func TestJobsUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"jobs"}, "usage: fifoworker jobs"},
+		{[]string{"jobs"}, "Usage:\n  fifoworker jobs"},
 		{[]string{"jobs", "frob"}, `unknown command "frob"`},
 		{[]string{"jobs", "get"}, "name exactly one job id"},
 		{[]string{"jobs", "get", "a", "b"}, "name exactly one job id"},
 		{[]string{"jobs", "get", "job/1"}, `job id "job/1"`},
-		{[]string{"jobs", "get", "job-1", "--live"}, "--live is list's"},
-		{[]string{"jobs", "get", "job-1", "--tenant", "t"}, "--tenant and --reason are list's and cancel's"},
+		{[]string{"jobs", "get", "job-1", "--live"}, "unknown flag: --live (a flag of fifoworker jobs list)"},
+		{[]string{"jobs", "get", "job-1", "--tenant", "t"}, "unknown flag: --tenant (a flag of fifoworker jobs list, fifoworker jobs cancel)"},
 		{[]string{"jobs", "cancel", "job-1"}, "--tenant is required"},
 		{[]string{"jobs", "list", "job-1"}, "list takes no job id"},
 		{[]string{"jobs", "list", "--limit", "0"}, "--limit 0: 1 to 1000"},
 		{[]string{"jobs", "list", "--limit", "1001"}, "--limit 1001: 1 to 1000"},
 		{[]string{"jobs", "list", "--since", "-1h"}, "--since -1h0m0s is negative"},
 		{[]string{"jobs", "list", "--live", "--since", "1h"}, "--since is about final jobs"},
-		{[]string{"jobs", "list", "--reason", "x"}, "--reason is cancel's"},
-		{[]string{"jobs", "list", "--frob"}, "flag provided but not defined: -frob"},
+		{[]string{"jobs", "list", "--reason", "x"}, "unknown flag: --reason (a flag of fifoworker jobs cancel)"},
+		{[]string{"jobs", "list", "--frob"}, "fifoworker jobs list: unknown flag: --frob\n"},
 	} {
 		o := newTestOps(t)
 		code, _, errOut := o.run(tc.args...)
@@ -546,7 +530,8 @@ func TestJobsCancelJSONAndAFinalJob(t *testing.T) {
 // with bodies "body-<seq>", holding the group.
 func park(t *testing.T, store quarantine.Store, group string, seqs ...string) {
 	t.Helper()
-	q := quarantine.New(store, commandsARN, quarantine.WithClock(func() time.Time { return t0 }))
+	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: commandsARN, Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
 	var msgs []*events.SQSMessage
 	for _, s := range seqs {
 		msgs = append(msgs, &events.SQSMessage{
@@ -554,7 +539,7 @@ func park(t *testing.T, store quarantine.Store, group string, seqs ...string) {
 			Attributes: map[string]string{"SequenceNumber": s, "MessageGroupId": group, "MessageDeduplicationId": "d-" + s, "ApproximateReceiveCount": "3"},
 		})
 	}
-	_, err := q.Park(context.Background(), group, msgs, errors.New("handler: permanent: bad spec"), true)
+	_, err = q.Park(context.Background(), group, msgs, errors.New("handler: permanent: bad spec"), true)
 	require.NoError(t, err)
 }
 
@@ -656,8 +641,9 @@ func TestQuarantineUnknownGroupAndMissingResources(t *testing.T) {
 	t.Parallel()
 	o := newTestOps(t)
 	park(t, o.open.quarantine, "g1", "1001")
-	for _, verb := range []string{"show", "redrive", "discard"} {
-		code, out, errOut := o.run("quarantine", verb, "g-nope", "--yes")
+	for _, args := range [][]string{{"show"}, {"redrive"}, {"discard", "--yes"}} {
+		verb := args[0]
+		code, out, errOut := o.run(append([]string{"quarantine", verb, "g-nope"}, args[1:]...)...)
 		require.Equal(t, 1, code, verb)
 		require.Empty(t, out)
 		require.Equal(t, "fifoworker quarantine "+verb+`: group "g-nope" is not held on fw-commands.fifo (quarantine list shows the groups that are)`+"\n", errOut, verb)
@@ -683,14 +669,14 @@ func TestQuarantineUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"quarantine"}, "usage: fifoworker quarantine"},
+		{[]string{"quarantine"}, "Usage:\n  fifoworker quarantine"},
 		{[]string{"quarantine", "frob"}, `unknown command "frob"`},
 		{[]string{"quarantine", "show"}, "name exactly one group"},
 		{[]string{"quarantine", "redrive", "a", "b"}, "name exactly one group"},
 		{[]string{"quarantine", "list", "g1"}, "list takes no group"},
 		{[]string{"quarantine", "list", "--queue", "dlq"}, `--queue "dlq": commands or events`},
-		{[]string{"quarantine", "show", "g1", "--seq", "1"}, "--seq is discard's"},
-		{[]string{"quarantine", "show", "g1", "--frob"}, "flag provided but not defined: -frob"},
+		{[]string{"quarantine", "show", "g1", "--seq", "1"}, "unknown flag: --seq (a flag of fifoworker quarantine discard)"},
+		{[]string{"quarantine", "show", "g1", "--frob"}, "fifoworker quarantine show: unknown flag: --frob\n"},
 	} {
 		o := newTestOps(t)
 		code, _, errOut := o.run(tc.args...)
@@ -727,7 +713,8 @@ func TestQuarantineRedriveWaitsForTheRelease(t *testing.T) {
 	t.Parallel()
 	o := newTestOps(t)
 	park(t, o.open.quarantine, "g1", "1001", "1002")
-	q := quarantine.New(o.open.quarantine, commandsARN)
+	q, err := quarantine.New(quarantine.Config{Store: o.open.quarantine, QueueARN: commandsARN})
+	require.NoError(t, err)
 	o.open.sender.onSend = func(in *sqs.SendMessageInput) {
 		_, err := q.Done(context.Background(), "g1", &events.SQSMessage{Attributes: map[string]string{"MessageDeduplicationId": aws.ToString(in.MessageDeduplicationId)}})
 		if err != nil {
@@ -976,9 +963,9 @@ func TestSweepArguments(t *testing.T) {
 		want string
 	}{
 		{[]string{"sweep", "now"}, 2, `unexpected arguments ["now"]`},
-		{[]string{"sweep", "--grace", "soon"}, 2, `invalid value "soon" for flag -grace`},
-		{[]string{"sweep", "--recheck-after", "tomorrow"}, 2, `invalid value "tomorrow" for flag -recheck-after`},
-		{[]string{"sweep", "--repair-budget", "45"}, 2, `invalid value "45" for flag -repair-budget`},
+		{[]string{"sweep", "--grace", "soon"}, 2, `invalid argument "soon" for "--grace" flag`},
+		{[]string{"sweep", "--recheck-after", "tomorrow"}, 2, `invalid argument "tomorrow" for "--recheck-after" flag`},
+		{[]string{"sweep", "--repair-budget", "45"}, 2, `invalid argument "45" for "--repair-budget" flag`},
 		{[]string{"sweep", "--timeout", "5s"}, 2, "--timeout 5s: more than the 5s a run keeps"},
 	} {
 		o := newTestOps(t)

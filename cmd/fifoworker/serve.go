@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
@@ -32,54 +34,80 @@ var serveTenants = []struct {
 	{"t-2", "TOKEN_T2", 40},
 }
 
-// serveFlags are the flags of `local serve` beyond the stack's.
-type serveFlags struct {
-	addr          string
-	rie           bool
-	workerTimeout int
+// localServeOptions are `fifoworker local serve`'s.
+type localServeOptions struct {
+	Local         localstack.Options
+	Deploy        deployFlags
+	Addr          string // where the jobs API listens: a loopback address only
+	RIE           bool   // the built bootstraps under the runtime interface emulator
+	WorkerTimeout int    // seconds, one of the template's WorkerTimeout values; 0: its default
 }
 
-// localServe is `fifoworker local serve`: what `sam local start-api`
-// gives, plus the event source mappings sam local lacks. It listens first
-// (a refused or busy address costs no stack), then starts a fresh stack,
-// deploys the template and serves until SIGINT or SIGTERM, after which it
-// stops the server, the mappings, the emulators and the stack.
-func localServe(ctx context.Context, o localstack.Options, templatePath, stackName string, f serveFlags, stdout, stderr io.Writer) int {
-	var prepare func(*samtemplate.Template)
-	if f.workerTimeout != 0 {
-		// The template's WorkerTimeout takes the values its mapping has a
-		// commands visibility for: checked before any stack starts.
-		if err := checkWorkerTimeout(templatePath, f.workerTimeout); err != nil {
-			fmt.Fprintf(stderr, "fifoworker: --worker-timeout %d: %v\n", f.workerTimeout, err)
-			return 2
-		}
-		prepare = func(tpl *samtemplate.Template) { demo.SetWorkerTimeout(tpl, f.workerTimeout) }
+func (c *cli) localServeCmd() *cobra.Command {
+	o := &localServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the five functions on a fresh stack and serve the jobs API over HTTP",
+		Long: `Start a fresh stack (--name serve), deploy, run the five functions with their event
+source mappings, and serve the jobs API on --addr until SIGINT/SIGTERM; then stop
+everything. It prints the stack's environment to eval (endpoints, FIFOWORKER_* names,
+local tokens) and writes it to the stack's env file, which the operator's commands read
+by default (--stack serve).`,
+		Example: `  fifoworker local serve --worker-timeout 10`,
+		Args:    noArgs,
+		RunE:    c.runVerb(o, nil),
 	}
-	ln, err := pipeline.ListenLoopback(f.addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "fifoworker: --addr:", err)
-		if errors.Is(err, pipeline.ErrNotLoopback) {
-			return 2
-		}
-		return 1
+	fs := cmd.Flags()
+	bindStack(fs, &o.Local, serveStack)
+	bindStart(fs, &o.Local)
+	bindDeploy(fs, &o.Deploy)
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "where the jobs API listens (a loopback address only)")
+	fs.BoolVar(&o.RIE, "rie", false, "run the built bootstraps under the runtime interface emulator")
+	fs.IntVar(&o.WorkerTimeout, "worker-timeout", 0, "the worker's timeout in seconds, one of the template's WorkerTimeout values (the commands visibility is 6 times it); 0: the template's default")
+	markTemplate(cmd)
+	return cmd
+}
+
+// Validate refuses a worker timeout the template does not allow, before
+// any stack starts.
+func (o *localServeOptions) Validate() error {
+	if o.WorkerTimeout == 0 {
+		return nil
+	}
+	if err := checkWorkerTimeout(o.Deploy.Template, o.WorkerTimeout); err != nil {
+		return fmt.Errorf("--worker-timeout %d: %w", o.WorkerTimeout, err)
+	}
+	return nil
+}
+
+// Run is what `sam local start-api` gives, plus the event source mappings
+// sam local lacks. It listens first (a refused or busy address costs no
+// stack), then starts a fresh stack, deploys the template and serves until
+// SIGINT or SIGTERM, after which it stops the server, the mappings, the
+// emulators and the stack.
+func (o *localServeOptions) Run(ctx context.Context, c *cli) error {
+	var prepare func(*samtemplate.Template)
+	if o.WorkerTimeout != 0 {
+		prepare = func(tpl *samtemplate.Template) { demo.SetWorkerTimeout(tpl, o.WorkerTimeout) }
+	}
+	ln, err := pipeline.ListenLoopback(o.Addr)
+	switch {
+	case errors.Is(err, pipeline.ErrNotLoopback):
+		return usageErrorf("--addr: %w", err)
+	case err != nil:
+		return fmt.Errorf("--addr: %w", err)
 	}
 	defer func() { _ = ln.Close() }()
-	return withFreshStack(ctx, o, templatePath, prepare, stackName, stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) int {
+	return withFreshStack(ctx, o.Local, o.Deploy, prepare, c.stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) error {
 		root, _ := os.Getwd()
-		envFile, err := localstack.EnvFile(o)
+		envFile, err := localstack.EnvFile(o.Local)
 		if err != nil {
-			fmt.Fprintln(stderr, "fifoworker: local serve:", err)
-			return 1
+			return err
 		}
-		err = serve(ctx, serveOptions{
-			State: s, Template: tpl, Deployed: res, StackName: stackName, Listener: ln, RIE: f.rie,
-			Root: root, LogDir: filepath.Join(o.CacheDir, "serve-logs", o.Name), Out: stdout, EnvFile: envFile,
+		return serve(ctx, serveOptions{
+			State: s, Template: tpl, Deployed: res, StackName: o.Deploy.StackName, Listener: ln, RIE: o.RIE,
+			Root: root, LogDir: filepath.Join(o.Local.CacheDir, "serve-logs", o.Local.Name), Out: c.stdout, EnvFile: envFile,
 		})
-		if err != nil {
-			fmt.Fprintln(stderr, "fifoworker: local serve:", err)
-			return 1
-		}
-		return 0
 	})
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
+	"github.com/spf13/pflag"
 
 	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
@@ -31,9 +31,9 @@ var opsOutputs = []string{
 	"CandidatesBucketName", "CommandsQueueUrl", "EventsQueueUrl",
 }
 
-// stackFlag adds --stack to an operator command's flags.
-func stackFlag(fs *flag.FlagSet) *string {
-	return fs.String("stack", "", "a local stack: its env file gives the endpoints and the resources")
+// bindStackFlag binds --stack, a flag of every operator's command.
+func bindStackFlag(fs *pflag.FlagSet, stack *string) {
+	fs.StringVar(stack, "stack", "", "a local stack named `NAME`: its env file gives the endpoints and the resources (see fifoworker --help)")
 }
 
 // readStack reads the env file of local stack name (localstack.EnvFile),
@@ -129,20 +129,14 @@ func withCredentials(vars map[string]string, name string, getenv func(string) st
 	return vars, nil
 }
 
-// targetOf is target for command (its name in messages, "jobs get"): on a
-// problem it says so on stderr and returns the exit status, 2 for a
-// --stack no stack can have or whose env file is stale, else 1.
-func (e opsEnv) targetOf(command, stack string, log *slog.Logger, stderr io.Writer) (opsEnv, int) {
+// targetOf is target, its error a usage error (exit status 2) for a
+// --stack no stack can have or whose env file is stale.
+func (e opsEnv) targetOf(stack string, log *slog.Logger, stderr io.Writer) (opsEnv, error) {
 	t, err := e.target(stack, log, stderr)
-	switch {
-	case errors.Is(err, errStackName), errors.Is(err, localstack.ErrStaleEnvFile):
-		fmt.Fprintf(stderr, "fifoworker %s: %v\n", command, err)
-		return e, 2
-	case err != nil:
-		fmt.Fprintf(stderr, "fifoworker %s: %v\n", command, err)
-		return e, 1
+	if errors.Is(err, errStackName) || errors.Is(err, localstack.ErrStaleEnvFile) {
+		return e, usageError(err)
 	}
-	return t, 0
+	return t, err
 }
 
 // namesResources reports whether the environment names one of the

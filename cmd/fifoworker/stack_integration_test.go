@@ -168,7 +168,7 @@ func TestLocalDeployWritesTheEnvFileStackReads(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.Remove(envFile) })
 	stack := testenv.Name(t, "dep")
-	code, stdout, stderr := cli(t, nil, "local", "deploy", "--name", state.Name, "--template", "../../template.yaml", "--stack-name", stack)
+	code, stdout, stderr := runCLI(t, nil, "local", "deploy", "--name", state.Name, "--template", "../../template.yaml", "--stack-name", stack)
 	require.Equal(t, 0, code)
 	require.Contains(t, stderr, "the stack's environment is in "+envFile+": the operator's commands read it with --stack "+state.Name)
 	printed := parseEnv(t, stdout)
@@ -183,7 +183,7 @@ func TestLocalDeployWritesTheEnvFileStackReads(t *testing.T) {
 
 	env := defaultOpsEnv()
 	env.getenv = func(string) string { return "" }
-	code, stdout, _ = cli(t, &env, "jobs", "list", "--json", "--stack", state.Name)
+	code, stdout, _ = runCLI(t, &env, "jobs", "list", "--json", "--stack", state.Name)
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, `"table": "`+printed["FIFOWORKER_JOBS_TABLE_NAME"]+`"`)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go/logging"
@@ -152,10 +153,10 @@ func TestTheSDKLogsThroughTheCLIsLogger(t *testing.T) {
 func TestEveryOperatorsCommandDocumentsStack(t *testing.T) {
 	t.Parallel()
 	o := newTestOps(t)
-	for _, c := range []string{"jobs", "quarantine", "sweep"} {
-		code, out, _ := o.run(c, "help")
+	for _, c := range []string{"jobs get", "jobs list", "jobs cancel", "quarantine list", "quarantine show", "quarantine redrive", "quarantine discard", "sweep"} {
+		code, out, _ := o.run(append(strings.Fields(c), "--help")...)
 		require.Equal(t, 0, code)
-		require.Regexp(t, `(?m)^  --stack NAME `, out, c)
+		require.Regexp(t, `(?m)^ +--stack NAME +a local stack`, out, c)
 		require.Contains(t, out, "Exit status: 0 done, 1 failed", c)
 	}
 	_, out, _ := o.run("help")

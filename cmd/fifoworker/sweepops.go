@@ -2,53 +2,36 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-var sweepUsage = fmt.Sprintf(`usage: fifoworker sweep [flags]
-
-One run of the sweeper, built and run as the scheduled function builds and runs
+const sweepLong = `One run of the sweeper, built and run as the scheduled function builds and runs
 it: it nudges the stuck jobs, repairs the projections of final jobs whose last
 event was lost, and deletes orphan candidates, bounded by --max-items. It reads
 and saves the function's cursors in the bucket, so it goes on where the last
 run, scheduled or not, stopped. --dry-run decides and reports everything and
 changes nothing, the cursors included.
 
-flags:
-  --dry-run             report what a run would do; write nothing
-  --json                the report as JSON (the function's result), for scripts
-  -v                    log each action to stderr
-  --stack NAME          a local stack's env file gives the endpoints and resources (fifoworker help)
-  --jobs-table NAME     the jobs table (default: FIFOWORKER_JOBS_TABLE_NAME)
-  --views-table NAME    the projector's views (default: FIFOWORKER_VIEWS_TABLE_NAME)
-  --totals-table NAME   the projector's totals (default: FIFOWORKER_TOTALS_TABLE_NAME)
-  --bucket NAME         the candidates bucket, which keeps the cursors (default: FIFOWORKER_CANDIDATES_BUCKET_NAME)
-  --timeout D           how long the run may take, as the function's timeout (default 2m)
-
-the function's settings (defaults: the function's; pass what the deployment sets):
-  --grace D             SWEEP_GRACE: how old an orphan candidate must be to be deleted (default %v)
-  --stuck-after D       SWEEP_STUCK_AFTER: how long a job must be unchanged to be nudged (default %v)
-  --repair-after D      SWEEP_REPAIR_AFTER: how long after its end a job's projection is checked (default %v)
-  --recheck-after D     SWEEP_RECHECK_AFTER: how long after its end it is checked again, beyond --repair-after (default %v, or twice --repair-after if longer)
-  --repair-budget D     SWEEP_REPAIR_BUDGET: how long a run may go on checking final jobs past its first --max-items, 0 for not at all (default %v)
-  --max-items N         SWEEP_MAX_ITEMS: the bound of a run (default %d)
-  --max-generations N   MAX_GENERATIONS: the recovery policy, as the worker's (default %d)
+The function's settings (--grace to --max-generations) default to the
+function's own defaults: pass what the deployment sets.
 
 Exit status: 0 done, 1 failed (a missing table or bucket, a request that
-failed: the report counts them), 2 a usage error.
-`, sweeper.DefaultGrace, sweeper.DefaultStuckAfter, sweeper.DefaultRepairAfter, sweeper.DefaultRecheckAfter, lambdawire.DefaultRepairBudget,
-	sweeper.DefaultMaxItems, jobs.DefaultMaxGenerations)
+failed: the report counts them), 2 a usage error.`
 
 // sweepTarget is what a sweep runs on: the settings lambdawire.Sweeper
 // reads, and where each came from (for the error that says one is wrong).
@@ -98,99 +81,108 @@ var sweepFlags = []struct{ setting, flag, output string }{
 	{"MAX_GENERATIONS", "max-generations", ""},
 }
 
-func sweepCmd(ctx context.Context, args []string, env opsEnv, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, sweepUsage)
-		return 0
+// sweepOptions are `fifoworker sweep`'s.
+type sweepOptions struct {
+	Stack   string // a local stack whose env file names the resources
+	DryRun  bool   // report what a run would do; write nothing
+	JSON    bool   // the report as JSON (the function's result)
+	Verbose bool   // log each action to stderr
+	Timeout time.Duration
+
+	// The resources, by the function's setting; "": the FIFOWORKER_*
+	// variable's.
+	JobsTable, ViewsTable, TotalsTable, Bucket string
+	// Settings are the function's other settings the flags give, as its
+	// environment would (SWEEP_GRACE: "1m30s"); one not given is the
+	// function's default.
+	Settings map[string]string
+}
+
+func (c *cli) sweepCmd() *cobra.Command {
+	o := &sweepOptions{}
+	cmd := &cobra.Command{
+		Use: "sweep", Short: "one run of the sweeper (--dry-run: report, change nothing)", Long: sweepLong,
+		Args: noArgs, RunE: c.runVerb(o, nil),
 	}
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, sweepUsage) }
-	dry := fs.Bool("dry-run", false, "change nothing")
-	asJSON := fs.Bool("json", false, "JSON output")
-	verbose := fs.Bool("v", false, "log each action")
-	names := map[string]*string{}
-	for _, f := range sweepFlags[:4] {
-		names[f.setting] = fs.String(f.flag, "", f.output)
+	fs := cmd.Flags()
+	fs.BoolVar(&o.DryRun, "dry-run", false, "report what a run would do; write nothing")
+	fs.BoolVar(&o.JSON, "json", false, "the report as JSON (the function's result), for scripts")
+	fs.BoolVarP(&o.Verbose, "verbose", "v", false, "log each action to stderr")
+	bindStackFlag(fs, &o.Stack)
+	fs.StringVar(&o.JobsTable, "jobs-table", "", "the jobs table (default: FIFOWORKER_JOBS_TABLE_NAME)")
+	fs.StringVar(&o.ViewsTable, "views-table", "", "the projector's views (default: FIFOWORKER_VIEWS_TABLE_NAME)")
+	fs.StringVar(&o.TotalsTable, "totals-table", "", "the projector's totals (default: FIFOWORKER_TOTALS_TABLE_NAME)")
+	fs.StringVar(&o.Bucket, "bucket", "", "the candidates bucket, which keeps the cursors (default: FIFOWORKER_CANDIDATES_BUCKET_NAME)")
+	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long the run may take, as the function's timeout")
+	fs.Duration("grace", sweeper.DefaultGrace, "SWEEP_GRACE: how old an orphan candidate must be to be deleted")
+	fs.Duration("stuck-after", sweeper.DefaultStuckAfter, "SWEEP_STUCK_AFTER: how long a job must be unchanged to be nudged")
+	fs.Duration("repair-after", sweeper.DefaultRepairAfter, "SWEEP_REPAIR_AFTER: how long after its end a job's projection is checked")
+	fs.Duration("recheck-after", sweeper.DefaultRecheckAfter, "SWEEP_RECHECK_AFTER: how long after its end it is checked again, beyond --repair-after (or twice --repair-after if longer)")
+	fs.Duration("repair-budget", lambdawire.DefaultRepairBudget, "SWEEP_REPAIR_BUDGET: how long a run may go on checking final jobs past its first --max-items, 0 for not at all")
+	fs.Int("max-items", sweeper.DefaultMaxItems, "SWEEP_MAX_ITEMS: the bound of a run")
+	fs.Int("max-generations", jobs.DefaultMaxGenerations, "MAX_GENERATIONS: the recovery policy, as the worker's")
+	// -v was the only spelling; --v, which the standard flag package took
+	// too, is --verbose's old name.
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "v" {
+			name = "verbose"
+		}
+		return pflag.NormalizedName(name)
+	})
+	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		o.Settings = map[string]string{}
+		for _, f := range sweepFlags[4:] {
+			if cmd.Flags().Changed(f.flag) {
+				o.Settings[f.setting] = cmd.Flags().Lookup(f.flag).Value.String()
+			}
+		}
 	}
-	grace := fs.Duration("grace", 0, "SWEEP_GRACE")
-	stuckAfter := fs.Duration("stuck-after", 0, "SWEEP_STUCK_AFTER")
-	repairAfter := fs.Duration("repair-after", 0, "SWEEP_REPAIR_AFTER")
-	recheckAfter := fs.Duration("recheck-after", 0, "SWEEP_RECHECK_AFTER")
-	repairBudget := fs.Duration("repair-budget", 0, "SWEEP_REPAIR_BUDGET")
-	maxItems := fs.Int("max-items", 0, "SWEEP_MAX_ITEMS")
-	maxGenerations := fs.Int("max-generations", 0, "MAX_GENERATIONS")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long the run may take")
-	stack := stackFlag(fs)
-	pos, err := parseArgs(fs, args)
+	return cmd
+}
+
+func (o *sweepOptions) Validate() error {
+	if o.Timeout <= sweeper.DeadlineReserve {
+		return fmt.Errorf("--timeout %v: more than the %v a run keeps to save its cursors", o.Timeout, sweeper.DeadlineReserve)
+	}
+	return nil
+}
+
+// resourceFlag is the value of the flag that names setting's resource.
+func (o *sweepOptions) resourceFlag(setting string) string {
+	return map[string]string{"JOBS_TABLE": o.JobsTable, "VIEWS_TABLE": o.ViewsTable, "TOTALS_TABLE": o.TotalsTable, "CANDIDATES_BUCKET": o.Bucket}[setting]
+}
+
+func (o *sweepOptions) Run(ctx context.Context, c *cli) error {
+	log := cliLogger(c.stderr, o.Verbose)
+	env, err := c.env.targetOf(o.Stack, log, c.stderr)
 	if err != nil {
-		return 2
+		return err
 	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "fifoworker sweep: unexpected arguments %q\n\n%s", pos, sweepUsage)
-		return 2
-	}
-	if *timeout <= sweeper.DeadlineReserve {
-		fmt.Fprintf(stderr, "fifoworker sweep: --timeout %v: more than the %v a run keeps to save its cursors\n", *timeout, sweeper.DeadlineReserve)
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "fifoworker sweep:", err)
-		return 1
-	}
-	log := cliLogger(stderr, *verbose)
-	env, code := env.targetOf("sweep", *stack, log, stderr)
-	if code != 0 {
-		return code
-	}
-	t := sweepTarget{Settings: map[string]string{}, Hints: map[string]string{}}
+	t := sweepTarget{Settings: maps.Clone(o.Settings), Hints: map[string]string{}}
 	for _, f := range sweepFlags {
 		t.Hints[f.setting] = "--" + f.flag
 		if f.output == "" {
 			continue
 		}
-		v, err := env.resource(*names[f.setting], f.output, f.flag)
-		if err != nil {
-			return fail(err)
+		given := o.resourceFlag(f.setting)
+		if t.Settings[f.setting], err = env.resource(given, f.output, f.flag); err != nil {
+			return err
 		}
-		t.Settings[f.setting] = v
-		t.Hints[f.setting] = env.hint(*names[f.setting], f.flag, f.output)
+		t.Hints[f.setting] = env.hint(given, f.flag, f.output)
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "grace":
-			t.Settings["SWEEP_GRACE"] = grace.String()
-		case "stuck-after":
-			t.Settings["SWEEP_STUCK_AFTER"] = stuckAfter.String()
-		case "repair-after":
-			t.Settings["SWEEP_REPAIR_AFTER"] = repairAfter.String()
-		case "recheck-after":
-			t.Settings["SWEEP_RECHECK_AFTER"] = recheckAfter.String()
-		case "repair-budget":
-			t.Settings["SWEEP_REPAIR_BUDGET"] = repairBudget.String()
-		case "max-items":
-			t.Settings["SWEEP_MAX_ITEMS"] = strconv.Itoa(*maxItems)
-		case "max-generations":
-			t.Settings["MAX_GENERATIONS"] = strconv.Itoa(*maxGenerations)
-		}
-	})
 	run, err := env.open.sweeper(ctx, t, log)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rep, runErr := run(rctx, sweeper.Options{DryRun: *dry})
-	code = 0
-	if *asJSON {
-		code = printJSON(stdout, rep)
+	rep, runErr := run(rctx, sweeper.Options{DryRun: o.DryRun})
+	if o.JSON {
+		err = printJSON(c.stdout, rep)
 	} else {
-		printReport(stdout, &rep, t)
+		printReport(c.stdout, &rep, t)
 	}
-	if runErr != nil {
-		return fail(runErr)
-	}
-	return code
+	return errors.Join(runErr, err)
 }
 
 // flagWords names the flags in lambdawire's error about the function's

@@ -13,10 +13,11 @@ import (
 
 // The local identity signs and verifies tokens with a key it makes itself;
 // a deployed function must have no way to enable it. So the package that
-// holds it, and the CLI, must not be among the packages of any function as
-// the Lambda build builds it (BuildBootstraps' flags, linux/arm64 as
-// template.yaml deploys). Moving Identity into a package a function
-// imports (internal/app/intake, internal/lambdawire) fails this test.
+// holds it, and the CLI (cobra, its command library, included), must not
+// be among the packages of any function as the Lambda build builds it
+// (BuildBootstraps' flags, linux/arm64 as template.yaml deploys). Moving
+// Identity into a package a function imports (internal/app/intake,
+// internal/lambdawire) fails this test.
 func TestTheLambdaBuildCannotReachTheLocalIdentity(t *testing.T) {
 	t.Parallel()
 	module := "github.com/fifoworker/fifoworker"
@@ -42,6 +43,7 @@ func TestTheLambdaBuildCannotReachTheLocalIdentity(t *testing.T) {
 	for _, dep := range deps {
 		require.NotEqual(t, identityPkg, dep, "a function depends on the package of the local identity")
 		require.False(t, strings.HasPrefix(dep, module+"/cmd/"), "a function depends on the CLI (%s)", dep)
+		require.False(t, strings.HasPrefix(dep, "github.com/spf13/"), "a function depends on the CLI's command library (%s)", dep)
 		require.NotEqual(t, module+"/internal/dev/demo", dep, "a function depends on the demo")
 	}
 }
