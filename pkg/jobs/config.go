@@ -66,7 +66,8 @@ type RecoveryPolicy struct {
 var ErrInvalidConfig = errors.New("jobs: invalid configuration")
 
 // Config holds the settings both stores share. Its zero value is the
-// system clock and the defaults above.
+// system clock and the defaults (DefaultMaxGenerations, DefaultRetention,
+// DefaultIntentRetention, DefaultClockSkew).
 type Config struct {
 	// Now is the clock the store reads "now" from: lease expiry, the item's
 	// timestamps and its TTL. Tests inject a controllable one. Default
