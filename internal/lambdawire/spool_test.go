@@ -15,7 +15,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // The spool settings are checked at cold start, each bound at exactly its
@@ -80,7 +80,8 @@ func TestWorkerSpoolSettingsAreCheckedAtColdStart(t *testing.T) {
 // take their room at once and an eleventh waits.
 func TestWorkerCandidatesFollowTheSettings(t *testing.T) {
 	t.Parallel()
-	mem := candidatetest.NewMemoryS3([]string{"bucket"})
+	mem, err := s3mem.New(s3mem.Config{Buckets: []string{"bucket"}})
+	require.NoError(t, err)
 	key, err := candidate.NewKey("job-42", 1, "a", "txt")
 	require.NoError(t, err)
 
@@ -137,7 +138,9 @@ func TestTemplateSpoolDefaultsSpoolEveryLaneOfABatch(t *testing.T) {
 
 	var logs strings.Builder
 	env := NewEnvFrom(templateEnv(t, tpl, "WorkerFunction"))
-	require.NotNil(t, workerCandidates(env, candidatetest.NewMemoryS3([]string{"b"}), "b",
+	mem, err := s3mem.New(s3mem.Config{Buckets: []string{"b"}})
+	require.NoError(t, err)
+	require.NotNil(t, workerCandidates(env, mem, "b",
 		slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, env.Err(), "the cold start's check of the spool takes the template's defaults")
 	require.Contains(t, logs.String(), "level=INFO")

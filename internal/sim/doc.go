@@ -5,7 +5,7 @@
 // projection.Projector.Handle under fifo.Processor with the quarantine,
 // sweeper.Sweeper, quarantine.Operator) on the in-memory stores
 // (jobs.MemoryStore, projection.MemoryStore, quarantine.MemoryStore,
-// candidatetest.MemoryS3), with a simulated clock and simulated SQS FIFO
+// s3mem.S3), with a simulated clock and simulated SQS FIFO
 // queues (group lock, visibility timeout, receive counts, a redrive policy
 // to a dead-letter queue, the five-minute deduplication window).
 //

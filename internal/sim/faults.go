@@ -245,7 +245,7 @@ func (f *faultJobs) Finished(ctx context.Context, after string, before time.Time
 }
 
 // faultS3 is the bucket as every function reaches it: through the fault
-// plan, onto MemoryS3. Every delete is checked against the jobs: it must
+// plan, onto the in-memory S3. Every delete is checked against the jobs: it must
 // never remove a final job's result or a live job's current candidate.
 type faultS3 struct {
 	w     *World

@@ -18,15 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // testBucket is the name of the bucket the unit tests' candidates go to.
 const testBucket = "candidates-test"
 
-// bucket is candidatetest.MemoryS3, the in-memory S3 that the conformance
+// bucket is s3mem.S3, the in-memory S3 that the conformance
 // run (conformance_test.go) holds to the emulator's behaviour, with what a
-// test needs that a real bucket does not offer: candidatetest.FaultyS3's
+// test needs that a real bucket does not offer: s3mem.FaultyS3's
 // counts, failed puts and held put, and three things of its own.
 //
 //   - It lists at most pageSize keys a page, whatever MaxKeys asks, so
@@ -38,9 +38,9 @@ const testBucket = "candidates-test"
 //   - It can keep only the size and hash of put bodies (discardBodies), for
 //     tests that measure the store's memory.
 //
-// Every other answer is MemoryS3's.
+// Every other answer is the in-memory S3's.
 type bucket struct {
-	*candidatetest.FaultyS3
+	*s3mem.FaultyS3
 
 	pageSize int32
 
@@ -72,9 +72,21 @@ type received struct {
 
 var _ candidate.S3API = (*bucket)(nil)
 
-func newBucket() *bucket {
+// memoryS3 is an in-memory S3 with the test bucket, for tests that need
+// neither counts nor faults.
+func memoryS3(t testing.TB) *s3mem.S3 {
+	t.Helper()
+	m, err := s3mem.New(s3mem.Config{Buckets: []string{testBucket}})
+	require.NoError(t, err)
+	return m
+}
+
+func newBucket(t testing.TB) *bucket {
+	t.Helper()
+	faulty, err := s3mem.NewFaultyS3(s3mem.Config{Buckets: []string{testBucket}})
+	require.NoError(t, err)
 	return &bucket{
-		FaultyS3: candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{testBucket})),
+		FaultyS3: faulty,
 		pageSize: 2,
 		bodies:   map[string]*alteredBody{},
 		received: map[string]received{},
@@ -114,7 +126,7 @@ func (b *bucket) PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ..
 	return b.FaultyS3.PutObject(ctx, &empty, optFns...)
 }
 
-// GetObject returns MemoryS3's answer, with the body replaced for a key
+// GetObject returns the in-memory S3's answer, with the body replaced for a key
 // whose body was altered.
 func (b *bucket) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	out, err := b.FaultyS3.GetObject(ctx, in, optFns...)
@@ -149,7 +161,7 @@ func (a alteredBody) reader() io.Reader {
 	return r
 }
 
-// ListObjectsV2 asks MemoryS3 for at most pageSize keys.
+// ListObjectsV2 asks the in-memory S3 for at most pageSize keys.
 func (b *bucket) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	small := *in
 	small.MaxKeys = aws.Int32(b.pageSize)
@@ -160,7 +172,7 @@ func (b *bucket) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o
 }
 
 // putCalls returns how many PutObject calls were made.
-func (b *bucket) putCalls() int { return b.Calls(candidatetest.OpPutObject) }
+func (b *bucket) putCalls() int { return b.Calls(s3mem.OpPutObject) }
 
 // stored is an object as the bucket holds it.
 type stored struct {
@@ -177,7 +189,7 @@ func (b *bucket) object(t testing.TB, key string) *stored {
 	if !ok {
 		return nil
 	}
-	head, err := b.MemoryS3.HeadObject(t.Context(), &s3.HeadObjectInput{
+	head, err := b.S3.HeadObject(t.Context(), &s3.HeadObjectInput{
 		Bucket: aws.String(testBucket), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled,
 	})
 	require.NoError(t, err)
@@ -189,7 +201,7 @@ func (b *bucket) object(t testing.TB, key string) *stored {
 // checksum.
 func (b *bucket) rawPut(t testing.TB, key string, body []byte, meta map[string]string) {
 	t.Helper()
-	_, err := b.MemoryS3.PutObject(t.Context(), &s3.PutObjectInput{
+	_, err := b.S3.PutObject(t.Context(), &s3.PutObjectInput{
 		Bucket: aws.String(testBucket), Key: aws.String(key), Body: bytes.NewReader(body), Metadata: meta,
 	})
 	require.NoError(t, err)
@@ -197,7 +209,7 @@ func (b *bucket) rawPut(t testing.TB, key string, body []byte, meta map[string]s
 
 // setChecksum replaces the S3 checksum of the object at key, keeping its
 // content and metadata: an object S3 would not have accepted (see
-// MemoryS3.PutRaw), or the checksum of a multipart object.
+// s3mem.S3.PutRaw), or the checksum of a multipart object.
 func (b *bucket) setChecksum(t testing.TB, key, checksum string) {
 	t.Helper()
 	obj := b.object(t, key)

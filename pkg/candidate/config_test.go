@@ -11,6 +11,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // New refuses each Config that cannot work with an error wrapping
@@ -18,7 +19,7 @@ import (
 // accepts each bound at exactly its value.
 func TestNewRefusesAnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	mem := candidatetest.NewMemoryS3([]string{testBucket})
+	mem := memoryS3(t)
 	valid := func(c candidate.Config) candidate.Config {
 		c.Client, c.Bucket = mem, testBucket
 		return c
@@ -89,14 +90,14 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, candidate.DefaultConflictBackoff)
 	require.Equal(t, int64(5<<30), candidate.MaxSize)
 	synctest.Test(t, func(t *testing.T) {
-		bucket := newBucket()
+		bucket := newBucket(t)
 		s, err := candidate.New(candidate.Config{Client: bucket, Bucket: testBucket, SpoolDir: t.TempDir()})
 		require.NoError(t, err)
 		conflict := apiError("ConditionalRequestConflict")
 		bucket.FailNextPuts(conflict, conflict, conflict, conflict, conflict, conflict)
 		_, err = s.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
 		require.ErrorContains(t, err, "still conflicting after 5 attempts")
-		times := bucket.CallTimes(candidatetest.OpPutObject)
+		times := bucket.CallTimes(s3mem.OpPutObject)
 		require.Len(t, times, candidate.DefaultConflictAttempts)
 		wait := times[1].Sub(times[0])
 		require.GreaterOrEqual(t, wait, candidate.DefaultConflictBackoff/2)

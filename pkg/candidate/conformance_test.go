@@ -24,9 +24,9 @@ import (
 
 // The store's tests against an S3: each runs on the emulator
 // (TestIntegrationStore, integration_test.go) and on
-// candidatetest.MemoryS3 (TestMemoryS3Conformance, memorys3_test.go), the
-// in-memory S3 the simulation and other packages' tests use. Passing on
-// both is what makes MemoryS3 a faithful stand-in.
+// s3mem.S3 (TestMemoryS3Conformance, memorys3_test.go), the in-memory S3
+// the simulation and other packages' tests use. Passing on both is what
+// makes s3mem a faithful stand-in.
 
 // s3Bundle is a candidate store on a bucket of its own.
 type s3Bundle struct {
@@ -37,7 +37,7 @@ type s3Bundle struct {
 	// put stores an object as any other client could, bypassing Store. A
 	// non-empty checksum is the object's S3 SHA-256 checksum, stored as
 	// given even when it does not match the body: the emulator does not
-	// verify it on upload, MemoryS3.PutRaw does not either (S3 itself
+	// verify it on upload, s3mem.S3.PutRaw does not either (S3 itself
 	// would refuse such a put).
 	put func(t *testing.T, key string, body []byte, meta map[string]string, checksum string)
 }

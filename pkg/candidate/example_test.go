@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // The running example: worker A (generation 1) stalled, worker B
@@ -16,10 +16,12 @@ import (
 // overwrite the other, and the job store accepts B's by its key.
 func Example() {
 	ctx := context.Background()
-	store, err := candidate.New(candidate.Config{
-		Client: candidatetest.NewMemoryS3([]string{"candidates-test"}), // in a function: s3.NewFromConfig(cfg)
-		Bucket: "candidates-test",
-	})
+	bucket, err := s3mem.New(s3mem.Config{Buckets: []string{"candidates-test"}}) // in a function: s3.NewFromConfig(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	store, err := candidate.New(candidate.Config{Client: bucket, Bucket: "candidates-test"})
 	if err != nil {
 		fmt.Println("invalid configuration:", err)
 		return
@@ -100,8 +102,13 @@ func ExampleNewKey() {
 // New refuses a Config that cannot work, naming the field: here a spool
 // budget that cannot hold one candidate of the max size.
 func ExampleNew() {
-	_, err := candidate.New(candidate.Config{
-		Client:      candidatetest.NewMemoryS3([]string{"candidates-test"}),
+	bucket, err := s3mem.New(s3mem.Config{Buckets: []string{"candidates-test"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = candidate.New(candidate.Config{
+		Client:      bucket,
 		Bucket:      "candidates-test",
 		MaxSize:     128 << 20,
 		SpoolBudget: 100 << 20,

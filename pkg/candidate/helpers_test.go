@@ -36,7 +36,7 @@ func setup(t *testing.T) *testBundle {
 // are the bundle's, and a zero ConflictBackoff is a nanosecond.
 func setupWith(t *testing.T, cfg candidate.Config) *testBundle {
 	t.Helper()
-	b := &testBundle{bucket: newBucket(), spoolDir: t.TempDir()}
+	b := &testBundle{bucket: newBucket(t), spoolDir: t.TempDir()}
 	cfg.Client, cfg.Bucket, cfg.SpoolDir = b.bucket, testBucket, b.spoolDir
 	if cfg.ConflictBackoff == 0 {
 		cfg.ConflictBackoff = time.Nanosecond

@@ -24,7 +24,7 @@ type spoolBundle struct {
 
 func setupSpool(t *testing.T, maxSize, budget int64) *spoolBundle {
 	t.Helper()
-	b := &spoolBundle{bucket: newBucket(), disk: candidatetest.NewDisk(budget)}
+	b := &spoolBundle{bucket: newBucket(t), disk: candidatetest.NewDisk(budget)}
 	var err error
 	b.store, err = candidate.New(candidate.Config{Client: b.bucket, Bucket: testBucket, Spool: b.disk, MaxSize: maxSize, SpoolBudget: budget})
 	require.NoError(t, err)

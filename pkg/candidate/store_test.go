@@ -14,7 +14,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/base/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 func TestOpenReadsAndVerifies(t *testing.T) {
@@ -305,7 +305,7 @@ func TestMissingCandidateIsErrNotFound(t *testing.T) {
 
 func TestOtherErrorsAreNotErrNotFound(t *testing.T) {
 	t.Parallel()
-	s, err := candidate.New(candidate.Config{Client: candidatetest.NewMemoryS3([]string{testBucket}), Bucket: "no-such-bucket"})
+	s, err := candidate.New(candidate.Config{Client: memoryS3(t), Bucket: "no-such-bucket"})
 	require.NoError(t, err)
 	key := mustKey(t, "job-42", 1, "a", "json")
 	_, err = s.Head(context.Background(), key)
@@ -342,7 +342,7 @@ func TestListReturnsEveryGenerationInOrder(t *testing.T) {
 	b.bucket.TakeCalls()
 	entries, err := b.store.List(ctx, "job-42")
 	require.NoError(t, err)
-	require.Equal(t, 3, b.bucket.TakeCalls()[candidatetest.OpListObjectsV2], "six objects, two a page")
+	require.Equal(t, 3, b.bucket.TakeCalls()[s3mem.OpListObjectsV2], "six objects, two a page")
 	var got []candidate.Key
 	for _, e := range entries {
 		got = append(got, e.Key)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/base/checksum"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 func TestPutStoresContentHashAndMetadata(t *testing.T) {
@@ -328,7 +328,7 @@ func TestConflictRetryWaitsAsConfigured(t *testing.T) {
 		b.bucket.FailNextPuts(conflict, conflict, conflict, conflict)
 		_, err := b.store.Put(context.Background(), mustKey(t, "job-42", 1, "a", "txt"), strings.NewReader("content"))
 		require.ErrorContains(t, err, "still conflicting after 4 attempts")
-		times := b.bucket.CallTimes(candidatetest.OpPutObject)
+		times := b.bucket.CallTimes(s3mem.OpPutObject)
 		require.Len(t, times, 4)
 		for i, full := range []time.Duration{base, 2 * base, 4 * base} {
 			wait := times[i+1].Sub(times[i])
@@ -451,7 +451,7 @@ func TestMemoryDoesNotGrowWithSize(t *testing.T) {
 
 func TestCreateFailsWhenSpoolDirIsMissing(t *testing.T) {
 	t.Parallel()
-	s, err := candidate.New(candidate.Config{Client: candidatetest.NewMemoryS3([]string{testBucket}), Bucket: testBucket, SpoolDir: t.TempDir() + "/missing"})
+	s, err := candidate.New(candidate.Config{Client: memoryS3(t), Bucket: testBucket, SpoolDir: t.TempDir() + "/missing"})
 	require.NoError(t, err, "New does not look at the directory")
 	_, err = s.Create(context.Background(), mustKey(t, "job-42", 1, "a", "json"))
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -16,26 +16,26 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // testBucket is the name of the bucket the tests' candidates and cursors
 // go to.
 const testBucket = "candidates-test"
 
-// bucket is candidatetest.FaultyS3 on a MemoryS3, the in-memory S3 that
+// bucket is s3mem.FaultyS3, the in-memory S3 that
 // pkg/candidate's conformance run holds to the emulator's behaviour: it
 // counts requests by operation and can fail chosen ones (Fail). On top of
 // it, what these tests need that a real bucket does not offer: it records
 // each listing, and can answer as S3 answers a role without s3:ListBucket.
-// Every other answer is MemoryS3's, and its clock is the test's.
+// Every other answer is the in-memory S3's, and its clock is the test's.
 type bucket struct {
-	*candidatetest.FaultyS3
+	*s3mem.FaultyS3
 
 	mu sync.Mutex
 	// deniesMissing answers a GetObject of a missing key with 403
 	// AccessDenied, as S3 does to a caller without s3:ListBucket (an IAM
-	// answer, which MemoryS3 and the emulator, with no policies, never
+	// answer, which s3mem and the emulator, with no policies, never
 	// give).
 	deniesMissing bool
 	// listed records each listing's StartAfter and the keys it returned.
@@ -52,8 +52,11 @@ var (
 	_ sweeper.CursorAPI = (*bucket)(nil)
 )
 
-func newBucket(now func() time.Time) *bucket {
-	return &bucket{FaultyS3: candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{testBucket}, candidatetest.WithClock(now)))}
+func newBucket(t testing.TB, now func() time.Time) *bucket {
+	t.Helper()
+	faulty, err := s3mem.NewFaultyS3(s3mem.Config{Buckets: []string{testBucket}, Now: now})
+	require.NoError(t, err)
+	return &bucket{FaultyS3: faulty}
 }
 
 func apiError(code string) error {
@@ -87,7 +90,7 @@ func (b *bucket) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o
 // the counts and the faults: a plain PutObject.
 func (b *bucket) rawPut(t testing.TB, key string, body []byte) {
 	t.Helper()
-	_, err := b.MemoryS3.PutObject(t.Context(), &s3.PutObjectInput{
+	_, err := b.S3.PutObject(t.Context(), &s3.PutObjectInput{
 		Bucket: aws.String(testBucket), Key: aws.String(key), Body: bytes.NewReader(body),
 	})
 	require.NoError(t, err)
@@ -111,7 +114,7 @@ func (b *bucket) has(key string) bool {
 // that is neither counted nor failed reads it.
 func (b *bucket) modified(t testing.TB, key string) time.Time {
 	t.Helper()
-	out, err := b.MemoryS3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(key)})
+	out, err := b.S3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(key)})
 	require.NoError(t, err)
 	return aws.ToTime(out.LastModified)
 }

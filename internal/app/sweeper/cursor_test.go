@@ -12,7 +12,7 @@ import (
 
 func TestS3CursorRoundTrip(t *testing.T) {
 	t.Parallel()
-	fake := newBucket(jobstest.NewClock(jobstest.Start).Now)
+	fake := newBucket(t, jobstest.NewClock(jobstest.Start).Now)
 	c := sweeper.NewS3Cursor(fake, testBucket)
 	ctx := t.Context()
 
@@ -47,7 +47,7 @@ func TestS3CursorRoundTrip(t *testing.T) {
 // not 404. The cursor tells "missing" from "denied" by listing its key.
 func TestS3CursorTellsAMissingCursorFromADeniedRead(t *testing.T) {
 	t.Parallel()
-	fake := newBucket(jobstest.NewClock(jobstest.Start).Now)
+	fake := newBucket(t, jobstest.NewClock(jobstest.Start).Now)
 	fake.deniesMissing = true
 	c := sweeper.NewS3Cursor(fake, testBucket)
 	ctx := t.Context()

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 // testBundle is a sweeper over the memory job store and the candidate
-// store on a bucket in memory (candidatetest.MemoryS3, see bucket), sharing
+// store on a bucket in memory (s3mem.FaultyS3, see bucket), sharing
 // one clock, with the cursor in the bucket.
 type testBundle struct {
 	ctx        context.Context
@@ -47,7 +47,7 @@ func setup(t *testing.T, adjust ...func(*sweeper.Config)) *testBundle {
 	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &testenv.Buffer{}}
 	b.store = jobs.NewMemoryStore(jobs.WithClock(b.clock.Now))
 	b.jobs = &countingJobs{Jobs: b.store, now: b.clock.Now}
-	b.s3 = newBucket(b.clock.Now)
+	b.s3 = newBucket(t, b.clock.Now)
 	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpoolDir(t.TempDir()))
 	b.cursor = sweeper.NewS3Cursor(b.s3, testBucket)
 	b.cfg = sweeper.Config{

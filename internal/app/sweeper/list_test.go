@@ -19,7 +19,7 @@ import (
 func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
-	fake := newBucket(clock.Now)
+	fake := newBucket(t, clock.Now)
 	store := candidate.New(fake, testBucket)
 	ctx := t.Context()
 	var want []string
@@ -78,7 +78,7 @@ func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 func TestListPageAsksForAtMostMaxPageSize(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
-	fake := newBucket(clock.Now)
+	fake := newBucket(t, clock.Now)
 	store := candidate.New(fake, testBucket)
 	for i := range candidate.MaxPageSize + 5 {
 		fake.rawPut(t, key(fmt.Sprintf("job-%04d", i), 1, "attempt-a"), []byte("x"))

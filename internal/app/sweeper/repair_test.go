@@ -22,7 +22,7 @@ import (
 
 // repairBundle is the test bundle with the projection: the memory
 // projection store, the projector that consumes events into it, and the
-// sweeper repairing from it with its repair cursor in the test bucket (candidatetest.FaultyS3).
+// sweeper repairing from it with its repair cursor in the test bucket (s3mem.FaultyS3).
 type repairBundle struct {
 	*testBundle
 	proj      *failingProjection

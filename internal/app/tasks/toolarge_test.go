@@ -15,8 +15,8 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // The export wraps a refused write as a retryable error, as it does every
@@ -41,7 +41,8 @@ func TestExportOverMaxCandidateBytesFailsAtOnce(t *testing.T) {
 			created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "i-42", Tenant: "t-1",
 				Spec: map[string]string{tasks.SpecPageSize: "7"}})
 			require.NoError(t, err)
-			s3 := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"candidates-test"}))
+			s3, err := s3mem.NewFaultyS3(s3mem.Config{Buckets: []string{"candidates-test"}})
+			require.NoError(t, err)
 			w := worker.New(worker.Config{
 				Jobs:       store,
 				Candidates: candidate.New(s3, "candidates-test", candidate.WithSpoolDir(t.TempDir()), candidate.WithMaxSize(bound), candidate.WithSpoolBudget(bound)),
@@ -60,7 +61,7 @@ func TestExportOverMaxCandidateBytesFailsAtOnce(t *testing.T) {
 			require.EqualValues(t, 1, job.Generation, "one attempt")
 			if want == jobs.StatusFailed {
 				require.Equal(t, worker.CodeCandidateTooLarge, job.Error.Code)
-				require.Zero(t, s3.Calls(candidatetest.OpPutObject))
+				require.Zero(t, s3.Calls(s3mem.OpPutObject))
 			} else {
 				require.Equal(t, size, job.Result.Size)
 			}

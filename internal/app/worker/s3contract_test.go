@@ -12,9 +12,9 @@ import (
 )
 
 // s3Contract is what the worker's tests rely on from a bucket, checked
-// through candidate.Store: candidatetest.MemoryS3 (behind the tests'
+// through candidate.Store: s3mem.S3 (behind the tests'
 // bucket wrapper) passes it here and the S3 emulator in the integration
-// tests. pkg/candidate's conformance run holds MemoryS3 to the emulator
+// tests. pkg/candidate's conformance run holds s3mem.S3 to the emulator
 // in full; this is the part the worker's tests lean on.
 func s3Contract(t *testing.T, store *candidate.Store) {
 	ctx := context.Background()

@@ -327,7 +327,7 @@ func TestCommandThroughTheQueueAndTheEventSourceMapping(t *testing.T) {
 	require.Equal(t, want, st.readLines(t, done))
 }
 
-// The S3 emulator answers as the unit tests' bucket (candidatetest.MemoryS3)
+// The S3 emulator answers as the unit tests' bucket (s3mem.S3)
 // does.
 func TestS3EmulatorMeetsTheContract(t *testing.T) {
 	t.Parallel()

@@ -1,41 +1,30 @@
 package candidatetest_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
+	"syscall"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 )
 
-// A candidate is written once: a put with If-None-Match "*" on a key that
-// already holds an object is refused, as S3 refuses it, so a test can see
-// that a stalled worker cannot overwrite its successor's result.
-func ExampleMemoryS3() {
-	ctx := context.Background()
-	bucket := candidatetest.NewMemoryS3([]string{"candidates"})
-	put := func(body string) error {
-		_, err := bucket.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:        aws.String("candidates"),
-			Key:           aws.String("job-42/2"),
-			Body:          strings.NewReader(body),
-			ContentLength: aws.Int64(int64(len(body))),
-			IfNoneMatch:   aws.String("*"),
-		})
-		return err
+// A Disk fills at its size as a full /tmp does: the write that does not fit
+// writes what does and fails with ENOSPC, and closing a file frees its
+// bytes. candidate.Config.Spool takes it in a test of a candidate larger
+// than the function's ephemeral storage.
+func ExampleDisk() {
+	disk := candidatetest.NewDisk(8)
+	f, err := disk.Create()
+	if err != nil {
+		panic(err)
 	}
-
-	fmt.Println(put("first"))
-	var apiErr smithy.APIError
-	if err := put("second"); errors.As(err, &apiErr) {
-		fmt.Println(apiErr.ErrorCode())
+	n, err := f.Write([]byte("0123456789"))
+	fmt.Println(n, errors.Is(err, syscall.ENOSPC), disk.Stats().Used)
+	if err := f.Close(); err != nil {
+		panic(err)
 	}
+	fmt.Println(disk.Stats().Used, disk.Stats().Full)
 	// Output:
-	// <nil>
-	// PreconditionFailed
+	// 8 true 8
+	// 0 1
 }

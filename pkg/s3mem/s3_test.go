@@ -1,4 +1,4 @@
-package candidatetest_test
+package s3mem_test
 
 import (
 	"context"
@@ -14,12 +14,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
-// What pkg/candidate's conformance run does not reach: the S3 behaviour of
-// MemoryS3 that no candidate.Store call provokes.
+// What pkg/candidate's conformance run does not reach: the behaviour of
+// the in-memory S3 that no candidate.Store call provokes.
+
+// newS3 is an S3 with the bucket "b", on the clock now (nil: time.Now).
+func newS3(t *testing.T, now func() time.Time) *s3mem.S3 {
+	t.Helper()
+	m, err := s3mem.New(s3mem.Config{Buckets: []string{"b"}, Now: now})
+	require.NoError(t, err)
+	return m
+}
+
+// newFaulty is a FaultyS3 with the bucket "b".
+func newFaulty(t *testing.T) *s3mem.FaultyS3 {
+	t.Helper()
+	f, err := s3mem.NewFaultyS3(s3mem.Config{Buckets: []string{"b"}})
+	require.NoError(t, err)
+	return f
+}
+
+func head(key string) *s3.HeadObjectInput {
+	return &s3.HeadObjectInput{Bucket: aws.String("b"), Key: aws.String(key)}
+}
 
 func code(err error) string {
 	var api smithy.APIError
@@ -35,7 +56,7 @@ func put(key, body string) *s3.PutObjectInput {
 
 func TestPutChecksLengthChecksumAndCondition(t *testing.T) {
 	ctx := context.Background()
-	m := candidatetest.NewMemoryS3([]string{"b"})
+	m := newS3(t, nil)
 
 	in := put("k", "abc")
 	in.ContentLength = aws.Int64(4)
@@ -73,7 +94,7 @@ func TestPutChecksLengthChecksumAndCondition(t *testing.T) {
 
 func TestChecksumOnlyWithChecksumMode(t *testing.T) {
 	ctx := context.Background()
-	m := candidatetest.NewMemoryS3([]string{"b"})
+	m := newS3(t, nil)
 	sum := sha256.Sum256([]byte("abc"))
 	in := put("k", "abc")
 	in.ChecksumSHA256 = aws.String(base64.StdEncoding.EncodeToString(sum[:]))
@@ -124,7 +145,7 @@ func TestChecksumOnlyWithChecksumMode(t *testing.T) {
 func TestListPagesAndClock(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2100, 1, 1, 0, 0, 0, 999_000_000, time.UTC)
-	m := candidatetest.NewMemoryS3([]string{"b"}, candidatetest.WithClock(func() time.Time { return now }))
+	m := newS3(t, func() time.Time { return now })
 	for _, k := range []string{"p/c", "p/a", "q/z", "p/b", "p/d"} {
 		if _, err := m.PutObject(ctx, put(k, k)); err != nil {
 			t.Fatal(err)

@@ -1,12 +1,4 @@
-// Package candidatetest provides MemoryS3, an in-memory S3 bucket that
-// stands in for the *s3.Client a candidate.Store (and the sweeper's cursor,
-// and the quarantine's body store) calls, with the S3 semantics they rely
-// on. pkg/candidate runs its store tests against it as well as against the
-// emulator (a conformance run), so what passes on MemoryS3 passes on S3.
-//
-// FaultyS3 wraps a MemoryS3 with what tests need that S3 does not offer:
-// counting requests, failing chosen ones and holding a put.
-package candidatetest
+package s3mem
 
 import (
 	"bytes"
@@ -29,11 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
-// MemoryS3 is an in-memory S3 with the semantics candidates, the sweeper's
+// S3 is an in-memory S3 with the semantics candidates, the sweeper's
 // cursors and quarantined bodies rely on:
 //
 //   - PutObject reads the whole body, checks it against ContentLength
@@ -52,14 +42,14 @@ import (
 //     StartAfter and ContinuationToken, at most MaxKeys (default and cap
 //     1,000) per page, with IsTruncated and NextContinuationToken.
 //   - DeleteObject of a missing key succeeds.
-//   - LastModified is the clock's time (WithClock), truncated to the second
-//     as S3 reports it.
+//   - LastModified is the clock's time (Config.Now), truncated to the
+//     second as S3 reports it.
 //   - Any bucket but the ones it was made with is NoSuchBucket.
 //
 // It is safe for concurrent use; concurrent conditional puts of one key are
 // serialised, so one wins and the others get 412 (S3 may also answer 409
 // ConditionalRequestConflict, which the candidate store retries).
-type MemoryS3 struct {
+type S3 struct {
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -75,48 +65,74 @@ type object struct {
 	modified    time.Time
 }
 
+// api is the part of the S3 client that S3 and FaultyS3 implement, with
+// the SDK's signatures (the check against *s3.Client): what
+// candidate.Store calls, and a subset of it the sweeper's cursor and the
+// quarantine's body store call.
+type api interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
 var (
-	_ candidate.S3API = (*MemoryS3)(nil)
-	// The sweeper's cursor and the quarantine's body store call a subset.
-	_ interface {
-		GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-		PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-		ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	} = (*MemoryS3)(nil)
+	_ api = (*s3.Client)(nil)
+	_ api = (*S3)(nil)
 )
 
-// Option configures a MemoryS3.
-type Option func(*MemoryS3)
+// ErrInvalidConfig is what New and NewFaultyS3 return for a Config they
+// cannot serve.
+var ErrInvalidConfig = errors.New("s3mem: invalid configuration")
 
-// WithClock sets the clock LastModified is read from (default time.Now).
-func WithClock(now func() time.Time) Option { return func(m *MemoryS3) { m.now = now } }
+// Config configures an S3 (and a FaultyS3).
+type Config struct {
+	// Buckets are the names of the buckets it holds, all empty at first:
+	// at least one, none empty, each once (required).
+	Buckets []string
+	// Now is the clock LastModified is read from; nil means time.Now.
+	Now func() time.Time
+}
 
-// NewMemoryS3 returns an S3 with the given buckets, all empty. It panics
-// without a bucket or with an empty name.
-func NewMemoryS3(buckets []string, opts ...Option) *MemoryS3 {
-	if len(buckets) == 0 {
-		panic("candidatetest: NewMemoryS3 needs a bucket")
+// Validate reports the first setting New cannot serve, naming it.
+func (c Config) Validate() error {
+	if len(c.Buckets) == 0 {
+		return fmt.Errorf("%w: Buckets is empty", ErrInvalidConfig)
 	}
-	m := &MemoryS3{now: time.Now, buckets: map[string]map[string]*object{}}
-	for _, b := range buckets {
+	for i, b := range c.Buckets {
 		if b == "" {
-			panic("candidatetest: NewMemoryS3 with an empty bucket name")
+			return fmt.Errorf("%w: Buckets[%d] is empty", ErrInvalidConfig, i)
 		}
+		if slices.Index(c.Buckets, b) < i {
+			return fmt.Errorf("%w: Buckets[%d] %q is named twice", ErrInvalidConfig, i, b)
+		}
+	}
+	return nil
+}
+
+// New returns an S3 with cfg's buckets, all empty.
+func New(cfg Config) (*S3, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &S3{now: cfg.Now, buckets: make(map[string]map[string]*object, len(cfg.Buckets))}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	for _, b := range cfg.Buckets {
 		m.buckets[b] = map[string]*object{}
 	}
-	for _, o := range opts {
-		o(m)
-	}
-	return m
+	return m, nil
 }
 
 // apiError is an S3 error answer with its code, as the SDK returns it.
 func apiError(code, msg string) error {
-	return &smithy.GenericAPIError{Code: code, Message: "candidatetest.MemoryS3: " + msg}
+	return &smithy.GenericAPIError{Code: code, Message: "s3mem: " + msg}
 }
 
 // bucket returns the objects of a bucket; call with mu held.
-func (m *MemoryS3) bucket(name *string) (map[string]*object, error) {
+func (m *S3) bucket(name *string) (map[string]*object, error) {
 	b, ok := m.buckets[aws.ToString(name)]
 	if !ok {
 		return nil, apiError("NoSuchBucket", "no bucket "+aws.ToString(name))
@@ -125,7 +141,7 @@ func (m *MemoryS3) bucket(name *string) (map[string]*object, error) {
 }
 
 // PutObject implements the S3 call.
-func (m *MemoryS3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+func (m *S3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -178,7 +194,7 @@ func (m *MemoryS3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...fu
 // PutRaw stores an object exactly as given, without the checks S3 makes on
 // upload (the body against checksum, a base64 SHA-256, when not empty):
 // what corruption at rest, or an emulator that checks nothing, leaves.
-func (m *MemoryS3) PutRaw(bucket, key string, body []byte, meta map[string]string, checksum string) error {
+func (m *S3) PutRaw(bucket, key string, body []byte, meta map[string]string, checksum string) error {
 	etag := md5.Sum(body) //nolint:gosec // the ETag, not a protection
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -209,7 +225,7 @@ func lower(meta map[string]string) map[string]string {
 }
 
 // lookup returns a copy of the object at key, nil if there is none.
-func (m *MemoryS3) lookup(bucket, key *string) (*object, error) {
+func (m *S3) lookup(bucket, key *string) (*object, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	objects, err := m.bucket(bucket)
@@ -226,7 +242,7 @@ func (m *MemoryS3) lookup(bucket, key *string) (*object, error) {
 }
 
 // GetObject implements the S3 call.
-func (m *MemoryS3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+func (m *S3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -235,7 +251,7 @@ func (m *MemoryS3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...fu
 		return nil, err
 	}
 	if obj == nil {
-		return nil, &types.NoSuchKey{Message: aws.String("candidatetest.MemoryS3: no such key")}
+		return nil, &types.NoSuchKey{Message: aws.String("s3mem: no such key")}
 	}
 	out := &s3.GetObjectOutput{
 		Body:          io.NopCloser(bytes.NewReader(obj.body)),
@@ -288,7 +304,7 @@ func (v *validatingBody) Read(p []byte) (int, error) {
 func (v *validatingBody) Close() error { return nil }
 
 // HeadObject implements the S3 call.
-func (m *MemoryS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+func (m *S3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -297,7 +313,7 @@ func (m *MemoryS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...
 		return nil, err
 	}
 	if obj == nil {
-		return nil, &types.NotFound{Message: aws.String("candidatetest.MemoryS3: no such key")}
+		return nil, &types.NotFound{Message: aws.String("s3mem: no such key")}
 	}
 	out := &s3.HeadObjectOutput{
 		ContentLength: aws.Int64(int64(len(obj.body))),
@@ -316,7 +332,7 @@ func (m *MemoryS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...
 const maxKeys = 1000
 
 // ListObjectsV2 implements the S3 call.
-func (m *MemoryS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+func (m *S3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -372,7 +388,7 @@ func (m *MemoryS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input,
 }
 
 // DeleteObject implements the S3 call. Deleting a missing key succeeds.
-func (m *MemoryS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+func (m *S3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -387,7 +403,7 @@ func (m *MemoryS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _
 }
 
 // Keys returns the keys of bucket under prefix, in order.
-func (m *MemoryS3) Keys(bucket, prefix string) []string {
+func (m *S3) Keys(bucket, prefix string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var keys []string
@@ -402,7 +418,7 @@ func (m *MemoryS3) Keys(bucket, prefix string) []string {
 
 // Object returns the content of the object at key and whether there is
 // one.
-func (m *MemoryS3) Object(bucket, key string) ([]byte, bool) {
+func (m *S3) Object(bucket, key string) ([]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	obj := m.buckets[bucket][key]

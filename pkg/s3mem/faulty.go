@@ -1,4 +1,4 @@
-package candidatetest
+package s3mem
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
 // The operations FaultyS3 counts and can fail, by name.
@@ -21,13 +19,13 @@ const (
 	OpDeleteObject  = "DeleteObject"
 )
 
-// FaultyS3 is a MemoryS3 with what a test needs that a real bucket does
-// not offer, and nothing else: it counts the requests by operation and
-// notes when each was made, fails the ones the test chooses, and can hold
-// a PutObject until its context ends. Every request it neither fails nor
-// holds is the MemoryS3's to answer, so what the bucket holds and how it
-// answers are MemoryS3's, which pkg/candidate's conformance run holds to
-// the emulator.
+// FaultyS3 is an S3 with what a test needs that a real bucket does not
+// offer, and nothing else: it counts the requests by operation and notes
+// when each was made, fails the ones the test chooses, and can hold a
+// PutObject until its context ends. Every request it neither fails nor
+// holds is the S3's to answer, so what the bucket holds and how it answers
+// are the S3's, which pkg/candidate's conformance run holds to the
+// emulator.
 //
 // A request is counted first, even one that is then failed or held. A
 // PutObject that FaultyS3 fails reads its body to the end first, as S3
@@ -35,11 +33,10 @@ const (
 // again would send nothing the second time, and the bucket would refuse
 // it.
 //
-// Inspect the bucket through the embedded MemoryS3 (Object, Keys, or its
-// own methods, which nothing counts or fails). It is safe for concurrent
-// use.
+// Inspect the bucket through the embedded S3 (Object, Keys, or its own
+// methods, which nothing counts or fails). It is safe for concurrent use.
 type FaultyS3 struct {
-	*MemoryS3
+	*S3
 
 	mu    sync.Mutex
 	calls map[string][]time.Time
@@ -51,11 +48,16 @@ type FaultyS3 struct {
 	hold chan struct{}
 }
 
-var _ candidate.S3API = (*FaultyS3)(nil)
+var _ api = (*FaultyS3)(nil)
 
-// NewFaultyS3 returns m with nothing failed or held yet.
-func NewFaultyS3(m *MemoryS3) *FaultyS3 {
-	return &FaultyS3{MemoryS3: m, calls: map[string][]time.Time{}}
+// NewFaultyS3 returns an S3 with cfg's buckets, all empty, with nothing
+// failed or held yet.
+func NewFaultyS3(cfg Config) (*FaultyS3, error) {
+	m, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &FaultyS3{S3: m, calls: map[string][]time.Time{}}, nil
 }
 
 // Fail sets the function asked before each request reaches the bucket,
@@ -133,7 +135,7 @@ func (f *FaultyS3) begin(op string, key *string) (held chan struct{}, err error)
 }
 
 // pass counts a request other than PutObject and fails it as Fail says,
-// or else hands it to call, MemoryS3's method for it.
+// or else hands it to call, S3's method for it.
 func pass[In, Out any](ctx context.Context, f *FaultyS3, op string, key *string,
 	call func(context.Context, In, ...func(*s3.Options)) (Out, error), in In, optFns []func(*s3.Options),
 ) (Out, error) {
@@ -145,7 +147,7 @@ func pass[In, Out any](ctx context.Context, f *FaultyS3, op string, key *string,
 }
 
 // PutObject counts the call, holds it or fails it as the test said, or
-// else hands it to MemoryS3.
+// else hands it to S3.
 func (f *FaultyS3) PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	held, err := f.begin(OpPutObject, in.Key)
 	if held != nil {
@@ -159,29 +161,29 @@ func (f *FaultyS3) PutObject(ctx context.Context, in *s3.PutObjectInput, optFns 
 		}
 		return nil, err
 	}
-	return f.MemoryS3.PutObject(ctx, in, optFns...)
+	return f.S3.PutObject(ctx, in, optFns...)
 }
 
 // GetObject counts the call and fails it as Fail says, or else hands it to
-// MemoryS3.
+// S3.
 func (f *FaultyS3) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	return pass(ctx, f, OpGetObject, in.Key, f.MemoryS3.GetObject, in, optFns)
+	return pass(ctx, f, OpGetObject, in.Key, f.S3.GetObject, in, optFns)
 }
 
 // HeadObject counts the call and fails it as Fail says, or else hands it
-// to MemoryS3.
+// to S3.
 func (f *FaultyS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	return pass(ctx, f, OpHeadObject, in.Key, f.MemoryS3.HeadObject, in, optFns)
+	return pass(ctx, f, OpHeadObject, in.Key, f.S3.HeadObject, in, optFns)
 }
 
 // ListObjectsV2 counts the call and fails it as Fail says (with the
-// listing's prefix), or else hands it to MemoryS3.
+// listing's prefix), or else hands it to S3.
 func (f *FaultyS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	return pass(ctx, f, OpListObjectsV2, in.Prefix, f.MemoryS3.ListObjectsV2, in, optFns)
+	return pass(ctx, f, OpListObjectsV2, in.Prefix, f.S3.ListObjectsV2, in, optFns)
 }
 
 // DeleteObject counts the call and fails it as Fail says, or else hands it
-// to MemoryS3.
+// to S3.
 func (f *FaultyS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	return pass(ctx, f, OpDeleteObject, in.Key, f.MemoryS3.DeleteObject, in, optFns)
+	return pass(ctx, f, OpDeleteObject, in.Key, f.S3.DeleteObject, in, optFns)
 }

@@ -1,4 +1,4 @@
-package candidatetest_test
+package s3mem_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 func TestFaultyCountsAndPasses(t *testing.T) {
 	ctx := context.Background()
-	f := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"b"}))
+	f := newFaulty(t)
 	before := time.Now()
 	for _, k := range []string{"k1", "k2"} {
 		if _, err := f.PutObject(ctx, put(k, k)); err != nil {
@@ -25,7 +25,7 @@ func TestFaultyCountsAndPasses(t *testing.T) {
 	in := put("k1", "again")
 	in.IfNoneMatch = aws.String("*")
 	if _, err := f.PutObject(ctx, in); code(err) != "PreconditionFailed" {
-		t.Errorf("MemoryS3's answer does not come through: %v", err)
+		t.Errorf("the in-memory S3's answer does not come through: %v", err)
 	}
 	if _, err := f.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("b"), Key: aws.String("k1")}); err != nil {
 		t.Error(err)
@@ -43,16 +43,16 @@ func TestFaultyCountsAndPasses(t *testing.T) {
 		t.Errorf("keys %v", keys)
 	}
 
-	if n := f.Calls(candidatetest.OpPutObject); n != 3 {
+	if n := f.Calls(s3mem.OpPutObject); n != 3 {
 		t.Errorf("%d puts", n)
 	}
-	times := f.CallTimes(candidatetest.OpPutObject)
+	times := f.CallTimes(s3mem.OpPutObject)
 	if len(times) != 3 || times[0].Before(before) || times[2].Before(times[0]) {
 		t.Errorf("put times %v", times)
 	}
 	want := map[string]int{
-		candidatetest.OpPutObject: 3, candidatetest.OpHeadObject: 1, candidatetest.OpGetObject: 1,
-		candidatetest.OpListObjectsV2: 1, candidatetest.OpDeleteObject: 1,
+		s3mem.OpPutObject: 3, s3mem.OpHeadObject: 1, s3mem.OpGetObject: 1,
+		s3mem.OpListObjectsV2: 1, s3mem.OpDeleteObject: 1,
 	}
 	got := f.TakeCalls()
 	if len(got) != len(want) {
@@ -63,14 +63,14 @@ func TestFaultyCountsAndPasses(t *testing.T) {
 			t.Errorf("%d calls of %s, want %d", got[op], op, n)
 		}
 	}
-	if n := f.Calls(candidatetest.OpPutObject); n != 0 || len(f.TakeCalls()) != 0 {
+	if n := f.Calls(s3mem.OpPutObject); n != 0 || len(f.TakeCalls()) != 0 {
 		t.Errorf("TakeCalls did not start again: %d puts", n)
 	}
 }
 
 func TestFaultyFailsPutsInOrderAfterReadingTheBody(t *testing.T) {
 	ctx := context.Background()
-	f := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"b"}))
+	f := newFaulty(t)
 	first, second := errors.New("first"), errors.New("second")
 	f.FailNextPuts(first)
 	f.FailNextPuts(second)
@@ -95,14 +95,14 @@ func TestFaultyFailsPutsInOrderAfterReadingTheBody(t *testing.T) {
 	if _, err := f.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("nil-body")}); !errors.Is(err, first) {
 		t.Errorf("a put without a body: %v", err)
 	}
-	if n := f.Calls(candidatetest.OpPutObject); n != 4 {
+	if n := f.Calls(s3mem.OpPutObject); n != 4 {
 		t.Errorf("failed puts are counted too: %d", n)
 	}
 }
 
 func TestFaultyFailsChosenRequests(t *testing.T) {
 	ctx := context.Background()
-	f := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"b"}))
+	f := newFaulty(t)
 	if _, err := f.PutObject(ctx, put("p/k", "x")); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestFaultyFailsChosenRequests(t *testing.T) {
 }
 
 func TestFaultyHoldsAPutUntilItsContextEnds(t *testing.T) {
-	f := candidatetest.NewFaultyS3(candidatetest.NewMemoryS3([]string{"b"}))
+	f := newFaulty(t)
 	f.FailNextPuts(errors.New("after the held one"))
 	held := f.HoldNextPut()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -175,7 +175,7 @@ func TestFaultyHoldsAPutUntilItsContextEnds(t *testing.T) {
 	if _, err := f.PutObject(context.Background(), put("k", "x")); err != nil {
 		t.Errorf("only one put is held: %v", err)
 	}
-	if n := f.Calls(candidatetest.OpPutObject); n != 3 {
+	if n := f.Calls(s3mem.OpPutObject); n != 3 {
 		t.Errorf("%d puts counted", n)
 	}
 }
