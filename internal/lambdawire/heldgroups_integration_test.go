@@ -46,14 +46,18 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 
 	// Two jobs created an hour ago, never claimed: both stuck.
 	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
-	past := jobs.NewDynamoStore(db, res["JobsTable"], jobs.WithClock(hourAgo))
+	past, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: res["JobsTable"], Config: jobs.Config{Now: hourAgo}})
+	require.NoError(t, err)
 	for _, id := range []string{"job-held", "job-free"} {
 		_, err := past.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
 		require.NoError(t, err)
 	}
 	commands := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "c") + ".fifo"
 	evts := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "e") + ".fifo"
-	q := quarantine.New(quarantine.NewDynamoStore(db, res["QuarantineTable"]), commands)
+	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: res["QuarantineTable"]})
+	require.NoError(t, err)
+	q, err := quarantine.New(quarantine.Config{Store: holds, QueueARN: commands})
+	require.NoError(t, err)
 	msg := events.SQSMessage{MessageId: "m1", Body: "x", EventSourceARN: commands,
 		Attributes: map[string]string{"MessageGroupId": "job-held", "SequenceNumber": "1001"}}
 	_, err = q.Park(t.Context(), "job-held", []*events.SQSMessage{&msg}, errors.New("boom"), true)

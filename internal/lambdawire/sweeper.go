@@ -86,14 +86,30 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 		return nil, err
 	}
 	s3c := S3(cfg)
+	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
+	if err != nil {
+		return nil, err
+	}
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table,
+		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
+	if err != nil {
+		return nil, err
+	}
+	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
+	if err != nil {
+		return nil, err
+	}
+	cursors, err := sweeperCursors(s3c, bucket)
+	if err != nil {
+		return nil, err
+	}
 	s, err := sweeper.New(sweeper.Config{
-		Jobs: jobs.NewDynamoStore(db, table,
-			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
-		Candidates:    candidate.New(s3c, bucket),
-		Cursor:        sweeper.NewS3Cursor(s3c, bucket),
-		Projection:    projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
-		RepairCursor:  sweeper.NewS3CursorAt(s3c, bucket, sweeper.RepairCursorKey),
-		RecheckCursor: sweeper.NewS3CursorAt(s3c, bucket, sweeper.RecheckCursorKey),
+		Jobs:          store,
+		Candidates:    candidates,
+		Cursor:        cursors[0],
+		Projection:    proj,
+		RepairCursor:  cursors[1],
+		RecheckCursor: cursors[2],
 		Grace:         grace,
 		StuckAfter:    stuckAfter,
 		RepairAfter:   repairAfter,
@@ -134,5 +150,24 @@ func sweeperQuarantine(env *Env, db *dynamodb.Client) (sweeper.Quarantine, strin
 		}
 		names[i] = name
 	}
-	return quarantine.NewDynamoStore(db, table), names[0], names[1]
+	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
+	if err != nil {
+		env.Problem("QUARANTINE_TABLE", err)
+		return nil, "", ""
+	}
+	return holds, names[0], names[1]
+}
+
+// sweeperCursors are the sweep's, the repair's and the recheck's cursors,
+// in that order, in bucket.
+func sweeperCursors(client sweeper.CursorAPI, bucket string) ([3]*sweeper.S3Cursor, error) {
+	var cursors [3]*sweeper.S3Cursor
+	for i, key := range []string{sweeper.CursorKey, sweeper.RepairCursorKey, sweeper.RecheckCursorKey} {
+		c, err := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: client, Bucket: bucket, Key: key})
+		if err != nil {
+			return cursors, err
+		}
+		cursors[i] = c
+	}
+	return cursors, nil
 }

@@ -386,22 +386,34 @@ func (w *World) redrive(all bool) {
 				if discard {
 					w.discardHostile(octx, q, h.Group)
 				}
-				op := *w.operators[q]
 				ctx, cancel := context.WithCancel(octx)
 				defer cancel()
+				var progress func(quarantine.RedriveProgress)
 				if stopAfter >= 0 {
-					op.Progress = func(p quarantine.RedriveProgress) {
+					progress = func(p quarantine.RedriveProgress) {
 						if p.Sent > stopAfter {
 							cancel()
 						}
 					}
 				}
-				rep, err := op.Redrive(ctx, h.Group, false)
+				rep, err := w.operator(q, progress).Redrive(ctx, h.Group, false)
 				w.stats.Redrives++
 				w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.Name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
 			})
 		}
 	}
+}
+
+// operator is q's quarantine operator, telling progress (nil: no one) of
+// each copy it sends.
+func (w *World) operator(q *Queue, progress func(quarantine.RedriveProgress)) *quarantine.Operator {
+	cfg := w.operators[q]
+	cfg.Progress = progress
+	op, err := quarantine.NewOperator(cfg)
+	if err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	return op
 }
 
 // discardHostile has the operator discard the held group's parked
@@ -417,7 +429,7 @@ func (w *World) discardHostile(ctx context.Context, q *Queue, group string) {
 			continue
 		}
 		seq := quarantine.SeqNumber(p.Sequence)
-		_, h, err := w.operators[q].Discard(ctx, group, seq)
+		_, h, err := w.operator(q, nil).Discard(ctx, group, seq)
 		w.logf("operator: discard %s %s %s (%s): %s, err %v", q.Name, group, seq, p.DeduplicationID, h.State, err)
 		if err == nil {
 			w.stats.Discarded++

@@ -33,7 +33,10 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	if err != nil {
 		return err
 	}
-	store := quarantine.NewDynamoStore(d.ddb, d.res.Resources["QuarantineTable"])
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: d.ddb, Table: d.res.Resources["QuarantineTable"]})
+	if err != nil {
+		return err
+	}
 	client := d.state.SQSClient()
 	for i, dedup := range []string{id + "/early-1", id + "/early-2"} {
 		body, err := json.Marshal(outbox.Command{
@@ -76,7 +79,10 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	d.sum.Parked = int(h.Parked)
 	d.say("poison: fixed (POST /jobs created %s); its own command is parked too: %d parked", id, h.Parked)
 
-	op := &quarantine.Operator{Store: store, Queue: queue, QueueURL: queueURL, Sender: client, Poll: 200 * time.Millisecond}
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: queue, QueueURL: queueURL, Sender: client, Poll: 200 * time.Millisecond})
+	if err != nil {
+		return err
+	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	rep, err := op.Redrive(rctx, id, true)

@@ -371,8 +371,10 @@ func TestTheRealIntakeBehindTheAdapter(t *testing.T) {
 	t.Parallel()
 	now := issuedAt
 	id := newTestIdentity(t, &now)
+	store, err := jobs.NewMemoryStore(jobs.Config{})
+	require.NoError(t, err)
 	h, err := intake.New(intake.Config{
-		Store: jobs.NewMemoryStore(), Presigner: fakePresigner{}, TenantClaim: id.TenantClaim(), Logger: slog.New(slog.DiscardHandler),
+		Store: store, Presigner: fakePresigner{}, TenantClaim: id.TenantClaim(), Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
 	srv := httptest.NewServer(NewHTTPAPI(h.Handle, id, nil))

@@ -204,7 +204,11 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 			return err
 		}
 		p.ries = append(p.ries, rie)
-		p.invokers[fn] = localesm.NewRIE(rie.Addr)
+		invoker, err := localesm.NewRIE(localesm.RIEConfig{Addr: rie.Addr})
+		if err != nil {
+			return err
+		}
+		p.invokers[fn] = invoker
 		return nil
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
@@ -347,7 +351,7 @@ func (p *Pipeline) sqsMapping(fn string, ev event, client *sqs.Client) (*locales
 		return nil, err
 	}
 	scaling, _ := ev.props["ScalingConfig"].(map[string]any)
-	return localesm.NewSQSMapping(client, p.invokers[fn], localesm.SQSConfig{
+	return localesm.NewSQSMapping(localesm.SQSConfig{Client: client, Invoker: p.invokers[fn],
 		QueueURL:                url,
 		BatchSize:               intProp(ev.props, "BatchSize"),
 		MaximumConcurrency:      intProp(scaling, "MaximumConcurrency"),
@@ -368,7 +372,8 @@ func (p *Pipeline) streamMapping(fn string, ev event, streams *dynamodbstreams.C
 	if err != nil {
 		return nil, err
 	}
-	return localesm.NewStreamMapping(streams, p.invokers[fn], sc)
+	sc.Client, sc.Invoker = streams, p.invokers[fn]
+	return localesm.NewStreamMapping(sc)
 }
 
 // streamConfig is the stream mapping of function fn's DynamoDB event ev,

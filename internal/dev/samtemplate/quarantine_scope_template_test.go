@@ -160,13 +160,15 @@ func namesQuarantineBodies(r any) bool {
 func partitionKeys(t *testing.T, queue, group string) []string {
 	t.Helper()
 	rec := &keyRecorder{}
-	store := quarantine.NewDynamoStore(rec, "quarantine")
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: rec, Table: "quarantine"})
+	require.NoError(t, err)
 	ctx := context.Background()
-	_, err := store.Hold(ctx, queue, group)
+	_, err = store.Hold(ctx, queue, group)
 	require.ErrorIs(t, err, quarantine.ErrNoHold)
 	_, _, err = store.Read(ctx, queue, []string{group}, []quarantine.ItemKey{{Group: group, Sequence: strings.Repeat("0", 39) + "1"}})
 	require.NoError(t, err)
-	q := quarantine.New(store, "arn:aws:sqs:eu-west-1:123456789012:"+queue)
+	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: "arn:aws:sqs:eu-west-1:123456789012:" + queue})
+	require.NoError(t, err)
 	msg := events.SQSMessage{MessageId: "m-1", Body: "{}", Attributes: map[string]string{
 		"MessageGroupId": group, "SequenceNumber": "1", "ApproximateReceiveCount": "1",
 	}}
