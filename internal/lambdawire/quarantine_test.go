@@ -17,7 +17,10 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 		"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:c.fifo",
 	}
 	env := NewEnvFrom(full)
-	require.Len(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5), 2)
+	got := quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)
+	require.NotNil(t, got.Quarantine)
+	require.Equal(t, 5, got.QuarantineThreshold)
+	require.NotNil(t, got.Metrics)
 	require.NoError(t, env.Err())
 
 	for name, want := range map[string]string{
@@ -32,13 +35,13 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 			}
 		}
 		env := NewEnvFrom(m)
-		require.NotPanics(t, func() { require.Nil(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)) })
+		require.NotPanics(t, func() { require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)) })
 		require.ErrorContains(t, env.Err(), want)
 	}
 
 	bad := map[string]string{"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "commands.fifo"}
 	env = NewEnvFrom(bad)
-	require.Nil(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5))
+	require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5))
 	require.ErrorContains(t, env.Err(), `COMMANDS_QUEUE_ARN: "commands.fifo" is not a queue ARN`)
 
 	low := map[string]string{"QUARANTINE_AFTER_RECEIVES": "4"}

@@ -63,7 +63,14 @@ func workerCandidates(env *Env, api candidate.S3API, bucket string, log *slog.Lo
 	log.InfoContext(context.Background(), "worker: candidates' spool",
 		slog.Int("ephemeral_storage_mb", mb), slog.Int64("spool_budget", budget),
 		slog.Int64("max_candidate_bytes", maxBytes), slog.Int64("lanes_at_once", min(budget/maxBytes, lanesPerBatch)))
-	return candidate.New(api, bucket, candidate.WithMaxSize(maxBytes), candidate.WithSpoolBudget(budget))
+	store, err := candidate.New(candidate.Config{Client: api, Bucket: bucket, MaxSize: maxBytes, SpoolBudget: budget})
+	if err != nil {
+		// Not expected: the bounds above and checkLanes refuse every bad
+		// pair first. Named all the same, never a panic.
+		env.Problem("MAX_CANDIDATE_BYTES", err)
+		return nil
+	}
+	return store
 }
 
 // checkLanes refuses settings under which fewer than lanesPerBatch

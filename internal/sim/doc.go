@@ -29,7 +29,7 @@
 // fail transiently, or see its job cancelled. One seed in eight runs a
 // commands visibility timeout shorter than the lease.
 //
-// Handlers run one at a time (fifo.WithConcurrency(1)). An invocation is a
+// Handlers run one at a time (fifo.Config.Concurrency 1). An invocation is a
 // fiber: a goroutine the scheduler hands control to and takes it back
 // from, so that exactly one goroutine runs at any moment. A task that
 // stalls, or a request that is slow, suspends its invocation; the

@@ -30,7 +30,7 @@ func TestIntegrationStore(t *testing.T) {
 
 // setupIntegration creates a bucket of the test's own on the configured
 // endpoint and removes it, with its objects, at the end.
-func setupIntegration(t *testing.T, opts ...candidate.Option) *s3Bundle {
+func setupIntegration(t *testing.T) *s3Bundle {
 	t.Helper()
 	// awstest's client closes its idle connections when the test ends
 	// (that cleanup, registered first, runs last), so goleak still sees a
@@ -71,7 +71,7 @@ func setupIntegration(t *testing.T, opts ...candidate.Option) *s3Bundle {
 		_, err := client.PutObject(t.Context(), in)
 		require.NoError(t, err)
 	}
-	opts = append([]candidate.Option{candidate.WithSpoolDir(b.spoolDir)}, opts...)
-	b.store = candidate.New(client, b.bucket, opts...)
+	b.store, err = candidate.New(candidate.Config{Client: client, Bucket: b.bucket, SpoolDir: b.spoolDir})
+	require.NoError(t, err)
 	return b
 }

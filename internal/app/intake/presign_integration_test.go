@@ -48,7 +48,9 @@ func TestTheResultURLIsPinnedToTheAcceptedVersion(t *testing.T) {
 	key, err := candidate.NewKey("job-42", 2, "worker-b", "json")
 	require.NoError(t, err)
 	const content = `{"articles":120}`
-	res, err := candidate.New(client, bucket).Put(t.Context(), key, strings.NewReader(content))
+	candidates, err := candidate.New(candidate.Config{Client: client, Bucket: bucket})
+	require.NoError(t, err)
+	res, err := candidates.Put(t.Context(), key, strings.NewReader(content))
 	require.NoError(t, err)
 	accepted := jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}
 	p, err := intake.NewS3Presigner(intake.S3PresignerConfig{

@@ -20,7 +20,8 @@ func TestListPageWalksTheWholePrefixInKeyOrder(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
 	fake := newBucket(t, clock.Now)
-	store := candidate.New(fake, testBucket)
+	store, err := candidate.New(candidate.Config{Client: fake, Bucket: testBucket})
+	require.NoError(t, err)
 	ctx := t.Context()
 	var want []string
 	for j := range 3 {
@@ -79,7 +80,8 @@ func TestListPageAsksForAtMostMaxPageSize(t *testing.T) {
 	t.Parallel()
 	clock := jobstest.NewClock(jobstest.Start)
 	fake := newBucket(t, clock.Now)
-	store := candidate.New(fake, testBucket)
+	store, err := candidate.New(candidate.Config{Client: fake, Bucket: testBucket})
+	require.NoError(t, err)
 	for i := range candidate.MaxPageSize + 5 {
 		fake.rawPut(t, key(fmt.Sprintf("job-%04d", i), 1, "attempt-a"), []byte("x"))
 	}
