@@ -61,15 +61,22 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
 }
 
-// Intake is the jobs API (internal/app/intake), checking specs with the reference
-// task's validator (the worker's). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
-// TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
+// Intake is the jobs API (internal/app/intake), checking each spec with the
+// task it names, from the registry the worker runs (internal/app/tasks).
+// Settings: JOBS_TABLE, CANDIDATES_BUCKET, ARTICLES_TABLE (the tasks are
+// built from it; intake only asks their spec checks), TENANT_CLAIM
+// (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
 func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
 	claim := env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim)
 	ttl := env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL)
+	articlesTable := env.String("ARTICLES_TABLE")
 	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	registry, err := tasks.NewRegistry(tasks.Config{Articles: DynamoDB(cfg), ArticlesTable: articlesTable})
+	if err != nil {
 		return nil, err
 	}
 	client := S3(cfg)
@@ -86,9 +93,9 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Presigner:    presigner,
 		TenantClaim:  claim,
 		ResultURLTTL: ttl,
-		// The worker's task's own check: a spec it can never run is
-		// refused here, not failed later as task_failed.
-		ValidateSpec: tasks.ValidateSpec,
+		// The named task's own check: a spec no task can run is refused
+		// here, not failed later as unknown_task or task_failed.
+		ValidateSpec: registry.ValidateSpec,
 		Logger:       log,
 	})
 	if err != nil {
@@ -140,7 +147,8 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
-// by the articles export and accepted (internal/app/worker), one lane per job
+// by the task its job's spec names (internal/app/tasks' registry: the
+// articles export by default) and accepted (internal/app/worker), one lane per job
 // (pkg/fifo), under the commands queue's quarantine. Settings: JOBS_TABLE,
 // ARTICLES_TABLE, CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, at most
 // the commands queue's maxReceiveCount - 1), the spool's
@@ -159,13 +167,20 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	w := worker.New(worker.Config{
+	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: articlesTable})
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Config{
 		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
 			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
 		Candidates: candidates,
-		Task:       tasks.NewExport(ddb, articlesTable),
+		Tasks:      registry,
 		Logger:     log,
 	})
+	if err != nil {
+		return nil, err
+	}
 	return fifo.New(w.Handle, append(q, fifo.WithLogger(log))...).Process, nil
 }
 

@@ -8,9 +8,11 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
-// task is the worker's Task in the simulation. Its output is determined by
+// simTask is the worker's task in the simulation, the default (and only)
+// task of its registry. Its output is determined by
 // the job and the attempt: a header naming the job, the generation and the
 // attempt, then one line per item of the job's spec. It takes itemTime of
 // simulated time per item and reports progress every pageSize items. With
@@ -19,15 +21,17 @@ import (
 // message's visibility timeout), fail transiently, or see its job
 // cancelled under it. A job whose spec says
 // "fate": "poison" fails permanently on every attempt.
-type task struct{ w *World }
+type simTask struct{ w *World }
 
-func (task) Ext() string { return "txt" }
+func (simTask) ValidateSpec(map[string]string) error { return nil }
 
-func (t task) Run(ctx context.Context, in worker.Input) (worker.Output, error) {
+func (simTask) Ext(task.Job) string { return "txt" }
+
+func (t simTask) Run(ctx context.Context, in task.Input) (task.Output, error) {
 	w := t.w
 	items := itemsOf(in.Job.Spec)
 	if _, err := io.WriteString(in.Out, header(in.Job.ID, in.Job.Generation, in.AttemptID)); err != nil {
-		return worker.Output{}, err
+		return task.Output{}, err
 	}
 	stallAt, failAt, cancelAt := -1, -1, -1
 	if w.faulty {
@@ -49,25 +53,25 @@ func (t task) Run(ctx context.Context, in worker.Input) (worker.Output, error) {
 			w.cancel(in.Job.ID, in.Job.Tenant) //nolint:contextcheck // the client's request, in an invocation of its own
 		}
 		if i == failAt {
-			return worker.Output{}, fmt.Errorf("sim: %s failed for now", in.AttemptID)
+			return task.Output{}, fmt.Errorf("sim: %s failed for now", in.AttemptID)
 		}
 		if i == items {
 			break
 		}
 		if _, err := fmt.Fprintf(in.Out, "item %d\n", i+1); err != nil {
-			return worker.Output{}, err
+			return task.Output{}, err
 		}
 		w.clock.Advance(itemTime)
 		if n := i + 1; n%pageSize == 0 && n < items {
 			if err := in.Progress(ctx, int64(n)); err != nil {
-				return worker.Output{}, err
+				return task.Output{}, err
 			}
 		}
 	}
 	if in.Job.Spec["fate"] == "poison" {
-		return worker.Output{}, fifo.Permanent(fmt.Errorf("%w: job %s", errPoisonTask, in.Job.ID))
+		return task.Output{}, fifo.Permanent(fmt.Errorf("%w: job %s", errPoisonTask, in.Job.ID))
 	}
-	return worker.Output{Items: int64(items)}, nil
+	return task.Output{Items: int64(items)}, nil
 }
 
 // stall makes the attempt slow: its invocation is suspended while the
@@ -95,4 +99,17 @@ func (w *World) stall(ctx context.Context) {
 	}
 	w.logf("  %s stalls for %s", inv.id, d)
 	w.clock.Advance(d)
+}
+
+// newWorker is the world's worker: every job runs simTask.
+func (w *World) newWorker() *worker.Worker {
+	tasks, err := task.NewRegistry(task.RegistryConfig{Tasks: map[string]task.Task{"sim": simTask{w}}, Default: "sim"})
+	if err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	wk, err := worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Tasks: tasks, Now: w.clock.Now})
+	if err != nil {
+		panic(err)
+	}
+	return wk
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/intake"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
-	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
@@ -247,7 +246,7 @@ func newWorld(cfg Config) *World {
 			Bodies: quarantine.NewS3Bodies(w.s3, bucket)}
 	}
 
-	wk := worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Task: task{w}, Now: w.clock.Now})
+	wk := w.newWorker()
 	w.workerFn = fifo.New(w.tracked(w.commands, wk.Handle), fifo.WithQuarantine(commandsQ, commandsQuarantineAfter),
 		fifo.WithConcurrency(1), fifo.WithClock(w.clock.Now), fifo.WithMetrics(w.outcomes))
 

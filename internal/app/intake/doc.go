@@ -7,7 +7,8 @@
 //	                   → 202 {"job_id", "status", "location"} and a Location header,
 //	                     200 with the same job when the key is used again with the same spec,
 //	                     409 intent_conflict when it is used again with another spec,
-//	                     400 invalid_spec when the task cannot run the spec
+//	                     400 invalid_spec when the task cannot run the spec,
+//	                     400 unknown_task when the spec names no task the service runs
 //	GET    /jobs/{id}  → 200 the job; when completed, its result and a presigned GET URL
 //	HEAD   /jobs/{id}  → GET's status and headers, without a body
 //	DELETE /jobs/{id}  → 200 the cancelled job, or 409 job_final with the status it ended in
@@ -97,8 +98,10 @@
 // field "spec", an object of string values, with no repeated name, no
 // trailing data and valid UTF-8 (400 invalid_body); the spec has at most 32
 // keys of [a-z0-9_]{1,64} and values of at most 1024 bytes (400
-// invalid_spec); then the task can run it, by the task's own validator
-// (Config.ValidateSpec; 400 invalid_spec, the message naming the field).
+// invalid_spec); then a task can run it, by the check of the task the spec
+// names (Config.ValidateSpec, given the tasks' registry by the wiring: the
+// spec's "task" names a task the service runs, 400 unknown_task; that
+// task accepts the spec, 400 invalid_spec, the message naming the field).
 // For GET, HEAD and DELETE: the id is [A-Za-z0-9_-]{1,128} (400
 // invalid_job_id), then the job exists and is the caller's (404
 // job_not_found). A HEAD request is answered as GET would be, status and

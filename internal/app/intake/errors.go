@@ -17,6 +17,7 @@ const (
 	CodeUnsupportedMediaType  = "unsupported_media_type"  // 415: Content-Type is not application/json
 	CodeInvalidBody           = "invalid_body"            // 400: not one JSON object of the documented shape
 	CodeInvalidSpec           = "invalid_spec"            // 400: the spec breaks a limit (keys, key syntax, value size), or the task cannot run it
+	CodeUnknownTask           = "unknown_task"            // 400: the spec names a task the service does not run (spec "task")
 	CodeMissingIdempotencyKey = "missing_idempotency_key" // 400
 	CodeInvalidIdempotencyKey = "invalid_idempotency_key" // 400: longer than 512 bytes, or not printable UTF-8
 	CodeInvalidJobID          = "invalid_job_id"          // 400: not [A-Za-z0-9_-]{1,128}

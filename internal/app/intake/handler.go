@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // Defaults and bounds of Config.
@@ -49,14 +50,16 @@ type Config struct {
 	// DefaultResultURLTTL (5 minutes); at least MinResultURLTTL and at most
 	// MaxResultURLTTL.
 	ResultURLTTL time.Duration
-	// ValidateSpec is the task's own check of a spec: a spec within the
-	// limits (MaxSpecKeys, MaxSpecKeyBytes, MaxSpecValueBytes) that it
-	// refuses is answered 400 invalid_spec with its error's text, which
-	// should name the field, and no job is created. The wiring hands intake
-	// the validator of the task the worker runs (the reference task's is
-	// articles.ValidateSpec), so that a spec the task can never run is
-	// refused at once by the very code that would fail its job; intake
-	// itself knows no task. Default nil: only the limits are checked.
+	// ValidateSpec is the tasks' check of a spec: a spec within the limits
+	// (MaxSpecKeys, MaxSpecKeyBytes, MaxSpecValueBytes) that it refuses is
+	// answered 400 with its error's text, which should name the field, and
+	// no job is created: unknown_task when the error wraps
+	// task.ErrUnknownTask (the spec names a task nobody runs), invalid_spec
+	// otherwise. The wiring hands intake the check of the registry the
+	// worker runs (task.Registry.ValidateSpec, which asks the task the spec
+	// names), so that a spec no task can run is refused at once by the very
+	// code that would fail its job; intake itself knows no task. Default
+	// nil: only the limits are checked.
 	ValidateSpec func(spec map[string]string) error
 	// Logger receives one line per request. Default slog.Default().
 	Logger *slog.Logger
@@ -241,16 +244,21 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	}
 }
 
-// runnable asks the task's validator, if there is one, whether the task can
-// run spec.
+// runnable asks the tasks' check, if there is one, whether a task can run
+// spec.
 func (h *Handler) runnable(spec map[string]string) *apiError {
 	if h.cfg.ValidateSpec == nil {
 		return nil
 	}
-	if err := h.cfg.ValidateSpec(spec); err != nil {
+	err := h.cfg.ValidateSpec(spec)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, task.ErrUnknownTask):
+		return fail(http.StatusBadRequest, CodeUnknownTask, "no task can run this spec: %s", truncate(err.Error(), 512))
+	default:
 		return fail(http.StatusBadRequest, CodeInvalidSpec, "the task cannot run this spec: %s", truncate(err.Error(), 512))
 	}
-	return nil
 }
 
 // own returns the job if it exists and belongs to tenant. Another tenant's

@@ -1,20 +1,43 @@
-// Package articles is the reference task of internal/app/worker: Export writes a
-// tenant's articles from the Articles table (hash key tenant, range key
-// article_id) as newline-delimited JSON, one object per article.
+// Package tasks holds the tasks this service runs (pkg/task's contract)
+// and their registry, NewRegistry: the worker runs each job's task from
+// it, and intake checks each spec with it. A job names its task in its
+// spec ("task"); without one it runs the export (Export: the tenant's
+// articles as NDJSON). registry.go lists the tasks, one line each, and
+// each task's type documents what it does and its spec.
 //
-// Invariants:
-//   - A job exports its own tenant's articles and nothing else: the Query's
+// Adding a task touches its own file, its test and that one line:
+// pkg/task's "Adding a task" says how.
+//
+// # The Articles table
+//
+// The tasks read the Articles table (template.yaml's ArticlesTable),
+// through the same page reader. An article is one item:
+//
+//	tenant      S   hash key: the article's owner
+//	article_id  S   range key: unique within the tenant; the order articles are read in
+//	...             any other attributes, of any type, none required: what the
+//	                export writes as they are (Object)
+//
+// The service never writes it: articles are the tenant's data, put there
+// by another system (the demo and the tests seed it: internal/dev/demo's
+// SeedArticles writes a title and a number of words).
+//
+// Invariants, of every task here:
+//   - A job reads its own tenant's articles and nothing else: the Query's
 //     key condition is the job's tenant (from the job item, never from the
-//     command), and an item of any other tenant fails the job rather than
-//     reach the candidate.
-//   - Articles are written in article id order, each exactly once per
+//     command), and an item of any other tenant fails the job
+//     (ErrForeignItem) rather than reach the result, without naming the
+//     other tenant.
+//   - Articles are read in article id order, each exactly once per
 //     attempt: pages follow DynamoDB's LastEvaluatedKey, strongly
-//     consistent.
-//   - Progress is the number of articles written so far, reported after
+//     consistent, so a job reads every article written before it started.
+//   - Progress is the number of articles read so far, reported after
 //     every page but the last; the accept records the final count.
-//   - A spec it cannot run (page_size outside 1 to 1000) and an article it
-//     cannot write are permanent: the job fails. A failed query is
-//     retried with the command. A failed write is passed on as it is: the
-//     worker fails the job for good when the write was refused for the
-//     candidate's size (candidate.ErrTooLarge), and retries it otherwise.
+//   - A spec the task cannot run (ErrInvalidSpec) and an article it cannot
+//     write or count are permanent: the job fails (task_failed). Intake
+//     refuses such a spec before a job exists, with the same check
+//     (ValidateSpec). A failed query is retried with the command. A failed
+//     write is passed on as it is: the worker fails the job for good when
+//     the write was refused for the candidate's size (candidate.ErrTooLarge),
+//     and retries it otherwise.
 package tasks

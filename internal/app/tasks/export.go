@@ -6,165 +6,82 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
-// QueryAPI is the DynamoDB call an Export makes; *dynamodb.Client has it.
-type QueryAPI interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-}
+// NameExport is the export's name in the registry: a job's spec "task".
+// It is the default task (DefaultTask).
+const NameExport = "export"
 
-var _ QueryAPI = (*dynamodb.Client)(nil)
-
-// The Articles table's key.
-const (
-	AttrTenant    = "tenant"     // hash key, S
-	AttrArticleID = "article_id" // range key, S
-)
-
-// The export's parameters and format.
-const (
-	// Ext is the extension of an export's candidate: newline-delimited JSON.
-	Ext = "ndjson"
-	// SpecPageSize is the job spec key of the page size: how many articles
-	// one Query reads, and so how often progress is reported.
-	SpecPageSize = "page_size"
-	// DefaultPageSize is the page size of a spec without SpecPageSize.
-	DefaultPageSize = 100
-	// MaxPageSize is the largest page size a spec may ask for.
-	MaxPageSize = 1000
-)
-
-// ErrInvalidSpec is wrapped (under fifo.Permanent) by the error of a job
-// whose spec the export cannot run.
-var ErrInvalidSpec = errors.New("articles: invalid spec")
+// ExportExt is the extension of an export's result: newline-delimited
+// JSON.
+const ExportExt = "ndjson"
 
 // ErrUnexportable is wrapped (under fifo.Permanent) by the error of an
 // article the export cannot write: an attribute of a type it does not know,
 // or a number that is not a JSON number.
-var ErrUnexportable = errors.New("articles: article cannot be exported")
+var ErrUnexportable = errors.New("tasks: article cannot be exported")
 
-// ErrForeignItem is wrapped (under fifo.Permanent) by the error of a query
-// that returned an item of another tenant than the job's. The key condition
-// rules that out; the check makes a broken table client, or a wrapper of
-// it, fail the job instead of leaking another tenant's article.
-var ErrForeignItem = errors.New("articles: query returned an item of another tenant")
-
-// Export is the reference task: it writes the job's tenant's articles as
-// NDJSON. It is safe for concurrent use.
+// Export writes the job's tenant's articles as NDJSON, one object per
+// article (Object), in article id order. It is safe for concurrent use.
+//
+// Spec: SpecPageSize, optional (1 to MaxPageSize, default DefaultPageSize).
 type Export struct {
-	api   QueryAPI
-	table string
+	articles articles
 }
 
-var _ worker.Task = (*Export)(nil)
+var _ task.Task = (*Export)(nil)
 
-// NewExport returns the export of the Articles table named table. It
-// panics when api is nil or table is empty: programming errors, found at
-// cold start.
-func NewExport(api QueryAPI, table string) *Export {
-	if api == nil {
-		panic("articles: NewExport with a nil DynamoDB client")
+// NewExport returns the export of cfg's Articles table, or the error of
+// cfg.Validate.
+func NewExport(cfg Config) (*Export, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if table == "" {
-		panic("articles: NewExport with an empty table name")
-	}
-	return &Export{api: api, table: table}
+	return &Export{articles: cfg.articles()}, nil
 }
 
-// Ext implements worker.Task.
-func (e *Export) Ext() string { return Ext }
-
-// Run implements worker.Task. It queries the job's tenant's partition in
-// article id order, page by page, writes each article as one line of JSON,
-// and reports the count so far after every page but the last (the accept
-// records the final count in its own write). A spec it cannot run, and an
-// article it cannot write, are permanent errors; a failed query is not.
-func (e *Export) Run(ctx context.Context, in worker.Input) (worker.Output, error) {
-	pageSize, err := pageSize(in.Job.Spec)
-	if err != nil {
-		return worker.Output{}, fifo.Permanent(err)
-	}
-	tenant := in.Job.Tenant
-	enc := json.NewEncoder(in.Out) // Encode ends each value with a newline: NDJSON
-	enc.SetEscapeHTML(false)       // article bodies keep their <, > and &
-	var count int64
-	var start map[string]types.AttributeValue
-	for {
-		page, err := e.api.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(e.table),
-			KeyConditionExpression:    aws.String("#tenant = :tenant"),
-			ExpressionAttributeNames:  map[string]string{"#tenant": AttrTenant},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":tenant": &types.AttributeValueMemberS{Value: tenant}},
-			Limit:                     aws.Int32(pageSize),
-			ExclusiveStartKey:         start,
-			// An export includes every article written before it started.
-			ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			return worker.Output{}, fmt.Errorf("articles: query %s after %d articles: %w", e.table, count, err)
-		}
-		for _, item := range page.Items {
-			if s, ok := item[AttrTenant].(*types.AttributeValueMemberS); !ok || s.Value != tenant {
-				// The other tenant's name stays out of the error: it becomes
-				// the job's failure message, which this tenant reads.
-				return worker.Output{}, fifo.Permanent(fmt.Errorf("%w (after %d articles)", ErrForeignItem, count))
-			}
-			obj, err := Object(item)
-			if err != nil {
-				return worker.Output{}, fifo.Permanent(fmt.Errorf("article %s: %w", articleID(item), err))
-			}
-			if err := enc.Encode(obj); err != nil {
-				return worker.Output{}, fmt.Errorf("articles: write article %s: %w", articleID(item), err)
-			}
-			count++
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return worker.Output{Items: count}, nil
-		}
-		// Without a filter, a page with a LastEvaluatedKey is never empty.
-		if err := in.Progress(ctx, count); err != nil {
-			return worker.Output{}, err
-		}
-		start = page.LastEvaluatedKey
-	}
-}
-
-// ValidateSpec reports why the export cannot run a job of spec: an error
-// wrapping ErrInvalidSpec that names the field, or nil. It is the check Run
-// makes, exported so that intake refuses such a spec before it creates a
-// job (the wiring hands it over as intake.Config.ValidateSpec): one
-// validator for both.
-func ValidateSpec(spec map[string]string) error {
+// ValidateSpec implements task.Task: the page size is 1 to MaxPageSize.
+// The error wraps ErrInvalidSpec and names the key.
+func (e *Export) ValidateSpec(spec map[string]string) error {
 	_, err := pageSize(spec)
 	return err
 }
 
-// pageSize reads SpecPageSize from a job spec.
-func pageSize(spec map[string]string) (int32, error) {
-	v, ok := spec[SpecPageSize]
-	if !ok {
-		return DefaultPageSize, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 1 || n > MaxPageSize {
-		return 0, fmt.Errorf("%w: %s %q is not an integer from 1 to %d", ErrInvalidSpec, SpecPageSize, v, MaxPageSize)
-	}
-	return int32(n), nil
-}
+// Ext implements task.Task: ExportExt, for every job.
+func (e *Export) Ext(task.Job) string { return ExportExt }
 
-func articleID(item map[string]types.AttributeValue) string {
-	if s, ok := item[AttrArticleID].(*types.AttributeValueMemberS); ok {
-		return strconv.Quote(s.Value)
+// Run implements task.Task. It writes each of the job's tenant's articles
+// as one line of JSON, page by page, and reports the count so far after
+// every page but the last. A spec it cannot run, and an article it cannot
+// write, are permanent errors; a failed query is not. A failed write is
+// passed on as it is: the worker fails the job for good when the write
+// was refused for the candidate's size, and retries it otherwise.
+func (e *Export) Run(ctx context.Context, in task.Input) (task.Output, error) {
+	size, err := pageSize(in.Job.Spec)
+	if err != nil {
+		return task.Output{}, fifo.Permanent(err)
 	}
-	return "without an id"
+	enc := json.NewEncoder(in.Out) // Encode ends each value with a newline: NDJSON
+	enc.SetEscapeHTML(false)       // article bodies keep their <, > and &
+	n, err := e.articles.each(ctx, in.Job.Tenant, size, in.Progress, func(item map[string]types.AttributeValue) error {
+		obj, err := Object(item)
+		if err != nil {
+			return fifo.Permanent(fmt.Errorf("article %s: %w", articleID(item), err))
+		}
+		if err := enc.Encode(obj); err != nil {
+			return fmt.Errorf("tasks: write article %s: %w", articleID(item), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return task.Output{}, err
+	}
+	return task.Output{Items: n}, nil
 }
 
 // Object returns the JSON form of an article: an object with every

@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
-	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // pagesAPI answers every Query with the same full page, pages times over:
@@ -60,9 +59,9 @@ func BenchmarkExport(b *testing.B) {
 	var written int64
 	for b.Loop() {
 		out := &countingWriter{}
-		export := tasks.NewExport(&pagesAPI{page: page, pages: pages}, "articles-bench")
-		_, err := export.Run(context.Background(), worker.Input{
-			Job: jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: fmt.Sprint(tasks.MaxPageSize)}},
+		export := newExport(b, &pagesAPI{page: page, pages: pages}, "articles-bench")
+		_, err := export.Run(context.Background(), task.Input{
+			Job: task.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: fmt.Sprint(tasks.MaxPageSize)}},
 			Out: io.Writer(out), Progress: func(context.Context, int64) error { return nil },
 		})
 		if err != nil {

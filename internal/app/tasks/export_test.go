@@ -13,9 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
-	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
-	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 func TestMain(m *testing.M) {
@@ -101,12 +100,12 @@ func TestExportStopsWhenProgressFails(t *testing.T) {
 		f.put(t, article("t-1", id))
 	}
 	fenced := errors.New("injected: fenced")
-	in := worker.Input{
-		Job:      jobs.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: "1"}},
+	in := task.Input{
+		Job:      task.Job{ID: "job-42", Tenant: "t-1", Spec: map[string]string{tasks.SpecPageSize: "1"}},
 		Out:      io.Discard,
 		Progress: func(context.Context, int64) error { return fenced },
 	}
-	_, err := tasks.NewExport(f, f.table).Run(t.Context(), in)
+	_, err := newExport(t, f, f.table).Run(t.Context(), in)
 	require.ErrorIs(t, err, fenced)
 	require.Len(t, f.queries(), 1, "no page after the refusal")
 }
@@ -140,9 +139,26 @@ func TestObjectRefusesWhatJSONCannotCarry(t *testing.T) {
 	}
 }
 
-func TestNewExportPanicsOnMissingParts(t *testing.T) {
+// NewExport refuses each invalid configuration with ErrInvalidConfig, the
+// field named in the message.
+func TestNewExportRefusesAnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	require.Panics(t, func() { tasks.NewExport(nil, "articles") })
-	require.Panics(t, func() { tasks.NewExport(newFakeArticles(), "") })
-	require.Equal(t, "ndjson", tasks.NewExport(newFakeArticles(), "articles").Ext())
+	for field, cfg := range map[string]tasks.Config{
+		"Articles":      {ArticlesTable: "articles"},
+		"ArticlesTable": {Articles: newFakeArticles()},
+	} {
+		e, err := tasks.NewExport(cfg)
+		require.ErrorIs(t, err, tasks.ErrInvalidConfig, field)
+		require.ErrorContains(t, err, field)
+		require.Nil(t, e, field)
+	}
+	require.Equal(t, "ndjson", newExport(t, newFakeArticles(), "articles").Ext(task.Job{ID: "job-42"}))
+}
+
+// newExport is NewExport, which cannot fail on a test's configuration.
+func newExport(t testing.TB, api tasks.QueryAPI, table string) *tasks.Export {
+	t.Helper()
+	e, err := tasks.NewExport(tasks.Config{Articles: api, ArticlesTable: table})
+	require.NoError(t, err)
+	return e
 }

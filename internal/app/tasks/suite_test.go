@@ -12,8 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
-	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // backend is an Articles table the suite runs on: the fake, or a table on
@@ -31,11 +30,11 @@ type run struct {
 	progress []int64
 }
 
-func exportRun(t *testing.T, be backend, tenant string, spec map[string]string) (*run, worker.Output, error) {
+func exportRun(t *testing.T, be backend, tenant string, spec map[string]string) (*run, task.Output, error) {
 	t.Helper()
 	r := &run{}
-	in := worker.Input{
-		Job:       jobs.Job{ID: "job-42", Tenant: tenant, Spec: spec, Status: jobs.StatusRunning, Generation: 1, Version: 1},
+	in := task.Input{
+		Job:       task.Job{ID: "job-42", Tenant: tenant, Spec: spec, Generation: 1},
 		AttemptID: "req-1_msg-1",
 		Out:       &r.out,
 		Progress: func(_ context.Context, n int64) error {
@@ -45,7 +44,7 @@ func exportRun(t *testing.T, be backend, tenant string, spec map[string]string) 
 			return nil
 		},
 	}
-	out, err := tasks.NewExport(be.api, be.table).Run(t.Context(), in)
+	out, err := newExport(t, be.api, be.table).Run(t.Context(), in)
 	return r, out, err
 }
 

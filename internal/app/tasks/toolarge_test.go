@@ -37,17 +37,21 @@ func TestExportOverMaxCandidateBytesFailsAtOnce(t *testing.T) {
 	for bound, want := range map[int64]jobs.Status{size: jobs.StatusCompleted, size - 1: jobs.StatusFailed} {
 		t.Run(fmt.Sprint(bound), func(t *testing.T) {
 			t.Parallel()
-			store := jobs.NewMemoryStore()
+			store, err := jobs.NewMemoryStore(jobs.Config{})
+			require.NoError(t, err)
 			created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "i-42", Tenant: "t-1",
 				Spec: map[string]string{tasks.SpecPageSize: "7"}})
 			require.NoError(t, err)
 			s3, err := s3mem.NewFaultyS3(s3mem.Config{Buckets: []string{"candidates-test"}})
 			require.NoError(t, err)
-			w := worker.New(worker.Config{
+			candidates, err := candidate.New(candidate.Config{Client: s3, Bucket: "candidates-test", SpoolDir: t.TempDir(), MaxSize: bound, SpoolBudget: bound})
+			require.NoError(t, err)
+			w, err := worker.New(worker.Config{
 				Jobs:       store,
-				Candidates: candidate.New(s3, "candidates-test", candidate.WithSpoolDir(t.TempDir()), candidate.WithMaxSize(bound), candidate.WithSpoolBudget(bound)),
-				Task:       tasks.NewExport(be.api, be.table),
+				Candidates: candidates,
+				Tasks:      registry(t, be.api, be.table),
 			})
+			require.NoError(t, err)
 			msg := commandMessage(t, created.Job)
 			for attempt := range 2 { // the second delivery finds the job final
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

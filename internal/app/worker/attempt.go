@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // attempt is one delivery of one command in one invocation, from its
@@ -33,11 +33,22 @@ type attempt struct {
 	over    bool       // Run has returned
 }
 
-// run runs the task into the attempt's candidate and settles the outcome.
+// run runs the job's task into the attempt's candidate and settles the
+// outcome.
 func (a *attempt) run(ctx context.Context) error {
-	key, err := candidate.NewKey(a.job.ID, a.job.Generation, a.id, a.w.cfg.Task.Ext())
+	name, t, err := a.w.cfg.Tasks.Lookup(a.job.Spec)
 	if err != nil {
-		return fmt.Errorf("worker: job %s g%d: %w", a.job.ID, a.job.Generation, err)
+		// The same spec names the same task on every delivery: no retry
+		// can run it.
+		return a.fail(ctx, a.version, CodeUnknownTask, err)
+	}
+	a.log = a.log.With(slog.String("task", name))
+	job := task.Job{ID: a.job.ID, Tenant: a.job.Tenant, Spec: a.job.Spec, Generation: a.job.Generation}
+	key, err := candidate.NewKey(a.job.ID, a.job.Generation, a.id, t.Ext(job))
+	if err != nil {
+		// The task chose an extension outside the key's rule: a fault of the
+		// task, the same on every try.
+		return a.fail(ctx, a.version, CodeTaskFailed, fmt.Errorf("worker: task %s: %w", name, err))
 	}
 	taskCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -48,7 +59,7 @@ func (a *attempt) run(ctx context.Context) error {
 	}
 	defer func() { _ = cw.Close() }() // unless committed, the content is discarded
 
-	out, taskErr := a.runTask(taskCtx, cw)
+	out, taskErr := a.runTask(taskCtx, t, task.Input{Job: job, AttemptID: a.id, Out: cw, Progress: a.progress})
 	version, fenced, broken := a.outcome()
 	switch {
 	case fenced != nil:
@@ -82,13 +93,13 @@ func (a *attempt) run(ctx context.Context) error {
 }
 
 // runTask calls the task; once it returns, Progress refuses to write.
-func (a *attempt) runTask(ctx context.Context, out io.Writer) (Output, error) {
+func (a *attempt) runTask(ctx context.Context, t task.Task, in task.Input) (task.Output, error) {
 	defer func() {
 		a.mu.Lock()
 		a.over = true
 		a.mu.Unlock()
 	}()
-	return a.w.cfg.Task.Run(ctx, Input{Job: a.job, AttemptID: a.id, Out: out, Progress: a.progress})
+	return t.Run(ctx, in)
 }
 
 func (a *attempt) outcome() (version int64, fenced, broken error) {
@@ -97,7 +108,7 @@ func (a *attempt) outcome() (version int64, fenced, broken error) {
 	return a.version, a.fenced, a.broken
 }
 
-// progress is Input.Progress: a fenced renewal of the lease with the
+// progress is task.Input.Progress: a fenced renewal of the lease with the
 // version last seen.
 func (a *attempt) progress(ctx context.Context, n int64) error {
 	a.mu.Lock()
@@ -138,6 +149,7 @@ func (a *attempt) progress(ctx context.Context, n int64) error {
 var failLines = map[string]string{
 	CodeTaskFailed:        "worker: task failed permanently; job failed",
 	CodeCandidateTooLarge: "worker: candidate over the size bound; job failed",
+	CodeUnknownTask:       "worker: the job's spec names no task of this worker; job failed",
 }
 
 // fail ends the job for good: code names the cause, taskErr says it.

@@ -1,10 +1,18 @@
 // Package worker runs one job.run command end to end: it claims the job,
-// runs the Task into the attempt's own candidate object, and accepts the
-// candidate as the job's result. Worker.Handle is a fifo.Handler, so a
-// batch's commands run one at a time per job and jobs run in parallel:
+// runs the job's task (pkg/task) into the attempt's own candidate object,
+// and accepts the candidate as the job's result. Worker.Handle is a
+// fifo.Handler, so a batch's commands run one at a time per job and jobs
+// run in parallel:
 //
-//	w := worker.New(worker.Config{Jobs: store, Candidates: candidates, Task: task})
-//	lambda.Start(fifo.New(w.Handle, fifo.WithDeadLetterQueue(sqsClient, dlqURL)).Process)
+//	w, err := worker.New(worker.Config{Jobs: store, Candidates: candidates, Tasks: registry})
+//	if err != nil {
+//		return err
+//	}
+//	p, err := fifo.New(fifo.Config{Handler: w.Handle, DeadLetter: &fifo.DeadLetterQueue{Client: sqsClient, QueueURL: dlqURL}})
+//	if err != nil {
+//		return err
+//	}
+//	lambda.Start(p.Process)
 //
 // Invariants:
 //   - An attempt is one delivery of one command in one invocation; its id is
@@ -20,6 +28,13 @@
 //     (jobs.ClaimRequest.Tenant), so a command naming another tenant is
 //     refused before it takes a lease or uses up a generation; the store
 //     answers it as it answers a missing job (jobs.ErrNotFound).
+//   - The job's spec picks its task from Config.Tasks (task.SpecTask, or
+//     the registry's default). A spec that names no task of the registry
+//     fails the job for good (CodeUnknownTask), after the claim and before
+//     anything runs: every delivery would find the same spec.
+//   - The result's extension is the task's choice for the job: Ext is
+//     asked with the job, before Run. One outside the candidate key's rule
+//     fails the job (CodeTaskFailed) without running the task.
 //   - The lease ends at the invocation's deadline plus LeaseSkew
 //     (jobs.LeaseEnd); the task's context ends before that deadline
 //     (pkg/fifo's reserve), so a takeover never races a live task.
@@ -66,6 +81,8 @@
 //	claim: lease held by another attempt (ErrLeaseHeld)    error
 //	claim: no such job, or the job of another tenant       fifo.Permanent
 //	       (ErrNotFound; nothing written)
+//	spec names no task of the registry                     Fail(unknown_task) → nil (refused: nil; failed: error)
+//	the task's extension for the job is invalid            Fail(task_failed) → nil (refused: nil; failed: error)
 //	progress renewal refused (stale or final)              nil; task cancelled, nothing uploaded
 //	progress renewal failed otherwise                      error; task cancelled, nothing uploaded
 //	candidate over the max size (candidate.ErrTooLarge)    Fail(candidate_too_large) → nil (refused: nil; failed: error)
@@ -78,15 +95,25 @@
 //
 // A retried command is a new attempt: a new claim, a new generation when
 // the previous lease has ended, and a new candidate key. The recovery
-// policy's MaxGenerations (jobs.WithRecovery) bounds how often a job is
+// policy's MaxGenerations (jobs.Config's Recovery) bounds how often a job is
 // taken over.
+//
+// # Adding a task
+//
+// The worker runs any task.Task; it needs no change for a new one. A task
+// is written against pkg/task alone (its package doc, "Adding a task",
+// has a whole one, runnable), registered under a name in the registry the
+// worker is given, and picked by a job whose spec names it. This
+// service's tasks and their registry are internal/app/tasks; the Example
+// of this package runs a job through the worker with a registry of two
+// tasks.
 //
 // # The spool
 //
 // Every lane of a batch (up to ten, of any tenants) spools its candidate
 // to the same directory, /tmp on Lambda, whose size is the function's
-// ephemeral storage. The candidate store's budget (candidate.WithSpoolBudget)
-// and max size (candidate.WithMaxSize) share it out: each attempt reserves
+// ephemeral storage. The candidate store's budget (candidate.Config.SpoolBudget)
+// and max size (candidate.Config.MaxSize) share it out: each attempt reserves
 // the max size before its claim, so budget / max size lanes spool at once
 // and the others wait, unclaimed. The max size is the permanent bound,
 // MaxCandidateBytes; the budget only decides how many lanes spool at once.

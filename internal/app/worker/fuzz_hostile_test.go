@@ -37,10 +37,11 @@ func FuzzHandleDecidesForGood(f *testing.F) {
 		f.Add(seed)
 	}
 	ctx := context.Background()
-	store := jobs.NewMemoryStore()
-	_, err := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "intent-42", Tenant: "t-1"})
+	store, err := jobs.NewMemoryStore(jobs.Config{})
 	require.NoError(f, err)
-	w := worker.New(worker.Config{Jobs: store, Candidates: memoryCandidates(f.TempDir()), Task: lines("x")})
+	_, err = store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "intent-42", Tenant: "t-1"})
+	require.NoError(f, err)
+	w := mustNew(f, worker.Config{Jobs: store, Candidates: memoryCandidates(f), Tasks: only(f, lines("x"))})
 	f.Fuzz(func(t *testing.T, raw string) {
 		inv, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()

@@ -33,11 +33,14 @@ func FuzzHandle(f *testing.F) {
 	f.Add(valid, strings.Repeat("m", 200))
 
 	ctx := context.Background()
-	store := jobs.NewMemoryStore()
+	store, err := jobs.NewMemoryStore(jobs.Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	if _, err := store.Create(ctx, jobs.CreateRequest{JobID: "job-42", IntentID: "intent-42", Tenant: "t-1"}); err != nil {
 		f.Fatal(err)
 	}
-	w := worker.New(worker.Config{Jobs: store, Candidates: memoryCandidates(f.TempDir()), Task: lines("x")})
+	w := mustNew(f, worker.Config{Jobs: store, Candidates: memoryCandidates(f), Tasks: only(f, lines("x"))})
 	f.Fuzz(func(t *testing.T, raw, messageID string) {
 		inv, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 func TestMain(m *testing.M) {
@@ -29,8 +30,9 @@ func TestMain(m *testing.M) {
 }
 
 // testBundle is a worker on the memory store and a bucket in memory
-// (candidatetest.MemoryS3), with a controllable clock and a log recorder.
+// (s3mem.S3), with a controllable clock and a log recorder.
 type testBundle struct {
+	t     testing.TB
 	clock *jobstest.Clock
 	// behind sets the store's clock back from clock (nanoseconds): two
 	// hosts' clocks disagree, and a test that plays a takeover by one host
@@ -48,12 +50,24 @@ type testBundle struct {
 // setup returns a bundle whose clock starts at the wall clock's now, so
 // that invocation deadlines (real contexts) and the store's leases agree;
 // tests move the store's clock forward to end leases.
-func setup(t *testing.T, opts ...jobs.Option) *testBundle {
+func setup(t *testing.T) *testBundle {
 	t.Helper()
-	b := &testBundle{clock: jobstest.NewClock(time.Now().UTC().Truncate(time.Millisecond)), s3: newBucket(), logs: &logRecorder{}}
-	b.store = jobs.NewMemoryStore(append([]jobs.Option{jobs.WithClock(b.now)}, opts...)...)
+	return setupWith(t, jobs.Config{})
+}
+
+// setupWith is setup with a store of the settings of cfg (the bundle
+// supplies the clock).
+func setupWith(t *testing.T, cfg jobs.Config) *testBundle {
+	t.Helper()
+	b := &testBundle{t: t, clock: jobstest.NewClock(time.Now().UTC().Truncate(time.Millisecond)), s3: newBucket(t), logs: &logRecorder{}}
+	cfg.Now = b.now
+	store, err := jobs.NewMemoryStore(cfg)
+	require.NoError(t, err)
+	b.store = store
 	b.jobs = b.store
-	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpoolDir(t.TempDir()))
+	candidates, err := candidate.New(candidate.Config{Client: b.s3, Bucket: testBucket, SpoolDir: t.TempDir()})
+	require.NoError(t, err)
+	b.candidates = candidates
 	return b
 }
 
@@ -62,8 +76,8 @@ func (b *testBundle) now() time.Time { return b.clock.Now().Add(-time.Duration(b
 
 // worker returns a worker running task, on the bundle's jobs (as they are
 // when it is called).
-func (b *testBundle) worker(task worker.Task) *worker.Worker {
-	return worker.New(worker.Config{Jobs: b.jobs, Candidates: b.candidates, Task: task, Logger: slog.New(b.logs)})
+func (b *testBundle) worker(work task.Task) *worker.Worker {
+	return mustNew(b.t, worker.Config{Jobs: b.jobs, Candidates: b.candidates, Tasks: only(b.t, work), Logger: slog.New(b.logs)})
 }
 
 // create creates a job of tenant t-1 and returns the command its creation
@@ -133,25 +147,25 @@ func (b *testBundle) read(t testing.TB, key string) string {
 }
 
 // lines is a task that writes each line and reports progress after each.
-func lines(ls ...string) worker.Task {
-	return worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+func lines(ls ...string) task.Task {
+	return task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		for i, l := range ls {
 			if _, err := io.WriteString(in.Out, l+"\n"); err != nil {
-				return worker.Output{}, err
+				return task.Output{}, err
 			}
 			if err := in.Progress(ctx, int64(i+1)); err != nil {
-				return worker.Output{}, err
+				return task.Output{}, err
 			}
 		}
-		return worker.Output{Items: int64(len(ls))}, nil
+		return task.Output{Items: int64(len(ls))}, nil
 	})
 }
 
 // mustNotRun is a task that fails the test if it runs.
-func mustNotRun(t *testing.T) worker.Task {
-	return worker.TaskFunc("txt", func(context.Context, worker.Input) (worker.Output, error) {
+func mustNotRun(t *testing.T) task.Task {
+	return task.Func("txt", func(context.Context, task.Input) (task.Output, error) {
 		t.Error("the task ran")
-		return worker.Output{}, nil
+		return task.Output{}, nil
 	})
 }
 

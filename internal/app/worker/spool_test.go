@@ -18,6 +18,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // spoolMax is the tests' MaxCandidateBytes: small, so that a test fills a
@@ -29,8 +30,9 @@ const spoolMax = 64 << 10
 // candidate, and the disk's size as the budget.
 func (b *testBundle) onDisk(maxSize, budget int64) *candidatetest.Disk {
 	disk := candidatetest.NewDisk(budget)
-	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpool(disk),
-		candidate.WithMaxSize(maxSize), candidate.WithSpoolBudget(budget))
+	var err error
+	b.candidates, err = candidate.New(candidate.Config{Client: b.s3, Bucket: testBucket, Spool: disk, MaxSize: maxSize, SpoolBudget: budget})
+	require.NoError(b.t, err)
 	return disk
 }
 
@@ -91,40 +93,42 @@ func TestALaneThatFillsTheSpoolFailsNoOtherLane(t *testing.T) {
 			batch = append(batch, msg)
 		}
 		othersDone := make(chan struct{}, len(others))
-		task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+		work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 			switch in.Job.ID {
 			case "job-hog":
 				if err := writeN(in.Out, spoolMax); err != nil {
-					return worker.Output{}, err
+					return task.Output{}, err
 				}
 				for range others {
 					select {
 					case <-othersDone:
 					case <-ctx.Done():
-						return worker.Output{}, ctx.Err()
+						return task.Output{}, ctx.Err()
 					}
 				}
-				return worker.Output{Items: 1}, nil
+				return task.Output{Items: 1}, nil
 			case "job-runaway":
 				for {
 					if err := writeN(in.Out, 4<<10); err != nil {
-						return worker.Output{}, fmt.Errorf("export: %w", err) // retryable, as the reference task wraps it
+						return task.Output{}, fmt.Errorf("export: %w", err) // retryable, as the reference task wraps it
 					}
 				}
 			default:
 				defer func() { othersDone <- struct{}{} }()
 				if err := writeN(in.Out, spoolMax/2); err != nil {
-					return worker.Output{}, err
+					return task.Output{}, err
 				}
 				select {
 				case <-time.After(time.Second):
 				case <-ctx.Done():
-					return worker.Output{}, ctx.Err()
+					return task.Output{}, ctx.Err()
 				}
-				return worker.Output{Items: 1}, nil
+				return task.Output{Items: 1}, nil
 			}
 		})
-		resp, err := fifo.New(b.worker(task).Handle).Process(invocation(t, "req-1", time.Minute), events.SQSEvent{Records: batch})
+		proc, err := fifo.New(fifo.Config{Handler: b.worker(work).Handle})
+		require.NoError(t, err)
+		resp, err := proc.Process(invocation(t, "req-1", time.Minute), events.SQSEvent{Records: batch})
 		require.NoError(t, err)
 		require.Empty(t, resp.BatchItemFailures, "no lane failed its message")
 
@@ -189,10 +193,10 @@ func TestCandidateOverTheBoundFailsTheJobForGood(t *testing.T) {
 			b := setup(t)
 			b.onDisk(spoolMax, 4*spoolMax)
 			_, msg := b.create(t, "job-42", nil)
-			task := worker.TaskFunc("txt", func(_ context.Context, in worker.Input) (worker.Output, error) {
-				return worker.Output{Items: 1}, tc.wrap(writeN(in.Out, tc.size))
+			work := task.Func("txt", func(_ context.Context, in task.Input) (task.Output, error) {
+				return task.Output{Items: 1}, tc.wrap(writeN(in.Out, tc.size))
 			})
-			require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg), "acknowledged")
+			require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg), "acknowledged")
 			job := b.get(t, "job-42")
 			require.Equal(t, tc.status, job.Status)
 			require.EqualValues(t, 1, job.Generation)
@@ -218,10 +222,10 @@ func TestTasksOwnTooLargeFailsTheJobForGood(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
-	task := worker.TaskFunc("txt", func(context.Context, worker.Input) (worker.Output, error) {
-		return worker.Output{}, fmt.Errorf("export of 9 GB: %w", candidate.ErrTooLarge)
+	work := task.Func("txt", func(context.Context, task.Input) (task.Output, error) {
+		return task.Output{}, fmt.Errorf("export of 9 GB: %w", candidate.ErrTooLarge)
 	})
-	require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 	job := b.get(t, "job-42")
 	require.Equal(t, jobs.StatusFailed, job.Status)
 	require.Equal(t, worker.CodeCandidateTooLarge, job.Error.Code)
@@ -270,7 +274,7 @@ func TestALaneGivenRoomLateClaimsOnlyWithTheMarginLeft(t *testing.T) {
 				b, created, msg, held := fullSpool(t)
 				ctx := invocation(t, "req-1", time.Minute)
 				deadline, _ := ctx.Deadline()
-				w := worker.New(worker.Config{Jobs: b.jobs, Candidates: b.candidates, Task: lines("done"),
+				w := mustNew(t, worker.Config{Jobs: b.jobs, Candidates: b.candidates, Tasks: only(t, lines("done")),
 					Logger: slog.New(b.logs), ClaimMargin: tc.margin})
 				done := make(chan error, 1)
 				go func() { done <- w.Handle(ctx, msg) }()
@@ -309,21 +313,22 @@ func TestALaneGivenRoomAtTheDeadlineLosesNoGeneration(t *testing.T) {
 		b.onDisk(spoolMax, spoolMax)
 		_, hog := b.create(t, "job-hog", nil)
 		created, other := b.create(t, "job-other", nil)
-		task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+		work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 			if in.Job.ID == "job-hog" {
 				deadline, _ := ctx.Deadline()
 				time.Sleep(time.Until(deadline) - 50*time.Millisecond)
-				return worker.Output{Items: 1}, writeN(in.Out, 10)
+				return task.Output{Items: 1}, writeN(in.Out, 10)
 			}
 			select { // 100 ms of work
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
-				return worker.Output{}, ctx.Err()
+				return task.Output{}, ctx.Err()
 			}
-			return worker.Output{Items: 1}, writeN(in.Out, 10)
+			return task.Output{Items: 1}, writeN(in.Out, 10)
 		})
-		resp, err := fifo.New(b.worker(task).Handle).Process(invocation(t, "req-1", time.Minute),
-			events.SQSEvent{Records: []events.SQSMessage{hog, other}})
+		proc, err := fifo.New(fifo.Config{Handler: b.worker(work).Handle})
+		require.NoError(t, err)
+		resp, err := proc.Process(invocation(t, "req-1", time.Minute), events.SQSEvent{Records: []events.SQSMessage{hog, other}})
 		require.NoError(t, err)
 		require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: other.MessageId}}, resp.BatchItemFailures)
 		require.Equal(t, jobs.StatusCompleted, b.get(t, "job-hog").Status)

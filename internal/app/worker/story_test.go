@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/app/worker"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // The running example through Handle: worker A claims generation 1 and
@@ -30,13 +30,13 @@ func TestRunningExample(t *testing.T) {
 	_, msg := b.create(t, "job-42", map[string]string{"export": "articles"})
 
 	stalled, resume := make(chan struct{}), make(chan struct{})
-	taskA := worker.TaskFunc("json", func(_ context.Context, in worker.Input) (worker.Output, error) {
+	taskA := task.Func("json", func(_ context.Context, in task.Input) (task.Output, error) {
 		if _, err := io.WriteString(in.Out, `{"by":"A"}`+"\n"); err != nil {
-			return worker.Output{}, err
+			return task.Output{}, err
 		}
 		close(stalled)
 		<-resume
-		return worker.Output{Items: 1}, nil
+		return task.Output{Items: 1}, nil
 	})
 	doneA := make(chan error, 1)
 	go func() { doneA <- b.worker(taskA).Handle(invocation(t, "req-a", time.Minute), msg) }()
@@ -49,9 +49,9 @@ func TestRunningExample(t *testing.T) {
 	// A's lease (its deadline plus the skew) ends; the command comes back
 	// to B, whose deadline lies after the store's now.
 	b.clock.Advance(2 * time.Minute)
-	taskB := worker.TaskFunc("json", func(_ context.Context, in worker.Input) (worker.Output, error) {
+	taskB := task.Func("json", func(_ context.Context, in task.Input) (task.Output, error) {
 		_, err := io.WriteString(in.Out, `{"by":"B"}`+"\n")
-		return worker.Output{Items: 1}, err
+		return task.Output{Items: 1}, err
 	})
 	require.NoError(t, b.worker(taskB).Handle(invocation(t, "req-b", 3*time.Minute), msg))
 	won := b.get(t, "job-42")
@@ -90,18 +90,20 @@ func TestTaskOutOfTimeIsRetried(t *testing.T) {
 		_, msg := b.create(t, "job-42", nil)
 		var stopped time.Time
 		var taskErr error
-		slow := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+		slow := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 			if _, err := io.WriteString(in.Out, "partial\n"); err != nil {
-				return worker.Output{}, err
+				return task.Output{}, err
 			}
 			<-ctx.Done()
 			stopped, taskErr = time.Now(), ctx.Err()
-			return worker.Output{}, ctx.Err()
+			return task.Output{}, ctx.Err()
 		})
 		ctx := invocation(t, "req-1", time.Minute)
 		deadline, _ := ctx.Deadline()
 
-		resp, err := fifo.New(b.worker(slow).Handle).Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
+		proc, err := fifo.New(fifo.Config{Handler: b.worker(slow).Handle})
+		require.NoError(t, err)
+		resp, err := proc.Process(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
 		require.NoError(t, err)
 		require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: msg.MessageId}}, resp.BatchItemFailures)
 		require.ErrorIs(t, taskErr, context.DeadlineExceeded)
@@ -120,10 +122,10 @@ func TestTaskOutOfTimeIsRetried(t *testing.T) {
 // last one fails the job and acknowledges the command.
 func TestRetriesAreBoundedByMaxGenerations(t *testing.T) {
 	t.Parallel()
-	b := setup(t, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 2}))
+	b := setupWith(t, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 2}})
 	_, msg := b.create(t, "job-42", nil)
-	failing := worker.TaskFunc("txt", func(context.Context, worker.Input) (worker.Output, error) {
-		return worker.Output{}, errors.New("injected: always throttled")
+	failing := task.Func("txt", func(context.Context, task.Input) (task.Output, error) {
+		return task.Output{}, errors.New("injected: always throttled")
 	})
 	// Deliveries come a visibility timeout (6 minutes) apart; each
 	// invocation's deadline lies after the store's now at its start.

@@ -17,6 +17,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // Failure codes the worker records.
@@ -29,6 +30,13 @@ const (
 	// MaxCandidateBytes in the function. The same export is as large on
 	// every try, so the job fails at once, whatever the task returned.
 	CodeCandidateTooLarge = "candidate_too_large"
+	// CodeUnknownTask is the failure code of a job whose spec names a task
+	// the worker's registry does not hold (task.ErrUnknownTask): no
+	// delivery of its command could run it. Intake refuses such a spec
+	// with the same registry, so a job gets here only when the worker runs
+	// other tasks than intake knows (a deployment between the two) or was
+	// created past intake.
+	CodeUnknownTask = "unknown_task"
 )
 
 // MaxFailureMessage is the longest failure message the worker records, in
@@ -39,15 +47,16 @@ const MaxFailureMessage = 4096
 // groupAttribute is the SQS system attribute holding a FIFO message's group.
 const groupAttribute = "MessageGroupId"
 
-// Config configures a Worker. Jobs, Candidates and Task are required; the
+// Config configures a Worker. Jobs, Candidates and Tasks are required; the
 // zero value of every other field is its default.
 type Config struct {
 	// Jobs is the arbiter: every claim, renewal, accept and failure.
 	Jobs jobs.Store
 	// Candidates stores each attempt's candidate.
 	Candidates *candidate.Store
-	// Task is the work each command runs.
-	Task Task
+	// Tasks holds the tasks the worker runs: each job runs the task its
+	// spec names (task.SpecTask), or the registry's default. Required.
+	Tasks *task.Registry
 	// Logger receives one line per attempt outcome, with the fields
 	// job_id, group_id, message_id, attempt_id, aws_request_id, generation
 	// and version. Nil discards.
@@ -65,7 +74,7 @@ type Config struct {
 	// Now measures how long an attempt took, for its log line, and how much
 	// time a lane given spool room after a wait has left before the
 	// context's deadline (as pkg/fifo's clock judges a message's start;
-	// fifo.WithClock). Leases come from the context's deadline, never from
+	// fifo.Config.Now). Leases come from the context's deadline, never from
 	// this clock. Nil means time.Now.
 	Now func() time.Time
 }
@@ -75,27 +84,20 @@ type Config struct {
 // spool room late is a message starting late, and is held to the same rule.
 const DefaultClaimMargin = fifo.DefaultDeadlineMargin
 
-// Validate reports the first field that cannot work.
-func (c *Config) Validate() error {
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
 	switch {
 	case c.Jobs == nil:
-		return errors.New("worker: Config.Jobs is nil")
+		return fmt.Errorf("%w: Jobs is nil", ErrInvalidConfig)
 	case c.Candidates == nil:
-		return errors.New("worker: Config.Candidates is nil")
-	case c.Task == nil:
-		return errors.New("worker: Config.Task is nil")
+		return fmt.Errorf("%w: Candidates is nil", ErrInvalidConfig)
+	case c.Tasks == nil:
+		return fmt.Errorf("%w: Tasks is nil", ErrInvalidConfig)
 	case c.LeaseSkew < 0 || c.LeaseSkew > jobs.MaxClockSkew:
-		return fmt.Errorf("worker: Config.LeaseSkew %v is outside 0 to %v", c.LeaseSkew, jobs.MaxClockSkew)
+		return fmt.Errorf("%w: LeaseSkew %v is outside 0 to %v", ErrInvalidConfig, c.LeaseSkew, jobs.MaxClockSkew)
 	case c.ClaimMargin < 0:
-		return fmt.Errorf("worker: Config.ClaimMargin %v is negative", c.ClaimMargin)
-	}
-	if f, ok := c.Task.(funcTask); ok && f.run == nil {
-		return errors.New("worker: Config.Task is a TaskFunc with a nil function")
-	}
-	// The candidate package owns the extension rule; any valid job, generation
-	// and attempt let it judge the extension alone.
-	if _, err := candidate.NewKey("job", 1, "attempt", c.Task.Ext()); err != nil {
-		return fmt.Errorf("worker: Config.Task's extension: %w", err)
+		return fmt.Errorf("%w: ClaimMargin %v is negative", ErrInvalidConfig, c.ClaimMargin)
 	}
 	return nil
 }
@@ -107,11 +109,10 @@ type Worker struct {
 	log *slog.Logger
 }
 
-// New returns a Worker. It panics when cfg is invalid (see Validate): a
-// programming error, found at cold start.
-func New(cfg Config) *Worker {
+// New returns a Worker, or the error of cfg.Validate.
+func New(cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err.Error())
+		return nil, err
 	}
 	if cfg.LeaseSkew == 0 {
 		cfg.LeaseSkew = jobs.DefaultClockSkew
@@ -126,7 +127,7 @@ func New(cfg Config) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{cfg: cfg, log: log}
+	return &Worker{cfg: cfg, log: log}, nil
 }
 
 // AttemptID returns the id of one delivery of one command in one

@@ -29,6 +29,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // stack is template.yaml deployed on the local stack, with clients that
@@ -65,17 +66,24 @@ func deployStack(t *testing.T) *stack {
 	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
 	st.outputs = deployed.Outputs
 	st.s3 = s3c
-	st.candidates = candidate.New(s3c, st.outputs["CandidatesBucketName"], candidate.WithSpoolDir(t.TempDir()))
+	st.candidates, err = candidate.New(candidate.Config{Client: s3c, Bucket: st.outputs["CandidatesBucketName"], SpoolDir: t.TempDir()})
+	require.NoError(t, err)
 	st.requests.Take() // deployment requests are not a job's
 	return st
 }
 
-func (st *stack) jobs(opts ...jobs.Option) *jobs.DynamoStore {
-	return jobs.NewDynamoStore(st.ddb, st.outputs["JobsTableName"], opts...)
+func (st *stack) jobs(t *testing.T, cfg jobs.Config) *jobs.DynamoStore {
+	t.Helper()
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: st.ddb, Table: st.outputs["JobsTableName"], Config: cfg})
+	require.NoError(t, err)
+	return store
 }
 
-func (st *stack) export() *tasks.Export {
-	return tasks.NewExport(st.ddb, st.outputs["ArticlesTableName"])
+func (st *stack) export(t testing.TB) *tasks.Export {
+	t.Helper()
+	e, err := tasks.NewExport(tasks.Config{Articles: st.ddb, ArticlesTable: st.outputs["ArticlesTableName"]})
+	require.NoError(t, err)
+	return e
 }
 
 // seed writes n articles of tenant and returns them as the export should
@@ -133,7 +141,7 @@ func (st *stack) readLines(t *testing.T, job jobs.Job) []map[string]any {
 func TestExportCommandOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	st := deployStack(t)
-	store := st.jobs()
+	store := st.jobs(t, jobs.Config{})
 	st.seed(t, "t-noise", 3) // another tenant's articles, never exported
 	for _, tc := range []struct {
 		tenant   string
@@ -164,7 +172,7 @@ func TestExportCommandOnTheLocalStack(t *testing.T) {
 			require.NoError(t, err)
 			st.requests.Take()
 
-			w := worker.New(worker.Config{Jobs: store, Candidates: st.candidates, Task: st.export()})
+			w := mustNew(t, worker.Config{Jobs: store, Candidates: st.candidates, Tasks: only(t, st.export(t))})
 			require.NoError(t, w.Handle(invocation(t, "req-"+tc.tenant, time.Minute), commandMessage(t, created.Job, "msg-"+tc.tenant)))
 			got := st.requests.Take()
 			t.Logf("requests of %s (%d articles, spec %v): %v", jobID, tc.articles, tc.spec, got)
@@ -187,16 +195,16 @@ func TestExportCommandOnTheLocalStack(t *testing.T) {
 func TestOversizedExportFailsAtOnceOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	st := deployStack(t)
-	store := st.jobs()
+	store := st.jobs(t, jobs.Config{})
 	st.seed(t, "t-big", 3)
 	created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-big", IntentID: "export-big", Tenant: "t-big"})
 	require.NoError(t, err)
 	st.requests.Take()
 
 	const bound = 100 // less than one article's line
-	small := candidate.New(st.s3, st.outputs["CandidatesBucketName"], candidate.WithSpoolDir(t.TempDir()),
-		candidate.WithMaxSize(bound), candidate.WithSpoolBudget(bound))
-	w := worker.New(worker.Config{Jobs: store, Candidates: small, Task: st.export()})
+	small, err := candidate.New(candidate.Config{Client: st.s3, Bucket: st.outputs["CandidatesBucketName"], SpoolDir: t.TempDir(), MaxSize: bound, SpoolBudget: bound})
+	require.NoError(t, err)
+	w := mustNew(t, worker.Config{Jobs: store, Candidates: small, Tasks: only(t, st.export(t))})
 	msg := commandMessage(t, created.Job, "msg-big")
 	require.NoError(t, w.Handle(invocation(t, "req-1", time.Minute), msg))
 	require.Equal(t, map[string]int{"dynamodb.UpdateItem": 2, "dynamodb.Query": 1}, st.requests.Take(), "claim, query, fail: no upload")
@@ -221,10 +229,10 @@ func TestRunningExampleOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	st := deployStack(t)
 	clock := jobstest.NewClock(time.Now().UTC())
-	store := st.jobs(jobs.WithClock(clock.Now))
+	store := st.jobs(t, jobs.Config{Now: clock.Now})
 	logs := &logRecorder{}
-	newWorker := func(task worker.Task) *worker.Worker {
-		return worker.New(worker.Config{Jobs: store, Candidates: st.candidates, Task: task, Logger: slog.New(logs)})
+	newWorker := func(work task.Task) *worker.Worker {
+		return mustNew(t, worker.Config{Jobs: store, Candidates: st.candidates, Tasks: only(t, work), Logger: slog.New(logs)})
 	}
 	st.seed(t, "t-1", 3)
 	created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
@@ -233,8 +241,8 @@ func TestRunningExampleOnTheLocalStack(t *testing.T) {
 	st.requests.Take()
 
 	stalled, resume := make(chan struct{}), make(chan struct{})
-	export := st.export()
-	taskA := worker.TaskFunc(tasks.Ext, func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	export := st.export(t)
+	taskA := task.Func(tasks.ExportExt, func(ctx context.Context, in task.Input) (task.Output, error) {
 		out, err := export.Run(ctx, in)
 		close(stalled)
 		<-resume
@@ -250,7 +258,7 @@ func TestRunningExampleOnTheLocalStack(t *testing.T) {
 	require.Equal(t, map[string]int{"dynamodb.UpdateItem": 1}, st.requests.Take(), "a refused claim")
 
 	clock.Advance(2 * time.Minute)
-	require.NoError(t, newWorker(st.export()).Handle(invocation(t, "req-b", 3*time.Minute), msg))
+	require.NoError(t, newWorker(st.export(t)).Handle(invocation(t, "req-b", 3*time.Minute), msg))
 	require.Equal(t, map[string]int{"dynamodb.UpdateItem": 3, "dynamodb.Query": 1, "s3.PutObject": 1}, st.requests.Take(),
 		"B: a takeover (the first claim's refusal reveals the ended lease), one page, the upload, the accept")
 	won, err := store.Get(t.Context(), "job-42")
@@ -288,7 +296,7 @@ func TestRunningExampleOnTheLocalStack(t *testing.T) {
 func TestCommandThroughTheQueueAndTheEventSourceMapping(t *testing.T) {
 	t.Parallel()
 	st := deployStack(t)
-	store := st.jobs()
+	store := st.jobs(t, jobs.Config{})
 	want := st.seed(t, "t-1", 3)
 	created, err := store.Create(t.Context(), jobs.CreateRequest{JobID: "job-42", IntentID: "export-intent-7", Tenant: "t-1"})
 	require.NoError(t, err)
@@ -299,10 +307,11 @@ func TestCommandThroughTheQueueAndTheEventSourceMapping(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	w := worker.New(worker.Config{Jobs: store, Candidates: st.candidates, Task: st.export()})
-	processor := fifo.New(w.Handle, fifo.WithDeadLetterQueue(st.sqs, st.outputs["CommandsDLQUrl"]))
+	w := mustNew(t, worker.Config{Jobs: store, Candidates: st.candidates, Tasks: only(t, st.export(t))})
+	processor, err := fifo.New(fifo.Config{Handler: w.Handle, DeadLetter: &fifo.DeadLetterQueue{Client: st.sqs, QueueURL: st.outputs["CommandsDLQUrl"]}})
+	require.NoError(t, err)
 	batches := make(chan localesm.SQSBatchResult, 16)
-	m, err := localesm.NewSQSMapping(st.sqs, localesm.Func(processor.Process), localesm.SQSConfig{
+	m, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: st.sqs, Invoker: localesm.Func(processor.Process),
 		QueueURL: st.outputs["CommandsQueueUrl"], ReportBatchItemFailures: true, FunctionTimeout: 60 * time.Second,
 		OnBatch: func(r localesm.SQSBatchResult) { batches <- r },
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
 // faultyStore answers the writes a test names with an error instead of the
@@ -57,19 +58,19 @@ func TestHandleRunsClaimsAndAccepts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, msg := b.create(t, "job-42", map[string]string{"export": "articles"})
-	var input worker.Input
-	task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	var input task.Input
+	work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		input = in
 		return lines("a", "b", "c").Run(ctx, in)
 	})
 
-	require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 
 	require.Equal(t, "req-1_msg-job-42", input.AttemptID)
 	require.Equal(t, "t-1", input.Job.Tenant)
 	require.Equal(t, map[string]string{"export": "articles"}, input.Job.Spec)
-	require.EqualValues(t, 1, input.Job.Generation)
-	require.EqualValues(t, 1, input.Job.Version, "the task sees the job as its claim left it")
+	require.Equal(t, "job-42", input.Job.ID)
+	require.EqualValues(t, 1, input.Job.Generation, "the task sees the job as its claim left it")
 
 	done := b.get(t, "job-42")
 	require.Equal(t, jobs.StatusCompleted, done.Status)
@@ -190,7 +191,7 @@ func TestHandleAcknowledgesACommandForAFinalJob(t *testing.T) {
 // *FinalError: the command is acknowledged and the task does not run.
 func TestHandleAcknowledgesTheClaimThatExhaustsRecovery(t *testing.T) {
 	t.Parallel()
-	b := setup(t, jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: 1}))
+	b := setupWith(t, jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: 1}})
 	_, msg := b.create(t, "job-42", nil)
 	_, err := b.store.Claim(context.Background(), jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-a", LeaseUntil: b.clock.Now().Add(time.Minute)})
 	require.NoError(t, err)
@@ -266,19 +267,19 @@ func TestHandleRefusesACommandOfAnotherTenantPermanently(t *testing.T) {
 func TestRefusedProgressStopsTheAttempt(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		lose    func(t *testing.T, b *testBundle, in worker.Input)
+		lose    func(t *testing.T, b *testBundle, in task.Input)
 		refusal error
 		ignore  bool // the task returns nil after the refusal
 	}{
 		"cancelled": {
-			lose: func(t *testing.T, b *testBundle, _ worker.Input) {
+			lose: func(t *testing.T, b *testBundle, _ task.Input) {
 				_, err := b.store.Cancel(context.Background(), jobs.CancelRequest{JobID: "job-42"})
 				require.NoError(t, err)
 			},
 			refusal: jobs.ErrStaleGeneration, // a cancel raises the generation
 		},
 		"taken over": {
-			lose: func(t *testing.T, b *testBundle, _ worker.Input) {
+			lose: func(t *testing.T, b *testBundle, _ task.Input) {
 				// B's host, past A's lease, takes over; A's host, whose
 				// invocation is still running, is not past it.
 				b.clock.Advance(2 * time.Minute)
@@ -289,15 +290,16 @@ func TestRefusedProgressStopsTheAttempt(t *testing.T) {
 			refusal: jobs.ErrStaleGeneration,
 		},
 		"ended at this generation": {
-			lose: func(t *testing.T, b *testBundle, in worker.Input) {
+			lose: func(t *testing.T, b *testBundle, in task.Input) {
+				now := b.get(t, "job-42") // as the claim left it
 				_, err := b.store.Fail(context.Background(), jobs.FailRequest{JobID: "job-42", AttemptID: in.AttemptID,
-					Generation: in.Job.Generation, Version: in.Job.Version, Failure: jobs.Failure{Code: "elsewhere"}})
+					Generation: in.Job.Generation, Version: now.Version, Failure: jobs.Failure{Code: "elsewhere"}})
 				require.NoError(t, err)
 			},
 			refusal: jobs.ErrFinal,
 		},
 		"cancelled, and the task ignores the refusal": {
-			lose: func(t *testing.T, b *testBundle, _ worker.Input) {
+			lose: func(t *testing.T, b *testBundle, _ task.Input) {
 				_, err := b.store.Cancel(context.Background(), jobs.CancelRequest{JobID: "job-42"})
 				require.NoError(t, err)
 			},
@@ -309,7 +311,7 @@ func TestRefusedProgressStopsTheAttempt(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			_, msg := b.create(t, "job-42", nil)
-			task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+			work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 				_, err := io.WriteString(in.Out, "partial\n")
 				require.NoError(t, err)
 				tc.lose(t, b, in)
@@ -322,11 +324,11 @@ func TestRefusedProgressStopsTheAttempt(t *testing.T) {
 				_, werr := io.WriteString(in.Out, "more\n")
 				require.ErrorIs(t, werr, context.Canceled, "nor into its candidate")
 				if tc.ignore {
-					return worker.Output{Items: 1}, nil
+					return task.Output{Items: 1}, nil
 				}
-				return worker.Output{}, err
+				return task.Output{}, err
 			})
-			require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+			require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 			require.Zero(t, b.s3.putCalls(), "the candidate was abandoned")
 			require.Empty(t, b.s3.keys())
 			require.NotEqual(t, jobs.StatusCompleted, b.get(t, "job-42").Status)
@@ -344,14 +346,14 @@ func TestFailedProgressWriteEndsTheAttemptForARetry(t *testing.T) {
 	_, msg := b.create(t, "job-42", nil)
 	lost := errors.New("injected: connection reset")
 	b.jobs = &faultyStore{Store: b.store, renew: lost}
-	task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		err := in.Progress(ctx, 1)
 		require.ErrorIs(t, err, lost)
 		require.NotErrorIs(t, err, worker.ErrFenced)
 		require.Error(t, ctx.Err(), "the task's context is cancelled")
-		return worker.Output{Items: 1}, nil // ignores it: the worker does not
+		return task.Output{Items: 1}, nil // ignores it: the worker does not
 	})
-	err := b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg)
+	err := b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg)
 	require.ErrorIs(t, err, lost)
 	require.False(t, fifo.IsPermanent(err))
 	require.Zero(t, b.s3.putCalls())
@@ -366,7 +368,7 @@ func TestPermanentTaskErrorFailsTheJob(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", worker.MaxFailureMessage) // 2 bytes each
 	for name, tc := range map[string]struct {
-		out     worker.Output
+		out     task.Output
 		err     error
 		message func(t *testing.T, m string)
 	}{
@@ -376,7 +378,7 @@ func TestPermanentTaskErrorFailsTheJob(t *testing.T) {
 		"wrapped permanent": {err: errors.Join(errors.New("export"), fifo.Permanent(errors.New("bad spec"))), message: func(t *testing.T, m string) {
 			require.Contains(t, m, "bad spec")
 		}},
-		"negative items": {out: worker.Output{Items: -1}, message: func(t *testing.T, m string) {
+		"negative items": {out: task.Output{Items: -1}, message: func(t *testing.T, m string) {
 			require.Contains(t, m, "-1 items")
 		}},
 		"message too long": {err: fifo.Permanent(errors.New(long)), message: func(t *testing.T, m string) {
@@ -392,13 +394,13 @@ func TestPermanentTaskErrorFailsTheJob(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			_, msg := b.create(t, "job-42", nil)
-			task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+			work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 				_, err := io.WriteString(in.Out, "partial\n")
 				require.NoError(t, err)
 				require.NoError(t, in.Progress(ctx, 1))
 				return tc.out, tc.err
 			})
-			require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+			require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 			failed := b.get(t, "job-42")
 			require.Equal(t, jobs.StatusFailed, failed.Status)
 			require.Equal(t, worker.CodeTaskFailed, failed.Error.Code)
@@ -418,13 +420,13 @@ func TestFailOfALostAttempt(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		_, msg := b.create(t, "job-42", nil)
-		task := worker.TaskFunc("txt", func(ctx context.Context, _ worker.Input) (worker.Output, error) {
+		work := task.Func("txt", func(ctx context.Context, _ task.Input) (task.Output, error) {
 			cancelled, err := b.store.Cancel(ctx, jobs.CancelRequest{JobID: "job-42"})
 			require.NoError(t, err)
 			require.Equal(t, jobs.StatusCancelled, cancelled.Status)
-			return worker.Output{}, fifo.Permanent(errors.New("bad spec"))
+			return task.Output{}, fifo.Permanent(errors.New("bad spec"))
 		})
-		require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+		require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 		require.Equal(t, jobs.StatusCancelled, b.get(t, "job-42").Status)
 		b.logs.one(t, "failure refused")
 	})
@@ -434,10 +436,10 @@ func TestFailOfALostAttempt(t *testing.T) {
 		_, msg := b.create(t, "job-42", nil)
 		lost := errors.New("injected: timeout")
 		b.jobs = &faultyStore{Store: b.store, fail: lost}
-		task := worker.TaskFunc("txt", func(context.Context, worker.Input) (worker.Output, error) {
-			return worker.Output{}, fifo.Permanent(errors.New("bad spec"))
+		work := task.Func("txt", func(context.Context, task.Input) (task.Output, error) {
+			return task.Output{}, fifo.Permanent(errors.New("bad spec"))
 		})
-		err := b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg)
+		err := b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg)
 		require.ErrorIs(t, err, lost)
 		require.False(t, fifo.IsPermanent(err))
 		require.Equal(t, jobs.StatusRunning, b.get(t, "job-42").Status)
@@ -452,10 +454,10 @@ func TestRetryableTaskErrorLeavesTheJobToTheNextDelivery(t *testing.T) {
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
 	throttled := errors.New("injected: throttled")
-	flaky := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	flaky := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		_, err := io.WriteString(in.Out, "partial\n")
 		require.NoError(t, err)
-		return worker.Output{}, throttled
+		return task.Output{}, throttled
 	})
 	err := b.worker(flaky).Handle(invocation(t, "req-1", time.Minute), msg)
 	require.ErrorIs(t, err, throttled)
@@ -495,15 +497,16 @@ func TestAcceptOfAJobThatEndedIsAcknowledged(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
-	task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		_, err := io.WriteString(in.Out, "done\n")
 		require.NoError(t, err)
+		now := b.get(t, "job-42") // as the claim left it
 		_, err = b.store.Fail(ctx, jobs.FailRequest{JobID: "job-42", AttemptID: in.AttemptID,
-			Generation: in.Job.Generation, Version: in.Job.Version, Failure: jobs.Failure{Code: "elsewhere"}})
+			Generation: in.Job.Generation, Version: now.Version, Failure: jobs.Failure{Code: "elsewhere"}})
 		require.NoError(t, err)
-		return worker.Output{Items: 1}, nil
+		return task.Output{Items: 1}, nil
 	})
-	require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 	job := b.get(t, "job-42")
 	require.Equal(t, jobs.StatusFailed, job.Status)
 	require.Zero(t, job.Result)
@@ -534,11 +537,11 @@ func TestProgressAfterTheTaskReturnedIsRefused(t *testing.T) {
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
 	var leaked func(context.Context, int64) error
-	task := worker.TaskFunc("txt", func(_ context.Context, in worker.Input) (worker.Output, error) {
+	work := task.Func("txt", func(_ context.Context, in task.Input) (task.Output, error) {
 		leaked = in.Progress
-		return worker.Output{}, errors.New("injected: retry")
+		return task.Output{}, errors.New("injected: retry")
 	})
-	require.Error(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	require.Error(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 	before := b.get(t, "job-42")
 	require.ErrorIs(t, leaked(context.Background(), 5), worker.ErrAttemptOver)
 	require.Equal(t, before, b.get(t, "job-42"))
@@ -548,12 +551,12 @@ func TestProgressRefusesANegativeCount(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
-	task := worker.TaskFunc("txt", func(ctx context.Context, in worker.Input) (worker.Output, error) {
+	work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		require.Error(t, in.Progress(ctx, -1))
 		require.NoError(t, ctx.Err(), "a refused call is the task's business")
-		return worker.Output{}, nil
+		return task.Output{}, nil
 	})
-	require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 	require.EqualValues(t, 2, b.get(t, "job-42").Version, "claim and accept, no renewal")
 }
 
@@ -564,7 +567,8 @@ func TestAttemptIDDiffersForTwoMessagesOfABatch(t *testing.T) {
 	b := setup(t)
 	_, m1 := b.create(t, "job-1", nil)
 	_, m2 := b.create(t, "job-2", nil)
-	processor := fifo.New(b.worker(lines("x")).Handle)
+	processor, err := fifo.New(fifo.Config{Handler: b.worker(lines("x")).Handle})
+	require.NoError(t, err)
 	resp, err := processor.Process(invocation(t, "req-batch", time.Minute), events.SQSEvent{Records: []events.SQSMessage{m1, m2}})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -597,33 +601,6 @@ func TestAttemptID(t *testing.T) {
 	require.NoError(t, err, "exactly 128 bytes")
 }
 
-func TestConfigValidate(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	valid := func() worker.Config {
-		return worker.Config{Jobs: b.store, Candidates: b.candidates, Task: lines()}
-	}
-	cfg := valid()
-	require.NoError(t, cfg.Validate())
-	for name, change := range map[string]func(c *worker.Config){
-		"no jobs":           func(c *worker.Config) { c.Jobs = nil },
-		"no candidates":     func(c *worker.Config) { c.Candidates = nil },
-		"no task":           func(c *worker.Config) { c.Task = nil },
-		"nil TaskFunc":      func(c *worker.Config) { c.Task = worker.TaskFunc("txt", nil) },
-		"empty extension":   func(c *worker.Config) { c.Task = worker.TaskFunc("", lines().Run) },
-		"upper case ext":    func(c *worker.Config) { c.Task = worker.TaskFunc("TXT", lines().Run) },
-		"dotted ext":        func(c *worker.Config) { c.Task = worker.TaskFunc("tar.gz", lines().Run) },
-		"negative skew":     func(c *worker.Config) { c.LeaseSkew = -time.Second },
-		"skew over a bound": func(c *worker.Config) { c.LeaseSkew = jobs.MaxClockSkew + time.Millisecond },
-		"negative margin":   func(c *worker.Config) { c.ClaimMargin = -time.Nanosecond },
-	} {
-		cfg := valid()
-		change(&cfg)
-		require.Error(t, cfg.Validate(), name)
-		require.Panics(t, func() { worker.New(cfg) }, name)
-	}
-}
-
 // The lease ends LeaseSkew after the invocation's deadline.
 func TestLeaseEndsAtTheDeadlinePlusTheSkew(t *testing.T) {
 	t.Parallel()
@@ -640,12 +617,12 @@ func TestLeaseEndsAtTheDeadlinePlusTheSkew(t *testing.T) {
 			ctx := invocation(t, "req-1", time.Minute)
 			deadline, _ := ctx.Deadline()
 			var lease time.Time
-			task := worker.TaskFunc("txt", func(ctx context.Context, _ worker.Input) (worker.Output, error) {
+			work := task.Func("txt", func(ctx context.Context, _ task.Input) (task.Output, error) {
 				job, err := b.store.Get(ctx, "job-42")
 				lease = job.LeaseExpiresAt
-				return worker.Output{}, err
+				return task.Output{}, err
 			})
-			w := worker.New(worker.Config{Jobs: b.store, Candidates: b.candidates, Task: task, LeaseSkew: tc.skew})
+			w := mustNew(t, worker.Config{Jobs: b.store, Candidates: b.candidates, Tasks: only(t, work), LeaseSkew: tc.skew})
 			require.NoError(t, w.Handle(ctx, msg))
 			require.Equal(t, deadline.Add(tc.want).UnixMilli(), lease.UnixMilli())
 		})
@@ -657,8 +634,8 @@ func TestCandidateKeyCarriesTheTasksExtension(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, msg := b.create(t, "job-42", nil)
-	task := worker.TaskFunc("ndjson", lines("{}").Run)
-	require.NoError(t, b.worker(task).Handle(invocation(t, "req-1", time.Minute), msg))
+	work := task.Func("ndjson", lines("{}").Run)
+	require.NoError(t, b.worker(work).Handle(invocation(t, "req-1", time.Minute), msg))
 	key, err := candidate.ParseKey(b.get(t, "job-42").Result.Key)
 	require.NoError(t, err)
 	require.Equal(t, candidate.Key{JobID: "job-42", Generation: 1, AttemptID: "req-1_msg-job-42", Ext: "ndjson"}, key)
