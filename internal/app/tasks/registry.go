@@ -3,8 +3,6 @@ package tasks
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
@@ -14,9 +12,17 @@ import (
 // runs as it always did.
 const DefaultTask = NameExport
 
-// registered are the service's tasks, by name: one line each.
-var registered = map[string]func(Config) (task.Task, error){
-	NameExport: as(NewExport),
+// registered are the service's tasks: one line each, its name and its
+// constructor. (A list, not a map: gofmt would align a map's values, and
+// adding a task would touch its neighbours' lines.)
+var registered = []registration{
+	{NameExport, as(NewExport)},
+}
+
+// registration is a task's name and its constructor.
+type registration struct {
+	name  string
+	build func(Config) (task.Task, error)
 }
 
 // ErrInvalidConfig is wrapped by the error of a constructor of this
@@ -52,14 +58,20 @@ func (c Config) articles() articles { return articles{api: c.Articles, table: c.
 // cfg, with DefaultTask as its default. The worker runs each job's task
 // from it, and intake checks each spec with it, so that both know the same
 // tasks.
-func NewRegistry(cfg Config) (*task.Registry, error) {
-	built := make(map[string]task.Task, len(registered))
-	for _, name := range slices.Sorted(maps.Keys(registered)) {
-		t, err := registered[name](cfg)
-		if err != nil {
-			return nil, fmt.Errorf("tasks: %s: %w", name, err)
+func NewRegistry(cfg Config) (*task.Registry, error) { return newRegistry(cfg, registered) }
+
+// newRegistry builds each of regs' tasks from cfg.
+func newRegistry(cfg Config, regs []registration) (*task.Registry, error) {
+	built := make(map[string]task.Task, len(regs))
+	for _, r := range regs {
+		if _, twice := built[r.name]; twice {
+			return nil, fmt.Errorf("tasks: %s is registered twice", r.name)
 		}
-		built[name] = t
+		t, err := r.build(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("tasks: %s: %w", r.name, err)
+		}
+		built[r.name] = t
 	}
 	return task.NewRegistry(task.RegistryConfig{Tasks: built, Default: DefaultTask})
 }
