@@ -17,6 +17,7 @@ const DefaultTask = NameExport
 // adding a task would touch its neighbours' lines.)
 var registered = []registration{
 	{NameExport, as(NewExport)},
+	{NameWordCount, as(NewWordCount)},
 }
 
 // registration is a task's name and its constructor.
