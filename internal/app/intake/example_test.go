@@ -26,7 +26,11 @@ func (examplePresigner) PresignGet(_ context.Context, r jobs.Result, ttl time.Du
 func Example() {
 	ctx := context.Background()
 	now := func() time.Time { return time.Date(2026, 11, 4, 9, 0, 0, 0, time.UTC) }
-	store := jobs.NewMemoryStore(jobs.WithClock(now))
+	store, err := jobs.NewMemoryStore(jobs.Config{Now: now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	h, err := intake.New(intake.Config{
 		Store:     store,
 		Presigner: examplePresigner{},

@@ -67,26 +67,36 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Validate reports what is wrong with c, treating zero fields as their
-// defaults.
-func (c *Config) Validate() error {
-	var errs []error
+// ErrInvalidConfig is wrapped by the error a constructor returns for a
+// configuration that cannot work; the message names the fields.
+var ErrInvalidConfig = errors.New("intake: invalid configuration")
+
+// Validate reports every field of c that cannot work, treating zero fields
+// as their defaults, wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	var problems []string
 	if c.Store == nil {
-		errs = append(errs, errors.New("a Store is required"))
+		problems = append(problems, "Store is nil")
 	}
 	if c.Presigner == nil {
-		errs = append(errs, errors.New("a Presigner is required"))
+		problems = append(problems, "Presigner is nil")
 	}
 	if c.TenantClaim != "" && !printable(c.TenantClaim) {
-		errs = append(errs, fmt.Errorf("TenantClaim %q is not printable UTF-8", c.TenantClaim))
+		problems = append(problems, fmt.Sprintf("TenantClaim %q is not printable UTF-8", c.TenantClaim))
 	}
 	if c.ResultURLTTL != 0 && (c.ResultURLTTL < MinResultURLTTL || c.ResultURLTTL > MaxResultURLTTL) {
-		errs = append(errs, fmt.Errorf("ResultURLTTL %v is not in [%v, %v]", c.ResultURLTTL, MinResultURLTTL, MaxResultURLTTL))
+		problems = append(problems, fmt.Sprintf("ResultURLTTL %v is not in [%v, %v]", c.ResultURLTTL, MinResultURLTTL, MaxResultURLTTL))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("intake: invalid config: %w", err)
+	return invalidConfig(problems)
+}
+
+// invalidConfig is nil without problems, else an error wrapping
+// ErrInvalidConfig that names them all.
+func invalidConfig(problems []string) error {
+	if len(problems) == 0 {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 }
 
 func (c Config) withDefaults() Config {
@@ -111,7 +121,8 @@ type Handler struct {
 	cfg Config
 }
 
-// New returns a Handler, or the error of cfg.Validate.
+// New returns a Handler, or the error of cfg.Validate (wrapping
+// ErrInvalidConfig).
 func New(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -622,24 +622,37 @@ func TestLogLine(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	ok := intake.Config{Store: jobs.NewMemoryStore(), Presigner: &fakePresigner{}}
+	store, err := jobs.NewMemoryStore(jobs.Config{})
+	require.NoError(t, err)
+	ok := intake.Config{Store: store, Presigner: &fakePresigner{}}
 	require.NoError(t, ok.Validate(), "zero values are defaults")
-	_, err := intake.New(ok)
+	_, err = intake.New(ok)
 	require.NoError(t, err)
 
-	for name, edit := range map[string]func(*intake.Config){
-		"no store":            func(c *intake.Config) { c.Store = nil },
-		"no presigner":        func(c *intake.Config) { c.Presigner = nil },
-		"a negative TTL":      func(c *intake.Config) { c.ResultURLTTL = -time.Second },
-		"a TTL under 1s":      func(c *intake.Config) { c.ResultURLTTL = time.Millisecond },
-		"a TTL over an hour":  func(c *intake.Config) { c.ResultURLTTL = time.Hour + time.Second },
-		"a control character": func(c *intake.Config) { c.TenantClaim = "ten\nant" },
+	for name, tc := range map[string]struct {
+		edit  func(*intake.Config)
+		field string
+	}{
+		"no store":            {func(c *intake.Config) { c.Store = nil }, "Store"},
+		"no presigner":        {func(c *intake.Config) { c.Presigner = nil }, "Presigner"},
+		"a negative TTL":      {func(c *intake.Config) { c.ResultURLTTL = -time.Second }, "ResultURLTTL"},
+		"a TTL under 1s":      {func(c *intake.Config) { c.ResultURLTTL = intake.MinResultURLTTL - time.Nanosecond }, "ResultURLTTL"},
+		"a TTL over an hour":  {func(c *intake.Config) { c.ResultURLTTL = intake.MaxResultURLTTL + time.Nanosecond }, "ResultURLTTL"},
+		"a control character": {func(c *intake.Config) { c.TenantClaim = "ten\nant" }, "TenantClaim"},
 	} {
 		c := ok
-		edit(&c)
-		require.Error(t, c.Validate(), name)
+		tc.edit(&c)
+		require.ErrorIs(t, c.Validate(), intake.ErrInvalidConfig, name)
+		require.ErrorContains(t, c.Validate(), tc.field, name)
+		h, err := intake.New(c)
+		require.ErrorIs(t, err, intake.ErrInvalidConfig, name)
+		require.Nil(t, h, name)
+	}
+	for _, ttl := range []time.Duration{intake.MinResultURLTTL, intake.MaxResultURLTTL} {
+		c := ok
+		c.ResultURLTTL = ttl
 		_, err := intake.New(c)
-		require.Error(t, err, name)
+		require.NoError(t, err, "a TTL of %v", ttl)
 	}
 }
 

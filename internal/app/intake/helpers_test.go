@@ -96,9 +96,11 @@ type testBundle struct {
 func setup(t testing.TB, edit ...func(*intake.Config)) *testBundle {
 	t.Helper()
 	clock := jobstest.NewClock(jobstest.Start)
+	memory, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now})
+	require.NoError(t, err)
 	b := &testBundle{
 		clock:     clock,
-		memory:    jobs.NewMemoryStore(jobs.WithClock(clock.Now)),
+		memory:    memory,
 		presigner: &fakePresigner{},
 		logs:      &testenv.Buffer{},
 	}

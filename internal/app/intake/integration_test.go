@@ -90,7 +90,8 @@ func setupIntegration(t *testing.T) *integrationBundle {
 		}
 	})
 
-	b.store = jobs.NewDynamoStore(b.ddb, table)
+	b.store, err = jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.ddb, Table: table})
+	require.NoError(t, err)
 	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
 		Client: b.s3, Presign: s3.NewPresignClient(b.s3), Bucket: b.bucket, EmulatorWithoutChecksums: true, // gofakes3
 	})
@@ -175,7 +176,9 @@ func TestIntegrationJobLifecycle(t *testing.T) {
 	key, err := candidate.NewKey(created.JobID, claimed.Generation, "worker-b", "json")
 	require.NoError(t, err)
 	content := `{"articles":120}`
-	res, err := candidate.New(b.s3, b.bucket).Put(ctx, key, strings.NewReader(content))
+	candidates, err := candidate.New(candidate.Config{Client: b.s3, Bucket: b.bucket})
+	require.NoError(t, err)
+	res, err := candidates.Put(ctx, key, strings.NewReader(content))
 	require.NoError(t, err)
 	_, err = b.store.Accept(ctx, jobs.AcceptRequest{JobID: created.JobID, AttemptID: "worker-b", Generation: claimed.Generation,
 		Version: claimed.Version, Result: jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}, Progress: 120})

@@ -78,22 +78,20 @@ type S3PresignerConfig struct {
 	EmulatorWithoutChecksums bool
 }
 
-// Validate reports what the configuration lacks.
+// Validate reports every field the configuration lacks, wrapping
+// ErrInvalidConfig.
 func (c S3PresignerConfig) Validate() error {
-	var errs []error
+	var problems []string
 	if c.Client == nil {
-		errs = append(errs, errors.New("a Client is required"))
+		problems = append(problems, "Client is nil")
 	}
 	if c.Presign == nil {
-		errs = append(errs, errors.New("a Presign client is required"))
+		problems = append(problems, "Presign is nil")
 	}
 	if c.Bucket == "" {
-		errs = append(errs, errors.New("a Bucket is required"))
+		problems = append(problems, "Bucket is empty")
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("intake: S3PresignerConfig: %w", err)
-	}
-	return nil
+	return invalidConfig(problems)
 }
 
 // S3Presigner signs GETs of accepted results, each pinned to the version
@@ -122,7 +120,8 @@ type S3Presigner struct {
 
 var _ Presigner = (*S3Presigner)(nil)
 
-// NewS3Presigner returns the presigner cfg describes.
+// NewS3Presigner returns the presigner cfg describes, or the error of
+// cfg.Validate (wrapping ErrInvalidConfig).
 func NewS3Presigner(cfg S3PresignerConfig) (*S3Presigner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -158,15 +158,20 @@ func TestS3PresignerConfigIsValidated(t *testing.T) {
 	client := s3.NewFromConfig(aws.Config{Region: "eu-west-1"})
 	ok := intake.S3PresignerConfig{Client: client, Presign: s3.NewPresignClient(client), Bucket: "b"}
 	require.NoError(t, ok.Validate())
-	for name, change := range map[string]func(c *intake.S3PresignerConfig){
-		"no client":  func(c *intake.S3PresignerConfig) { c.Client = nil },
-		"no presign": func(c *intake.S3PresignerConfig) { c.Presign = nil },
-		"no bucket":  func(c *intake.S3PresignerConfig) { c.Bucket = "" },
+	for name, tc := range map[string]struct {
+		change func(c *intake.S3PresignerConfig)
+		field  string
+	}{
+		"no client":  {func(c *intake.S3PresignerConfig) { c.Client = nil }, "Client"},
+		"no presign": {func(c *intake.S3PresignerConfig) { c.Presign = nil }, "Presign"},
+		"no bucket":  {func(c *intake.S3PresignerConfig) { c.Bucket = "" }, "Bucket"},
 	} {
 		c := ok
-		change(&c)
-		require.Error(t, c.Validate(), name)
-		_, err := intake.NewS3Presigner(c)
-		require.Error(t, err, name)
+		tc.change(&c)
+		require.ErrorIs(t, c.Validate(), intake.ErrInvalidConfig, name)
+		require.ErrorContains(t, c.Validate(), tc.field, name)
+		p, err := intake.NewS3Presigner(c)
+		require.ErrorIs(t, err, intake.ErrInvalidConfig, name)
+		require.Nil(t, p, name)
 	}
 }

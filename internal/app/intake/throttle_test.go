@@ -39,7 +39,9 @@ func TestThrottlingIsA503WithRetryAfter(t *testing.T) {
 		"ValidationException":                    http.StatusInternalServerError,
 		"TransactionCanceledException":           http.StatusInternalServerError,
 	} {
-		b := setup(t, func(c *intake.Config) { c.Store = failingCreate{Store: jobs.NewMemoryStore(), code: code} })
+		store, err := jobs.NewMemoryStore(jobs.Config{})
+		require.NoError(t, err)
+		b := setup(t, func(c *intake.Config) { c.Store = failingCreate{Store: store, code: code} })
 		resp := b.do(t, post("t-1", "k-1", `{"spec":{}}`))
 		require.Equal(t, want, resp.StatusCode, code)
 		if want == http.StatusServiceUnavailable {

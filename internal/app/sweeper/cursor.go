@@ -2,10 +2,12 @@ package sweeper
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -68,9 +70,8 @@ const RepairCursorKey = "sweeper/finished"
 // kept in the candidates bucket, beside RepairCursorKey.
 const RecheckCursorKey = "sweeper/finished-recheck"
 
-// S3Cursor keeps the cursor as the body of one object (CursorKey, unless
-// NewS3CursorAt names another): one GetObject per Load and one PutObject
-// per Save.
+// S3Cursor keeps the cursor as the body of one object (S3CursorConfig's
+// Key): one GetObject per Load and one PutObject per Save.
 type S3Cursor struct {
 	api    CursorAPI
 	bucket string
@@ -79,21 +80,43 @@ type S3Cursor struct {
 
 var _ Cursor = (*S3Cursor)(nil)
 
-// NewS3Cursor returns the cursor at CursorKey in bucket. It panics on a nil
-// client or an empty bucket name: programming errors, found at cold start.
-func NewS3Cursor(api CursorAPI, bucket string) *S3Cursor {
-	return NewS3CursorAt(api, bucket, CursorKey)
+// S3CursorConfig configures an S3Cursor.
+type S3CursorConfig struct {
+	// Client is the S3 client. Required.
+	Client CursorAPI
+	// Bucket is the candidates bucket. Required.
+	Bucket string
+	// Key is the cursor's object. Default (empty): CursorKey, the sweep's;
+	// RepairCursorKey and RecheckCursorKey are the repair's. It must be
+	// under sweeper/, which the sweeper's role may read and write, and so
+	// outside candidates/, where a listing of candidates would see it.
+	Key string
 }
 
-// NewS3CursorAt returns the cursor at key in bucket (RepairCursorKey and
-// RecheckCursorKey for the repair's). Keep the key outside candidates/, so no listing of
-// candidates sees it, and under sweeper/, which the sweeper's role may
-// read and write. It panics on a nil client or an empty bucket name or key.
-func NewS3CursorAt(api CursorAPI, bucket, key string) *S3Cursor {
-	if api == nil || bucket == "" || key == "" {
-		panic("sweeper: NewS3Cursor needs a client, a bucket name and a key")
+// cursorPrefix is where the cursors are kept.
+const cursorPrefix = "sweeper/"
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c S3CursorConfig) Validate() error {
+	switch {
+	case c.Client == nil:
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case c.Bucket == "":
+		return fmt.Errorf("%w: Bucket is empty", ErrInvalidConfig)
+	case c.Key != "" && (!strings.HasPrefix(c.Key, cursorPrefix) || c.Key == cursorPrefix):
+		return fmt.Errorf("%w: Key %q is not under %s", ErrInvalidConfig, c.Key, cursorPrefix)
 	}
-	return &S3Cursor{api: api, bucket: bucket, key: key}
+	return nil
+}
+
+// NewS3Cursor returns the cursor at cfg.Key in cfg.Bucket, or an error
+// wrapping ErrInvalidConfig.
+func NewS3Cursor(cfg S3CursorConfig) (*S3Cursor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &S3Cursor{api: cfg.Client, bucket: cfg.Bucket, key: cmp.Or(cfg.Key, CursorKey)}, nil
 }
 
 // Load implements Cursor. No cursor object yet is the beginning, "".

@@ -13,7 +13,8 @@ import (
 func TestS3CursorRoundTrip(t *testing.T) {
 	t.Parallel()
 	fake := newBucket(t, jobstest.NewClock(jobstest.Start).Now)
-	c := sweeper.NewS3Cursor(fake, testBucket)
+	c, err := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: fake, Bucket: testBucket})
+	require.NoError(t, err)
 	ctx := t.Context()
 
 	got, err := c.Load(ctx)
@@ -49,7 +50,8 @@ func TestS3CursorTellsAMissingCursorFromADeniedRead(t *testing.T) {
 	t.Parallel()
 	fake := newBucket(t, jobstest.NewClock(jobstest.Start).Now)
 	fake.deniesMissing = true
-	c := sweeper.NewS3Cursor(fake, testBucket)
+	c, err := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: fake, Bucket: testBucket})
+	require.NoError(t, err)
 	ctx := t.Context()
 	fake.rawPut(t, "sweeper/cursor-old", []byte("x")) // a neighbour the listing must not mistake for it
 
@@ -92,4 +94,35 @@ func TestACursorOutsideThePrefixStartsAtTheBeginning(t *testing.T) {
 	r := b.run(t, sweeper.Options{})
 	require.Equal(t, 1, r.Examined)
 	require.Contains(t, b.logs.String(), "the cursor is not under candidates/")
+}
+
+// TestNewS3CursorRefusesAnInvalidConfig: a cursor without a client or a
+// bucket, or kept outside sweeper/ (where the sweeper's role may not write,
+// or under candidates/, where it would be taken for an orphan), is an error
+// naming the field.
+func TestNewS3CursorRefusesAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	fake := newBucket(t, jobstest.NewClock(jobstest.Start).Now)
+	for _, tc := range []struct {
+		name  string
+		cfg   sweeper.S3CursorConfig
+		field string // "" when the configuration is valid
+	}{
+		{"the sweep's cursor", sweeper.S3CursorConfig{Client: fake, Bucket: testBucket}, ""},
+		{"the repair's cursor", sweeper.S3CursorConfig{Client: fake, Bucket: testBucket, Key: sweeper.RepairCursorKey}, ""},
+		{"no client", sweeper.S3CursorConfig{Bucket: testBucket}, "Client"},
+		{"no bucket", sweeper.S3CursorConfig{Client: fake}, "Bucket"},
+		{"a candidate's key", sweeper.S3CursorConfig{Client: fake, Bucket: testBucket, Key: "candidates/cursor"}, "Key"},
+		{"the prefix alone", sweeper.S3CursorConfig{Client: fake, Bucket: testBucket, Key: "sweeper/"}, "Key"},
+	} {
+		c, err := sweeper.NewS3Cursor(tc.cfg)
+		if tc.field == "" {
+			require.NoError(t, err, tc.name)
+			require.NotNil(t, c, tc.name)
+			continue
+		}
+		require.ErrorIs(t, err, sweeper.ErrInvalidConfig, tc.name)
+		require.ErrorContains(t, err, tc.field, tc.name)
+		require.Nil(t, c, tc.name)
+	}
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // The running example after the fact: worker A's generation-1 candidate is
@@ -20,11 +20,23 @@ import (
 func Example() {
 	ctx := context.Background()
 	clock := jobstest.NewClock(jobstest.Start)
-	store := jobs.NewMemoryStore(jobs.WithClock(clock.Now))
-	bucket := candidatetest.NewMemoryS3([]string{"candidates"}, candidatetest.WithClock(clock.Now)) // *s3.Client in a function
+	store, err := jobs.NewMemoryStore(jobs.Config{Now: clock.Now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	bucket, err := s3mem.New(s3mem.Config{Buckets: []string{"candidates"}, Now: clock.Now}) // *s3.Client in a function
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	dir, _ := os.MkdirTemp("", "sweeper-example-")
 	defer func() { _ = os.RemoveAll(dir) }()
-	candidates := candidate.New(bucket, "candidates", candidate.WithSpoolDir(dir))
+	candidates, err := candidate.New(candidate.Config{Client: bucket, Bucket: "candidates", SpoolDir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	write := func(j jobs.Job, attempt string) candidate.Result {
 		key, _ := candidate.NewKey(j.ID, j.Generation, attempt, "csv")
 		res, _ := candidates.Put(ctx, key, strings.NewReader("id,title\n"))
@@ -40,9 +52,16 @@ func Example() {
 	_, _ = store.Accept(ctx, jobs.AcceptRequest{JobID: "job-42", AttemptID: "attempt-b", Generation: b.Generation, Version: b.Version,
 		Result: jobs.Result{Key: res.Key.String(), SHA256: res.SHA256, Size: res.Size}})
 
-	s, _ := sweeper.New(sweeper.Config{
-		Jobs: store, Candidates: candidates, Cursor: sweeper.NewS3Cursor(bucket, "candidates"), Clock: clock.Now,
-	})
+	cursor, err := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: bucket, Bucket: "candidates"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := sweeper.New(sweeper.Config{Jobs: store, Candidates: candidates, Cursor: cursor, Now: clock.Now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	r, _ := s.Run(ctx, sweeper.Options{DryRun: true})
 	fmt.Printf("dry run, at once: would delete %d, kept for grace %d, kept result %d\n", r.WouldDelete, r.KeptGrace, r.KeptResult)
 

@@ -45,19 +45,23 @@ type testBundle struct {
 func setup(t *testing.T, adjust ...func(*sweeper.Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{ctx: t.Context(), clock: jobstest.NewClock(jobstest.Start), logs: &testenv.Buffer{}}
-	b.store = jobs.NewMemoryStore(jobs.WithClock(b.clock.Now))
+	store, err := jobs.NewMemoryStore(jobs.Config{Now: b.clock.Now})
+	require.NoError(t, err)
+	b.store = store
 	b.jobs = &countingJobs{Jobs: b.store, now: b.clock.Now}
 	b.s3 = newBucket(t, b.clock.Now)
-	b.candidates = candidate.New(b.s3, testBucket, candidate.WithSpoolDir(t.TempDir()))
-	b.cursor = sweeper.NewS3Cursor(b.s3, testBucket)
+	candidates, err := candidate.New(candidate.Config{Client: b.s3, Bucket: testBucket, SpoolDir: t.TempDir()})
+	require.NoError(t, err)
+	b.candidates = candidates
+	b.cursor, err = sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: b.s3, Bucket: testBucket})
+	require.NoError(t, err)
 	b.cfg = sweeper.Config{
-		Jobs: b.jobs, Candidates: b.candidates, Cursor: b.cursor, Clock: b.clock.Now,
+		Jobs: b.jobs, Candidates: b.candidates, Cursor: b.cursor, Now: b.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
 	}
 	for _, a := range adjust {
 		a(&b.cfg)
 	}
-	var err error
 	b.sweeper, err = sweeper.New(b.cfg)
 	require.NoError(t, err)
 	return b

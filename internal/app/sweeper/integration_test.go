@@ -63,16 +63,19 @@ func setupWorld(t *testing.T) *world {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
 	w.bucket = deployed.Resources["CandidatesBucket"]
-	w.jobs = jobs.NewDynamoStore(ddb, deployed.Resources["JobsTable"], jobs.WithClock(w.clock.Now))
-	w.candidates = candidate.New(w.s3, w.bucket, candidate.WithSpoolDir(t.TempDir()))
-	w.cursor = sweeper.NewS3Cursor(w.s3, w.bucket)
+	w.jobs, err = jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: deployed.Resources["JobsTable"], Config: jobs.Config{Now: w.clock.Now}})
+	require.NoError(t, err)
+	w.candidates, err = candidate.New(candidate.Config{Client: w.s3, Bucket: w.bucket, SpoolDir: t.TempDir()})
+	require.NoError(t, err)
+	w.cursor, err = sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.s3, Bucket: w.bucket})
+	require.NoError(t, err)
 	w.requests.Take()
 	return w
 }
 
 func (w *world) sweeper(t *testing.T, adjust func(*sweeper.Config)) *sweeper.Sweeper {
 	t.Helper()
-	cfg := sweeper.Config{Jobs: w.jobs, Candidates: w.candidates, Cursor: w.cursor, Clock: w.clock.Now,
+	cfg := sweeper.Config{Jobs: w.jobs, Candidates: w.candidates, Cursor: w.cursor, Now: w.clock.Now,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	if adjust != nil {
 		adjust(&cfg)

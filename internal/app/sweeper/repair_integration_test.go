@@ -170,20 +170,23 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	res := deployed.Resources
 
 	clock := jobstest.NewClock(time.Now().UTC())
-	store := jobs.NewDynamoStore(ddb, res["JobsTable"], jobs.WithClock(clock.Now))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: res["JobsTable"], Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
 	tables := projection.Tables{Views: res["ViewsTable"], Totals: res["TotalsTable"]}
-	proj := projection.NewDynamoStore(ddb, tables)
+	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: ddb, Tables: tables})
+	require.NoError(t, err)
 
 	// The relay, as template.yaml maps it, with the fault.
 	const tenant = "t-1"
 	lose := &losingSQS{Client: sqsc, lose: map[string]bool{"job-lost/v3": true, "job-cancelled/v1": true}, refused: map[string]int{}}
-	relay := outbox.NewRelay(lose, res["CommandsQueue"], res["EventsQueue"], nil)
+	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: lose, CommandsURL: res["CommandsQueue"], EventsURL: res["EventsQueue"]})
+	require.NoError(t, err)
 	ev := asMap(asMap(asMap(tpl.Resources["RelayFunction"].Properties["Events"])["JobsStream"])["Properties"])
 	retries, ok := ev["MaximumRetryAttempts"].(int)
 	require.True(t, ok, "RelayFunction's JobsStream has a MaximumRetryAttempts")
 	require.Positive(t, retries)
 	discarded := &discardLog{jobs: map[string]bool{}}
-	streamMapping, err := localesm.NewStreamMapping(dynamodbstreams.NewFromConfig(cfg), localesm.Func(relay.Handle), localesm.StreamConfig{
+	streamMapping, err := localesm.NewStreamMapping(localesm.StreamConfig{Client: dynamodbstreams.NewFromConfig(cfg), Invoker: localesm.Func(relay.Handle),
 		StreamARN: deployed.Attributes["JobsTable"]["StreamArn"], BatchSize: 100,
 		ReportBatchItemFailures: true, BisectBatchOnFunctionError: true, MaximumRetryAttempts: &retries,
 		OnFailure:    &localesm.OnFailureDestination{Client: sqsc, QueueURL: res["StreamFailureQueue"]},
@@ -192,8 +195,11 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	require.NoError(t, err)
 	// The projector on events.fifo.
 	projected := &projectedLog{seen: map[string]bool{}}
-	projector := projection.NewProjector(proj, store)
-	sqsMapping, err := localesm.NewSQSMapping(sqsc, localesm.Func(fifo.New(projector.Handle).Process), localesm.SQSConfig{
+	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: proj, Source: store})
+	require.NoError(t, err)
+	projecting, err := fifo.New(fifo.Config{Handler: projector.Handle})
+	require.NoError(t, err)
+	sqsMapping, err := localesm.NewSQSMapping(localesm.SQSConfig{Client: sqsc, Invoker: localesm.Func(projecting.Process),
 		QueueURL: res["EventsQueue"], ReportBatchItemFailures: true, FunctionTimeout: 30 * time.Second, OnBatch: projected.add,
 	})
 	require.NoError(t, err)
@@ -272,14 +278,21 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 		o.UsePathStyle = true
 		o.APIOptions = append(o.APIOptions, requests.Count("s3."))
 	})
+	sweepCandidates, err := candidate.New(candidate.Config{Client: sweepS3, Bucket: res["CandidatesBucket"], SpoolDir: t.TempDir()})
+	require.NoError(t, err)
+	sweepJobs, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: sweepDB, Table: res["JobsTable"], Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
+	sweepProjection, err := projection.NewDynamoStore(projection.DynamoConfig{Client: sweepDB, Tables: tables})
+	require.NoError(t, err)
+	cursors := s3Cursors(t, sweepS3, res["CandidatesBucket"])
 	s, err := sweeper.New(sweeper.Config{
-		Jobs:          jobs.NewDynamoStore(sweepDB, res["JobsTable"], jobs.WithClock(clock.Now)),
-		Candidates:    candidate.New(sweepS3, res["CandidatesBucket"], candidate.WithSpoolDir(t.TempDir())),
-		Cursor:        sweeper.NewS3Cursor(sweepS3, res["CandidatesBucket"]),
-		Projection:    projection.NewDynamoStore(sweepDB, tables),
-		RepairCursor:  sweeper.NewS3CursorAt(sweepS3, res["CandidatesBucket"], sweeper.RepairCursorKey),
-		RecheckCursor: sweeper.NewS3CursorAt(sweepS3, res["CandidatesBucket"], sweeper.RecheckCursorKey),
-		Clock:         clock.Now,
+		Jobs:          sweepJobs,
+		Candidates:    sweepCandidates,
+		Cursor:        cursors[sweeper.CursorKey],
+		Projection:    sweepProjection,
+		RepairCursor:  cursors[sweeper.RepairCursorKey],
+		RecheckCursor: cursors[sweeper.RecheckCursorKey],
+		Now:           clock.Now,
 		Logger:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -366,9 +379,12 @@ func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
 	res := deployed.Resources
 
 	clock := jobstest.NewClock(time.Now().UTC())
-	store := jobs.NewDynamoStore(ddb, res["JobsTable"], jobs.WithClock(clock.Now))
-	proj := projection.NewDynamoStore(ddb, projection.Tables{Views: res["ViewsTable"], Totals: res["TotalsTable"]})
-	cands := candidate.New(s3c, res["CandidatesBucket"], candidate.WithSpoolDir(t.TempDir()))
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: res["JobsTable"], Config: jobs.Config{Now: clock.Now}})
+	require.NoError(t, err)
+	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: ddb, Tables: projection.Tables{Views: res["ViewsTable"], Totals: res["TotalsTable"]}})
+	require.NoError(t, err)
+	cands, err := candidate.New(candidate.Config{Client: s3c, Bucket: res["CandidatesBucket"], SpoolDir: t.TempDir()})
+	require.NoError(t, err)
 	var kept []string
 	for _, id := range []string{"job-1", "job-bad", "job-3"} {
 		_, err := store.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
@@ -400,10 +416,11 @@ func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
 	_, err = store.Get(ctx, "job-bad")
 	require.ErrorContains(t, err, "version", "the item no longer decodes")
 
+	cursors := s3Cursors(t, s3c, res["CandidatesBucket"])
 	s, err := sweeper.New(sweeper.Config{
-		Jobs: store, Candidates: cands, Projection: proj, Clock: clock.Now,
-		Cursor:       sweeper.NewS3Cursor(s3c, res["CandidatesBucket"]),
-		RepairCursor: sweeper.NewS3CursorAt(s3c, res["CandidatesBucket"], sweeper.RepairCursorKey),
+		Jobs: store, Candidates: cands, Projection: proj, Now: clock.Now,
+		Cursor:       cursors[sweeper.CursorKey],
+		RepairCursor: cursors[sweeper.RepairCursorKey],
 		Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -431,3 +448,16 @@ func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
 }
 
 func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+// s3Cursors are the sweep's, the repair's and the recheck's cursors in
+// bucket, by key.
+func s3Cursors(t *testing.T, client sweeper.CursorAPI, bucket string) map[string]*sweeper.S3Cursor {
+	t.Helper()
+	cursors := map[string]*sweeper.S3Cursor{}
+	for _, key := range []string{sweeper.CursorKey, sweeper.RepairCursorKey, sweeper.RecheckCursorKey} {
+		c, err := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: client, Bucket: bucket, Key: key})
+		require.NoError(t, err)
+		cursors[key] = c
+	}
+	return cursors
+}

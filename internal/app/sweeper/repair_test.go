@@ -34,14 +34,17 @@ func setupRepair(t *testing.T, adjust ...func(*sweeper.Config)) *repairBundle {
 	t.Helper()
 	b := &repairBundle{testBundle: setup(t)}
 	b.proj = &failingProjection{MemoryStore: projection.NewMemoryStore()}
-	b.projector = projection.NewProjector(b.proj, b.store)
+	var err error
+	b.projector, err = projection.NewProjector(projection.ProjectorConfig{Store: b.proj, Source: b.store})
+	require.NoError(t, err)
 	b.cfg.Projection = b.proj
-	b.cfg.RepairCursor = sweeper.NewS3CursorAt(b.s3, testBucket, sweeper.RepairCursorKey)
-	b.cfg.RecheckCursor = sweeper.NewS3CursorAt(b.s3, testBucket, sweeper.RecheckCursorKey)
+	b.cfg.RepairCursor, err = sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: b.s3, Bucket: testBucket, Key: sweeper.RepairCursorKey})
+	require.NoError(t, err)
+	b.cfg.RecheckCursor, err = sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: b.s3, Bucket: testBucket, Key: sweeper.RecheckCursorKey})
+	require.NoError(t, err)
 	for _, a := range adjust {
 		a(&b.cfg)
 	}
-	var err error
 	b.sweeper, err = sweeper.New(b.cfg)
 	require.NoError(t, err)
 	return b
@@ -373,7 +376,7 @@ func TestRepairNeedsAProjectionAndDefaultsItsDelay(t *testing.T) {
 	b := setupRepair(t)
 	b.lifecycle(t, "job-42", "t-1", 1)
 	b.clock.Advance(sweeper.DefaultRepairAfter + time.Millisecond)
-	without, err := sweeper.New(sweeper.Config{Jobs: b.jobs, Candidates: b.candidates, Clock: b.clock.Now,
+	without, err := sweeper.New(sweeper.Config{Jobs: b.jobs, Candidates: b.candidates, Now: b.clock.Now,
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	b.jobs.take()

@@ -90,8 +90,8 @@ type Config struct {
 	// Cursor keeps where the last run stopped; nil means a MemoryCursor of
 	// the Sweeper's own (every Sweeper begins at the start of the bucket).
 	Cursor Cursor
-	// Clock is the time rules are judged at; nil means time.Now.
-	Clock func() time.Time
+	// Now is the clock rules are judged by; nil means time.Now.
+	Now func() time.Time
 	// Grace is how old a deletable candidate must be before it is deleted
 	// (default DefaultGrace).
 	Grace time.Duration
@@ -129,7 +129,7 @@ type Config struct {
 	// RepairBudget is how long a run may keep checking final jobs beyond
 	// the first MaxItems of each check: while a listing comes back full,
 	// the run lists the next MaxItems, until RepairBudget has passed since
-	// its repair began (by Clock). Zero, the default, is one listing per
+	// its repair began (by Now). Zero, the default, is one listing per
 	// check and run. The context's deadline bounds the run either way.
 	RepairBudget time.Duration
 	// Quarantine is the quarantine's store of holds. With it, a stuck job
@@ -161,29 +161,34 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Validate reports a setting that cannot work.
-func (c *Config) Validate() error {
+// ErrInvalidConfig is wrapped by the error a constructor returns for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("sweeper: invalid configuration")
+
+// Validate reports the first setting that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
 	switch {
 	case c.Jobs == nil:
-		return errors.New("sweeper: Config.Jobs is nil")
+		return fmt.Errorf("%w: Jobs is nil", ErrInvalidConfig)
 	case c.Candidates == nil:
-		return errors.New("sweeper: Config.Candidates is nil")
+		return fmt.Errorf("%w: Candidates is nil", ErrInvalidConfig)
 	case c.Grace < 0:
-		return fmt.Errorf("sweeper: Grace %v is negative", c.Grace)
+		return fmt.Errorf("%w: Grace %v is negative", ErrInvalidConfig, c.Grace)
 	case c.StuckAfter < 0:
-		return fmt.Errorf("sweeper: StuckAfter %v is negative", c.StuckAfter)
+		return fmt.Errorf("%w: StuckAfter %v is negative", ErrInvalidConfig, c.StuckAfter)
 	case c.RepairAfter < 0:
-		return fmt.Errorf("sweeper: RepairAfter %v is negative", c.RepairAfter)
+		return fmt.Errorf("%w: RepairAfter %v is negative", ErrInvalidConfig, c.RepairAfter)
 	case c.RecheckAfter < 0:
-		return fmt.Errorf("sweeper: RecheckAfter %v is negative", c.RecheckAfter)
+		return fmt.Errorf("%w: RecheckAfter %v is negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.RecheckAfter > 0 && c.RecheckAfter <= cmp.Or(c.RepairAfter, DefaultRepairAfter):
-		return fmt.Errorf("sweeper: RecheckAfter %v is not beyond RepairAfter %v", c.RecheckAfter, cmp.Or(c.RepairAfter, DefaultRepairAfter))
+		return fmt.Errorf("%w: RecheckAfter %v is not beyond RepairAfter %v", ErrInvalidConfig, c.RecheckAfter, cmp.Or(c.RepairAfter, DefaultRepairAfter))
 	case c.RepairBudget < 0:
-		return fmt.Errorf("sweeper: RepairBudget %v is negative", c.RepairBudget)
+		return fmt.Errorf("%w: RepairBudget %v is negative", ErrInvalidConfig, c.RepairBudget)
 	case c.Quarantine != nil && c.CommandsQueue == "":
-		return errors.New("sweeper: Config.Quarantine needs Config.CommandsQueue")
+		return fmt.Errorf("%w: CommandsQueue is empty, and Quarantine is set", ErrInvalidConfig)
 	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
-		return fmt.Errorf("sweeper: MaxItems %d is outside 0..%d", c.MaxItems, MaxItemsLimit)
+		return fmt.Errorf("%w: MaxItems %d is outside 0..%d", ErrInvalidConfig, c.MaxItems, MaxItemsLimit)
 	}
 	return nil
 }
@@ -212,13 +217,14 @@ type Sweeper struct {
 	log           *slog.Logger
 }
 
-// New returns a Sweeper, or the error Validate reports.
+// New returns a Sweeper, or the error Validate reports (wrapping
+// ErrInvalidConfig).
 func New(cfg Config) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Sweeper{
-		jobs: cfg.Jobs, candidates: cfg.Candidates, cursor: cfg.Cursor, clock: cfg.Clock,
+		jobs: cfg.Jobs, candidates: cfg.Candidates, cursor: cfg.Cursor, clock: cfg.Now,
 		projection: cfg.Projection, repairCursor: cfg.RepairCursor, recheckCursor: cfg.RecheckCursor,
 		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, recheckAfter: cfg.RecheckAfter,
 		repairBudget: cfg.RepairBudget, maxItems: cfg.MaxItems, function: cfg.FunctionName, log: cfg.Logger,

@@ -512,8 +512,8 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		mutate func(*sweeper.Config)
 		want   string
 	}{
-		"no jobs":          {func(c *sweeper.Config) { c.Jobs = nil }, "Config.Jobs is nil"},
-		"no candidates":    {func(c *sweeper.Config) { c.Candidates = nil }, "Config.Candidates is nil"},
+		"no jobs":          {func(c *sweeper.Config) { c.Jobs = nil }, "Jobs is nil"},
+		"no candidates":    {func(c *sweeper.Config) { c.Candidates = nil }, "Candidates is nil"},
 		"negative grace":   {func(c *sweeper.Config) { c.Grace = -time.Second }, "Grace -1s is negative"},
 		"negative stuck":   {func(c *sweeper.Config) { c.StuckAfter = -time.Second }, "StuckAfter -1s is negative"},
 		"negative repair":  {func(c *sweeper.Config) { c.RepairAfter = -time.Second }, "RepairAfter -1s is negative"},
@@ -524,19 +524,35 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 			"RecheckAfter 59m0s is not beyond RepairAfter 1h0m0s"},
 		"negative budget": {func(c *sweeper.Config) { c.RepairBudget = -time.Second }, "RepairBudget -1s is negative"},
 		"holds of no queue": {func(c *sweeper.Config) { c.Quarantine = quarantine.NewMemoryStore() },
-			"Config.Quarantine needs Config.CommandsQueue"},
+			"CommandsQueue is empty, and Quarantine is set"},
 		"negative max items": {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
 		"too many items":     {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
 	} {
 		cfg := b.cfg
 		tc.mutate(&cfg)
+		require.ErrorIs(t, cfg.Validate(), sweeper.ErrInvalidConfig, name)
 		require.ErrorContains(t, cfg.Validate(), tc.want, name)
-		_, err := sweeper.New(cfg)
+		s, err := sweeper.New(cfg)
+		require.ErrorIs(t, err, sweeper.ErrInvalidConfig, name)
 		require.ErrorContains(t, err, tc.want, name)
+		require.Nil(t, s, name)
+	}
+	// Each bound is a valid setting itself.
+	for name, mutate := range map[string]func(*sweeper.Config){
+		"the most items":            func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit },
+		"recheck just after repair": func(c *sweeper.Config) { c.RecheckAfter = sweeper.DefaultRepairAfter + time.Nanosecond },
+		"holds of the commands queue": func(c *sweeper.Config) {
+			c.Quarantine, c.CommandsQueue = quarantine.NewMemoryStore(), "commands.fifo"
+		},
+	} {
+		cfg := b.cfg
+		mutate(&cfg)
+		_, err := sweeper.New(cfg)
+		require.NoError(t, err, name)
 	}
 	// The zero values of the optional fields are the defaults: a candidate
 	// one hour old is young, a job 15 minutes unchanged is not yet stuck.
-	s, err := sweeper.New(sweeper.Config{Jobs: b.jobs, Candidates: b.candidates, Clock: b.clock.Now})
+	s, err := sweeper.New(sweeper.Config{Jobs: b.jobs, Candidates: b.candidates, Now: b.clock.Now})
 	require.NoError(t, err)
 	b.create(t, "job-42")
 	b.put(t, "job-gone", 1, "attempt-a")
