@@ -108,9 +108,19 @@ func benchOrdering(b *testing.B, groups int) {
 	progress := make(chan struct{}, 1) // a batch was settled
 	// consumer is the worker's machinery on one of the deployment's queues.
 	consumer := func(queue string) (*localesm.SQSMapping, error) {
-		q := quarantine.New(quarantine.NewDynamoStore(holdsDDB, d.deployed.Resources["QuarantineTable"]), d.deployed.Attributes[queue]["Arn"])
-		proc := fifo.New(handler, fifo.WithQuarantine(q, 6))
-		return localesm.NewSQSMapping(mappingSQS, localesm.Func(proc.Process), localesm.SQSConfig{
+		holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: holdsDDB, Table: d.deployed.Resources["QuarantineTable"]})
+		if err != nil {
+			return nil, err
+		}
+		q, err := quarantine.New(quarantine.Config{Store: holds, QueueARN: d.deployed.Attributes[queue]["Arn"]})
+		if err != nil {
+			return nil, err
+		}
+		proc, err := fifo.New(fifo.Config{Handler: handler, Quarantine: q, QuarantineThreshold: 6})
+		if err != nil {
+			return nil, err
+		}
+		return localesm.NewSQSMapping(localesm.SQSConfig{Client: mappingSQS, Invoker: localesm.Func(proc.Process),
 			QueueURL: d.deployed.Resources[queue], BatchSize: 10, MaximumConcurrency: 20, FunctionTimeout: 10 * time.Second,
 			ReportBatchItemFailures: true,
 			Logger:                  slog.New(warnings),

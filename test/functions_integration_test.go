@@ -120,7 +120,8 @@ func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 	sample("sqs-commands-batch.json", &commands)
 	const articles = 3
 	require.NoError(t, demo.SeedArticles(t.Context(), state.DynamoDBClient(), deployed.Resources["ArticlesTable"], map[string]int{"t-1": articles}))
-	jobStore := jobs.NewDynamoStore(state.DynamoDBClient(), deployed.Resources["JobsTable"])
+	jobStore, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: state.DynamoDBClient(), Table: deployed.Resources["JobsTable"]})
+	require.NoError(t, err)
 	sampleJobs := map[string]bool{}
 	for _, msg := range commands.Records {
 		cmd, err := outbox.DecodeCommand(msg.Body)

@@ -185,8 +185,9 @@ func (h *hostile) createAndComplete(t *testing.T, tenant, intent string) jobs.Jo
 	status, body := h.request(t, http.MethodPost, "/jobs", h.tokens[tenant], "application/json", []byte(`{"spec":{}}`), map[string]string{"Idempotency-Key": intent})
 	require.Equal(t, http.StatusAccepted, status, body)
 	id := jobs.DeriveJobID(tenant, intent)
-	store := jobs.NewDynamoStore(h.ddb, h.deployed.Resources["JobsTable"])
-	views := h.views()
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: h.ddb, Table: h.deployed.Resources["JobsTable"]})
+	require.NoError(t, err)
+	views := h.views(t)
 	h.await(t, "job "+id+" completed and projected", func() bool {
 		j, err := store.Get(t.Context(), id)
 		if err != nil || j.Status != jobs.StatusCompleted {
@@ -202,12 +203,18 @@ func (h *hostile) createAndComplete(t *testing.T, tenant, intent string) jobs.Jo
 	return j
 }
 
-func (h *hostile) views() *projection.DynamoStore {
-	return projection.NewDynamoStore(h.ddb, projection.Tables{Views: h.deployed.Resources["ViewsTable"], Totals: h.deployed.Resources["TotalsTable"]})
+func (h *hostile) views(t *testing.T) *projection.DynamoStore {
+	t.Helper()
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: h.ddb, Tables: projection.Tables{Views: h.deployed.Resources["ViewsTable"], Totals: h.deployed.Resources["TotalsTable"]}})
+	require.NoError(t, err)
+	return store
 }
 
-func (h *hostile) quarantine() *quarantine.DynamoStore {
-	return quarantine.NewDynamoStore(h.ddb, h.deployed.Resources["QuarantineTable"])
+func (h *hostile) quarantine(t *testing.T) *quarantine.DynamoStore {
+	t.Helper()
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: h.ddb, Table: h.deployed.Resources["QuarantineTable"]})
+	require.NoError(t, err)
+	return store
 }
 
 // check runs one case between two snapshots.
@@ -424,7 +431,7 @@ func hostileCatalogue(h *hostile) []hostileCase {
 				// its copy is not sent yet: the moment a forged copy would
 				// run ahead of the parked message, were it taken for it.
 				require.NotEmpty(t, drainSeq, "the unknown-type command's case parked it")
-				hold, err := h.quarantine().BeginRedrive(t.Context(), h.queueNames["CommandsQueue"], drainGroup, time.Now())
+				hold, err := h.quarantine(t).BeginRedrive(t.Context(), h.queueNames["CommandsQueue"], drainGroup, time.Now())
 				require.NoError(t, err)
 				require.Equal(t, quarantine.StateDraining, hold.State)
 				drainEpoch = hold.Epoch
@@ -435,12 +442,12 @@ func hostileCatalogue(h *hostile) []hostileCase {
 				h.awaitDeleted(t, id)
 				// Not the copy: parked behind the message it names, which
 				// still waits for its real copy; the group stays draining.
-				hold, err := h.quarantine().Hold(t.Context(), h.queueNames["CommandsQueue"], drainGroup)
+				hold, err := h.quarantine(t).Hold(t.Context(), h.queueNames["CommandsQueue"], drainGroup)
 				require.NoError(t, err)
 				require.Equal(t, quarantine.StateDraining, hold.State)
 				require.Equal(t, drainEpoch, hold.Epoch)
 				require.Equal(t, int64(2), hold.Parked)
-				msgs, err := h.quarantine().Messages(t.Context(), h.queueNames["CommandsQueue"], drainGroup, "", "", 0)
+				msgs, err := h.quarantine(t).Messages(t.Context(), h.queueNames["CommandsQueue"], drainGroup, "", "", 0)
 				require.NoError(t, err)
 				require.Len(t, msgs, 2)
 				require.Equal(t, []quarantine.Status{quarantine.StatusParked, quarantine.StatusParked}, []quarantine.Status{msgs[0].Status, msgs[1].Status})
@@ -838,7 +845,7 @@ type parkedWant struct {
 // parked, in this order.
 func (h *hostile) requireParked(t *testing.T, queue, group string, want ...parkedWant) {
 	t.Helper()
-	q := h.quarantine()
+	q := h.quarantine(t)
 	hold, err := q.Hold(t.Context(), h.queueNames[queue], group)
 	require.NoError(t, err, "group %q is held", group)
 	require.Equal(t, quarantine.StateHeld, hold.State)
@@ -856,7 +863,9 @@ func (h *hostile) requireParked(t *testing.T, queue, group string, want ...parke
 		require.Equal(t, md5Hex(w.body), m.BodyMD5)
 		require.Equal(t, int64(len(w.body)), m.BodySize)
 		if m.BodyKey != "" {
-			got, err := quarantine.NewS3Bodies(h.s3, h.deployed.Resources["CandidatesBucket"]).GetBody(t.Context(), m.BodyKey)
+			bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: h.s3, Bucket: h.deployed.Resources["CandidatesBucket"]})
+			require.NoError(t, err)
+			got, err := bodies.GetBody(t.Context(), m.BodyKey)
 			require.NoError(t, err)
 			require.Equal(t, w.body, got, "the body kept in the bucket")
 		} else {

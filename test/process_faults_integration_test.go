@@ -121,7 +121,8 @@ func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
 
 	// The killed job: taken over by the next generation through the same
 	// message, delivered again to another invocation.
-	store := jobs.NewDynamoStore(state.DynamoDBClient(), deployed.Resources["JobsTable"])
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: state.DynamoDBClient(), Table: deployed.Resources["JobsTable"]})
+	require.NoError(t, err)
 	job, err := store.Get(t.Context(), k.job)
 	require.NoError(t, err)
 	require.Equal(t, jobs.StatusCompleted, job.Status)
@@ -152,7 +153,9 @@ func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
 
 	// Its only candidate left is the result: the dead attempt's was
 	// written before the kill and swept as an orphan.
-	left, err := candidate.New(state.S3Client(), deployed.Resources["CandidatesBucket"]).List(t.Context(), k.job)
+	cands, err := candidate.New(candidate.Config{Client: state.S3Client(), Bucket: deployed.Resources["CandidatesBucket"]})
+	require.NoError(t, err)
+	left, err := cands.List(t.Context(), k.job)
 	require.NoError(t, err)
 	require.Len(t, left, 1)
 	require.Equal(t, job.Result.Key, left[0].Key.String())

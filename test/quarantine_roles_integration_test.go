@@ -116,18 +116,21 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 		o.APIOptions = append(o.APIOptions, rec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
-	store := quarantine.NewDynamoStore(procDB, b.table)
-	q := quarantine.New(store, unitARN)
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: procDB, Table: b.table})
+	require.NoError(t, err)
+	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: unitARN})
+	require.NoError(t, err)
 	failing := map[string]bool{"one": true, "again": true}
 	var mu sync.Mutex
-	p := fifo.New(func(_ context.Context, m events.SQSMessage) error {
+	p, err := fifo.New(fifo.Config{Handler: func(_ context.Context, m events.SQSMessage) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing[m.Body] {
 			return fifo.Permanent(errors.New("not yet"))
 		}
 		return nil
-	}, fifo.WithQuarantine(q, 3))
+	}, Quarantine: q, QuarantineThreshold: 3})
+	require.NoError(t, err)
 	process := func(msgs ...events.SQSMessage) {
 		t.Helper()
 		resp, err := p.Process(t.Context(), events.SQSEvent{Records: msgs})
@@ -143,13 +146,18 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 		o.APIOptions = append(o.APIOptions, gaugeRec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
-	held, err := quarantine.NewDynamoStore(gaugeDB, b.table).Holds(t.Context(), "unit.fifo")
+	gaugeStore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: gaugeDB, Table: b.table})
+	require.NoError(t, err)
+	held, err := gaugeStore.Holds(t.Context(), "unit.fifo")
 	require.NoError(t, err)
 	require.Len(t, held, 1)
 	gauge := gaugeRec.take()
 
 	out := &quarantinetest.Sends{}
-	op := &quarantine.Operator{Store: quarantine.NewDynamoStore(b.client, b.table), Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out}
+	opStore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: b.client, Table: b.table})
+	require.NoError(t, err)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: opStore, Queue: "unit.fifo", QueueURL: "http://127.0.0.1:1/q/unit.fifo", Sender: out})
+	require.NoError(t, err)
 	redrive := func() []events.SQSMessage {
 		t.Helper()
 		from := len(out.Inputs)
@@ -172,7 +180,7 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	failing["two"] = false
 	mu.Unlock()
 	process(redrive()...) // the rest run; the last releases the hold
-	h, err := op.Store.Hold(t.Context(), "unit.fifo", "g")
+	h, err := op.Hold(t.Context(), "g")
 	require.NoError(t, err)
 	require.Equal(t, quarantine.StateReleased, h.State)
 	processor := rec.take()

@@ -50,7 +50,8 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, resp.Body)
 
 	id := jobs.DeriveJobID("t-1", "export-intent-7")
-	views := projection.NewDynamoStore(state.DynamoDBClient(), projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]})
+	views, err := projection.NewDynamoStore(projection.DynamoConfig{Client: state.DynamoDBClient(), Tables: projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]}})
+	require.NoError(t, err)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		v, err := views.View(t.Context(), id)

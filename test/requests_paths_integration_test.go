@@ -89,12 +89,16 @@ func newCostStack(t *testing.T, prepare func(*samtemplate.Template)) *costStack 
 	t.Helper()
 	state, tpl, deployed, stack := deployWithArticles(t, "paths", prepare)
 	ddb := state.DynamoDBClient()
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: deployed.Resources["JobsTable"]})
+	require.NoError(t, err)
+	views, err := projection.NewDynamoStore(projection.DynamoConfig{Client: ddb, Tables: projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]}})
+	require.NoError(t, err)
 	c := &costStack{
 		t: t, state: state, tpl: tpl, deployed: deployed, stack: stack,
 		counts:  map[string]*testenv.Requests{"operator": {}},
 		deleted: map[string]int{},
-		jobs:    jobs.NewDynamoStore(ddb, deployed.Resources["JobsTable"]),
-		views:   projection.NewDynamoStore(ddb, projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]}),
+		jobs:    store,
+		views:   views,
 	}
 	for _, fn := range pipeline.Functions {
 		c.counts[fn] = &testenv.Requests{}
@@ -377,7 +381,8 @@ func TestRequestsPerJobOnTheQuarantinePath(t *testing.T) {
 	queueURL := c.deployed.Resources["CommandsQueue"]
 	queue, err := quarantine.QueueName(queueURL)
 	require.NoError(t, err)
-	holds := quarantine.NewDynamoStore(c.state.DynamoDBClient(), c.deployed.Resources["QuarantineTable"]) // uncounted: the test's looks
+	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: c.state.DynamoDBClient(), Table: c.deployed.Resources["QuarantineTable"]}) // uncounted: the test's looks
+	require.NoError(t, err)
 	opDDB := c.state.DynamoDBClient()
 	opDDB = dynamodb.New(opDDB.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.counts["operator"].Count("")) })
 	opSQS := c.state.SQSClient()
@@ -422,7 +427,10 @@ func TestRequestsPerJobOnTheQuarantinePath(t *testing.T) {
 		"TransactWriteItems": 1, // the message parked, the hold's count
 	}, parked["worker"], "parked behind: %v", parked)
 
-	op := &quarantine.Operator{Store: quarantine.NewDynamoStore(opDDB, c.deployed.Resources["QuarantineTable"]), Queue: queue, QueueURL: queueURL, Sender: opSQS}
+	opHolds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: opDDB, Table: c.deployed.Resources["QuarantineTable"]})
+	require.NoError(t, err)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: opHolds, Queue: queue, QueueURL: queueURL, Sender: opSQS})
+	require.NoError(t, err)
 	rep, err := op.Redrive(t.Context(), id, false)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Sent)

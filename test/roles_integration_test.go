@@ -185,7 +185,8 @@ func (r *rolesRun) endJustAfter(id, cursor string) {
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: key}},
 	})
 	require.NoError(t, err)
-	store := jobs.NewDynamoStore(r.ddb, r.deployed.Resources["JobsTable"])
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: r.ddb, Table: r.deployed.Resources["JobsTable"]})
+	require.NoError(t, err)
 	r.waitFor(id+"'s new key in the finished index", func() bool {
 		got, err := store.Finished(t.Context(), cursor, time.Now().Add(-time.Minute), 100)
 		require.NoError(t, err)
@@ -222,14 +223,16 @@ func newRolesRun(t *testing.T) *rolesRun {
 	state, tpl, deployed, stack := deployWithArticles(t, "roles", func(tpl *samtemplate.Template) {
 		demo.SetWorkerTimeout(tpl, 3) // a failed command returns within seconds
 	})
+	views, err := projection.NewDynamoStore(projection.DynamoConfig{Client: state.DynamoDBClient(),
+		Tables: projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]}})
+	require.NoError(t, err)
 	r := &rolesRun{
 		t: t, state: state, deployed: deployed,
-		d:    testenv.Deployment{Template: tpl, Result: deployed, Stack: stack, Region: state.Region},
-		rec:  map[string]*testenv.IAMRecorder{},
-		lost: &testenv.LostResponses{},
-		ddb:  state.DynamoDBClient(),
-		views: projection.NewDynamoStore(state.DynamoDBClient(),
-			projection.Tables{Views: deployed.Resources["ViewsTable"], Totals: deployed.Resources["TotalsTable"]}),
+		d:      testenv.Deployment{Template: tpl, Result: deployed, Stack: stack, Region: state.Region},
+		rec:    map[string]*testenv.IAMRecorder{},
+		lost:   &testenv.LostResponses{},
+		ddb:    state.DynamoDBClient(),
+		views:  views,
 		events: map[string][]events.SQSMessage{},
 	}
 	names := testenv.NamesOf(tpl, deployed)
@@ -347,11 +350,13 @@ func padding() map[string]sqstypes.MessageAttributeValue {
 // (unrecorded) clients; copies go to sender.
 func (r *rolesRun) operator(queue string, sender quarantine.Sender) *quarantine.Operator {
 	name := r.deployed.Attributes[queue]["QueueName"]
-	return &quarantine.Operator{
-		Store: quarantine.NewDynamoStore(r.ddb, r.deployed.Resources["QuarantineTable"]),
-		Queue: name, QueueURL: r.deployed.Resources[queue], Sender: sender,
-		Bodies: quarantine.NewS3Bodies(r.state.S3Client(), r.deployed.Resources["CandidatesBucket"]),
-	}
+	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: r.ddb, Table: r.deployed.Resources["QuarantineTable"]})
+	require.NoError(r.t, err)
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: r.state.S3Client(), Bucket: r.deployed.Resources["CandidatesBucket"]})
+	require.NoError(r.t, err)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: holds, Queue: name, QueueURL: r.deployed.Resources[queue], Sender: sender, Bodies: bodies})
+	require.NoError(r.t, err)
+	return op
 }
 
 // poisonCommand is the worker's quarantine path: a run command for a job
@@ -365,7 +370,7 @@ func (r *rolesRun) poisonCommand() {
 	op := r.operator("CommandsQueue", r.state.SQSClient())
 	waitHold := func(what string, ok func(quarantine.HoldRecord) bool) {
 		r.waitFor(what, func() bool {
-			h, err := op.Store.Hold(t.Context(), op.Queue, id)
+			h, err := op.Hold(t.Context(), id)
 			return err == nil && ok(h)
 		})
 	}
@@ -375,7 +380,7 @@ func (r *rolesRun) poisonCommand() {
 	})
 	require.NoError(t, err)
 	_, err = r.state.SQSClient().SendMessage(t.Context(), &sqs.SendMessageInput{
-		QueueUrl: aws.String(op.QueueURL), MessageBody: aws.String(string(body)), MessageAttributes: padding(),
+		QueueUrl: aws.String(r.deployed.Resources["CommandsQueue"]), MessageBody: aws.String(string(body)), MessageAttributes: padding(),
 		MessageGroupId: aws.String(id), MessageDeduplicationId: aws.String(id + "/early"),
 	})
 	require.NoError(t, err)
@@ -456,7 +461,7 @@ func (r *rolesRun) projectorPaths(id string) {
 	require.Empty(t, resp.BatchItemFailures, "parked messages are acknowledged")
 	out := &quarantinetest.Sends{}
 	op := r.operator("EventsQueue", out)
-	h, err := op.Store.Hold(t.Context(), op.Queue, id)
+	h, err := op.Hold(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), h.Parked)
 	_, _, err = op.Discard(t.Context(), id, strconv.Itoa(seq+1))
@@ -477,7 +482,7 @@ func (r *rolesRun) projectorPaths(id string) {
 		})
 	}
 	r.project(copies...)
-	h, err = op.Store.Hold(t.Context(), op.Queue, id)
+	h, err = op.Hold(t.Context(), id)
 	require.NoError(t, err)
 	require.Equal(t, quarantine.StateReleased, h.State)
 }

@@ -57,8 +57,10 @@ func setup(t *testing.T) *world {
 	deployed, err := localdeploy.Deploy(ctx, tpl, testenv.Name(t, "seed"), cfg.Region, clients)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
-	w.jobs = jobs.NewDynamoStore(ddb, deployed.Outputs["JobsTableName"], jobs.WithClock(w.clock.Now))
-	w.candidates = candidate.New(s3c, deployed.Outputs["CandidatesBucketName"])
+	w.jobs, err = jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: deployed.Outputs["JobsTableName"], Config: jobs.Config{Now: w.clock.Now}})
+	require.NoError(t, err)
+	w.candidates, err = candidate.New(candidate.Config{Client: s3c, Bucket: deployed.Outputs["CandidatesBucketName"]})
+	require.NoError(t, err)
 	w.streams = testenv.Streams(t)
 	w.streamARN = deployed.Outputs["JobsTableStreamArn"]
 	w.requests.Take() // deployment requests are not the job's

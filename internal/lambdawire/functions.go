@@ -88,8 +88,12 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	if err != nil {
 		return nil, err
 	}
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
+	if err != nil {
+		return nil, err
+	}
 	h, err := intake.New(intake.Config{
-		Store:        jobs.NewDynamoStore(DynamoDB(cfg), table),
+		Store:        store,
 		Presigner:    presigner,
 		TenantClaim:  claim,
 		ResultURLTTL: ttl,
@@ -117,7 +121,11 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 			return nil, fmt.Errorf("lambdawire: %s=%q is not a FIFO queue: per-job order needs one", name, url)
 		}
 	}
-	return outbox.NewRelay(sqs.NewFromConfig(cfg), commands, evts, log).Handle, nil
+	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: sqs.NewFromConfig(cfg), CommandsURL: commands, EventsURL: evts, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return relay.Handle, nil
 }
 
 // Projector consumes the events queue into job views and tenant totals
@@ -131,19 +139,25 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 	jobsTable := env.String("JOBS_TABLE")
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
 	db := DynamoDB(cfg)
-	q := quarantined(env, cfg, db, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
+	consumer := quarantined(env, cfg, db, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	projector := projection.NewProjector(
-		projection.NewDynamoStore(db, projection.Tables{Views: views, Totals: totals}),
-		jobs.NewDynamoStore(db, jobsTable),
-		projection.WithLogger(log),
-		projection.WithRecoverAfter(recoverAfter),
-	)
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
+	if err != nil {
+		return nil, err
+	}
+	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: jobsTable})
+	if err != nil {
+		return nil, err
+	}
+	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter})
+	if err != nil {
+		return nil, err
+	}
 	// A malformed event, or one recovery cannot settle, holds its job's
 	// group: the job's later events wait, parked in order, for an operator.
-	return fifo.New(projector.Handle, append(q, fifo.WithLogger(log))...).Process, nil
+	return consume(consumer, projector.Handle, log)
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
@@ -162,9 +176,14 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	// A command's receives up to MaxGenerations + 1 are takeovers the
 	// recovery policy decides on; the quarantine must not take them.
 	ddb := DynamoDB(cfg)
-	q := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
+	consumer := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
 	candidates := workerCandidates(env, S3(cfg), bucket, log)
 	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: jobsTable,
+		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
+	if err != nil {
 		return nil, err
 	}
 	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: articlesTable})
@@ -172,8 +191,7 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		return nil, err
 	}
 	w, err := worker.New(worker.Config{
-		Jobs: jobs.NewDynamoStore(ddb, jobsTable,
-			jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)})),
+		Jobs:       store,
 		Candidates: candidates,
 		Tasks:      registry,
 		Logger:     log,
@@ -181,17 +199,28 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	if err != nil {
 		return nil, err
 	}
-	return fifo.New(w.Handle, append(q, fifo.WithLogger(log))...).Process, nil
+	return consume(consumer, w.Handle, log)
 }
 
-// quarantined returns the options that put a consumer under its queue's
-// quarantine (pkg/quarantine): QUARANTINE_TABLE, the queue's ARN in
+// consume returns the Process of a processor of cfg (a consumer's
+// quarantine, from quarantined) calling h and logging to log.
+func consume(cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	cfg.Handler, cfg.Logger = h, log
+	p, err := fifo.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.Process, nil
+}
+
+// quarantined returns the processor's Config that puts a consumer under its
+// queue's quarantine (pkg/quarantine), for consume to complete: QUARANTINE_TABLE, the queue's ARN in
 // arnVar, QUARANTINE_BUCKET (large bodies, under quarantine/) and
 // QUARANTINE_AFTER_RECEIVES, the receive count at which a message is parked
 // before it runs: at least least, and below the queue's maxReceiveCount
 // (the template test checks both). Parked and dropped messages are counted
 // in EMF records of the function's log.
-func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) []fifo.Option {
+func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) fifo.Config {
 	table := env.String("QUARANTINE_TABLE")
 	queueARN := env.String(arnVar)
 	bucket := env.String("QUARANTINE_BUCKET")
@@ -199,12 +228,29 @@ func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger
 	queue, err := quarantine.QueueName(queueARN)
 	if queueARN != "" && (err != nil || !strings.HasPrefix(queueARN, "arn:")) {
 		env.Problem(arnVar, fmt.Errorf("%q is not a queue ARN", queueARN))
-		return nil
+		return fifo.Config{}
 	}
 	if table == "" || queueARN == "" || bucket == "" {
-		return nil // env.Err reports it
+		return fifo.Config{} // env.Err reports it
 	}
-	q := quarantine.New(quarantine.NewDynamoStore(db, table), queueARN,
-		quarantine.WithBodyStore(quarantine.NewS3Bodies(S3(cfg), bucket), 0))
-	return []fifo.Option{fifo.WithQuarantine(q, after), fifo.WithMetrics(quarantine.LoggedBatchMetrics(log, queue))}
+	q, err := newQuarantine(db, S3(cfg), table, queueARN, bucket)
+	if err != nil {
+		env.Problem(arnVar, err)
+		return fifo.Config{}
+	}
+	return fifo.Config{Quarantine: q, QuarantineThreshold: after, Metrics: quarantine.LoggedBatchMetrics(log, queue)}
+}
+
+// newQuarantine is the quarantine of the queue queueARN, its holds in
+// table and its large bodies in bucket.
+func newQuarantine(db *dynamodb.Client, s3c *s3.Client, table, queueARN, bucket string) (*quarantine.Quarantine, error) {
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
+	if err != nil {
+		return nil, err
+	}
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: s3c, Bucket: bucket})
+	if err != nil {
+		return nil, err
+	}
+	return quarantine.New(quarantine.Config{Store: store, QueueARN: queueARN, Bodies: bodies})
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,10 +17,10 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
 // The deployment the simulation runs: template.yaml's defaults.
@@ -142,7 +143,7 @@ type World struct {
 	mem        *jobs.MemoryStore
 	journal    *journal
 	jobs       *faultJobs
-	s3         *candidatetest.MemoryS3
+	s3         *s3mem.S3
 	bucket     *faultS3
 	candidates *candidate.Store
 	checker    *candidate.Store // on the bucket itself, for the checks: no faults
@@ -156,7 +157,7 @@ type World struct {
 	projector  *fifo.Processor
 	sweeper    *sweeper.Sweeper
 	intake     *intake.Handler
-	operators  map[*Queue]*quarantine.Operator
+	operators  map[*Queue]quarantine.OperatorConfig
 
 	// What happened.
 	jobIDs        []string       // every job, in the order it was created
@@ -213,13 +214,26 @@ func newWorld(cfg Config) *World {
 	// Each seed has its own fault rates, some of them near zero.
 	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4), slow: w.rng.IntN(30)}
 
-	w.mem = jobs.NewMemoryStore(jobs.WithClock(w.clock.Now), jobs.WithRecovery(jobs.RecoveryPolicy{MaxGenerations: maxGenerations}))
+	mem, err := jobs.NewMemoryStore(jobs.Config{Now: w.clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: maxGenerations}})
+	if err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	w.mem = mem
 	w.journal = &journal{w: w, mem: w.mem}
 	w.jobs = &faultJobs{w: w, inner: w.journal}
-	w.s3 = candidatetest.NewMemoryS3([]string{bucket}, candidatetest.WithClock(w.clock.Now))
+	w.s3, err = s3mem.New(s3mem.Config{Buckets: []string{bucket}, Now: w.clock.Now})
+	if err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
 	w.bucket = &faultS3{w: w, inner: w.s3}
-	w.candidates = candidate.New(w.bucket, bucket, candidate.WithConflictRetry(3, 0))
-	w.checker = candidate.New(w.s3, bucket)
+	// A conflict's retry waits a nanosecond, the least there is: the
+	// world's time is its own clock.
+	candidates, cerr := candidate.New(candidate.Config{Client: w.bucket, Bucket: bucket, ConflictAttempts: 3, ConflictBackoff: time.Nanosecond})
+	checker, kerr := candidate.New(candidate.Config{Client: w.s3, Bucket: bucket})
+	if err := errors.Join(cerr, kerr); err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	w.candidates, w.checker = candidates, checker
 	// One seed in eight runs a deployment that ignores the 6 x rule: the
 	// commands' visibility timeout ends before a stalled attempt's lease,
 	// so a command can come back while its job's lease is live.
@@ -235,32 +249,42 @@ func newWorld(cfg Config) *World {
 	w.qmem = quarantine.NewMemoryStore()
 	qstore := &faultQuarantine{Store: w.qmem, w: w}
 	w.qstore = qstore
-	var commandsQ, eventsQ fifo.Quarantine = quarantine.New(qstore, w.commands.ARN, quarantine.WithClock(w.clock.Now)),
-		quarantine.New(qstore, w.evts.ARN, quarantine.WithClock(w.clock.Now))
+	commandsQuarantine, cerr := quarantine.New(quarantine.Config{Store: qstore, QueueARN: w.commands.ARN, Now: w.clock.Now})
+	eventsQuarantine, eerr := quarantine.New(quarantine.Config{Store: qstore, QueueARN: w.evts.ARN, Now: w.clock.Now})
+	bodies, berr := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: w.s3, Bucket: bucket})
+	if err := errors.Join(cerr, eerr, berr); err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	var commandsQ, eventsQ fifo.Quarantine = commandsQuarantine, eventsQuarantine
 	if cfg.Break == BreakQuarantineCheck {
 		commandsQ, eventsQ = blind{commandsQ}, blind{eventsQ}
 	}
-	w.operators = map[*Queue]*quarantine.Operator{}
+	w.operators = map[*Queue]quarantine.OperatorConfig{}
 	for _, q := range []*Queue{w.commands, w.evts} {
-		w.operators[q] = &quarantine.Operator{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
-			Bodies: quarantine.NewS3Bodies(w.s3, bucket)}
+		w.operators[q] = quarantine.OperatorConfig{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
+			Bodies: bodies}
 	}
 
 	wk := w.newWorker()
-	w.workerFn = fifo.New(w.tracked(w.commands, wk.Handle), fifo.WithQuarantine(commandsQ, commandsQuarantineAfter),
-		fifo.WithConcurrency(1), fifo.WithClock(w.clock.Now), fifo.WithMetrics(w.outcomes))
+	w.workerFn = w.processor(w.tracked(w.commands, wk.Handle), commandsQ, commandsQuarantineAfter)
 
 	w.views = &views{w: w, mem: projection.NewMemoryStore()}
 	w.proj = &faultProjection{w: w, inner: w.views}
-	p := projection.NewProjector(w.proj, w.jobs, projection.WithRecoverAfter(recoverAfter))
-	w.projector = fifo.New(w.tracked(w.evts, p.Handle), fifo.WithQuarantine(eventsQ, eventsQuarantineAfter),
-		fifo.WithConcurrency(1), fifo.WithClock(w.clock.Now), fifo.WithMetrics(w.outcomes))
+	p, err := projection.NewProjector(projection.ProjectorConfig{Store: w.proj, Source: w.jobs, RecoverAfter: recoverAfter})
+	if err != nil {
+		panic(err)
+	}
+	w.projector = w.processor(w.tracked(w.evts, p.Handle), eventsQ, eventsQuarantineAfter)
 
-	var err error
+	cursor, cerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket})
+	repairCursor, rerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket, Key: sweeper.RepairCursorKey})
+	if err := errors.Join(cerr, rerr); err != nil {
+		panic(err)
+	}
 	w.sweeper, err = sweeper.New(sweeper.Config{
-		Jobs: w.jobs, Candidates: w.candidates, Clock: w.clock.Now, Projection: w.proj,
-		Cursor:       sweeper.NewS3Cursor(w.bucket, bucket),
-		RepairCursor: sweeper.NewS3CursorAt(w.bucket, bucket, sweeper.RepairCursorKey),
+		Jobs: w.jobs, Candidates: w.candidates, Now: w.clock.Now, Projection: w.proj,
+		Cursor:       cursor,
+		RepairCursor: repairCursor,
 		MaxItems:     sweeperMaxItems,
 		// A stuck job whose commands group is held is left to the
 		// operator's redrive, not nudged.
@@ -374,6 +398,16 @@ func (w *World) answer(q *Queue, inv *invocation, batch []events.SQSMessage, ctx
 	}
 	w.logf("%s %s ends: failed %v, answered %v", kind, inv.id, resp.BatchItemFailures, answered)
 	q.Settle(batch, failed, answered)
+}
+
+// processor is a consumer of the world: its handlers run one at a time,
+// on the world's clock, under q with threshold, counted by outcomes.
+func (w *World) processor(h fifo.Handler, q fifo.Quarantine, threshold int) *fifo.Processor {
+	p, err := fifo.New(fifo.Config{Handler: h, Quarantine: q, QuarantineThreshold: threshold, Concurrency: 1, Now: w.clock.Now, Metrics: w.outcomes})
+	if err != nil {
+		panic(err) // the world's own settings: a bug of the simulation
+	}
+	return p
 }
 
 // outcomes is the processors' metrics hook.

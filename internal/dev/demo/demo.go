@@ -553,8 +553,14 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 // waitFinal shows progress until every job is final and its view caught
 // up, releasing worker A's held accept once generation 2 has won.
 func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
-	store := jobs.NewDynamoStore(d.state.DynamoDBClient(), d.res.Resources["JobsTable"])
-	views := projection.NewDynamoStore(d.state.DynamoDBClient(), projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]})
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
+	if err != nil {
+		return err
+	}
+	views, err := projection.NewDynamoStore(projection.DynamoConfig{Client: d.state.DynamoDBClient(), Tables: projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]}})
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(5 * time.Minute)
 	released := false
 	for tick := 0; ; tick++ {
@@ -619,11 +625,19 @@ func (d *demoRun) sweep(ctx context.Context) error {
 	// Of the running example's candidates only generation 2's result is
 	// left: worker A's is the orphan the sweeper removed.
 	example := jobs.DeriveJobID("t-1", exampleIntent)
-	job, err := jobs.NewDynamoStore(d.state.DynamoDBClient(), d.res.Resources["JobsTable"]).Get(ctx, example)
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
 	if err != nil {
 		return err
 	}
-	left, err := candidate.New(d.state.S3Client(), d.res.Resources["CandidatesBucket"]).List(ctx, example)
+	job, err := store.Get(ctx, example)
+	if err != nil {
+		return err
+	}
+	cands, err := candidate.New(candidate.Config{Client: d.state.S3Client(), Bucket: d.res.Resources["CandidatesBucket"]})
+	if err != nil {
+		return err
+	}
+	left, err := cands.List(ctx, example)
 	if err != nil {
 		return err
 	}
@@ -638,9 +652,18 @@ func (d *demoRun) sweep(ctx context.Context) error {
 
 // check holds the tables, the bucket and the queues to the invariants.
 func (d *demoRun) check(ctx context.Context, articles map[string]int) error {
-	store := jobs.NewDynamoStore(d.state.DynamoDBClient(), d.res.Resources["JobsTable"])
-	proj := projection.NewDynamoStore(d.state.DynamoDBClient(), projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]})
-	cands := candidate.New(d.state.S3Client(), d.res.Resources["CandidatesBucket"])
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
+	if err != nil {
+		return err
+	}
+	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: d.state.DynamoDBClient(), Tables: projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]}})
+	if err != nil {
+		return err
+	}
+	cands, err := candidate.New(candidate.Config{Client: d.state.S3Client(), Bucket: d.res.Resources["CandidatesBucket"]})
+	if err != nil {
+		return err
+	}
 	processed := map[string]int64{}
 	completed := map[string]int64{}
 	rows := []demoJob{}
