@@ -167,7 +167,7 @@ func TestPipelineThroughFaults(t *testing.T) {
 	t.Logf("in all, seed %d: %d requests; %s", seed, all.Seen(), kindTotals(all))
 	require.NoError(t, err, "seed %d", seed)
 	require.True(t, sum.OK, "seed %d: %+v", seed, sum)
-	require.Equal(t, 63, sum.Jobs)
+	require.Equal(t, 64, sum.Jobs)
 	require.Zero(t, sum.FailedUnexpectedly)
 	require.Equal(t, 1, sum.StaleAcceptsRejected)
 	require.True(t, sum.OrderKept)

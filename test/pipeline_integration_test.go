@@ -426,7 +426,7 @@ func TestViewWatchCatchesARegressionTheEndStateHides(t *testing.T) {
 func TestPipelineEndToEnd(t *testing.T) {
 	sum := runPipeline(t, 200, false)
 	require.True(t, sum.OK, "%+v", sum)
-	require.Equal(t, 203, sum.Jobs, "the running example, the cancelled job, the poison job and 200")
+	require.Equal(t, 204, sum.Jobs, "the running example, the cancelled job, the word count, the poison job and 200")
 	require.Equal(t, 1, sum.GroupsHeld)
 	require.Equal(t, 3, sum.Redriven)
 	require.True(t, sum.OrderKept)
@@ -434,7 +434,8 @@ func TestPipelineEndToEnd(t *testing.T) {
 	require.Equal(t, sum.Jobs-1, sum.Completed+sum.Failed)
 	require.Zero(t, sum.FailedUnexpectedly, "a job may fail only by running out of generations (a loaded machine)")
 	require.Equal(t, 1, sum.DuplicateIntents)
-	require.Equal(t, 3, sum.BadRequestsRefused)
+	require.Equal(t, 4, sum.BadRequestsRefused)
+	require.Equal(t, 1, sum.WordCounted, "the second task ran end to end")
 	require.Equal(t, 1, sum.StaleAcceptsRejected, "worker A's late accept is refused")
 	require.GreaterOrEqual(t, sum.OrphansSwept, 1, "A's candidate is swept")
 	require.Zero(t, sum.ViewMismatches)

@@ -162,7 +162,7 @@ func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
 
 	require.True(t, sum.OK, "%+v", sum)
 	require.Equal(t, "rie", sum.Mode)
-	require.Equal(t, 33, sum.Jobs)
+	require.Equal(t, 34, sum.Jobs)
 	require.Zero(t, sum.FailedUnexpectedly)
 	require.GreaterOrEqual(t, sum.OrphansSwept, 2, "the running example's orphan and the dead attempt's")
 }

@@ -14,8 +14,9 @@ import (
 
 // TestIntakeRefusesASpecTheWorkersTaskCannotRun: the intake function is
 // wired with the registry of the worker's tasks, so a spec the task it
-// names can never run (a page_size the export refuses), or that names no
-// task, is refused before any request is sent.
+// names can never run (a page_size the export refuses, fields the word
+// count refuses), or that names no task, is refused before any request is
+// sent.
 func TestIntakeRefusesASpecTheWorkersTaskCannotRun(t *testing.T) {
 	t.Parallel()
 	env := NewEnvFrom(map[string]string{
@@ -31,6 +32,7 @@ func TestIntakeRefusesASpecTheWorkersTaskCannotRun(t *testing.T) {
 		{`{"page_size":"0"}`, intake.CodeInvalidSpec, "page_size"},
 		{`{"page_size":"1001"}`, intake.CodeInvalidSpec, "page_size"},
 		{`{"task":"export","page_size":"0"}`, intake.CodeInvalidSpec, "page_size"},
+		{`{"task":"wordcount","fields":"body,body"}`, intake.CodeInvalidSpec, "fields"},
 		{`{"task":"translate"}`, intake.CodeUnknownTask, `"translate"`},
 	} {
 		resp, err := handle(t.Context(), events.APIGatewayV2HTTPRequest{

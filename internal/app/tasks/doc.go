@@ -6,17 +6,20 @@
 // each task's type documents what it does and its spec.
 //
 // Adding a task touches its own file, its test and that one line:
-// pkg/task's "Adding a task" says how.
+// pkg/task's "Adding a task" says how, and wordcount.go (WordCount: the
+// words of each of the tenant's articles) is the worked example.
 //
 // # The Articles table
 //
-// The tasks read the Articles table (template.yaml's ArticlesTable),
+// Both tasks read the Articles table (template.yaml's ArticlesTable),
 // through the same page reader. An article is one item:
 //
 //	tenant      S   hash key: the article's owner
 //	article_id  S   range key: unique within the tenant; the order articles are read in
 //	...             any other attributes, of any type, none required: what the
-//	                export writes as they are (Object)
+//	                export writes as they are (Object), and what the word count
+//	                reads by name (the spec's fields, default title and body,
+//	                strings: an absent or NULL one holds no words)
 //
 // The service never writes it: articles are the tenant's data, put there
 // by another system (the demo and the tests seed it: internal/dev/demo's
