@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fifoworker/fifoworker/internal/base/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:
@@ -195,10 +196,10 @@ func (s *DynamoStore) liveShard(ctx context.Context, shard string, after LivePos
 			return nil, err
 		}
 		for _, item := range page.Items {
-			d := &decoder{item: item}
-			p := LivePosition{ID: d.str(attrJobID), UpdatedAt: d.num(attrUpdatedAt)}
-			if d.err != nil {
-				return nil, d.err
+			d := ddbitem.New(item)
+			p := LivePosition{ID: d.OptString(attrJobID), UpdatedAt: d.OptInt(attrUpdatedAt)}
+			if err := d.Err(); err != nil {
+				return nil, fmt.Errorf("jobs: %w", err)
 			}
 			if full() && p.UpdatedAt > out[len(out)-1].UpdatedAt {
 				return out, nil // past the last millisecond the shard gives

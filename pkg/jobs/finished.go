@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 )
 
 // The finished index: template.yaml's JobsTable has a sparse global
@@ -133,10 +135,10 @@ func (s *DynamoStore) finishedShard(ctx context.Context, shard, after, bound str
 			return nil, err
 		}
 		for _, item := range page.Items {
-			d := &decoder{item: item}
-			f := FinishedJob{ID: d.str(attrJobID), Key: d.str(attrFinishedKey)}
-			if d.err != nil {
-				return nil, d.err
+			d := ddbitem.New(item)
+			f := FinishedJob{ID: d.OptString(attrJobID), Key: d.OptString(attrFinishedKey)}
+			if err := d.Err(); err != nil {
+				return nil, fmt.Errorf("jobs: %w", err)
 			}
 			if f.Key > after {
 				out = append(out, f)

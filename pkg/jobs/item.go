@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 )
 
 // Attribute names of the Jobs table. The item layout is documented on Job
@@ -137,124 +139,6 @@ func markerItem(m *intentMarker) map[string]types.AttributeValue {
 	}
 }
 
-// decoder reads attributes and remembers the first problem.
-type decoder struct {
-	item map[string]types.AttributeValue
-	path string // where item is: "" for the item itself, "outbox." for its outbox
-	err  error
-}
-
-func (d *decoder) fail(name, want string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("jobs: attribute %s%s: want %s, have %s", d.path, name, want, typeName(d.item[name]))
-	}
-}
-
-// typeName is DynamoDB's name of av's type.
-func typeName(av types.AttributeValue) string {
-	switch v := av.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return fmt.Sprintf("N %s", v.Value)
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	}
-	return fmt.Sprintf("%T", av)
-}
-
-func (d *decoder) str(name string) string {
-	av, ok := d.item[name]
-	if !ok {
-		return ""
-	}
-	s, ok := av.(*types.AttributeValueMemberS)
-	if !ok {
-		d.fail(name, "S")
-		return ""
-	}
-	return s.Value
-}
-
-func (d *decoder) num(name string) int64 {
-	av, ok := d.item[name]
-	if !ok {
-		return 0
-	}
-	n, ok := av.(*types.AttributeValueMemberN)
-	if !ok {
-		d.fail(name, "N")
-		return 0
-	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil {
-		d.fail(name, "an integer N")
-	}
-	return v
-}
-
-func (d *decoder) millis(name string) time.Time {
-	if _, ok := d.item[name]; !ok {
-		return time.Time{}
-	}
-	return time.UnixMilli(d.num(name)).UTC()
-}
-
-func (d *decoder) seconds(name string) time.Time {
-	if _, ok := d.item[name]; !ok {
-		return time.Time{}
-	}
-	return time.Unix(d.num(name), 0).UTC()
-}
-
-// sub decodes a map attribute with another decoder; ok is false when the
-// attribute is absent.
-func (d *decoder) sub(name string) (*decoder, bool) {
-	av, ok := d.item[name]
-	if !ok {
-		return nil, false
-	}
-	m, ok := av.(*types.AttributeValueMemberM)
-	if !ok {
-		d.fail(name, "M")
-		return nil, false
-	}
-	return &decoder{item: m.Value, path: d.path + name + "."}, true
-}
-
-func (d *decoder) strMap(name string) map[string]string {
-	sd, ok := d.sub(name)
-	if !ok || len(sd.item) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(sd.item))
-	for k := range sd.item {
-		out[k] = sd.str(k)
-	}
-	d.adopt(sd)
-	return out
-}
-
-func (d *decoder) adopt(sd *decoder) {
-	if sd.err != nil && d.err == nil {
-		d.err = sd.err
-	}
-}
-
 // ErrNotJob is returned by FromItem and FromStreamImage for an item that is
 // not a job: an intent marker, or no item at all (the missing new image of a
 // stream record for a deleted item). A stream reader skips those.
@@ -268,63 +152,64 @@ var ErrNotJob = errors.New("not a job item")
 // ErrNotJob; an attribute of the wrong type, or an unknown status, is an
 // error naming it.
 func FromItem(item map[string]types.AttributeValue) (Job, error) {
-	d := &decoder{item: item}
+	d := ddbitem.New(item)
 	j := Job{
-		ID:             d.str(attrJobID),
-		IntentID:       d.str(attrIntentID),
-		Tenant:         d.str(attrTenant),
-		Status:         Status(d.str(attrStatus)),
-		Generation:     d.num(attrGeneration),
-		Version:        d.num(attrVersion),
-		LeaseOwner:     d.str(attrLeaseOwner),
-		LeaseExpiresAt: d.millis(attrLeaseExpiresAt),
+		ID:             d.OptString(attrJobID),
+		IntentID:       d.OptString(attrIntentID),
+		Tenant:         d.OptString(attrTenant),
+		Status:         Status(d.OptString(attrStatus)),
+		Generation:     d.OptInt(attrGeneration),
+		Version:        d.OptInt(attrVersion),
+		LeaseOwner:     d.OptString(attrLeaseOwner),
+		LeaseExpiresAt: d.OptMillis(attrLeaseExpiresAt),
 		Result: Result{
-			Key: d.str(attrResultKey), SHA256: d.str(attrResultSHA256), Size: d.num(attrResultSize),
+			Key: d.OptString(attrResultKey), SHA256: d.OptString(attrResultSHA256), Size: d.OptInt(attrResultSize),
 		},
-		Progress:  d.num(attrProgress),
-		Spec:      d.strMap(attrSpec),
-		CreatedAt: d.millis(attrCreatedAt),
-		UpdatedAt: d.millis(attrUpdatedAt),
-		ExpiresAt: d.seconds(attrExpiresAt),
+		Progress:  d.OptInt(attrProgress),
+		Spec:      d.OptStringMap(attrSpec),
+		CreatedAt: d.OptMillis(attrCreatedAt),
+		UpdatedAt: d.OptMillis(attrUpdatedAt),
+		ExpiresAt: d.OptSeconds(attrExpiresAt),
 	}
-	if od, ok := d.sub(attrOutbox); ok {
-		j.Outbox = Message{ID: od.str("id"), Type: od.str("type"), Version: od.num("version"), Payload: od.strMap("payload")}
-		d.adopt(od)
+	if od, ok := d.OptMap(attrOutbox); ok {
+		j.Outbox = Message{ID: od.OptString("id"), Type: od.OptString("type"), Version: od.OptInt("version"), Payload: od.OptStringMap("payload")}
 	}
-	if ed, ok := d.sub(attrError); ok {
-		j.Error = Failure{Code: ed.str("code"), Message: ed.str("message")}
-		d.adopt(ed)
+	if ed, ok := d.OptMap(attrError); ok {
+		j.Error = Failure{Code: ed.OptString("code"), Message: ed.OptString("message")}
 	}
-	if d.err == nil {
-		switch j.Status {
-		case "":
-			d.err = fmt.Errorf("jobs: item %q: %w", j.ID, ErrNotJob)
-		case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled:
-			if j.ID == "" {
-				d.err = fmt.Errorf("jobs: item without %s: %w", attrJobID, ErrNotJob)
-			}
-		default:
-			d.err = fmt.Errorf("jobs: job %q: attribute %s: unknown status %q", j.ID, attrStatus, j.Status)
+	if err := d.Err(); err != nil {
+		return j, fmt.Errorf("jobs: %w", err)
+	}
+	switch j.Status {
+	case "":
+		return j, fmt.Errorf("jobs: item %q: %w", j.ID, ErrNotJob)
+	case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled:
+		if j.ID == "" {
+			return j, fmt.Errorf("jobs: item without %s: %w", attrJobID, ErrNotJob)
 		}
+		return j, nil
 	}
-	return j, d.err
+	return j, fmt.Errorf("jobs: job %q: attribute %s: unknown status %q", j.ID, attrStatus, j.Status)
 }
 
 func decodeMarker(item map[string]types.AttributeValue) (intentMarker, error) {
-	d := &decoder{item: item}
+	d := ddbitem.New(item)
 	m := intentMarker{
-		Key:        d.str(attrJobID),
-		Tenant:     d.str(attrTenant),
-		IntentID:   d.str(attrIntentID),
-		JobID:      d.str(attrCreatedJobID),
-		SpecSHA256: d.str(attrSpecSHA256),
-		CreatedAt:  d.millis(attrCreatedAt),
-		ExpiresAt:  d.seconds(attrExpiresAt),
+		Key:        d.OptString(attrJobID),
+		Tenant:     d.OptString(attrTenant),
+		IntentID:   d.OptString(attrIntentID),
+		JobID:      d.OptString(attrCreatedJobID),
+		SpecSHA256: d.OptString(attrSpecSHA256),
+		CreatedAt:  d.OptMillis(attrCreatedAt),
+		ExpiresAt:  d.OptSeconds(attrExpiresAt),
 	}
-	if d.err == nil && m.JobID == "" {
-		d.err = fmt.Errorf("jobs: item %q is not an intent marker", m.Key)
+	if err := d.Err(); err != nil {
+		return m, fmt.Errorf("jobs: %w", err)
 	}
-	return m, d.err
+	if m.JobID == "" {
+		return m, fmt.Errorf("jobs: item %q is not an intent marker", m.Key)
+	}
+	return m, nil
 }
 
 // patchValues lists what a patch sets, attribute by attribute, for an

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fifoworker/fifoworker/internal/base/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 )
 
 // DynamoAPI is the part of the DynamoDB client DynamoStore calls:
@@ -511,9 +512,9 @@ func ownUnpark(r types.CancellationReason, to Status, now time.Time) bool {
 	if !conditionFailed(r) || len(r.Item) == 0 {
 		return false
 	}
-	d := decoder{item: r.Item}
-	status, updated := d.str(attrStatus), d.num(attrUpdatedAt)
-	return d.err == nil && Status(status) == to && updated == now.UnixMilli()
+	d := ddbitem.New(r.Item)
+	status, updated := d.String(attrStatus), d.Int(attrUpdatedAt)
+	return d.Err() == nil && Status(status) == to && updated == now.UnixMilli()
 }
 
 // BeginRedrive implements Store: a strongly consistent GetItem, then one
@@ -918,28 +919,31 @@ func holdItem(h *HoldRecord, version int64) map[string]types.AttributeValue {
 }
 
 func decodeHold(item map[string]types.AttributeValue) (storedHold, error) {
-	d := decoder{item: item}
+	d := ddbitem.New(item)
 	h := storedHold{ok: true, rec: HoldRecord{
-		Queue:     d.str(attrQueue),
-		Group:     d.str(attrGroup),
-		State:     State(d.str(attrState)),
-		Epoch:     d.num(attrEpoch),
-		Parked:    d.num(attrParked),
-		Cause:     d.optStr(attrCause),
-		From:      d.optStr(attrFrom),
-		Through:   d.optStr(attrThrough),
-		Next:      d.optStr(attrNext),
-		HeldAt:    d.time(AttrHeldAt),
-		UpdatedAt: d.time(attrUpdatedAt),
+		Queue:     d.String(attrQueue),
+		Group:     d.String(attrGroup),
+		State:     State(d.String(attrState)),
+		Epoch:     d.Int(attrEpoch),
+		Parked:    d.Int(attrParked),
+		Cause:     d.OptString(attrCause),
+		From:      d.OptString(attrFrom),
+		Through:   d.OptString(attrThrough),
+		Next:      d.OptString(attrNext),
+		HeldAt:    d.Millis(AttrHeldAt),
+		UpdatedAt: d.Millis(attrUpdatedAt),
 	}}
-	h.version = d.num(attrVersion)
+	h.version = d.Int(attrVersion)
+	err := d.Err()
 	switch h.rec.State {
 	case StateHeld, StateDraining, StateReleased:
 	default:
-		d.fail(fmt.Errorf("state %q", h.rec.State))
+		if err == nil {
+			err = fmt.Errorf("state %q", h.rec.State)
+		}
 	}
-	if d.err != nil {
-		return storedHold{}, fmt.Errorf("quarantine: hold record %q: %w", d.key(), d.err)
+	if err != nil {
+		return storedHold{}, fmt.Errorf("quarantine: hold record %q: %w", partitionOf(item), err)
 	}
 	return h, nil
 }
@@ -983,127 +987,64 @@ func messageItem(p *Parked) map[string]types.AttributeValue {
 }
 
 func decodeMessage(item map[string]types.AttributeValue) (Parked, error) {
-	d := decoder{item: item}
+	d := ddbitem.New(item)
 	sk := sortKey(item)
 	p := Parked{
-		Queue:           d.str(attrQueue),
-		Group:           d.str(attrGroup),
+		Queue:           d.String(attrQueue),
+		Group:           d.String(attrGroup),
 		Sequence:        strings.TrimPrefix(sk, MessagePrefix),
-		MessageID:       d.optStr(attrMessageID),
-		Body:            d.optStr(attrBody),
-		BodyKey:         d.optStr(attrBodyKey),
-		BodyMD5:         d.optStr(attrBodyMD5),
-		BodySize:        d.num(attrBodySize),
-		DeduplicationID: d.optStr(attrDedupID),
-		Nonce:           d.optStr(attrNonce),
-		ReceiveCount:    int(d.num(attrReceiveCount)),
-		Cause:           d.optStr(attrCause),
-		Status:          Status(d.str(attrStatus)),
-		ParkedAt:        d.time(attrParkedAt),
-		UpdatedAt:       d.time(attrUpdatedAt),
+		MessageID:       d.OptString(attrMessageID),
+		Body:            d.OptString(attrBody),
+		BodyKey:         d.OptString(attrBodyKey),
+		BodyMD5:         d.OptString(attrBodyMD5),
+		BodySize:        d.Int(attrBodySize),
+		DeduplicationID: d.OptString(attrDedupID),
+		Nonce:           d.OptString(attrNonce),
+		ReceiveCount:    int(d.Int(attrReceiveCount)),
+		Cause:           d.OptString(attrCause),
+		Status:          Status(d.String(attrStatus)),
+		ParkedAt:        d.Millis(attrParkedAt),
+		UpdatedAt:       d.Millis(attrUpdatedAt),
 	}
-	p.Attributes = d.attributes(attrAttributes)
-	switch p.Status {
-	case StatusParked, StatusDone, StatusDiscarded:
-	default:
-		d.fail(fmt.Errorf("status %q", p.Status))
+	p.Attributes = messageAttributes(d, attrAttributes)
+	err := d.Err()
+	switch {
+	case err != nil:
+	case p.Status != StatusParked && p.Status != StatusDone && p.Status != StatusDiscarded:
+		err = fmt.Errorf("status %q", p.Status)
+	case !strings.HasPrefix(sk, MessagePrefix):
+		err = fmt.Errorf("sort key %q is not a message's", sk)
 	}
-	if !strings.HasPrefix(sk, MessagePrefix) {
-		d.fail(fmt.Errorf("sort key %q is not a message's", sk))
-	}
-	if d.err != nil {
-		return Parked{}, fmt.Errorf("quarantine: message item %q %q: %w", d.key(), sk, d.err)
+	if err != nil {
+		return Parked{}, fmt.Errorf("quarantine: message item %q %q: %w", partitionOf(item), sk, err)
 	}
 	return p, nil
 }
 
-// decoder reads attributes, keeping the first error.
-type decoder struct {
-	item map[string]types.AttributeValue
-	err  error
-}
-
-func (d *decoder) fail(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-}
-
-func (d *decoder) key() string {
-	pk, _ := d.item[KeyHold].(*types.AttributeValueMemberS)
+// partitionOf is an item's partition key, for an error that names the
+// item.
+func partitionOf(item map[string]types.AttributeValue) string {
+	pk, _ := item[KeyHold].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return ""
 	}
 	return pk.Value
 }
 
-func (d *decoder) optStr(name string) string {
-	switch v := d.item[name].(type) {
-	case nil:
-		return ""
-	case *types.AttributeValueMemberS:
-		return v.Value
-	default:
-		d.fail(fmt.Errorf("attribute %s is a %T, not a string", name, v))
-		return ""
-	}
-}
-
-func (d *decoder) str(name string) string {
-	if _, ok := d.item[name]; !ok {
-		d.fail(fmt.Errorf("attribute %s is missing", name))
-	}
-	return d.optStr(name)
-}
-
-func (d *decoder) num(name string) int64 {
-	v, ok := d.item[name].(*types.AttributeValueMemberN)
-	if !ok {
-		d.fail(fmt.Errorf("attribute %s is missing or not a number", name))
-		return 0
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	if err != nil {
-		d.fail(fmt.Errorf("attribute %s: %w", name, err))
-	}
-	return n
-}
-
-func (d *decoder) time(name string) time.Time {
-	return time.UnixMilli(d.num(name)).UTC()
-}
-
-func (d *decoder) attributes(name string) map[string]MessageAttribute {
-	raw, ok := d.item[name]
+// messageAttributes reads a message's SQS attributes: a map of maps, each
+// with its data type and a string or binary value; nil when absent.
+func messageAttributes(d *ddbitem.Decoder, name string) map[string]MessageAttribute {
+	m, ok := d.OptMap(name)
 	if !ok {
 		return nil
 	}
-	m, ok := raw.(*types.AttributeValueMemberM)
-	if !ok {
-		d.fail(fmt.Errorf("attribute %s is a %T, not a map", name, raw))
-		return nil
-	}
-	out := make(map[string]MessageAttribute, len(m.Value))
-	for attr, v := range m.Value {
-		fields, ok := v.(*types.AttributeValueMemberM)
+	out := make(map[string]MessageAttribute, len(m.Names()))
+	for _, attr := range m.Names() {
+		f, ok := m.OptMap(attr)
 		if !ok {
-			d.fail(fmt.Errorf("message attribute %s is a %T, not a map", attr, v))
 			return nil
 		}
-		f := decoder{item: fields.Value}
-		a := MessageAttribute{DataType: f.str(attrDataType), StringValue: f.optStr(attrStringValue)}
-		switch b := fields.Value[attrBinaryValue].(type) {
-		case nil:
-		case *types.AttributeValueMemberB:
-			a.BinaryValue = b.Value
-		default:
-			f.fail(fmt.Errorf("%s is a %T, not binary", attrBinaryValue, b))
-		}
-		if f.err != nil {
-			d.fail(fmt.Errorf("message attribute %s: %w", attr, f.err))
-			return nil
-		}
-		out[attr] = a
+		out[attr] = MessageAttribute{DataType: f.String(attrDataType), StringValue: f.OptString(attrStringValue), BinaryValue: f.OptBinary(attrBinaryValue)}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fifoworker/fifoworker/internal/base/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -269,10 +270,10 @@ func (s *DynamoStore) Totals(ctx context.Context, tenant string) (Totals, error)
 	if err != nil {
 		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
 	}
-	d := decoder{item: item}
-	t := Totals{Tenant: tenant, Processed: d.num(attrProcessed, true), Completed: d.num(attrCompleted, true)}
-	if d.err != nil {
-		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, d.err)
+	d := ddbitem.New(item)
+	t := Totals{Tenant: tenant, Processed: d.OptInt(attrProcessed), Completed: d.OptInt(attrCompleted)}
+	if err := decodeErr(d); err != nil {
+		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
 	}
 	return t, nil
 }
@@ -523,22 +524,20 @@ func conflict(reasons ...types.CancellationReason) bool {
 }
 
 func decodeView(item map[string]types.AttributeValue) (View, error) {
-	d := decoder{item: item}
+	d := ddbitem.New(item)
 	v := View{
-		JobID:      d.str(attrJobID, false),
-		Tenant:     d.str(attrTenant, false),
-		Status:     jobs.Status(d.str(attrStatus, false)),
-		Generation: d.num(attrGeneration, false),
-		Version:    d.num(attrVersion, false),
-		Progress:   d.num(attrProgress, false),
-		ResultKey:  d.str(attrResultKey, true),
-		ResultSize: d.num(attrResultSize, true),
-		ErrorCode:  d.str(attrErrorCode, true),
+		JobID:      d.String(attrJobID),
+		Tenant:     d.String(attrTenant),
+		Status:     jobs.Status(d.String(attrStatus)),
+		Generation: d.Int(attrGeneration),
+		Version:    d.Int(attrVersion),
+		Progress:   d.Int(attrProgress),
+		ResultKey:  d.OptString(attrResultKey),
+		ResultSize: d.OptInt(attrResultSize),
+		ErrorCode:  d.OptString(attrErrorCode),
+		UpdatedAt:  d.OptMillis(attrUpdatedAt),
 	}
-	if _, ok := item[attrUpdatedAt]; ok {
-		v.UpdatedAt = time.UnixMilli(d.num(attrUpdatedAt, false)).UTC()
-	}
-	return v, d.err
+	return v, decodeErr(d)
 }
 
 // decodeCursor decodes a cursor item; no item is the zero Cursor.
@@ -546,13 +545,13 @@ func decodeCursor(item map[string]types.AttributeValue) (Cursor, error) {
 	if len(item) == 0 {
 		return Cursor{}, nil
 	}
-	d := decoder{item: item}
+	d := ddbitem.New(item)
 	c := Cursor{
-		Version:  d.num(attrVersion, false),
-		Progress: d.num(attrProgress, false),
-		Status:   jobs.Status(d.str(attrStatus, false)),
+		Version:  d.Int(attrVersion),
+		Progress: d.Int(attrProgress),
+		Status:   jobs.Status(d.String(attrStatus)),
 	}
-	return c, d.err
+	return c, decodeErr(d)
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

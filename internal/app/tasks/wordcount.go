@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
@@ -178,7 +179,7 @@ func countArticle(item map[string]types.AttributeValue, names []string) (string,
 		case *types.AttributeValueMemberS:
 			words += countWords(v.Value)
 		default:
-			return "", 0, fmt.Errorf("%w: article %s: attribute %q holds a %s, not a string", ErrUncountable, articleID(item), name, typeName(v))
+			return "", 0, fmt.Errorf("%w: article %s: attribute %q holds a %s, not a string", ErrUncountable, articleID(item), name, ddbitem.TypeName(v))
 		}
 	}
 	return id.Value, words, nil
@@ -205,29 +206,6 @@ func countWords(s string) int64 {
 		}
 	}
 	return n
-}
-
-// typeName is DynamoDB's name of an attribute value's type.
-func typeName(av types.AttributeValue) string {
-	switch av.(type) {
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberM:
-		return "M"
-	}
-	return fmt.Sprintf("%T", av)
 }
 
 // fields reads SpecFields from a job spec.
