@@ -4,7 +4,6 @@ package test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -23,9 +22,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/intake"
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
-	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
-	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -41,18 +38,7 @@ import (
 // count refuses, and one naming no task, are refused by intake; an article
 // the word count cannot count fails its job for good.
 func TestWordCountThroughThePipeline(t *testing.T) {
-	state := stackFromEnv(t)
-	for _, kv := range state.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	tpl, err := samtemplate.Load("../template.yaml")
-	require.NoError(t, err)
-	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "wc")
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	state, tpl, deployed, stack := deployTemplate(t, "wc", nil)
 
 	ddb := state.DynamoDBClient()
 	const hugeWords = 50_000
@@ -73,7 +59,7 @@ func TestWordCountThroughThePipeline(t *testing.T) {
 	}
 	// A tenant with an article the word count cannot count: its body is a
 	// number.
-	_, err = ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(deployed.Resources["ArticlesTable"]), Item: map[string]ddbtypes.AttributeValue{
+	_, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(deployed.Resources["ArticlesTable"]), Item: map[string]ddbtypes.AttributeValue{
 		"tenant": &ddbtypes.AttributeValueMemberS{Value: "t-2"}, "article_id": &ddbtypes.AttributeValueMemberS{Value: "b-1"},
 		"body": &ddbtypes.AttributeValueMemberN{Value: "42"},
 	}})
@@ -150,15 +136,7 @@ func TestWordCountThroughThePipeline(t *testing.T) {
 	raw, err := io.ReadAll(r)
 	require.NoError(t, err)
 	require.NoError(t, r.Close(), "the result's checksum is the recorded one")
-	var res struct {
-		Tenant   string   `json:"tenant"`
-		Fields   []string `json:"fields"`
-		Articles []struct {
-			ArticleID string `json:"article_id"`
-			Words     int64  `json:"words"`
-		} `json:"articles"`
-		Total struct{ Articles, Words int64 } `json:"total"`
-	}
+	var res tasks.WordCountResult
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&res))

@@ -42,7 +42,7 @@ var ErrUncountable = errors.New("tasks: article cannot be counted")
 
 // WordCount counts the words of each of the job's tenant's articles: the
 // worked example of a task (see pkg/task, "Adding a task"). Its result is
-// one JSON object, one article a line:
+// one JSON object (WordCountResult), one article a line:
 //
 //	{"tenant":"t-1","fields":["title","body"],"articles":[
 //	{"article_id":"a-00000","words":212},
@@ -113,14 +113,14 @@ func (w *WordCount) Run(ctx context.Context, in task.Input) (task.Output, error)
 		if out.articles > 0 {
 			out.raw(",")
 		}
-		out.json("\n", countedArticle{ID: id, Words: words})
+		out.json("\n", WordCountArticle{ArticleID: id, Words: words})
 		out.articles++
 		return out.err
 	})
 	if err != nil {
 		return task.Output{}, err
 	}
-	out.json("\n],\"total\":", countedTotal{Articles: n, Words: total})
+	out.json("\n],\"total\":", WordCountTotal{Articles: n, Words: total})
 	out.raw("}\n")
 	if out.err != nil {
 		return task.Output{}, out.err
@@ -128,13 +128,24 @@ func (w *WordCount) Run(ctx context.Context, in task.Input) (task.Output, error)
 	return task.Output{Items: n}, nil
 }
 
-// countedArticle and countedTotal are the result's objects.
-type countedArticle struct {
-	ID    string `json:"article_id"`
-	Words int64  `json:"words"`
+// WordCountResult is the word count's result, as a reader decodes it.
+// Run writes it piece by piece, as it reads the articles, so that the
+// result of a tenant of many articles is never held in memory whole.
+type WordCountResult struct {
+	Tenant   string             `json:"tenant"`
+	Fields   []string           `json:"fields"`   // the attributes counted
+	Articles []WordCountArticle `json:"articles"` // in article id order
+	Total    WordCountTotal     `json:"total"`
 }
 
-type countedTotal struct {
+// WordCountArticle is one article's count.
+type WordCountArticle struct {
+	ArticleID string `json:"article_id"`
+	Words     int64  `json:"words"`
+}
+
+// WordCountTotal is the count of the tenant's articles and of their words.
+type WordCountTotal struct {
 	Articles int64 `json:"articles"`
 	Words    int64 `json:"words"`
 }

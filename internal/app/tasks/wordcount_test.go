@@ -23,22 +23,8 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
-// wordCountResult is the word count's result, decoded.
-type wordCountResult struct {
-	Tenant   string   `json:"tenant"`
-	Fields   []string `json:"fields"`
-	Articles []struct {
-		ArticleID string `json:"article_id"`
-		Words     int64  `json:"words"`
-	} `json:"articles"`
-	Total struct {
-		Articles int64 `json:"articles"`
-		Words    int64 `json:"words"`
-	} `json:"total"`
-}
-
-// words maps each article id to its count.
-func (r wordCountResult) words() map[string]int64 {
+// words maps each article id of r to its count.
+func words(r tasks.WordCountResult) map[string]int64 {
 	m := map[string]int64{}
 	for _, a := range r.Articles {
 		m[a.ArticleID] = a.Words
@@ -48,11 +34,11 @@ func (r wordCountResult) words() map[string]int64 {
 
 // decodeWordCount decodes a result strictly: one JSON object of the
 // documented shape, nothing after it.
-func decodeWordCount(t *testing.T, raw []byte) wordCountResult {
+func decodeWordCount(t *testing.T, raw []byte) tasks.WordCountResult {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var r wordCountResult
+	var r tasks.WordCountResult
 	require.NoError(t, dec.Decode(&r), "%s", raw)
 	_, err := dec.Token()
 	require.ErrorIs(t, err, io.EOF, "one JSON value")
@@ -112,7 +98,7 @@ func TestWordCountCountsEachArticleAndTheTotal(t *testing.T) {
 	require.Equal(t, []string{"title", "body"}, r.Fields)
 	require.Len(t, r.Articles, 3)
 	require.Equal(t, []string{"a1", "a2", "a3"}, []string{r.Articles[0].ArticleID, r.Articles[1].ArticleID, r.Articles[2].ArticleID})
-	require.Equal(t, map[string]int64{"a1": 3 + 9, "a2": 0, "a3": 1 + 3}, r.words())
+	require.Equal(t, map[string]int64{"a1": 3 + 9, "a2": 0, "a3": 1 + 3}, words(r))
 	require.EqualValues(t, 3, r.Total.Articles)
 	require.EqualValues(t, 16, r.Total.Words)
 	require.Equal(t, "{\"tenant\":\"t-1\",\"fields\":[\"title\",\"body\"],\"articles\":[\n"+
@@ -149,7 +135,7 @@ func TestWordCountWhatAWordIs(t *testing.T) {
 		f.put(t, text("t-1", "a1", "", body))
 		raw, _, _, err := countRun(t, f, "t-1", nil)
 		require.NoError(t, err, "%q", body)
-		require.Equal(t, map[string]int64{"a1": want}, decodeWordCount(t, raw).words(), "%q", body)
+		require.Equal(t, map[string]int64{"a1": want}, words(decodeWordCount(t, raw)), "%q", body)
 	}
 }
 
@@ -176,7 +162,7 @@ func TestWordCountEmptyAndHugeArticles(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, out.Items)
 	r = decodeWordCount(t, raw)
-	require.Equal(t, map[string]int64{"many": n, "one": 1, "wide": n / 4}, r.words())
+	require.Equal(t, map[string]int64{"many": n, "one": 1, "wide": n / 4}, words(r))
 	require.EqualValues(t, n+1+n/4, r.Total.Words)
 }
 
@@ -242,7 +228,7 @@ func TestWordCountFields(t *testing.T) {
 		raw, _, _, err := countRun(t, f, "t-1", map[string]string{tasks.SpecFields: fields})
 		require.NoError(t, err, fields)
 		r := decodeWordCount(t, raw)
-		require.Equal(t, map[string]int64{"a1": want}, r.words(), fields)
+		require.Equal(t, map[string]int64{"a1": want}, words(r), fields)
 		require.Equal(t, strings.Split(fields, ","), r.Fields, fields)
 	}
 }
@@ -257,7 +243,7 @@ func TestWordCountHostileArticles(t *testing.T) {
 	f.put(t, text("t-1", odd, "a title", ""))
 	raw, _, _, err := countRun(t, f, "t-1", nil)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{odd: 2}, decodeWordCount(t, raw).words())
+	require.Equal(t, map[string]int64{odd: 2}, words(decodeWordCount(t, raw)))
 
 	for name, av := range map[string]types.AttributeValue{
 		"number":     n("12"),
@@ -405,7 +391,7 @@ func TestWordCountThroughTheWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	res := decodeWordCount(t, raw)
-	require.Equal(t, map[string]int64{"a1": 7, "a2": 1, "a3": 4}, res.words())
+	require.Equal(t, map[string]int64{"a1": 7, "a2": 1, "a3": 4}, words(res))
 	require.EqualValues(t, 12, res.Total.Words)
 
 	bad := text("t-2", "a1", "", "")

@@ -76,16 +76,7 @@ func (d *demoRun) checkWordCount(ctx context.Context, cands *candidate.Store, jo
 	if err := r.Close(); err != nil { // the checksum is verified at the end
 		return err
 	}
-	var res struct {
-		Tenant   string `json:"tenant"`
-		Articles []struct {
-			Words int64 `json:"words"`
-		} `json:"articles"`
-		Total struct {
-			Articles int64 `json:"articles"`
-			Words    int64 `json:"words"`
-		} `json:"total"`
-	}
+	var res tasks.WordCountResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("result is not the word count's JSON: %w", err)
 	}
