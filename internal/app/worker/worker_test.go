@@ -500,7 +500,8 @@ func TestAcceptOfAJobThatEndedIsAcknowledged(t *testing.T) {
 	work := task.Func("txt", func(ctx context.Context, in task.Input) (task.Output, error) {
 		_, err := io.WriteString(in.Out, "done\n")
 		require.NoError(t, err)
-		now := b.get(t, "job-42") // as the claim left it
+		now, err := b.store.Get(ctx, "job-42") // as the claim left it
+		require.NoError(t, err)
 		_, err = b.store.Fail(ctx, jobs.FailRequest{JobID: "job-42", AttemptID: in.AttemptID,
 			Generation: in.Job.Generation, Version: now.Version, Failure: jobs.Failure{Code: "elsewhere"}})
 		require.NoError(t, err)
