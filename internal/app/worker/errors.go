@@ -14,14 +14,14 @@ var (
 	// would let both hold one generation.
 	ErrNoLambdaContext = errors.New("worker: no Lambda request id in the context")
 
-	// ErrFenced is wrapped by the error task.Input.Progress returns once the
-	// attempt has lost the job: a renewal was refused because another
+	// ErrFenced is wrapped by the error task.Input.Progress returns once
+	// the attempt has lost the job: a renewal was refused because another
 	// generation took over (jobs.ErrStaleGeneration) or the job ended
 	// (jobs.ErrFinal). The error also wraps the refusal.
 	ErrFenced = errors.New("worker: attempt fenced")
 
-	// ErrAttemptOver is returned by task.Input.Progress called after the task's
-	// Run returned.
+	// ErrAttemptOver is returned by task.Input.Progress called after the
+	// task's Run returned.
 	ErrAttemptOver = errors.New("worker: progress reported after the task returned")
 
 	// ErrGroupMismatch: the message's group is not its command's job. Per-job
