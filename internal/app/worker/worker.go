@@ -64,7 +64,7 @@ type Config struct {
 	// LeaseSkew is the clock-skew margin added to the invocation deadline to
 	// give the lease end (jobs.LeaseEnd). Zero means jobs.DefaultClockSkew;
 	// at most jobs.MaxClockSkew, and no more than the store's own margin
-	// (jobs.WithClockSkew), or the store refuses the lease.
+	// (jobs.Config.ClockSkew), or the store refuses the lease.
 	LeaseSkew time.Duration
 	// ClaimMargin is the least time that must remain before the context's
 	// deadline for a lane that waited for spool room to claim its job; with
