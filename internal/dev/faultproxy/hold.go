@@ -18,14 +18,18 @@ type Released struct {
 }
 
 // hold reports whether the request is the one Config.Hold picks, and
-// keeps it if so (counted as seen: it draws no fault).
+// keeps it if so (counted as seen: it draws no fault). Hold is asked under
+// holdMu, not mu: a picker may ask the proxy (Held, Counts), and a test
+// may call Held under a lock its picker takes.
 func (p *Proxy) hold(op string, o outbound) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.holdMu.Lock()
+	defer p.holdMu.Unlock()
 	if p.cfg.Hold == nil || p.picked || !p.cfg.Hold(op, o.body) {
 		return false
 	}
 	p.picked = true
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.requests[op]++
 	p.held = &o
 	return true

@@ -156,3 +156,31 @@ func TestCloseEndsAHeldRequestWithoutAnAnswer(t *testing.T) {
 	require.Error(t, <-errc, "the held request's caller gets no answer")
 	require.Empty(t, up.requests())
 }
+
+// Hold may ask the proxy about itself (Held, Counts), as a test's picker
+// that shares a lock with code that calls Held does: it is not called
+// under the proxy's own lock.
+func TestHoldMayAskTheProxy(t *testing.T) {
+	t.Parallel()
+	up := newEcho(t)
+	var p *faultproxy.Proxy
+	asked := make(chan bool, 2)
+	p = newProxy(t, faultproxy.Config{Service: faultproxy.DynamoDB, Target: up.srv.URL,
+		Hold: func(string, []byte) bool {
+			asked <- p.Held()
+			_ = p.Counts()
+			return false
+		}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := send(t.Context(), p.URL, http.MethodPost, "claim")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second): // only a deadlock waits this long
+		t.Fatal("the request never came back: Hold was called under the proxy's lock")
+	}
+	require.False(t, <-asked)
+}

@@ -150,8 +150,10 @@ type Proxy struct {
 	requests map[string]int
 	injected map[Kind]map[string]int
 	delays   []time.Duration // every injected delay, for tests
-	picked   bool            // Hold has picked its request
 	held     *outbound       // the request held until Release
+
+	holdMu sync.Mutex // serialises the calls of Config.Hold
+	picked bool       // Hold has picked its request; guarded by holdMu
 
 	closing   chan struct{} // closed by Close: a held request's caller is answered with a reset
 	closeOnce sync.Once
