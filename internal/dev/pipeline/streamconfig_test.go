@@ -1,15 +1,18 @@
 package pipeline
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
 // TestStreamConfigFollowsTheTemplate: the relay's stream mapping gets
@@ -52,6 +55,8 @@ func TestStreamConfigFollowsTheTemplate(t *testing.T) {
 
 		sc, err := p.streamConfig("relay", ev, &sqs.Client{})
 		require.NoError(t, err)
+		// The caller adds the client and the invoker; the rest must be valid.
+		sc.Client, sc.Invoker = &dynamodbstreams.Client{}, localesm.Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
 		require.NoError(t, sc.Validate())
 		require.Equal(t, streamARN, sc.StreamARN)
 		require.True(t, sc.BisectBatchOnFunctionError, "BisectBatchOnFunctionError does not reach the mapping")
