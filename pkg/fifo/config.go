@@ -124,8 +124,11 @@ func (c Config) Validate() error {
 	case c.DeadLetter != nil && c.Quarantine != nil:
 		return fmt.Errorf("%w: DeadLetter and Quarantine exclude each other: a permanent failure either parks its group or moves on without it",
 			ErrInvalidConfig)
-	case c.DeadLetter != nil:
-		return c.DeadLetter.validate()
+	}
+	if c.DeadLetter != nil {
+		if err := c.DeadLetter.validate(); err != nil {
+			return err
+		}
 	}
 	return c.validateQuarantine()
 }

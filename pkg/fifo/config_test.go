@@ -43,10 +43,11 @@ func TestNewRefusesAnInvalidConfig(t *testing.T) {
 		"dead letter and quarantine": {
 			fifo.Config{Handler: noop, DeadLetter: dl, Quarantine: q, QuarantineThreshold: 3}, "DeadLetter and Quarantine",
 		},
-		"threshold 0":           {fifo.Config{Handler: noop, Quarantine: q}, "QuarantineThreshold"},
-		"threshold below least": {fifo.Config{Handler: noop, Quarantine: q, QuarantineThreshold: fifo.MinQuarantineThreshold - 1}, "QuarantineThreshold"},
-		"negative threshold":    {fifo.Config{Handler: noop, Quarantine: q, QuarantineThreshold: -3}, "QuarantineThreshold"},
-		"threshold, no store":   {fifo.Config{Handler: noop, QuarantineThreshold: 3}, "QuarantineThreshold"},
+		"threshold 0":            {fifo.Config{Handler: noop, Quarantine: q}, "QuarantineThreshold"},
+		"threshold below least":  {fifo.Config{Handler: noop, Quarantine: q, QuarantineThreshold: fifo.MinQuarantineThreshold - 1}, "QuarantineThreshold"},
+		"negative threshold":     {fifo.Config{Handler: noop, Quarantine: q, QuarantineThreshold: -3}, "QuarantineThreshold"},
+		"threshold, no store":    {fifo.Config{Handler: noop, QuarantineThreshold: 3}, "QuarantineThreshold"},
+		"threshold, dead letter": {fifo.Config{Handler: noop, DeadLetter: dl, QuarantineThreshold: 3}, "QuarantineThreshold 3 without a Quarantine"},
 	}
 	for name, tc := range refused {
 		t.Run(name, func(t *testing.T) {
