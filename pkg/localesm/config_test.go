@@ -37,19 +37,18 @@ func TestSQSConfigValidate(t *testing.T) {
 		mutate func(*SQSConfig)
 		field  string
 	}{
-		"no client":             {func(c *SQSConfig) { c.Client = nil }, "Client"},
-		"no invoker":            {func(c *SQSConfig) { c.Invoker = nil }, "Invoker"},
-		"no queue":              {func(c *SQSConfig) { c.QueueURL = "" }, "QueueURL"},
-		"batch of 11":           {func(c *SQSConfig) { c.BatchSize = 11 }, "BatchSize"},
-		"negative batch":        {func(c *SQSConfig) { c.BatchSize = -1 }, "BatchSize"},
-		"concurrency 1":         {func(c *SQSConfig) { c.MaximumConcurrency = 1 }, "MaximumConcurrency"},
-		"concurrency 1001":      {func(c *SQSConfig) { c.MaximumConcurrency = 1001 }, "MaximumConcurrency"},
-		"negative timeout":      {func(c *SQSConfig) { c.FunctionTimeout = -time.Second }, "FunctionTimeout"},
-		"timeout over 15m":      {func(c *SQSConfig) { c.FunctionTimeout = 15*time.Minute + time.Nanosecond }, "FunctionTimeout"},
-		"poll wait over 20s":    {func(c *SQSConfig) { c.PollWait = 21 * time.Second }, "PollWait"},
-		"fractional poll wait":  {func(c *SQSConfig) { c.PollWait = 1500 * time.Millisecond }, "PollWait"},
-		"negative poll wait":    {func(c *SQSConfig) { c.PollWait = -time.Second }, "PollWait"},
-		"negative batch size 0": {func(c *SQSConfig) { c.BatchSize = -10 }, "BatchSize"},
+		"no client":            {func(c *SQSConfig) { c.Client = nil }, "Client"},
+		"no invoker":           {func(c *SQSConfig) { c.Invoker = nil }, "Invoker"},
+		"no queue":             {func(c *SQSConfig) { c.QueueURL = "" }, "QueueURL"},
+		"batch of 11":          {func(c *SQSConfig) { c.BatchSize = 11 }, "BatchSize"},
+		"negative batch":       {func(c *SQSConfig) { c.BatchSize = -1 }, "BatchSize"},
+		"concurrency 1":        {func(c *SQSConfig) { c.MaximumConcurrency = 1 }, "MaximumConcurrency"},
+		"concurrency 1001":     {func(c *SQSConfig) { c.MaximumConcurrency = 1001 }, "MaximumConcurrency"},
+		"negative timeout":     {func(c *SQSConfig) { c.FunctionTimeout = -time.Second }, "FunctionTimeout"},
+		"timeout over 15m":     {func(c *SQSConfig) { c.FunctionTimeout = 15*time.Minute + time.Nanosecond }, "FunctionTimeout"},
+		"poll wait over 20s":   {func(c *SQSConfig) { c.PollWait = 21 * time.Second }, "PollWait"},
+		"fractional poll wait": {func(c *SQSConfig) { c.PollWait = 1500 * time.Millisecond }, "PollWait"},
+		"negative poll wait":   {func(c *SQSConfig) { c.PollWait = -time.Second }, "PollWait"},
 	}
 	for name, tc := range bad {
 		c := valid
