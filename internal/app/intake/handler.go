@@ -61,7 +61,9 @@ type Config struct {
 	// code that would fail its job; intake itself knows no task. Default
 	// nil: only the limits are checked.
 	ValidateSpec func(spec map[string]string) error
-	// Logger receives one line per request. Default slog.Default().
+	// Logger receives one line per request. Default (nil): nothing is
+	// logged, as for every other component (the wiring passes the
+	// function's logger).
 	Logger *slog.Logger
 	// Now is the clock of the URL's expiry time. Default time.Now.
 	Now func() time.Time
@@ -107,7 +109,7 @@ func (c Config) withDefaults() Config {
 		c.ResultURLTTL = DefaultResultURLTTL
 	}
 	if c.Logger == nil {
-		c.Logger = slog.Default()
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

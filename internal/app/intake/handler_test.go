@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -618,6 +620,22 @@ func TestLogLine(t *testing.T) {
 	require.Equal(t, float64(200), line["status"])
 	require.Equal(t, "GET", line["method"])
 	require.Equal(t, "/jobs/job-42", line["path"])
+}
+
+// TestANilLoggerLogsNothing: a nil Logger discards, as every other
+// component's does; it does not write to slog.Default(). Not parallel: it
+// replaces the process's default logger while it runs (Go resumes the
+// package's parallel tests only after the sequential ones have ended).
+func TestANilLoggerLogsNothing(t *testing.T) {
+	var def testenv.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&def, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	b := setup(t, func(c *intake.Config) { c.Logger = nil })
+	b.seed(t, "job-42", "t-1", "export-intent-7", nil)
+	require.Equal(t, http.StatusOK, b.do(t, get("t-1", "job-42")).StatusCode)
+	require.Empty(t, def.String(), "a nil Logger wrote to slog.Default()")
+	require.Empty(t, b.logs.String())
 }
 
 func TestConfigValidate(t *testing.T) {
