@@ -99,8 +99,11 @@ type Config struct {
 	// Operations overrides Rates per operation ("UpdateItem",
 	// "ReceiveMessage", "PutObject"); default none.
 	Operations map[string]Rates
-	// MinLatency and MaxLatency bound an injected delay (defaults 20 ms and
-	// 200 ms, when both are zero).
+	// MinLatency and MaxLatency bound an injected delay. Each zero takes
+	// its default on its own: MinLatency DefaultMinLatency, or MaxLatency
+	// if that is less; MaxLatency DefaultMaxLatency, or MinLatency if that
+	// is more. A default never crosses the bound that was set, so only two
+	// bounds both set can be reversed.
 	MinLatency, MaxLatency time.Duration
 	// Sleep waits for an injected delay (tests replace it); by default a
 	// timer that the end of ctx cuts short.
@@ -128,10 +131,37 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.MinLatency < 0 || c.MaxLatency < c.MinLatency {
-		return fmt.Errorf("%w: MinLatency %v and MaxLatency %v are not bounds", ErrInvalidConfig, c.MinLatency, c.MaxLatency)
+	if c.MinLatency < 0 {
+		return fmt.Errorf("%w: MinLatency %v is negative", ErrInvalidConfig, c.MinLatency)
+	}
+	if c.MaxLatency < 0 {
+		return fmt.Errorf("%w: MaxLatency %v is negative", ErrInvalidConfig, c.MaxLatency)
+	}
+	if lo, hi := c.latencyBounds(); hi < lo {
+		return fmt.Errorf("%w: MaxLatency %v is below MinLatency %v", ErrInvalidConfig, hi, lo)
 	}
 	return nil
+}
+
+// The latency bounds' defaults.
+const (
+	DefaultMinLatency = 20 * time.Millisecond
+	DefaultMaxLatency = 200 * time.Millisecond
+)
+
+// latencyBounds are MinLatency and MaxLatency with their defaults.
+func (c Config) latencyBounds() (time.Duration, time.Duration) {
+	lo, hi := c.MinLatency, c.MaxLatency
+	if lo == 0 {
+		lo = DefaultMinLatency
+		if hi != 0 {
+			lo = min(lo, hi)
+		}
+	}
+	if hi == 0 {
+		hi = max(DefaultMaxLatency, lo)
+	}
+	return lo, hi
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -166,9 +196,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(cfg.Target) // Validate parsed it
-	if cfg.MinLatency == 0 && cfg.MaxLatency == 0 {
-		cfg.MinLatency, cfg.MaxLatency = 20*time.Millisecond, 200*time.Millisecond
-	}
+	cfg.MinLatency, cfg.MaxLatency = cfg.latencyBounds()
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
