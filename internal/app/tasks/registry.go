@@ -56,17 +56,21 @@ func (c Config) Validate() error {
 func (c Config) articles() articles { return articles{api: c.Articles, table: c.ArticlesTable} }
 
 // NewRegistry returns the registry of the service's tasks, each built from
-// cfg, with DefaultTask as its default. The worker runs each job's task
-// from it, and intake checks each spec with it, so that both know the same
-// tasks.
+// cfg, with DefaultTask as its default, or an error wrapping
+// ErrInvalidConfig. The worker runs each job's task from it, and intake
+// checks each spec with it, so that both know the same tasks.
 func NewRegistry(cfg Config) (*task.Registry, error) { return newRegistry(cfg, registered) }
 
-// newRegistry builds each of regs' tasks from cfg.
+// newRegistry builds each of regs' tasks from cfg, checked first: a bad
+// Config is the registry's error, not its first task's.
 func newRegistry(cfg Config, regs []registration) (*task.Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	built := make(map[string]task.Task, len(regs))
 	for _, r := range regs {
 		if _, twice := built[r.name]; twice {
-			return nil, fmt.Errorf("tasks: %s is registered twice", r.name)
+			return nil, fmt.Errorf("%w: task %s is registered twice", ErrInvalidConfig, r.name)
 		}
 		t, err := r.build(cfg)
 		if err != nil {

@@ -13,6 +13,7 @@ func TestANameRegisteredTwiceIsRefused(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Articles: dynamodb.New(dynamodb.Options{}), ArticlesTable: "articles"}
 	_, err := newRegistry(cfg, []registration{{NameExport, as(NewExport)}, {"other", as(NewExport)}, {NameExport, as(NewExport)}})
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.ErrorContains(t, err, "export is registered twice")
 	_, err = newRegistry(cfg, []registration{{NameExport, as(NewExport)}, {"other", as(NewExport)}})
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,5 +55,8 @@ func TestNewRegistryRefusesAnInvalidConfig(t *testing.T) {
 		require.ErrorIs(t, err, tasks.ErrInvalidConfig, field)
 		require.ErrorContains(t, err, field)
 		require.Nil(t, r, field)
+		// Validated once, up front: not reported as a task's own error
+		// ("tasks: export: tasks: invalid configuration: ...").
+		require.True(t, strings.HasPrefix(err.Error(), tasks.ErrInvalidConfig.Error()+": "+field+" "), err.Error())
 	}
 }
