@@ -77,7 +77,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	}
 	registry, err := tasks.NewRegistry(tasks.Config{Articles: DynamoDB(cfg), ArticlesTable: articlesTable})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"ArticlesTable": "ARTICLES_TABLE"})
 	}
 	client := S3(cfg)
 	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
@@ -86,11 +86,11 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		EmulatorWithoutChecksums: localEndpoint(cfg, s3.ServiceID),
 	})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"Table": "JOBS_TABLE"})
 	}
 	h, err := intake.New(intake.Config{
 		Store:        store,
@@ -103,27 +103,23 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Logger:       log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"TenantClaim": "TENANT_CLAIM", "ResultURLTTL": "RESULT_URL_TTL"})
 	}
 	return h.Handle, nil
 }
 
 // Relay publishes the Jobs table's stream (internal/app/outbox). Settings:
-// COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL.
+// COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, each a FIFO queue's (the relay's
+// own check: per-job order needs one).
 func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	commands := env.String("COMMANDS_QUEUE_URL")
 	evts := env.String("EVENTS_QUEUE_URL")
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	for name, url := range map[string]string{"COMMANDS_QUEUE_URL": commands, "EVENTS_QUEUE_URL": evts} {
-		if !strings.HasSuffix(url, ".fifo") {
-			return nil, fmt.Errorf("lambdawire: %s=%q is not a FIFO queue: per-job order needs one", name, url)
-		}
-	}
 	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: sqs.NewFromConfig(cfg), CommandsURL: commands, EventsURL: evts, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"CommandsURL": "COMMANDS_QUEUE_URL", "EventsURL": "EVENTS_QUEUE_URL"})
 	}
 	return relay.Handle, nil
 }
@@ -145,19 +141,19 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 	}
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, projectionTables)
 	}
 	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: jobsTable})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"Table": "JOBS_TABLE"})
 	}
 	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
 	}
 	// A malformed event, or one recovery cannot settle, holds its job's
 	// group: the job's later events wait, parked in order, for an operator.
-	return consume(consumer, projector.Handle, log)
+	return consume(env, consumer, projector.Handle, log)
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
@@ -184,11 +180,11 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: jobsTable,
 		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, jobsSettings)
 	}
 	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: articlesTable})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"ArticlesTable": "ARTICLES_TABLE"})
 	}
 	w, err := worker.New(worker.Config{
 		Jobs:       store,
@@ -197,18 +193,24 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Logger:     log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // its Config holds no setting of its own
 	}
-	return consume(consumer, w.Handle, log)
+	return consume(env, consumer, w.Handle, log)
 }
+
+// The variables behind the settings of more than one function's stores.
+var (
+	jobsSettings     = byField{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS"}
+	projectionTables = byField{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE"}
+)
 
 // consume returns the Process of a processor of cfg (a consumer's
 // quarantine, from quarantined) calling h and logging to log.
-func consume(cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+func consume(env *Env, cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	cfg.Handler, cfg.Logger = h, log
 	p, err := fifo.New(cfg)
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"QuarantineThreshold": "QUARANTINE_AFTER_RECEIVES"})
 	}
 	return p.Process, nil
 }
@@ -233,24 +235,31 @@ func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger
 	if table == "" || queueARN == "" || bucket == "" {
 		return fifo.Config{} // env.Err reports it
 	}
-	q, err := newQuarantine(db, S3(cfg), table, queueARN, bucket)
-	if err != nil {
-		env.Problem(arnVar, err)
+	q := newQuarantine(env, db, S3(cfg), table, arnVar, queueARN, bucket)
+	if q == nil {
 		return fifo.Config{}
 	}
 	return fifo.Config{Quarantine: q, QuarantineThreshold: after, Metrics: quarantine.LoggedBatchMetrics(log, queue)}
 }
 
-// newQuarantine is the quarantine of the queue queueARN, its holds in
-// table and its large bodies in bucket.
-func newQuarantine(db *dynamodb.Client, s3c *s3.Client, table, queueARN, bucket string) (*quarantine.Quarantine, error) {
+// newQuarantine is the quarantine of the queue queueARN (read from
+// arnVar), its holds in table and its large bodies in bucket; nil when
+// env has a problem it reports, each under its own variable.
+func newQuarantine(env *Env, db *dynamodb.Client, s3c *s3.Client, table, arnVar, queueARN, bucket string) *quarantine.Quarantine {
 	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
 	if err != nil {
-		return nil, err
+		env.refuse(err, byField{"Table": "QUARANTINE_TABLE"})
+		return nil
 	}
 	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: s3c, Bucket: bucket})
 	if err != nil {
-		return nil, err
+		env.refuse(err, byField{"Bucket": "QUARANTINE_BUCKET"})
+		return nil
 	}
-	return quarantine.New(quarantine.Config{Store: store, QueueARN: queueARN, Bodies: bodies})
+	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: queueARN, Bodies: bodies})
+	if err != nil {
+		env.refuse(err, byField{"QueueARN": arnVar})
+		return nil
+	}
+	return q
 }

@@ -67,7 +67,7 @@ func workerCandidates(env *Env, api candidate.S3API, bucket string, log *slog.Lo
 	if err != nil {
 		// Not expected: the bounds above and checkLanes refuse every bad
 		// pair first. Named all the same, never a panic.
-		env.Problem("MAX_CANDIDATE_BYTES", err)
+		env.refuse(err, byField{"Bucket": "CANDIDATES_BUCKET", "MaxSize": "MAX_CANDIDATE_BYTES", "SpoolBudget": "EPHEMERAL_STORAGE_MB"})
 		return nil
 	}
 	return store

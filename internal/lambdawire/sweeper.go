@@ -88,20 +88,20 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	s3c := S3(cfg)
 	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table,
 		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, jobsSettings)
 	}
 	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, projectionTables)
 	}
 	cursors, err := sweeperCursors(s3c, bucket)
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	s, err := sweeper.New(sweeper.Config{
 		Jobs:          store,
@@ -123,9 +123,17 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 		Logger:        log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, env.refused(err, sweeperSettings)
 	}
 	return s.Run, nil
+}
+
+// sweeperSettings are the variables behind sweeper.Config's settings.
+var sweeperSettings = byField{
+	"Grace": "SWEEP_GRACE", "StuckAfter": "SWEEP_STUCK_AFTER", "RepairAfter": "SWEEP_REPAIR_AFTER",
+	"RecheckAfter": "SWEEP_RECHECK_AFTER", "RepairBudget": "SWEEP_REPAIR_BUDGET", "MaxItems": "SWEEP_MAX_ITEMS",
+	"Quarantine": "QUARANTINE_TABLE", "CommandsQueue": "COMMANDS_QUEUE_ARN", "EventsQueue": "EVENTS_QUEUE_ARN",
+	"FunctionName": "AWS_LAMBDA_FUNCTION_NAME",
 }
 
 // sweeperQuarantine returns the quarantine's store and the names of the
@@ -152,7 +160,7 @@ func sweeperQuarantine(env *Env, db *dynamodb.Client) (sweeper.Quarantine, strin
 	}
 	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
 	if err != nil {
-		env.Problem("QUARANTINE_TABLE", err)
+		env.refuse(err, byField{"Table": "QUARANTINE_TABLE"})
 		return nil, "", ""
 	}
 	return holds, names[0], names[1]

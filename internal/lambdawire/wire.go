@@ -12,8 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Env reads settings and collects what is wrong with them.
@@ -80,6 +84,59 @@ func (e *Env) Duration(name string, def, lo, hi time.Duration) time.Duration {
 // (a malformed ARN, say).
 func (e *Env) Problem(name string, err error) {
 	e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+}
+
+// byField maps a constructor's Config fields ("Table", "Tables.Views") to
+// the environment variables they were read from.
+type byField map[string]string
+
+// refuse records a constructor's refusal of settings read from the
+// environment under the variables behind it: those whose field the error
+// names (every constructor's error names its field), or, when it names
+// none of them, all of fields. A cold start thus names the variable to
+// fix, not only the Go field; errors.Is still finds the constructor's
+// ErrInvalidConfig.
+func (e *Env) refuse(err error, fields byField) {
+	msg := err.Error()
+	var named, all []string
+	for field, name := range fields {
+		all = append(all, name)
+		if namesField(msg, field) {
+			named = append(named, name)
+		}
+	}
+	if len(named) == 0 {
+		named = all
+	}
+	slices.Sort(named)
+	e.Problem(strings.Join(slices.Compact(named), " or "), err)
+}
+
+// refused is refuse, then every problem found (Err): a builder's answer to
+// a constructor's error.
+func (e *Env) refused(err error, fields byField) error {
+	e.refuse(err, fields)
+	return e.Err()
+}
+
+// namesField reports whether msg has field as a word of its own: not
+// inside a longer name ("MaxSizes" does not name MaxSize), though it may
+// follow a dot ("Recovery.MaxGenerations" names MaxGenerations).
+func namesField(msg, field string) bool {
+	word := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for i := 0; ; {
+		j := strings.Index(msg[i:], field)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(field)
+		before, _ := utf8.DecodeLastRuneInString(msg[:start])
+		after, _ := utf8.DecodeRuneInString(msg[end:])
+		if (start == 0 || !word(before)) && (end == len(msg) || !word(after)) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // Err returns every problem found so far, or nil.
