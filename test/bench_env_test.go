@@ -23,6 +23,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // The benchmarks of the local stack (`make bench`): BenchmarkPipeline (jobs
@@ -60,7 +61,7 @@ func benchDeploy(b *testing.B, prepare func(*samtemplate.Template)) *benchDeploy
 // its own made from prefix, torn down when the test ends.
 func deployTemplate(tb testing.TB, prefix string, prepare func(*samtemplate.Template)) (*localstack.State, *samtemplate.Template, *localdeploy.Result, string) {
 	tb.Helper()
-	state := stackFromEnv(tb)
+	state := testenv.Stack(tb)
 	for _, kv := range state.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		tb.Setenv(k, v)
@@ -71,10 +72,10 @@ func deployTemplate(tb testing.TB, prefix string, prepare func(*samtemplate.Temp
 		prepare(tpl)
 	}
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(tb, prefix)
+	stack := awstest.Name(tb, prefix)
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(tb, err)
-	tb.Cleanup(func() { require.NoError(tb, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	tb.Cleanup(func() { require.NoError(tb, testenv.Teardown(context.Background(), deployed, clients)) })
 	return state, tpl, deployed, stack
 }
 
@@ -177,7 +178,7 @@ func reportLoad(b *testing.B) {
 
 // requestTimes counts the functions' SDK requests and times them, by
 // service, once per attempt (it sits after the retry middleware, like
-// testenv.Requests): how many requests a job cost, how long the emulators
+// awstest.Requests): how many requests a job cost, how long the emulators
 // took to answer them, and how many attempts failed (a throttled or
 // conditional write refused counts too).
 type requestTimes struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // faultRates are the rates TestPipelineThroughFaults injects at, per
@@ -135,16 +136,16 @@ func (f *faultProxies) counts() map[faultproxy.Service]faultproxy.Counts {
 // multiplies the error rates, and FIFOWORKER_FAULT_LOGS names a directory
 // that keeps the functions' log.
 func TestPipelineThroughFaults(t *testing.T) {
-	state := stackFromEnv(t)
+	state := testenv.Stack(t)
 	seed := faultSeed(t)
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	demo.Prepare(tpl)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "faults")
+	stack := awstest.Name(t, "faults")
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 
 	faults := &faultProxies{t: t, seed: seed, scale: faultScale(t), proxies: map[faultproxy.Service]*faultproxy.Proxy{}}
 	logDir := os.Getenv("FIFOWORKER_FAULT_LOGS") // keeps the functions' log

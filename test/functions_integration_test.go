@@ -23,6 +23,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -46,15 +47,15 @@ import (
 // slow. No time is asserted.
 func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 	t.Parallel()
-	state := stackFromEnv(t)
+	state := testenv.Stack(t)
 	require.NotEmpty(t, state.RIE, "FIFOWORKER_RIE names the runtime interface emulator (make test's local run sets it)")
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "fn")
+	stack := awstest.Name(t, "fn")
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 
 	bootstraps, err := pipeline.BuildBootstraps(t.Context(), "..", filepath.Join(t.TempDir(), "bin"), "")
 	require.NoError(t, err)

@@ -39,6 +39,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -104,7 +105,7 @@ var (
 
 func startHostile(t *testing.T) *hostile {
 	t.Helper()
-	state := stackFromEnv(t)
+	state := testenv.Stack(t)
 	for _, kv := range state.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -112,10 +113,10 @@ func startHostile(t *testing.T) *hostile {
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "hostile")
+	stack := awstest.Name(t, "hostile")
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 
 	h := &hostile{
 		deployed: deployed, ddb: state.DynamoDBClient(), sqs: state.SQSClient(), s3: state.S3Client(),

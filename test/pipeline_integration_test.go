@@ -20,20 +20,10 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
-
-// stackFromEnv is the stack the test run was given (make test's local run
-// sets these variables).
-func stackFromEnv(t testing.TB) *localstack.State {
-	t.Helper()
-	testenv.DynamoDB(t) // fails clearly without endpoints
-	testenv.SQS(t)
-	testenv.S3(t)
-	return localstack.FromEnv()
-}
 
 // runPipeline deploys template.yaml (with the demo's short timeouts) under a
 // stack name of its own and runs the demo's scenario on it. Every write to
@@ -41,20 +31,20 @@ func stackFromEnv(t testing.TB) *localstack.State {
 // moment any job's view goes back, not only if it ends behind.
 func runPipeline(t *testing.T, jobs int, rie bool) demo.Summary {
 	t.Helper()
-	state := stackFromEnv(t)
+	state := testenv.Stack(t)
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	demo.Prepare(tpl)
 	withViewsStream(t, tpl)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "e2e")
+	stack := awstest.Name(t, "e2e")
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	if rie {
 		require.NotEmpty(t, state.RIE, "FIFOWORKER_RIE names the runtime interface emulator (make test's local run sets it)")
 	}
-	watch := watchViews(t, testenv.Streams(t), deployed.Attributes["ViewsTable"]["StreamArn"])
+	watch := watchViews(t, awstest.Streams(t), deployed.Attributes["ViewsTable"]["StreamArn"])
 	out := &testenv.Buffer{}
 	sum, err := demo.Run(t.Context(), demo.Options{
 		State: state, Template: tpl, Deployed: deployed, StackName: stack, Jobs: jobs, RIE: rie,
@@ -378,20 +368,20 @@ func streamString(av streamtypes.AttributeValue) string {
 // went back, and nothing for the others.
 func TestViewWatchCatchesARegressionTheEndStateHides(t *testing.T) {
 	t.Parallel()
-	ddb := testenv.DynamoDB(t)
+	ddb := awstest.DynamoDB(t)
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
-	only, err := tpl.Only("ViewsTable")
+	only, err := testenv.Only(tpl, "ViewsTable")
 	require.NoError(t, err)
 	withViewsStream(t, only)
-	cfg := testenv.Config(t)
+	cfg := awstest.Config(t)
 	clients := localdeploy.Clients{DynamoDB: ddb}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "views"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, "views"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	table := deployed.Resources["ViewsTable"]
 
-	watch := watchViews(t, testenv.Streams(t), deployed.Attributes["ViewsTable"]["StreamArn"])
+	watch := watchViews(t, awstest.Streams(t), deployed.Attributes["ViewsTable"]["StreamArn"])
 	var reported []string
 	watch.mu.Lock()
 	watch.report = func(format string, args ...any) { reported = append(reported, fmt.Sprintf(format, args...)) }

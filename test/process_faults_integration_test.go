@@ -28,6 +28,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -54,16 +55,16 @@ import (
 //   - every invariant of the demo holds (demo.Summary.OK), with the demo's
 //     own running example, cancelled job and poison job around it.
 func TestWorkerKilledMidBatchUnderTheRIE(t *testing.T) {
-	state := stackFromEnv(t)
+	state := testenv.Stack(t)
 	require.NotEmpty(t, state.RIE, "FIFOWORKER_RIE names the runtime interface emulator (make test's local run sets it)")
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
 	demo.Prepare(tpl)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, "kill")
+	stack := awstest.Name(t, "kill")
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 
 	logDir := t.TempDir()
 	k := &killer{

@@ -112,7 +112,7 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 	t.Parallel()
 	b := newQuarantineTable(t)
 	rec := newQuarantineActions(b.table)
-	procDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	procDB := dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, rec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
@@ -142,7 +142,7 @@ func TestTheFunctionsRolesAllowExactlyWhatTheQuarantineCalls(t *testing.T) {
 
 	// The sweeper's gauge, on a client of its own, while the group is held.
 	gaugeRec := newQuarantineActions(b.table)
-	gaugeDB := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	gaugeDB := dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, gaugeRec.Install)
 		o.DisableValidateResponseChecksum = true
 	})
@@ -210,10 +210,10 @@ type quarantineTable struct {
 
 func newQuarantineTable(t *testing.T) quarantineTable {
 	t.Helper()
-	client := testenv.DynamoDB(t, func(o *dynamodb.Options) {
+	client := awstest.DynamoDB(t, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true // DynamoDB Local sends no X-Amz-Crc32 with errors
 	})
-	return quarantineTable{client: client, table: awstest.Table(t, client, quarantine.Table(testenv.Name(t, "quarantine")), quarantine.AttrExpiresAt)}
+	return quarantineTable{client: client, table: awstest.Table(t, client, quarantine.Table(awstest.Name(t, "quarantine")), quarantine.AttrExpiresAt)}
 }
 
 // unitARN is the queue the quarantine in

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -23,9 +23,9 @@ import (
 // export fits one page. Not parallel: it sets the endpoint variables.
 func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	state, tpl, deployed, stack := deployWithArticles(t, "cost", nil)
-	counts := map[string]*testenv.Requests{}
+	counts := map[string]*awstest.Requests{}
 	for _, fn := range pipeline.Functions {
-		counts[fn] = &testenv.Requests{}
+		counts[fn] = &awstest.Requests{}
 	}
 	p, err := pipeline.Build(t.Context(), pipeline.Config{
 		Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),

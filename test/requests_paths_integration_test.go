@@ -28,7 +28,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -57,7 +57,7 @@ type costStack struct {
 	tpl      *samtemplate.Template
 	deployed *localdeploy.Result
 	stack    string
-	counts   map[string]*testenv.Requests // by function, and "operator": the test's own requests
+	counts   map[string]*awstest.Requests // by function, and "operator": the test's own requests
 
 	p        *pipeline.Pipeline
 	mu       sync.Mutex
@@ -95,13 +95,13 @@ func newCostStack(t *testing.T, prepare func(*samtemplate.Template)) *costStack 
 	require.NoError(t, err)
 	c := &costStack{
 		t: t, state: state, tpl: tpl, deployed: deployed, stack: stack,
-		counts:  map[string]*testenv.Requests{"operator": {}},
+		counts:  map[string]*awstest.Requests{"operator": {}},
 		deleted: map[string]int{},
 		jobs:    store,
 		views:   views,
 	}
 	for _, fn := range pipeline.Functions {
-		c.counts[fn] = &testenv.Requests{}
+		c.counts[fn] = &awstest.Requests{}
 	}
 	return c
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
@@ -208,7 +209,7 @@ type rolesRun struct {
 	deployed *localdeploy.Result
 	d        testenv.Deployment
 	rec      map[string]*testenv.IAMRecorder
-	lost     *testenv.LostResponses // the worker's
+	lost     *awstest.LostResponses // the worker's
 	vanish   string                 // a job the sweeper's nudge finds gone
 	p        *pipeline.Pipeline
 	ddb      *dynamodb.Client // the test's own, unrecorded
@@ -230,7 +231,7 @@ func newRolesRun(t *testing.T) *rolesRun {
 		t: t, state: state, deployed: deployed,
 		d:      testenv.Deployment{Template: tpl, Result: deployed, Stack: stack, Region: state.Region},
 		rec:    map[string]*testenv.IAMRecorder{},
-		lost:   &testenv.LostResponses{},
+		lost:   &awstest.LostResponses{},
 		ddb:    state.DynamoDBClient(),
 		views:  views,
 		events: map[string][]events.SQSMessage{},

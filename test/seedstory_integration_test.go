@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -32,7 +33,7 @@ type world struct {
 	streams    *dynamodbstreams.Client
 	streamARN  string
 	clock      *jobstest.Clock
-	requests   *testenv.Requests
+	requests   *awstest.Requests
 }
 
 func setup(t *testing.T) *world {
@@ -40,8 +41,8 @@ func setup(t *testing.T) *world {
 	ctx := context.Background()
 	tpl, err := samtemplate.Load("../template.yaml")
 	require.NoError(t, err)
-	w := &world{clock: jobstest.NewClock(jobstest.Start), requests: &testenv.Requests{}}
-	cfg := testenv.Config(t)
+	w := &world{clock: jobstest.NewClock(jobstest.Start), requests: &awstest.Requests{}}
+	cfg := awstest.Config(t)
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, w.requests.Count("dynamodb."))
 		// DynamoDB Local sends no CRC32 on error responses; AWS does.
@@ -51,17 +52,17 @@ func setup(t *testing.T) *world {
 		o.UsePathStyle = true
 		o.APIOptions = append(o.APIOptions, w.requests.Count("s3."))
 	})
-	testenv.DynamoDB(t) // fails clearly if the stack's endpoints are missing
-	testenv.S3(t)
-	clients := localdeploy.Clients{SQS: testenv.SQS(t), DynamoDB: ddb, S3: s3c}
-	deployed, err := localdeploy.Deploy(ctx, tpl, testenv.Name(t, "seed"), cfg.Region, clients)
+	awstest.DynamoDB(t) // fails clearly if the stack's endpoints are missing
+	awstest.S3(t)
+	clients := localdeploy.Clients{SQS: awstest.SQS(t), DynamoDB: ddb, S3: s3c}
+	deployed, err := localdeploy.Deploy(ctx, tpl, awstest.Name(t, "seed"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	w.jobs, err = jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: deployed.Outputs["JobsTableName"], Config: jobs.Config{Now: w.clock.Now}})
 	require.NoError(t, err)
 	w.candidates, err = candidate.New(candidate.Config{Client: s3c, Bucket: deployed.Outputs["CandidatesBucketName"]})
 	require.NoError(t, err)
-	w.streams = testenv.Streams(t)
+	w.streams = awstest.Streams(t)
 	w.streamARN = deployed.Outputs["JobsTableStreamArn"]
 	w.requests.Take() // deployment requests are not the job's
 	return w

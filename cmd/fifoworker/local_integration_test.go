@@ -14,15 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // local run starts a stack, deploys the template, runs the command in the
 // stack's environment, and stops the stack even when the command fails.
 func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	t.Parallel()
-	testenv.SQS(t) // this run's own stack must exist; the one started here is a second
-	unique := testenv.Name(t, "r")
+	awstest.SQS(t) // this run's own stack must exist; the one started here is a second
+	unique := awstest.Name(t, "r")
 	name := "run-" + unique[len(unique)-8:]
 	var stdout, stderr bytes.Buffer
 	dump := filepath.Join(t.TempDir(), "env")

@@ -26,6 +26,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -44,14 +45,14 @@ func deployOps(t *testing.T) *localdeploy.Result {
 // template, what was deployed and the stack's name.
 func deployTest(t *testing.T, prefix string) (*samtemplate.Template, *localdeploy.Result, string) {
 	t.Helper()
-	state := testStack(t)
+	state := testenv.Stack(t)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := testenv.Name(t, prefix)
+	stack := awstest.Name(t, prefix)
 	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	return tpl, deployed, stack
 }
 
@@ -102,10 +103,10 @@ func TestOpsJobsOnADeployedTable(t *testing.T) {
 	deployed := deployOps(t)
 	table := deployed.Outputs["JobsTableName"]
 	require.NotEmpty(t, table)
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: awstest.DynamoDB(t), Table: table})
 	require.NoError(t, err)
 	ctx := context.Background()
-	tenant := testenv.Name(t, "tenant")
+	tenant := awstest.Name(t, "tenant")
 	created, err := store.Create(ctx, jobs.CreateRequest{IntentID: "intent-1", Tenant: tenant, Spec: map[string]string{"format": "ndjson"}})
 	require.NoError(t, err)
 	id := created.Job.ID
@@ -224,11 +225,11 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 	queueName, err := quarantine.QueueName(queueURL)
 	require.NoError(t, err)
 	ctx := context.Background()
-	qstore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	qstore, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: awstest.DynamoDB(t), Table: table})
 	require.NoError(t, err)
 	q, err := quarantine.New(quarantine.Config{Store: qstore, QueueARN: deployed.Attributes["CommandsQueue"]["Arn"]})
 	require.NoError(t, err)
-	group := testenv.Name(t, "g")
+	group := awstest.Name(t, "g")
 	seqs := []string{"18888000000000000001", "18888000000000000002"}
 	var msgs []*events.SQSMessage
 	for i, s := range seqs {
@@ -267,7 +268,7 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 		require.Equal(t, "parked", m.Status)
 	}
 
-	s3c := testenv.S3(t)
+	s3c := awstest.S3(t)
 	notConfirmed := outputsEnv(deployed, "no\n")
 	code, out, errOut := runCLI(t, &notConfirmed, "quarantine", "discard", group)
 	require.Equal(t, 1, code)
@@ -281,7 +282,7 @@ func TestOpsQuarantineOnADeployedStack(t *testing.T) {
 	code, out, _ = runCLI(t, &env, "quarantine", "redrive", group, "--no-wait")
 	require.Equal(t, 0, code)
 	require.Equal(t, fmt.Sprintf("group %s: 2 sent under epoch 1; now draining, 2 parked\n", group), out)
-	sqsc := testenv.SQS(t)
+	sqsc := awstest.SQS(t)
 	copies := receive(t, sqsc, queueURL, 2)
 	for i, m := range copies {
 		key, err := quarantine.SeqKey(seqs[i])
@@ -373,11 +374,11 @@ func TestOpsSweepOnADeployedStack(t *testing.T) {
 	deployed := deployOps(t)
 	ctx := context.Background()
 	table, bucket := deployed.Outputs["JobsTableName"], deployed.Outputs["CandidatesBucketName"]
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: testenv.DynamoDB(t), Table: table})
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: awstest.DynamoDB(t), Table: table})
 	require.NoError(t, err)
 	created, err := store.Create(ctx, jobs.CreateRequest{IntentID: "stuck", Tenant: "t-1"})
 	require.NoError(t, err)
-	s3c := testenv.S3(t)
+	s3c := awstest.S3(t)
 	orphan, err := candidate.NewKey("job-gone", 1, "att-1", "ndjson")
 	require.NoError(t, err)
 	cands, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})

@@ -18,20 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
-	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
-
-// testStack is the stack the test run was given (make test's local run
-// sets these variables); serve runs on it and starts none of its own.
-func testStack(t *testing.T) *localstack.State {
-	t.Helper()
-	testenv.DynamoDB(t) // fails clearly without endpoints
-	testenv.SQS(t)
-	testenv.S3(t)
-	return localstack.FromEnv()
-}
 
 // startServe runs serve with o, on a listener of its own and with its
 // output in a buffer, until stop (or the end of the test, which logs the
@@ -103,7 +93,7 @@ func call(t *testing.T, method, url, token, key, body string, out any) int {
 // is a 401 and another tenant's job a 404. Not parallel: serve sets the
 // endpoint variables of this process.
 func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
-	state := testStack(t)
+	state := testenv.Stack(t)
 	tpl, deployed, stack := deployTest(t, "serve")
 
 	out, base, stop := startServe(t, serveOptions{State: state, Template: tpl, Deployed: deployed, StackName: stack})
@@ -120,7 +110,7 @@ func TestServeRunsAJobPostedOverHTTP(t *testing.T) {
 	require.Contains(t, out.String(), `curl -H "Authorization: Bearer $TOKEN_T1" -H 'Idempotency-Key: k1' -H 'Content-Type: application/json' -d '{"spec":{}}' `+base+"/jobs")
 
 	var created intake.CreatedView
-	key := testenv.Name(t, "k")
+	key := awstest.Name(t, "k")
 	require.Equal(t, http.StatusAccepted, call(t, http.MethodPost, base+"/jobs", tokens["t-1"], key, `{"spec":{}}`, &created))
 	require.Equal(t, "pending", created.Status)
 	require.Equal(t, "/jobs/"+created.JobID, created.Location)

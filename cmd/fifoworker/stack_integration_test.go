@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/intake"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // buildCLI builds this command into a directory of the test's own.
@@ -41,7 +42,7 @@ func buildCLI(t *testing.T) string {
 // wired with the task's spec validator, and HEAD is answered. Not
 // parallel: serve sets the endpoint variables of this process.
 func TestServeWritesTheEnvFileTheOperatorsCommandsRead(t *testing.T) {
-	state := testStack(t)
+	state := testenv.Stack(t)
 	tpl, deployed, stack := deployTest(t, "serve")
 	bin := buildCLI(t)
 
@@ -163,11 +164,11 @@ func TestServeWritesTheEnvFileTheOperatorsCommandsRead(t *testing.T) {
 // environment to its env file, which --stack reads.
 func TestLocalDeployWritesTheEnvFileStackReads(t *testing.T) {
 	t.Parallel()
-	state := testStack(t)
+	state := testenv.Stack(t)
 	envFile, err := localstack.EnvFile(localstack.Options{Name: state.Name})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.Remove(envFile) })
-	stack := testenv.Name(t, "dep")
+	stack := awstest.Name(t, "dep")
 	code, stdout, stderr := runCLI(t, nil, "local", "deploy", "--name", state.Name, "--template", "../../template.yaml", "--stack-name", stack)
 	require.Equal(t, 0, code)
 	require.Contains(t, stderr, "the stack's environment is in "+envFile+": the operator's commands read it with --stack "+state.Name)

@@ -90,7 +90,7 @@ func TestAWSConfigIsTheSDKLoadersForTheFunctionsEnvironments(t *testing.T) {
 			// (internal/base/sdkhttp).
 			require.Nil(t, want.HTTPClient)
 			require.Equal(t, "sdkhttp.guardedClient", fmt.Sprintf("%T", got.HTTPClient))
-			require.IsType(t, awshttp.NewBuildableClient(), sdkhttp.Unguarded(got.HTTPClient))
+			require.Equal(t, sdkhttp.GuardRequestBodies(awshttp.NewBuildableClient()), got.HTTPClient)
 			plain := func(c aws.Config) aws.Config {
 				c.Credentials, c.Logger, c.ConfigSources, c.HTTPClient = nil, nil, nil, nil
 				// The SDK's loader gives empty lists of interceptors, not nil ones.

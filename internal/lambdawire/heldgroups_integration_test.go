@@ -18,6 +18,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
@@ -29,7 +30,7 @@ import (
 // queue) and 0 unmeasured gauges.
 func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Config(t)
+	cfg := awstest.Config(t)
 	db := DynamoDB(cfg)
 	tpl, err := samtemplate.Load("../../template.yaml")
 	require.NoError(t, err)
@@ -39,9 +40,9 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 		only.Resources[name] = tpl.Resources[name]
 	}
 	clients := localdeploy.Clients{DynamoDB: db, S3: S3(cfg)}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "held"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, "held"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	res := deployed.Resources
 
 	// Two jobs created an hour ago, never claimed: both stuck.
@@ -52,8 +53,8 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 		_, err := past.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
 		require.NoError(t, err)
 	}
-	commands := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "c") + ".fifo"
-	evts := "arn:aws:sqs:eu-west-1:123456789012:" + testenv.Name(t, "e") + ".fifo"
+	commands := "arn:aws:sqs:eu-west-1:123456789012:" + awstest.Name(t, "c") + ".fifo"
+	evts := "arn:aws:sqs:eu-west-1:123456789012:" + awstest.Name(t, "e") + ".fifo"
 	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: res["QuarantineTable"]})
 	require.NoError(t, err)
 	q, err := quarantine.New(quarantine.Config{Store: holds, QueueARN: commands})

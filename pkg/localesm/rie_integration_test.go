@@ -77,7 +77,7 @@ func startRIE(t *testing.T, functionTimeout time.Duration) (addr, recordLog stri
 	rie := rieBinary(t)
 	dir := t.TempDir()
 	bootstrap := filepath.Join(dir, "bootstrap")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bootstrap, "./internal/testbootstrap")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bootstrap, "./testdata/testbootstrap")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "build the test bootstrap: %s", out)
 

@@ -21,14 +21,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
 type integrationBundle struct {
 	ddb      *dynamodb.Client
-	requests *testenv.Requests // DynamoDB requests, by operation
+	requests *awstest.Requests // DynamoDB requests, by operation
 	s3       *s3.Client
 	bucket   string
 	table    string
@@ -42,16 +42,16 @@ type integrationBundle struct {
 // an S3 presign client.
 func setupIntegration(t *testing.T) *integrationBundle {
 	t.Helper()
-	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &integrationBundle{requests: &testenv.Requests{}, s3: testenv.S3(t), bucket: testenv.Name(t, "cand")}
-	b.ddb = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	awstest.DynamoDB(t) // fails the test unless an endpoint is configured
+	b := &integrationBundle{requests: &awstest.Requests{}, s3: awstest.S3(t), bucket: awstest.Name(t, "cand")}
+	b.ddb = dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, b.requests.Count(""))
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses.
 		o.DisableValidateResponseChecksum = true
 	})
 	ctx := t.Context()
 
-	table := testenv.Name(t, "jobs")
+	table := awstest.Name(t, "jobs")
 	b.table = table
 	_, err := b.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -68,7 +68,7 @@ func setupIntegration(t *testing.T) *integrationBundle {
 		&dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second))
 
 	in := &s3.CreateBucketInput{Bucket: aws.String(b.bucket)}
-	if region := testenv.Config(t).Region; region != "us-east-1" {
+	if region := awstest.Config(t).Region; region != "us-east-1" {
 		in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(region)}
 	}
 	_, err = b.s3.CreateBucket(ctx, in)

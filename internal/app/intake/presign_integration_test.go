@@ -19,6 +19,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -30,16 +31,16 @@ import (
 // version is a delete marker.
 func TestTheResultURLIsPinnedToTheAcceptedVersion(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Config(t)
-	client := testenv.S3(t)
+	cfg := awstest.Config(t)
+	client := awstest.S3(t)
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	only, err := tpl.Only("CandidatesBucket")
+	only, err := testenv.Only(tpl, "CandidatesBucket")
 	require.NoError(t, err)
 	clients := localdeploy.Clients{S3: client}
-	deployed, err := localdeploy.Deploy(t.Context(), only, testenv.Name(t, "pin"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, "pin"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	bucket := deployed.Resources["CandidatesBucket"]
 	v, err := client.GetBucketVersioning(t.Context(), &s3.GetBucketVersioningInput{Bucket: aws.String(bucket)})
 	require.NoError(t, err)

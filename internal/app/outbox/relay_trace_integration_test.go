@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -23,8 +23,8 @@ import (
 // attribute: a receive returns the messages without it.)
 func TestTheLocalSQSTakesTheRelaysTracedMessages(t *testing.T) {
 	t.Parallel()
-	client := testenv.SQS(t)
-	name := testenv.Name(t, "trace")
+	client := awstest.SQS(t)
+	name := awstest.Name(t, "trace")
 	urls := map[string]string{}
 	for _, q := range []string{"commands", "events"} {
 		out, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name + "-" + q + ".fifo"),

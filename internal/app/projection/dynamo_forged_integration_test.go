@@ -11,7 +11,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -64,7 +64,7 @@ func TestDynamoRecoverRacingARecoveryOfAForgedStatus(t *testing.T) {
 func setupRace(t *testing.T) (b *dynamoBundle, store, other *projection.DynamoStore) {
 	t.Helper()
 	b = setupDynamo(t)
-	other, err := projection.NewDynamoStore(projection.DynamoConfig{Client: dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	other, err := projection.NewDynamoStore(projection.DynamoConfig{Client: dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true
 	}), Tables: b.tables})
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
 )
@@ -57,8 +57,8 @@ func (i *interposer) install(stack *middleware.Stack) error {
 type dynamoBundle struct {
 	client    *dynamodb.Client
 	tables    projection.Tables
-	counter   *testenv.Requests
-	faults    *testenv.LostResponses
+	counter   *awstest.Requests
+	faults    *awstest.LostResponses
 	interpose *interposer
 }
 
@@ -67,15 +67,15 @@ type dynamoBundle struct {
 // counts requests and can lose responses.
 func setupDynamo(t *testing.T) *dynamoBundle {
 	t.Helper()
-	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	b := &dynamoBundle{counter: &testenv.Requests{}, faults: &testenv.LostResponses{}, interpose: &interposer{}}
-	b.client = dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	awstest.DynamoDB(t) // fails the test unless an endpoint is configured
+	b := &dynamoBundle{counter: &awstest.Requests{}, faults: &awstest.LostResponses{}, interpose: &interposer{}}
+	b.client = dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, b.counter.Count(""), b.faults.Install, b.interpose.install)
 		// DynamoDB Local sends no X-Amz-Crc32 with error responses, and the
 		// SDK logs a warning for each refused condition.
 		o.DisableValidateResponseChecksum = true
 	})
-	b.tables = projection.Tables{Views: testenv.Name(t, "views"), Totals: testenv.Name(t, "totals")}
+	b.tables = projection.Tables{Views: awstest.Name(t, "views"), Totals: awstest.Name(t, "totals")}
 	createTable(t, b.client, b.tables.Views, key{"job_id", types.KeyTypeHash})
 	createTable(t, b.client, b.tables.Totals, key{"tenant", types.KeyTypeHash}, key{"key", types.KeyTypeRange})
 	b.counter.Take()
@@ -185,7 +185,7 @@ func TestDynamoRequestCounts(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	ctx := t.Context()
-	jobsTable := testenv.Name(t, "jobs")
+	jobsTable := awstest.Name(t, "jobs")
 	createTable(t, b.client, jobsTable, key{"job_id", types.KeyTypeHash})
 	clock := jobstest.NewClock(jobstest.Start)
 	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: jobsTable, Config: jobs.Config{Now: clock.Now}})

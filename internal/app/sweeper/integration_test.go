@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobstest"
@@ -30,7 +31,7 @@ import (
 type world struct {
 	ctx        context.Context
 	clock      *jobstest.Clock
-	requests   *testenv.Requests
+	requests   *awstest.Requests
 	s3         *s3.Client
 	bucket     string
 	jobs       *jobs.DynamoStore
@@ -40,16 +41,16 @@ type world struct {
 
 func setupWorld(t *testing.T) *world {
 	t.Helper()
-	testenv.DynamoDB(t) // fail clearly without the stack's endpoints
-	testenv.S3(t)
+	awstest.DynamoDB(t) // fail clearly without the stack's endpoints
+	awstest.S3(t)
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	only, err := tpl.Only("JobsTable", "CandidatesBucket")
+	only, err := testenv.Only(tpl, "JobsTable", "CandidatesBucket")
 	require.NoError(t, err)
 	// The emulator stamps LastModified with the wall clock, so the test's
 	// clock starts there.
-	w := &world{ctx: t.Context(), clock: jobstest.NewClock(time.Now().UTC()), requests: &testenv.Requests{}}
-	cfg := testenv.Config(t)
+	w := &world{ctx: t.Context(), clock: jobstest.NewClock(time.Now().UTC()), requests: &awstest.Requests{}}
+	cfg := awstest.Config(t)
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, w.requests.Count("dynamodb."))
 		o.DisableValidateResponseChecksum = true // DynamoDB Local sends no CRC32 on errors
@@ -59,9 +60,9 @@ func setupWorld(t *testing.T) *world {
 		o.APIOptions = append(o.APIOptions, w.requests.Count("s3."))
 	})
 	clients := localdeploy.Clients{DynamoDB: ddb, S3: w.s3}
-	deployed, err := localdeploy.Deploy(w.ctx, only, testenv.Name(t, "sweep"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(w.ctx, only, awstest.Name(t, "sweep"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	w.bucket = deployed.Resources["CandidatesBucket"]
 	w.jobs, err = jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: deployed.Resources["JobsTable"], Config: jobs.Config{Now: w.clock.Now}})
 	require.NoError(t, err)

@@ -28,6 +28,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -148,25 +149,25 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // the lost event, redriven later, counts nothing twice.
 func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	t.Parallel()
-	testenv.DynamoDB(t) // fail clearly without the stack's endpoints
-	testenv.SQS(t)
-	testenv.S3(t)
+	awstest.DynamoDB(t) // fail clearly without the stack's endpoints
+	awstest.SQS(t)
+	awstest.S3(t)
 	ctx := t.Context()
-	cfg := testenv.Config(t)
+	cfg := awstest.Config(t)
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	only, err := tpl.Only("JobsTable", "ViewsTable", "TotalsTable", "CommandsQueue", "CommandsDLQ",
+	only, err := testenv.Only(tpl, "JobsTable", "ViewsTable", "TotalsTable", "CommandsQueue", "CommandsDLQ",
 		"EventsQueue", "EventsDLQ", "StreamFailureQueue", "CandidatesBucket")
 	require.NoError(t, err)
-	requests := &testenv.Requests{}
+	requests := &awstest.Requests{}
 	noCRC := func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true } // DynamoDB Local sends none on errors
 	ddb := dynamodb.NewFromConfig(cfg, noCRC)
 	sqsc := sqs.NewFromConfig(cfg)
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	clients := localdeploy.Clients{DynamoDB: ddb, SQS: sqsc, S3: s3c}
-	deployed, err := localdeploy.Deploy(ctx, only, testenv.Name(t, "repair"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(ctx, only, awstest.Name(t, "repair"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	res := deployed.Resources
 
 	clock := jobstest.NewClock(time.Now().UTC())
@@ -362,20 +363,20 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 // would be deleted were it readable, are kept.
 func TestAnUndecodableJobItemIsPassedOnTheLocalStack(t *testing.T) {
 	t.Parallel()
-	testenv.DynamoDB(t) // fail clearly without the stack's endpoints
-	testenv.S3(t)
+	awstest.DynamoDB(t) // fail clearly without the stack's endpoints
+	awstest.S3(t)
 	ctx := t.Context()
-	cfg := testenv.Config(t)
+	cfg := awstest.Config(t)
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	only, err := tpl.Only("JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket")
+	only, err := testenv.Only(tpl, "JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket")
 	require.NoError(t, err)
 	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	clients := localdeploy.Clients{DynamoDB: ddb, S3: s3c}
-	deployed, err := localdeploy.Deploy(ctx, only, testenv.Name(t, "undecodable"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(ctx, only, awstest.Name(t, "undecodable"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	res := deployed.Resources
 
 	clock := jobstest.NewClock(time.Now().UTC())

@@ -13,18 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // dynamoBackend creates an Articles table shaped like template.yaml's
 // (tenant hash key, article_id range key), unique to the test.
 func dynamoBackend(t *testing.T) backend {
 	t.Helper()
-	testenv.DynamoDB(t) // fails the test unless an endpoint is configured
-	client := dynamodb.NewFromConfig(testenv.Config(t), func(o *dynamodb.Options) {
+	awstest.DynamoDB(t) // fails the test unless an endpoint is configured
+	client := dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true // DynamoDB Local sends no CRC32 on errors
 	})
-	table := testenv.Name(t, "articles")
+	table := awstest.Name(t, "articles")
 	ctx := t.Context()
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),

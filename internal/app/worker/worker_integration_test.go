@@ -24,6 +24,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -40,15 +41,15 @@ type stack struct {
 	sqs        *sqs.Client
 	s3         *s3.Client
 	candidates *candidate.Store
-	requests   *testenv.Requests
+	requests   *awstest.Requests
 }
 
 func deployStack(t *testing.T) *stack {
 	t.Helper()
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	st := &stack{requests: &testenv.Requests{}}
-	cfg := testenv.Config(t)
+	st := &stack{requests: &awstest.Requests{}}
+	cfg := awstest.Config(t)
 	st.ddb = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, st.requests.Count("dynamodb."))
 		o.DisableValidateResponseChecksum = true // DynamoDB Local sends no CRC32 on errors
@@ -57,13 +58,13 @@ func deployStack(t *testing.T) *stack {
 		o.UsePathStyle = true
 		o.APIOptions = append(o.APIOptions, st.requests.Count("s3."))
 	})
-	testenv.DynamoDB(t) // fails clearly if the stack's endpoints are missing
-	testenv.S3(t)
-	st.sqs = testenv.SQS(t)
+	awstest.DynamoDB(t) // fails clearly if the stack's endpoints are missing
+	awstest.S3(t)
+	st.sqs = awstest.SQS(t)
 	clients := localdeploy.Clients{SQS: st.sqs, DynamoDB: st.ddb, S3: s3c}
-	deployed, err := localdeploy.Deploy(t.Context(), tpl, testenv.Name(t, "worker"), cfg.Region, clients)
+	deployed, err := localdeploy.Deploy(t.Context(), tpl, awstest.Name(t, "worker"), cfg.Region, clients)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, localdeploy.Teardown(context.Background(), deployed, clients)) })
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 	st.outputs = deployed.Outputs
 	st.s3 = s3c
 	st.candidates, err = candidate.New(candidate.Config{Client: s3c, Bucket: st.outputs["CandidatesBucketName"], SpoolDir: t.TempDir()})

@@ -63,12 +63,6 @@ func (d *Decoder) fail(name, problem string) {
 	}
 }
 
-// Has reports whether the attribute is there, whatever its type.
-func (d *Decoder) Has(name string) bool {
-	_, ok := d.item[name]
-	return ok
-}
-
 // Names are the attributes' names, in order.
 func (d *Decoder) Names() []string { return slices.Sorted(maps.Keys(d.item)) }
 

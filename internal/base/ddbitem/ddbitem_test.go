@@ -49,8 +49,6 @@ func TestAttributesOfTheirTypeAreRead(t *testing.T) {
 	require.Equal(t, time.UTC, d.OptSeconds("sec").Location())
 	require.Equal(t, []byte{1, 2}, d.OptBinary("bin"))
 	require.Equal(t, map[string]string{"a": "1", "b": ""}, d.OptStringMap("spec"))
-	require.True(t, d.Has("s"))
-	require.False(t, d.Has("none"))
 
 	require.Empty(t, d.OptString("none"))
 	require.Zero(t, d.OptInt("none"))

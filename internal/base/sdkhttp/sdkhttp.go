@@ -58,12 +58,3 @@ func (g guardedClient) Do(req *http.Request) (*http.Response, error) {
 
 // readCloser hides every method of a body but Read and Close.
 type readCloser struct{ io.ReadCloser }
-
-// Unguarded returns the client GuardRequestBodies wrapped, or c itself
-// when it is not a guarded client.
-func Unguarded(c aws.HTTPClient) aws.HTTPClient {
-	if g, ok := c.(guardedClient); ok {
-		return g.next
-	}
-	return c
-}

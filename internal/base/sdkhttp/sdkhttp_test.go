@@ -150,7 +150,7 @@ func TestGuardRequestBodiesOfNoClientIsTheSDKsDefault(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := sdkhttp.GuardRequestBodies(nil)
-	require.IsType(t, awshttp.NewBuildableClient(), sdkhttp.Unguarded(c))
+	require.Equal(t, sdkhttp.GuardRequestBodies(awshttp.NewBuildableClient()), c, "the SDK's default client, guarded")
 	client := sqs.New(sqs.Options{
 		Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL), HTTPClient: c,
 		Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""),

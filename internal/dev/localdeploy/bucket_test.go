@@ -26,18 +26,6 @@ func (f *fakeS3) CreateBucket(_ context.Context, in *s3.CreateBucketInput, _ ...
 	return &s3.CreateBucketOutput{}, nil
 }
 
-func (f *fakeS3) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	return &s3.ListObjectsV2Output{}, nil
-}
-
-func (f *fakeS3) DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	return &s3.DeleteObjectOutput{}, nil
-}
-
-func (f *fakeS3) DeleteBucket(context.Context, *s3.DeleteBucketInput, ...func(*s3.Options)) (*s3.DeleteBucketOutput, error) {
-	return &s3.DeleteBucketOutput{}, nil
-}
-
 func deployOneBucket(t *testing.T, region string, api *fakeS3) error {
 	t.Helper()
 	tpl := &samtemplate.Template{Resources: map[string]samtemplate.Resource{

@@ -16,7 +16,6 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 )
@@ -26,7 +25,6 @@ type sqsAPI interface {
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 }
 
 type dynamoAPI interface {
@@ -34,17 +32,12 @@ type dynamoAPI interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 }
 
 type s3API interface {
 	CreateBucket(ctx context.Context, in *s3.CreateBucketInput, optFns ...func(*s3.Options)) (*s3.CreateBucketOutput, error)
 	HeadBucket(ctx context.Context, in *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error)
-	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
-	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-	DeleteBucket(ctx context.Context, in *s3.DeleteBucketInput, optFns ...func(*s3.Options)) (*s3.DeleteBucketOutput, error)
 	PutBucketVersioning(ctx context.Context, in *s3.PutBucketVersioningInput, optFns ...func(*s3.Options)) (*s3.PutBucketVersioningOutput, error)
-	ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
 }
 
 var (
@@ -72,7 +65,8 @@ type Result struct {
 	// Skipped lists what was not created or not applied locally, and why.
 	Skipped []string
 	// Created lists the logical ids of what was created or found, in
-	// creation order, with their types: Teardown's input.
+	// creation order, with their types: what a test's teardown deletes
+	// (testenv.Teardown).
 	Created []Created
 }
 
@@ -337,7 +331,7 @@ func deployTable(ctx context.Context, r *resolver, logical string, rsc samtempla
 		return nil, err
 	}
 	// Deletion protection stays off whatever the template says: a local
-	// stack is torn down with its tables (Teardown, local down).
+	// stack is torn down with its tables (a test's teardown, local down).
 	in := &dynamodb.CreateTableInput{TableName: aws.String(name), KeySchema: keySchema(spec.KeySchema), DeletionProtectionEnabled: aws.Bool(false)}
 	for _, a := range spec.AttributeDefinitions {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{
@@ -481,65 +475,4 @@ func deployBucket(ctx context.Context, r *resolver, logical string, rsc samtempl
 	}
 	return skippedProps(p, "PublicAccessBlockConfiguration", "BucketEncryption", "OwnershipControls",
 		"LifecycleConfiguration", "Tags"), nil
-}
-
-// Teardown deletes what a deployment created, in reverse order: buckets
-// (emptied first), tables, queues. What is already gone is not an error.
-func Teardown(ctx context.Context, res *Result, c Clients) error {
-	var errs []error
-	for i := len(res.Created) - 1; i >= 0; i-- {
-		cr := res.Created[i]
-		var err error
-		switch cr.Type {
-		case "AWS::SQS::Queue":
-			_, err = c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(cr.Ref)})
-			var gone *sqstypes.QueueDoesNotExist
-			if errors.As(err, &gone) {
-				err = nil
-			}
-		case "AWS::DynamoDB::Table":
-			_, err = c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(cr.Ref)})
-			var gone *ddbtypes.ResourceNotFoundException
-			if errors.As(err, &gone) {
-				err = nil
-			}
-		case "AWS::S3::Bucket":
-			err = emptyAndDeleteBucket(ctx, c.S3, cr.Ref)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("localdeploy: teardown %s (%s): %w", cr.LogicalID, cr.Ref, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// emptyAndDeleteBucket deletes every version and delete marker (a
-// versioned bucket keeps what a plain delete removes), then the bucket.
-func emptyAndDeleteBucket(ctx context.Context, api s3API, bucket string) error {
-	pages := s3.NewListObjectVersionsPaginator(api, &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		// ListObjectVersions models no NoSuchBucket error: its code tells.
-		var gone smithy.APIError
-		if errors.As(err, &gone) && gone.ErrorCode() == "NoSuchBucket" {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var objs []s3types.ObjectIdentifier
-		for _, v := range page.Versions {
-			objs = append(objs, s3types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
-		}
-		for _, m := range page.DeleteMarkers {
-			objs = append(objs, s3types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
-		}
-		for _, o := range objs {
-			if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key, VersionId: o.VersionId}); err != nil {
-				return err
-			}
-		}
-	}
-	_, err := api.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)})
-	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // Deploys the repository's template.yaml on the stack under a fresh stack
@@ -29,9 +30,9 @@ func TestDeployRepositoryTemplateTwice(t *testing.T) {
 	ctx := context.Background()
 	tpl, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	sqsc, ddb, s3c := testenv.SQS(t), testenv.DynamoDB(t), testenv.S3(t)
+	sqsc, ddb, s3c := awstest.SQS(t), awstest.DynamoDB(t), awstest.S3(t)
 	clients := localdeploy.Clients{SQS: sqsc, DynamoDB: ddb, S3: s3c}
-	stack := testenv.Name(t, "dep")
+	stack := awstest.Name(t, "dep")
 
 	first, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", clients)
 	require.NoError(t, err)
@@ -78,7 +79,7 @@ func TestDeployRepositoryTemplateTwice(t *testing.T) {
 	// teardown finds nothing to do.
 	_, err = s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String("candidates/x"), Body: strings.NewReader("x")})
 	require.NoError(t, err)
-	require.NoError(t, localdeploy.Teardown(ctx, second, clients))
+	require.NoError(t, testenv.Teardown(ctx, second, clients))
 	_, err = s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: bucket})
 	require.Error(t, err)
 	_, err = ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(first.Outputs["JobsTableName"])})
@@ -86,15 +87,15 @@ func TestDeployRepositoryTemplateTwice(t *testing.T) {
 	require.ErrorAs(t, err, &noTable)
 	_, err = sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(first.Outputs["CommandsQueueUrl"])})
 	require.Error(t, err)
-	require.NoError(t, localdeploy.Teardown(ctx, second, clients))
+	require.NoError(t, testenv.Teardown(ctx, second, clients))
 }
 
 // A table that exists with another key schema is an error, not a silent reuse.
 func TestDeployRefusesATableWithAnotherKeySchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ddb := testenv.DynamoDB(t)
-	stack := testenv.Name(t, "keys")
+	ddb := awstest.DynamoDB(t)
+	stack := awstest.Name(t, "keys")
 	t.Cleanup(func() {
 		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(stack + "-JobsTable")})
 	})
@@ -119,7 +120,7 @@ Resources:
 	require.ErrorContains(t, err, "exists with another key schema")
 
 	// Same key, but no stream: the relay would read nothing.
-	noStream := testenv.Name(t, "nostream")
+	noStream := awstest.Name(t, "nostream")
 	t.Cleanup(func() {
 		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(noStream + "-JobsTable")})
 	})
@@ -132,7 +133,7 @@ Resources:
 	require.NoError(t, err)
 	withStream, err := samtemplate.Load("../../../template.yaml")
 	require.NoError(t, err)
-	jobsOnly, err := withStream.Only("JobsTable")
+	jobsOnly, err := testenv.Only(withStream, "JobsTable")
 	require.NoError(t, err)
 	_, err = localdeploy.Deploy(ctx, jobsOnly, noStream, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.ErrorContains(t, err, "another stream (it has none, the template says NEW_AND_OLD_IMAGES)")
@@ -142,7 +143,7 @@ Resources:
 func TestDeployCreatesIndexesAndTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ddb := testenv.DynamoDB(t)
+	ddb := awstest.DynamoDB(t)
 	tpl, err := samtemplate.Parse([]byte(`
 Resources:
   Views:
@@ -162,10 +163,10 @@ Resources:
       TimeToLiveSpecification: {AttributeName: gone_at, Enabled: true}
 `))
 	require.NoError(t, err)
-	stack := testenv.Name(t, "gsi")
+	stack := awstest.Name(t, "gsi")
 	res, err := localdeploy.Deploy(ctx, tpl, stack, "eu-west-1", localdeploy.Clients{DynamoDB: ddb})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = localdeploy.Teardown(context.Background(), res, localdeploy.Clients{DynamoDB: ddb}) })
+	t.Cleanup(func() { _ = testenv.Teardown(context.Background(), res, localdeploy.Clients{DynamoDB: ddb}) })
 	require.Equal(t, stack+"-views", res.Resources["Views"])
 	desc, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(stack + "-views")})
 	require.NoError(t, err)

@@ -393,14 +393,3 @@ func tail(path string, lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
-
-// FromEnv is the stack this process was given through the variables Env
-// writes (what `fifoworker local run` sets for its command): the endpoints,
-// the region and the runtime interface emulator.
-func FromEnv() *State {
-	return &State{
-		Name: os.Getenv("FIFOWORKER_STACK"), Region: os.Getenv("AWS_REGION"), External: os.Getenv("AWS_ENDPOINT_URL"),
-		SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"), DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), S3: os.Getenv("AWS_ENDPOINT_URL_S3"),
-		RIE: os.Getenv("FIFOWORKER_RIE"),
-	}
-}

@@ -8,15 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 )
 
 // A second stack beside the one the tests run on: its own ports, its own
 // state, and down stops exactly its processes.
 func TestSecondStackDoesNotCollide(t *testing.T) {
 	t.Parallel()
-	testenv.SQS(t) // the stack this run uses must exist
-	unique := testenv.Name(t, "s")
+	awstest.SQS(t) // the stack this run uses must exist
+	unique := awstest.Name(t, "s")
 	name := "second-" + unique[len(unique)-8:]
 	o := Options{Name: name}
 	s, err := Up(context.Background(), o)
@@ -39,16 +39,16 @@ func TestSecondStackDoesNotCollide(t *testing.T) {
 		require.False(t, ours(p), "%s still running after down", p.Service)
 	}
 	// The stack the other tests use still answers.
-	_, err = testenv.SQS(t).ListQueues(context.Background(), nil)
+	_, err = awstest.SQS(t).ListQueues(context.Background(), nil)
 	require.NoError(t, err)
 }
 
 // With AWS_ENDPOINT_URL set (a running LocalStack, say), up starts nothing
 // and hands out that endpoint; down has nothing to stop.
 func TestExternalEndpointStartsNothing(t *testing.T) {
-	testenv.SQS(t)
+	awstest.SQS(t)
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
-	unique := testenv.Name(t, "e")
+	unique := awstest.Name(t, "e")
 	o := Options{Name: "external-" + unique[len(unique)-8:]}
 	s, err := Up(context.Background(), o)
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,15 +107,4 @@ func TestDownLeavesAReusedPIDAlone(t *testing.T) {
 	require.NoError(t, save(o, &State{Name: "reused", Processes: []Process{self}}))
 	require.NoError(t, Down(o)) // must not signal this test process
 	require.NoError(t, Down(o), "stopping a stack that is not running is not an error")
-}
-
-// FromEnv reads back what Env writes.
-func TestFromEnvReadsWhatEnvWrites(t *testing.T) {
-	s := &State{Name: "x", Region: "eu-west-1", SQS: "http://127.0.0.1:1", DynamoDB: "http://127.0.0.1:2", S3: "http://127.0.0.1:3", RIE: "/bin/rie"}
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	require.Equal(t, s, FromEnv())
 }

@@ -83,13 +83,6 @@ func (t *Template) truth(v any, ref RefFunc, depth int) (bool, error) {
 	return false, fmt.Errorf("%w: %s in a condition", ErrUnsupported, fn)
 }
 
-// Scalar is the text of v, a literal, a Ref or a Fn::FindInMap (of
-// literals, Refs and Fn::FindInMap), as a deployment whose Refs ref gives
-// sees it.
-func (t *Template) Scalar(v any, ref RefFunc) (string, error) {
-	return t.scalar(v, ref)
-}
-
 // ScalarText is the text CloudFormation makes of a scalar: a string, a
 // boolean or a number as YAML gives it.
 func ScalarText(v any) (string, bool) {

@@ -122,19 +122,3 @@ func TestConditionsAreDecidedAsCloudFormationDecidesThem(t *testing.T) {
 	_, _, err = tpl.Choose(map[string]any{"Fn::If": []any{"NoArn", 1}}, deployedWith(tpl, nil))
 	require.ErrorContains(t, err, "Fn::If takes [condition, then, else]")
 }
-
-// A part of a template keeps what its resources' values refer to.
-func TestOnlyKeepsWhatTheResourcesReferTo(t *testing.T) {
-	t.Parallel()
-	tpl, err := samtemplate.Parse([]byte(conditionsTemplate))
-	require.NoError(t, err)
-	only, err := tpl.Only("R")
-	require.NoError(t, err)
-	require.Equal(t, []string{"R"}, only.OfType("AWS::SNS::Topic"))
-	require.Equal(t, tpl.Parameters, only.Parameters)
-	require.Equal(t, tpl.Conditions, only.Conditions)
-	require.Equal(t, tpl.Mappings, only.Mappings)
-	require.True(t, exists(t, only, nil, "R"), "its condition still decides")
-	_, err = tpl.Only("R", "Nope")
-	require.ErrorContains(t, err, "declares no Nope")
-}

@@ -126,22 +126,6 @@ func Parse(raw []byte) (*Template, error) {
 	return t, nil
 }
 
-// Only returns a template of the named resources alone, with everything
-// their values may refer to besides other resources (parameters,
-// conditions, mappings, globals): what deploys a part of the template.
-func (t *Template) Only(logicalIDs ...string) (*Template, error) {
-	out := &Template{Globals: t.Globals, Parameters: t.Parameters, Conditions: t.Conditions, Mappings: t.Mappings,
-		Resources: make(map[string]Resource, len(logicalIDs))}
-	for _, id := range logicalIDs {
-		r, ok := t.Resources[id]
-		if !ok {
-			return nil, fmt.Errorf("samtemplate: the template declares no %s", id)
-		}
-		out.Resources[id] = r
-	}
-	return out, nil
-}
-
 // OfType returns the names of the resources of type typ, sorted.
 func (t *Template) OfType(typ string) []string {
 	var names []string

@@ -1,0 +1,29 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
+)
+
+// Stack is the local stack this test run was given through the variables
+// localstack's State.Env writes (what `fifoworker local run` sets for its
+// command): the endpoints, the region and the runtime interface emulator.
+// It fails the test, as awstest's clients do, without an endpoint.
+func Stack(t testing.TB) *localstack.State {
+	t.Helper()
+	for _, id := range []string{dynamodb.ServiceID, sqs.ServiceID, s3.ServiceID} {
+		awstest.RequireEndpoint(t, id)
+	}
+	return &localstack.State{
+		Name: os.Getenv("FIFOWORKER_STACK"), Region: os.Getenv("AWS_REGION"), External: os.Getenv("AWS_ENDPOINT_URL"),
+		SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"), DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), S3: os.Getenv("AWS_ENDPOINT_URL_S3"),
+		RIE: os.Getenv("FIFOWORKER_RIE"),
+	}
+}
