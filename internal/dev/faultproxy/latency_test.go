@@ -36,23 +36,16 @@ func TestEachLatencyBoundDefaultsOnItsOwn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			up := newUpstream(t, faultproxy.DynamoDB)
-			var mu sync.Mutex
-			var slept []time.Duration
+			var slept sleeps
 			p := newProxy(t, faultproxy.Config{
 				Service: faultproxy.DynamoDB, Target: up.srv.URL, Seed: 3, Rates: faultproxy.Rates{Latency: 1},
-				MinLatency: tc.minSet, MaxLatency: tc.maxSet,
-				Sleep: func(_ context.Context, d time.Duration) error {
-					mu.Lock()
-					defer mu.Unlock()
-					slept = append(slept, d)
-					return nil
-				},
+				MinLatency: tc.minSet, MaxLatency: tc.maxSet, Sleep: slept.sleep,
 			})
 			for range 8 {
 				require.NoError(t, call(t.Context(), faultproxy.DynamoDB, p.URL, 1))
 			}
-			require.Len(t, slept, 8)
-			for _, d := range slept {
+			require.Len(t, slept.all(), 8)
+			for _, d := range slept.all() {
 				require.GreaterOrEqual(t, d, tc.wantMin)
 				require.LessOrEqual(t, d, tc.wantMax)
 			}
@@ -79,4 +72,24 @@ func TestLatencyBoundsThatCannotBe(t *testing.T) {
 		require.ErrorContains(t, err, tc.field, tc.name)
 	}
 	require.NoError(t, faultproxy.Config{Service: faultproxy.S3, Target: target, MinLatency: time.Second, MaxLatency: time.Second}.Validate())
+}
+
+// sleeps is a proxy's Sleep that records each delay it is asked for and
+// returns at once: no clock is read.
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.d = append(s.d, d)
+	return nil
+}
+
+func (s *sleeps) all() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.d...)
 }

@@ -320,21 +320,15 @@ func TestTheSDKRetriesThroughEveryFault(t *testing.T) {
 func TestLatencyIsWithinItsBounds(t *testing.T) {
 	t.Parallel()
 	up := newUpstream(t, faultproxy.DynamoDB)
-	var mu sync.Mutex
-	var slept []time.Duration
+	var recorded sleeps
 	p := newProxy(t, faultproxy.Config{
 		Service: faultproxy.DynamoDB, Target: up.srv.URL, Seed: 9, Rates: faultproxy.Rates{Latency: 1},
-		MinLatency: 10 * time.Millisecond, MaxLatency: 50 * time.Millisecond,
-		Sleep: func(_ context.Context, d time.Duration) error {
-			mu.Lock()
-			defer mu.Unlock()
-			slept = append(slept, d)
-			return nil
-		},
+		MinLatency: 10 * time.Millisecond, MaxLatency: 50 * time.Millisecond, Sleep: recorded.sleep,
 	})
 	for range 20 {
 		require.NoError(t, call(t.Context(), faultproxy.DynamoDB, p.URL, 1))
 	}
+	slept := recorded.all()
 	require.Len(t, slept, 20)
 	require.Equal(t, slept, p.Delays())
 	distinct := map[time.Duration]bool{}
