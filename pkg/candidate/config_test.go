@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/candidate"
-	"github.com/fifoworker/fifoworker/pkg/candidate/candidatetest"
 	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
 
@@ -30,7 +29,7 @@ func TestNewRefusesAnInvalidConfig(t *testing.T) {
 	}{
 		"nil client":              {candidate.Config{Bucket: testBucket}, "Client is nil"},
 		"empty bucket":            {candidate.Config{Client: mem}, "Bucket is empty"},
-		"spool dir and spool":     {valid(candidate.Config{SpoolDir: t.TempDir(), Spool: candidatetest.NewDisk(100)}), "SpoolDir"},
+		"spool dir and spool":     {valid(candidate.Config{SpoolDir: t.TempDir(), Spool: newDisk(t, 100)}), "SpoolDir"},
 		"negative max size":       {valid(candidate.Config{MaxSize: -1}), "MaxSize -1 is outside"},
 		"max size past PutObject": {valid(candidate.Config{MaxSize: candidate.MaxSize + 1}), "MaxSize 5368709121 is outside"},
 		"negative attempts":       {valid(candidate.Config{ConflictAttempts: -1}), "ConflictAttempts -1 is negative"},
@@ -67,7 +66,7 @@ func TestNewRefusesAnInvalidConfig(t *testing.T) {
 		"budget of the max size":  {MaxSize: 100, SpoolBudget: 100},
 		"budget of the default":   {SpoolBudget: candidate.MaxSize},
 		"spool dir":               {SpoolDir: t.TempDir()},
-		"spool":                   {Spool: candidatetest.NewDisk(100)},
+		"spool":                   {Spool: newDisk(t, 100)},
 	}
 	for name, cfg := range accepted {
 		t.Run(name, func(t *testing.T) {

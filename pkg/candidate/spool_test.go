@@ -22,9 +22,17 @@ type spoolBundle struct {
 	store  *candidate.Store
 }
 
+// newDisk is a candidatetest.Disk of size bytes.
+func newDisk(t testing.TB, size int64) *candidatetest.Disk {
+	t.Helper()
+	d, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: size})
+	require.NoError(t, err)
+	return d
+}
+
 func setupSpool(t *testing.T, maxSize, budget int64) *spoolBundle {
 	t.Helper()
-	b := &spoolBundle{bucket: newBucket(t), disk: candidatetest.NewDisk(budget)}
+	b := &spoolBundle{bucket: newBucket(t), disk: newDisk(t, budget)}
 	var err error
 	b.store, err = candidate.New(candidate.Config{Client: b.bucket, Bucket: testBucket, Spool: b.disk, MaxSize: maxSize, SpoolBudget: budget})
 	require.NoError(t, err)

@@ -29,8 +29,8 @@ const spoolMax = 64 << 10
 // bounded as the worker's wiring bounds them: at most maxSize bytes a
 // candidate, and the disk's size as the budget.
 func (b *testBundle) onDisk(maxSize, budget int64) *candidatetest.Disk {
-	disk := candidatetest.NewDisk(budget)
-	var err error
+	disk, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: budget})
+	require.NoError(b.t, err)
 	b.candidates, err = candidate.New(candidate.Config{Client: b.s3, Bucket: testBucket, Spool: disk, MaxSize: maxSize, SpoolBudget: budget})
 	require.NoError(b.t, err)
 	return disk

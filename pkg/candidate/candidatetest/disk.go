@@ -1,6 +1,7 @@
 package candidatetest
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +28,32 @@ type Disk struct {
 
 var _ candidate.Spool = (*Disk)(nil)
 
-// NewDisk returns an empty disk of size bytes.
-func NewDisk(size int64) *Disk { return &Disk{size: size} }
+// ErrInvalidConfig is wrapped by NewDisk's error for a configuration that
+// cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("candidatetest: invalid configuration")
+
+// DiskConfig configures a Disk.
+type DiskConfig struct {
+	// Size is the disk's capacity in bytes. Required: at least 1.
+	Size int64
+}
+
+// Validate reports a field that cannot work, wrapping ErrInvalidConfig.
+func (c DiskConfig) Validate() error {
+	if c.Size < 1 {
+		return fmt.Errorf("%w: Size %d is not a positive number of bytes", ErrInvalidConfig, c.Size)
+	}
+	return nil
+}
+
+// NewDisk returns an empty disk of cfg.Size bytes, or an error wrapping
+// ErrInvalidConfig.
+func NewDisk(cfg DiskConfig) (*Disk, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Disk{size: cfg.Size}, nil
+}
 
 // Create implements candidate.Spool.
 func (d *Disk) Create() (candidate.SpoolFile, error) {

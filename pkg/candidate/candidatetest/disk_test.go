@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -14,7 +15,10 @@ import (
 // the next byte is refused with ENOSPC after what fits was written, and a
 // closed file's bytes are free again.
 func TestDiskFillsAtItsSize(t *testing.T) {
-	d := candidatetest.NewDisk(10)
+	d, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := d.Create()
 	if err != nil {
 		t.Fatal(err)
@@ -48,5 +52,20 @@ func TestDiskFillsAtItsSize(t *testing.T) {
 	}
 	if err := b.Close(); err != nil || d.Stats().Used != 0 || d.Stats().Files != 0 {
 		t.Fatalf("all closed: %v, %+v", err, d.Stats())
+	}
+}
+
+// NewDisk refuses a size below one byte, at its bound: a negative or zero
+// size is an error wrapping ErrInvalidConfig that names Size, never a
+// disk that refuses its first byte.
+func TestNewDiskRefusesAnInvalidConfig(t *testing.T) {
+	for _, size := range []int64{-1 << 40, -1, 0} {
+		d, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: size})
+		if !errors.Is(err, candidatetest.ErrInvalidConfig) || !strings.Contains(err.Error(), "Size") || d != nil {
+			t.Fatalf("size %d: %v, %v; want an error wrapping ErrInvalidConfig naming Size, and no disk", size, d, err)
+		}
+	}
+	if _, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: 1}); err != nil {
+		t.Fatalf("size 1, the bound: %v", err)
 	}
 }

@@ -13,7 +13,10 @@ import (
 // bytes. candidate.Config.Spool takes it in a test of a candidate larger
 // than the function's ephemeral storage.
 func ExampleDisk() {
-	disk := candidatetest.NewDisk(8)
+	disk, err := candidatetest.NewDisk(candidatetest.DiskConfig{Size: 8})
+	if err != nil {
+		panic(err)
+	}
 	f, err := disk.Create()
 	if err != nil {
 		panic(err)
