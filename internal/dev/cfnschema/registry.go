@@ -2,6 +2,7 @@ package cfnschema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,9 +28,37 @@ type Registry struct {
 	loaded map[string]*ResourceSchema
 }
 
-// NewRegistry reads schemas from dir as they are needed.
-func NewRegistry(dir string) *Registry {
-	return &Registry{dir: dir, loaded: map[string]*ResourceSchema{}}
+// ErrInvalidConfig is wrapped by NewRegistry's error for a configuration
+// that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("cfnschema: invalid configuration")
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	// Dir is the directory of the schemas, laid out as Registry says.
+	// Required: an existing directory.
+	Dir string
+}
+
+// Validate reports a field that cannot work, wrapping ErrInvalidConfig.
+func (c RegistryConfig) Validate() error {
+	if c.Dir == "" {
+		return fmt.Errorf("%w: Dir is empty", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// NewRegistry reads schemas from cfg.Dir as they are needed, or returns
+// an error wrapping ErrInvalidConfig.
+func NewRegistry(cfg RegistryConfig) (*Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// Checked here, not by Validate, which reads no files: a wrong path
+	// would otherwise read as every type's schema missing.
+	if fi, err := os.Stat(cfg.Dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%w: Dir %q is not a directory", ErrInvalidConfig, cfg.Dir)
+	}
+	return &Registry{dir: cfg.Dir, loaded: map[string]*ResourceSchema{}}, nil
 }
 
 // ResourceSchema is one resource type's registry schema.

@@ -3,6 +3,7 @@ package cfnschema_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -60,7 +61,30 @@ func registrySchemas(t *testing.T) *cfnschema.Registry {
 		schemasDir = filepath.Join(mod.Dir, "internal", "aws", "cfn", "schemas")
 	})
 	require.NoError(t, schemasErr, "the registry schemas come from %s, as go.mod pins it", rainModule)
-	return cfnschema.NewRegistry(schemasDir)
+	r, err := cfnschema.NewRegistry(cfnschema.RegistryConfig{Dir: schemasDir})
+	require.NoError(t, err)
+	return r
+}
+
+// NewRegistry refuses a Dir that is not a directory, naming it: a wrong
+// path would otherwise read as every type's schema missing.
+func TestNewRegistryRefusesAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "queue.json")
+	require.NoError(t, os.WriteFile(file, []byte("{}"), 0o600))
+	for name, dir := range map[string]string{
+		"empty":     "",
+		"missing":   filepath.Join(t.TempDir(), "no-such-dir"),
+		"not a dir": file,
+	} {
+		r, err := cfnschema.NewRegistry(cfnschema.RegistryConfig{Dir: dir})
+		require.ErrorIs(t, err, cfnschema.ErrInvalidConfig, name)
+		require.ErrorContains(t, err, "Dir", name)
+		require.Nil(t, r, name)
+	}
+	r, err := cfnschema.NewRegistry(cfnschema.RegistryConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	require.NotNil(t, r)
 }
 
 type downloadError struct {
