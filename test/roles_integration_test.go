@@ -246,7 +246,9 @@ func newRolesRun(t *testing.T) *rolesRun {
 	// pass here and be refused on AWS.
 	missing := map[string]func(*middleware.Stack) error{}
 	for _, fn := range pipeline.Functions {
-		r.rec[fn] = testenv.NewIAMRecorder(names)
+		rec, err := testenv.NewIAMRecorder(testenv.IAMRecorderConfig{Names: names})
+		require.NoError(t, err)
+		r.rec[fn] = rec
 		settings[fn] = map[string]string{"AWS_LAMBDA_FUNCTION_NAME": stack + "-" + fn}
 		role, err := testenv.FunctionRole(r.d, functionLogicalIDs[fn], exemptServices...)
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -110,9 +111,49 @@ type IAMRecorder struct {
 	seen  map[string]IAMRequest
 }
 
-// NewIAMRecorder records requests against names.
-func NewIAMRecorder(names IAMNames) *IAMRecorder {
-	return &IAMRecorder{names: names, seen: map[string]IAMRequest{}}
+// ErrInvalidConfig is wrapped by NewIAMRecorder's error for a
+// configuration that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("testenv: invalid configuration")
+
+// IAMRecorderConfig configures an IAMRecorder.
+type IAMRecorderConfig struct {
+	// Names maps the requests' names to what IAM sees (NamesOf). Required:
+	// each of its ARNs an ARN, each table with its partition key. A name
+	// it lacks is recorded as an action no policy allows.
+	Names IAMNames
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c IAMRecorderConfig) Validate() error {
+	for _, name := range slices.Sorted(maps.Keys(c.Names.Tables)) {
+		switch t := c.Names.Tables[name]; {
+		case !strings.HasPrefix(t.ARN, "arn:"):
+			return fmt.Errorf("%w: Names.Tables[%q].ARN %q is not an ARN", ErrInvalidConfig, name, t.ARN)
+		case t.Hash == "":
+			return fmt.Errorf("%w: Names.Tables[%q].Hash is empty", ErrInvalidConfig, name)
+		}
+	}
+	for _, set := range []struct {
+		field string
+		arns  map[string]string
+	}{{"Queues", c.Names.Queues}, {"Buckets", c.Names.Buckets}} {
+		for _, name := range slices.Sorted(maps.Keys(set.arns)) {
+			if arn := set.arns[name]; !strings.HasPrefix(arn, "arn:") {
+				return fmt.Errorf("%w: Names.%s[%q] %q is not an ARN", ErrInvalidConfig, set.field, name, arn)
+			}
+		}
+	}
+	return nil
+}
+
+// NewIAMRecorder records requests against cfg.Names, or returns an error
+// wrapping ErrInvalidConfig.
+func NewIAMRecorder(cfg IAMRecorderConfig) (*IAMRecorder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &IAMRecorder{names: cfg.Names, seen: map[string]IAMRequest{}}, nil
 }
 
 // Install adds the recorder to a client's middleware stack.
