@@ -23,10 +23,11 @@ import (
 )
 
 // The store's tests against an S3: each runs on the emulator
-// (TestIntegrationStore, integration_test.go) and on
-// s3mem.S3 (TestMemoryS3Conformance, memorys3_test.go), the in-memory S3
-// the simulation and other packages' tests use. Passing on both is what
-// makes s3mem a faithful stand-in.
+// (TestIntegrationStore, integration_test.go) and on s3mem.S3
+// (TestMemoryS3Conformance, memorys3_test.go), the in-memory S3 the
+// simulation and other packages' tests use. They check the store; that
+// s3mem answers every S3 call as the emulator and AWS do is
+// s3mem/s3memtest's conformance suite's job, which pkg/s3mem runs on both.
 
 // s3Bundle is a candidate store on a bucket of its own.
 type s3Bundle struct {

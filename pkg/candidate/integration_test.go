@@ -4,12 +4,10 @@ package candidate_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/awstest"
@@ -36,32 +34,7 @@ func setupIntegration(t *testing.T) *s3Bundle {
 	// (that cleanup, registered first, runs last), so goleak still sees a
 	// response body left open.
 	client := awstest.S3(t)
-	b := &s3Bundle{client: client, bucket: awstest.Name(t, "cand"), spoolDir: t.TempDir()}
-	in := &s3.CreateBucketInput{Bucket: aws.String(b.bucket)}
-	if region := awstest.Config(t).Region; region != "us-east-1" {
-		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
-	}
-	_, err := client.CreateBucket(t.Context(), in)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx := context.Background() // t.Context() has ended by now
-		pages := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket)})
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				t.Errorf("cleanup: list %s: %v", b.bucket, err)
-				return
-			}
-			for _, obj := range page.Contents {
-				if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: obj.Key}); err != nil {
-					t.Errorf("cleanup: delete %s: %v", aws.ToString(obj.Key), err)
-				}
-			}
-		}
-		if _, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b.bucket)}); err != nil {
-			t.Errorf("cleanup: delete bucket %s: %v", b.bucket, err)
-		}
-	})
+	b := &s3Bundle{client: client, bucket: awstest.Bucket(t, client, "cand"), spoolDir: t.TempDir()}
 	b.put = func(t *testing.T, key string, body []byte, meta map[string]string, checksum string) {
 		t.Helper()
 		in := &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key), Body: bytes.NewReader(body), Metadata: meta}
@@ -71,6 +44,7 @@ func setupIntegration(t *testing.T) *s3Bundle {
 		_, err := client.PutObject(t.Context(), in)
 		require.NoError(t, err)
 	}
+	var err error
 	b.store, err = candidate.New(candidate.Config{Client: client, Bucket: b.bucket, SpoolDir: b.spoolDir})
 	require.NoError(t, err)
 	return b

@@ -6,10 +6,17 @@
 // tests of pkg/candidate, the worker, the sweeper, the tasks and the
 // wiring, and the simulation (internal/sim), run on it.
 //
-// It is faithful where it matters because pkg/candidate's store
-// conformance tests run on both it (TestMemoryS3Conformance) and the S3
-// emulator (TestIntegrationStore): what passes on S3 passes on the
-// emulator. Its own tests cover what no store call provokes.
+// It is faithful because one conformance suite, s3memtest.Run, runs on it
+// (TestConformance, and TestFaultyConformance for a FaultyS3 that fails
+// nothing) and on the local stack's S3 emulator
+// (TestIntegrationConformance): every operation it implements, every
+// answer it gives, and the requests its callers make as they make them
+// (the sweeper cursor's one-key listing, the quarantine's bodies). The
+// suite checks what AWS S3 does. Where the emulator does otherwise, its
+// run declares the deviation (s3memtest.Deviation says each one), the
+// suite checks the emulator's own behaviour there instead, and s3mem,
+// which declares none, follows AWS. Its own tests cover what no S3 would
+// show: objects corrupted at rest (PutRaw), and FaultyS3's faults.
 //
 // It imports nothing of this module, so a library's tests may use it.
 package s3mem

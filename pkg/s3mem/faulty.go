@@ -24,8 +24,8 @@ const (
 // when each was made, fails the ones the test chooses, and can hold a
 // PutObject until its context ends. Every request it neither fails nor
 // holds is the S3's to answer, so what the bucket holds and how it answers
-// are the S3's, which pkg/candidate's conformance run holds to the
-// emulator.
+// are the S3's, which the conformance suite (s3memtest) holds to AWS's
+// behaviour, on a FaultyS3 too.
 //
 // A request is counted first, even one that is then failed or held. A
 // PutObject that FaultyS3 fails reads its body to the end first, as S3

@@ -23,28 +23,38 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// S3 is an in-memory S3 with the semantics candidates, the sweeper's
-// cursors and quarantined bodies rely on:
+// S3 is an in-memory S3: it answers the calls of the SDK's *s3.Client it
+// implements as that client, with its default settings, answers them for
+// S3 itself. The conformance suite s3memtest holds it, and the local
+// stack's emulator, to AWS's behaviour:
 //
 //   - PutObject reads the whole body, checks it against ContentLength
 //     (IncompleteBody) and against ChecksumSHA256 when given (BadDigest), and
 //     with IfNoneMatch "*" refuses a key that holds an object (412
-//     PreconditionFailed); a put without it replaces the object. The ETag is
-//     the quoted MD5 of the content; user metadata comes back with lower-case
-//     keys, as the SDK returns it, and so does the Content-Type
-//     (binary/octet-stream when none was sent).
+//     PreconditionFailed); any other IfNoneMatch is 501 NotImplemented. A put
+//     without it replaces the whole object. The ETag is the quoted MD5 of the
+//     content; user metadata comes back with lower-case keys, as the SDK
+//     returns it; the Content-Type is the one sent, or
+//     application/octet-stream, which the SDK sends for a put that sets none.
 //   - GetObject and HeadObject answer NoSuchKey and NotFound for a missing
-//     key. They return the object's SHA-256 checksum only with ChecksumMode
-//     ENABLED, and then GetObject's body, like the SDK's validating reader,
-//     fails the read that reaches the end when the content does not match
-//     it.
+//     key. HeadObject returns the object's SHA-256 checksum only with
+//     ChecksumMode ENABLED; GetObject always does, as the SDK asks for it
+//     with its default ResponseChecksumValidation, and then its body, like
+//     the SDK's validating reader, fails the read that reaches the end when
+//     the content does not match it.
 //   - ListObjectsV2 lists keys in UTF-8 byte order under Prefix, after
 //     StartAfter and ContinuationToken, at most MaxKeys (default and cap
-//     1,000) per page, with IsTruncated and NextContinuationToken.
+//     1,000) per page, with IsTruncated and NextContinuationToken. MaxKeys 0
+//     lists nothing and is not truncated; a negative MaxKeys is
+//     InvalidArgument.
 //   - DeleteObject of a missing key succeeds.
 //   - LastModified is the clock's time (Config.Now), truncated to the
 //     second as S3 reports it.
-//   - Any bucket but the ones it was made with is NoSuchBucket.
+//   - Any bucket but the ones it was made with is NoSuchBucket (NotFound to
+//     HeadObject, whose answer has no body to carry the code).
+//   - A request about an object with an empty key fails as the SDK fails
+//     it, with a *smithy.SerializationError, before it reaches a bucket; a
+//     request whose context has ended fails with the context's error.
 //
 // It is safe for concurrent use; concurrent conditional puts of one key are
 // serialised, so one wins and the others get 412 (S3 may also answer 409
@@ -68,7 +78,8 @@ type object struct {
 // api is the part of the S3 client that S3 and FaultyS3 implement, with
 // the SDK's signatures (the check against *s3.Client): what
 // candidate.Store calls, and a subset of it the sweeper's cursor and the
-// quarantine's body store call.
+// quarantine's body store call. It is s3memtest.API, which this package
+// cannot import.
 type api interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
@@ -140,13 +151,21 @@ func (m *S3) bucket(name *string) (map[string]*object, error) {
 	return b, nil
 }
 
+// start is what every call checks before it reaches a bucket: a request
+// about an object needs its key, which the SDK checks before it sends
+// anything (with a serialization error), and a context that has ended
+// fails the call.
+func start(ctx context.Context, key **string) error {
+	if key != nil && aws.ToString(*key) == "" {
+		return &smithy.SerializationError{Err: errors.New("s3mem: input member Key must not be empty")}
+	}
+	return ctx.Err()
+}
+
 // PutObject implements the S3 call.
 func (m *S3) PutObject(ctx context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, &in.Key); err != nil {
 		return nil, err
-	}
-	if aws.ToString(in.Key) == "" {
-		return nil, apiError("InvalidArgument", "empty key")
 	}
 	var body []byte
 	if in.Body != nil {
@@ -208,12 +227,14 @@ func (m *S3) PutRaw(bucket, key string, body []byte, meta map[string]string, che
 }
 
 // contentType is the Content-Type S3 stores: the one sent, or
-// binary/octet-stream.
+// application/octet-stream, which the SDK sends for a put that sets none
+// (S3's own default, binary/octet-stream, is for a request without the
+// header, which the SDK does not make).
 func contentType(sent *string) string {
 	if t := aws.ToString(sent); t != "" {
 		return t
 	}
-	return "binary/octet-stream"
+	return "application/octet-stream"
 }
 
 func lower(meta map[string]string) map[string]string {
@@ -243,7 +264,7 @@ func (m *S3) lookup(bucket, key *string) (*object, error) {
 
 // GetObject implements the S3 call.
 func (m *S3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, &in.Key); err != nil {
 		return nil, err
 	}
 	obj, err := m.lookup(in.Bucket, in.Key)
@@ -261,7 +282,9 @@ func (m *S3) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3
 		LastModified:  aws.Time(obj.modified),
 		Metadata:      obj.meta,
 	}
-	if in.ChecksumMode == types.ChecksumModeEnabled && obj.checksum != "" {
+	// The SDK's client, with its default ResponseChecksumValidation
+	// (WhenSupported), sends every GetObject with ChecksumMode ENABLED.
+	if obj.checksum != "" {
 		out.ChecksumSHA256 = aws.String(obj.checksum)
 		if !composite(obj.checksum) {
 			out.Body = &validatingBody{r: bytes.NewReader(obj.body), want: obj.checksum, hash: sha256.New()}
@@ -305,12 +328,14 @@ func (v *validatingBody) Close() error { return nil }
 
 // HeadObject implements the S3 call.
 func (m *S3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, &in.Key); err != nil {
 		return nil, err
 	}
 	obj, err := m.lookup(in.Bucket, in.Key)
 	if err != nil {
-		return nil, err
+		// S3's 404 to a HEAD has no body to name NoSuchBucket in, so the
+		// SDK makes it NotFound, as for a missing key.
+		return nil, &types.NotFound{Message: aws.String(err.Error())}
 	}
 	if obj == nil {
 		return nil, &types.NotFound{Message: aws.String("s3mem: no such key")}
@@ -333,7 +358,7 @@ const maxKeys = 1000
 
 // ListObjectsV2 implements the S3 call.
 func (m *S3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, nil); err != nil {
 		return nil, err
 	}
 	limit := maxKeys
@@ -367,14 +392,13 @@ func (m *S3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...
 		Name: in.Bucket, Prefix: in.Prefix, StartAfter: in.StartAfter, ContinuationToken: in.ContinuationToken,
 		MaxKeys: aws.Int32(int32(limit)), IsTruncated: aws.Bool(false),
 	}
-	if len(keys) > limit {
+	switch {
+	case limit == 0: // asks for nothing, and S3 answers that nothing more is to come
+		keys = nil
+	case len(keys) > limit:
 		keys = keys[:limit]
 		out.IsTruncated = aws.Bool(true)
-		if limit > 0 {
-			out.NextContinuationToken = aws.String(keys[len(keys)-1])
-		} else {
-			out.NextContinuationToken = aws.String(after)
-		}
+		out.NextContinuationToken = aws.String(keys[len(keys)-1])
 	}
 	for _, k := range keys {
 		obj := objects[k]
@@ -389,7 +413,7 @@ func (m *S3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, _ ...
 
 // DeleteObject implements the S3 call. Deleting a missing key succeeds.
 func (m *S3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, &in.Key); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
