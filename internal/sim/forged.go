@@ -32,11 +32,13 @@ func (w *World) forgeEvent() {
 	ev.EventID = jobs.OutboxID(ev.JobID, ev.Version)
 	body, err := json.Marshal(ev)
 	if err != nil {
-		panic(err)
+		w.fail(fmt.Errorf("a forged event: %w", err))
+		return
 	}
 	decoded, err := outbox.DecodeEvent(string(body))
 	if err != nil {
-		panic(fmt.Sprintf("sim: a forged event does not decode: %v", err))
+		w.fail(fmt.Errorf("a forged event does not decode: %w", err))
+		return
 	}
 	w.forged[forgedKey(projection.ViewOfEvent(&decoded), decoded.Delta)] = true
 	w.stats.ForgedEvents++

@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // SQS's MD5OfBody
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -84,11 +87,11 @@ type Queue struct {
 	Visibility time.Duration
 	MaxReceive int
 
-	clock *Clock
-	msgs  []*Msg // queued: visible or in flight, in sequence order
-	all   []*Msg // every message accepted, in sequence order
-	byID  map[string]*Msg
-	dlq   []*Msg
+	now  func() time.Time
+	msgs []*Msg // queued: visible or in flight, in sequence order
+	all  []*Msg // every message accepted, in sequence order
+	byID map[string]*Msg
+	dlq  []*Msg
 	// dlqCopies: the sequence numbers of the messages a copy of which
 	// was dead-lettered.
 	dlqCopies map[uint64]bool
@@ -105,19 +108,59 @@ type dedupEntry struct {
 // firstSeq is the first sequence number: SQS's are 20 digits and more.
 const firstSeq = 18_000_000_000_000_000_000
 
-// NewQueue returns an empty queue.
-func NewQueue(name string, visibility time.Duration, maxReceive int, clock *Clock) *Queue {
+// ErrInvalidConfig is wrapped by the error of a constructor of this
+// package (NewQueue, Run's world) for a configuration that cannot work;
+// the message names the field.
+var ErrInvalidConfig = errors.New("sim: invalid configuration")
+
+// QueueConfig configures a Queue. Name, Visibility and MaxReceive are
+// required.
+type QueueConfig struct {
+	// Name is the queue's, a FIFO queue's: it ends in ".fifo".
+	Name string
+	// Visibility is the queue's visibility timeout, positive.
+	Visibility time.Duration
+	// MaxReceive is the redrive policy's maxReceiveCount, at least 1.
+	MaxReceive int
+	// Now is the queue's clock (nil: time.Now); the world gives it its
+	// simulated clock's.
+	Now func() time.Time
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c QueueConfig) Validate() error {
+	switch base, fifo := strings.CutSuffix(c.Name, ".fifo"); {
+	case !fifo || base == "":
+		return fmt.Errorf("%w: Name %q is not a FIFO queue's", ErrInvalidConfig, c.Name)
+	case c.Visibility <= 0:
+		return fmt.Errorf("%w: Visibility %v is not positive", ErrInvalidConfig, c.Visibility)
+	case c.MaxReceive < 1:
+		return fmt.Errorf("%w: MaxReceive %d is below 1", ErrInvalidConfig, c.MaxReceive)
+	}
+	return nil
+}
+
+// NewQueue returns an empty queue, or an error wrapping ErrInvalidConfig.
+func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	name := cfg.Name
 	return &Queue{
 		Name: name, ARN: "arn:aws:sqs:eu-west-1:123456789012:" + name, URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/" + name,
-		Visibility: visibility, MaxReceive: maxReceive, clock: clock,
+		Visibility: cfg.Visibility, MaxReceive: cfg.MaxReceive, now: cfg.Now,
 		byID: map[string]*Msg{}, dedup: map[string]dedupEntry{}, seq: firstSeq, dlqCopies: map[uint64]bool{},
-	}
+	}, nil
 }
 
 // Send offers a message. It returns the message id, and whether the queue
 // took it as a new message (false: a duplicate within the window).
 func (q *Queue) Send(group, body, dedupID string, attrs map[string]events.SQSMessageAttribute) (string, bool) {
-	now := q.clock.Now()
+	now := q.now()
 	if e, ok := q.dedup[dedupID]; ok && now.Sub(e.at) < DedupWindow {
 		return e.id, false
 	}
@@ -168,7 +211,7 @@ func (m *Msg) inFlight(now time.Time) bool { return m.Receives > 0 && now.Before
 // them. rng decides which groups the batch leaves out, as SQS does not
 // promise every group in every batch.
 func (q *Queue) Receive(rng *rand.Rand, max int) []events.SQSMessage {
-	now := q.clock.Now()
+	now := q.now()
 	locked := map[string]bool{}
 	for _, m := range q.msgs {
 		if m.inFlight(now) {
@@ -256,7 +299,7 @@ func (q *Queue) Len() int { return len(q.msgs) }
 // Receivable is how many queued messages a receive could return now: not
 // in flight, of a group with nothing in flight.
 func (q *Queue) Receivable() int {
-	now, n := q.clock.Now(), 0
+	now, n := q.now(), 0
 	locked := map[string]bool{}
 	for _, m := range q.msgs {
 		if m.inFlight(now) {
@@ -273,7 +316,7 @@ func (q *Queue) Receivable() int {
 
 // NextVisible is when the first message in flight becomes visible again.
 func (q *Queue) NextVisible() (time.Time, bool) {
-	now := q.clock.Now()
+	now := q.now()
 	var next time.Time
 	for _, m := range q.msgs {
 		if m.inFlight(now) && (next.IsZero() || m.InvisibleUntil.Before(next)) {

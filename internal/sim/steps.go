@@ -396,7 +396,12 @@ func (w *World) redrive(all bool) {
 						}
 					}
 				}
-				rep, err := w.operator(q, progress).Redrive(ctx, h.Group, false)
+				op, err := w.operator(q, progress)
+				if err != nil {
+					w.fail(err)
+					return
+				}
+				rep, err := op.Redrive(ctx, h.Group, false)
 				w.stats.Redrives++
 				w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.Name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
 			})
@@ -405,15 +410,11 @@ func (w *World) redrive(all bool) {
 }
 
 // operator is q's quarantine operator, telling progress (nil: no one) of
-// each copy it sends.
-func (w *World) operator(q *Queue, progress func(quarantine.RedriveProgress)) *quarantine.Operator {
+// each copy it sends. Its settings were checked when the world was made.
+func (w *World) operator(q *Queue, progress func(quarantine.RedriveProgress)) (*quarantine.Operator, error) {
 	cfg := w.operators[q]
 	cfg.Progress = progress
-	op, err := quarantine.NewOperator(cfg)
-	if err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
-	}
-	return op
+	return quarantine.NewOperator(cfg)
 }
 
 // discardHostile has the operator discard the held group's parked
@@ -429,7 +430,12 @@ func (w *World) discardHostile(ctx context.Context, q *Queue, group string) {
 			continue
 		}
 		seq := quarantine.SeqNumber(p.Sequence)
-		_, h, err := w.operator(q, nil).Discard(ctx, group, seq)
+		op, err := w.operator(q, nil)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		_, h, err := op.Discard(ctx, group, seq)
 		w.logf("operator: discard %s %s %s (%s): %s, err %v", q.Name, group, seq, p.DeduplicationID, h.State, err)
 		if err == nil {
 			w.stats.Discarded++

@@ -102,14 +102,10 @@ func (w *World) stall(ctx context.Context) {
 }
 
 // newWorker is the world's worker: every job runs simTask.
-func (w *World) newWorker() *worker.Worker {
+func (w *World) newWorker() (*worker.Worker, error) {
 	tasks, err := task.NewRegistry(task.RegistryConfig{Tasks: map[string]task.Task{"sim": simTask{w}}, Default: "sim"})
 	if err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
+		return nil, err
 	}
-	wk, err := worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Tasks: tasks, Now: w.clock.Now})
-	if err != nil {
-		panic(err)
-	}
-	return wk
+	return worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Tasks: tasks, Now: w.clock.Now})
 }

@@ -70,11 +70,20 @@ func (b Break) String() string {
 
 // Config is one run's.
 type Config struct {
-	Seed  uint64
+	Seed uint64
+	// Break is the bug put in on purpose (default BreakNone: none).
 	Break Break
 	// Trace, when set, receives the run's steps as they happen; otherwise
 	// the last lines are kept for the error of a failed run.
 	Trace io.Writer
+}
+
+// Validate reports a field that cannot work, wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	if c.Break < BreakNone || c.Break > BreakQuarantineCheck {
+		return fmt.Errorf("%w: Break %v is none of the deliberate bugs", ErrInvalidConfig, c.Break)
+	}
+	return nil
 }
 
 // Stats count what a run did, so that a set of seeds can be shown to reach
@@ -190,8 +199,11 @@ type World struct {
 // settling phase without them, then the final checks. It returns the first
 // invariant that failed, with the run's last steps.
 func Run(cfg Config) (Stats, error) {
-	w := newWorld(cfg)
-	err := w.run()
+	w, err := newWorld(cfg)
+	if err != nil {
+		return Stats{}, fmt.Errorf("seed %d: %w", cfg.Seed, err)
+	}
+	err = w.run()
 	// Whatever happened, no invocation is left suspended.
 	for w.resumeOne(false) {
 	}
@@ -202,7 +214,13 @@ func Run(cfg Config) (Stats, error) {
 	return w.stats, nil
 }
 
-func newWorld(cfg Config) *World {
+// newWorld builds the world of cfg, or returns why it cannot: a setting
+// of the world's own that a component refuses is a bug of the simulation,
+// reported as Run's error.
+func newWorld(cfg Config) (*World, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	w := &World{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), clock: NewClock(),
 		created: map[string]int{}, streams: map[string]*stream{},
@@ -216,14 +234,14 @@ func newWorld(cfg Config) *World {
 
 	mem, err := jobs.NewMemoryStore(jobs.Config{Now: w.clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: maxGenerations}})
 	if err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
+		return nil, err
 	}
 	w.mem = mem
 	w.journal = &journal{w: w, mem: w.mem}
 	w.jobs = &faultJobs{w: w, inner: w.journal}
 	w.s3, err = s3mem.New(s3mem.Config{Buckets: []string{bucket}, Now: w.clock.Now})
 	if err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
+		return nil, err
 	}
 	w.bucket = &faultS3{w: w, inner: w.s3}
 	// A conflict's retry waits a nanosecond, the least there is: the
@@ -231,7 +249,7 @@ func newWorld(cfg Config) *World {
 	candidates, cerr := candidate.New(candidate.Config{Client: w.bucket, Bucket: bucket, ConflictAttempts: 3, ConflictBackoff: time.Nanosecond})
 	checker, kerr := candidate.New(candidate.Config{Client: w.s3, Bucket: bucket})
 	if err := errors.Join(cerr, kerr); err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
+		return nil, err
 	}
 	w.candidates, w.checker = candidates, checker
 	// One seed in eight runs a deployment that ignores the 6 x rule: the
@@ -241,8 +259,12 @@ func newWorld(cfg Config) *World {
 	if w.rng.IntN(8) == 0 {
 		visibility = shortVisibility
 	}
-	w.commands = NewQueue("commands.fifo", visibility, commandsMaxReceive, w.clock)
-	w.evts = NewQueue("events.fifo", eventsVisibility, eventsMaxReceive, w.clock)
+	commands, cerr := NewQueue(QueueConfig{Name: "commands.fifo", Visibility: visibility, MaxReceive: commandsMaxReceive, Now: w.clock.Now})
+	evts, eerr := NewQueue(QueueConfig{Name: "events.fifo", Visibility: eventsVisibility, MaxReceive: eventsMaxReceive, Now: w.clock.Now})
+	if err := errors.Join(cerr, eerr); err != nil {
+		return nil, err
+	}
+	w.commands, w.evts = commands, evts
 	w.processed[w.commands] = map[string]map[uint64]bool{}
 	w.processed[w.evts] = map[string]map[uint64]bool{}
 
@@ -253,7 +275,7 @@ func newWorld(cfg Config) *World {
 	eventsQuarantine, eerr := quarantine.New(quarantine.Config{Store: qstore, QueueARN: w.evts.ARN, Now: w.clock.Now})
 	bodies, berr := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: w.s3, Bucket: bucket})
 	if err := errors.Join(cerr, eerr, berr); err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
+		return nil, err
 	}
 	var commandsQ, eventsQ fifo.Quarantine = commandsQuarantine, eventsQuarantine
 	if cfg.Break == BreakQuarantineCheck {
@@ -263,23 +285,35 @@ func newWorld(cfg Config) *World {
 	for _, q := range []*Queue{w.commands, w.evts} {
 		w.operators[q] = quarantine.OperatorConfig{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
 			Bodies: bodies}
+		// Checked here, where a bad one is Run's error; the operator
+		// itself is made for each command (World.operator).
+		if err := w.operators[q].Validate(); err != nil {
+			return nil, err
+		}
 	}
 
-	wk := w.newWorker()
-	w.workerFn = w.processor(w.tracked(w.commands, wk.Handle), commandsQ, commandsQuarantineAfter)
+	wk, err := w.newWorker()
+	if err != nil {
+		return nil, err
+	}
+	if w.workerFn, err = w.processor(w.tracked(w.commands, wk.Handle), commandsQ, commandsQuarantineAfter); err != nil {
+		return nil, err
+	}
 
 	w.views = &views{w: w, mem: projection.NewMemoryStore()}
 	w.proj = &faultProjection{w: w, inner: w.views}
 	p, err := projection.NewProjector(projection.ProjectorConfig{Store: w.proj, Source: w.jobs, RecoverAfter: recoverAfter})
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	w.projector = w.processor(w.tracked(w.evts, p.Handle), eventsQ, eventsQuarantineAfter)
+	if w.projector, err = w.processor(w.tracked(w.evts, p.Handle), eventsQ, eventsQuarantineAfter); err != nil {
+		return nil, err
+	}
 
 	cursor, cerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket})
 	repairCursor, rerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket, Key: sweeper.RepairCursorKey})
 	if err := errors.Join(cerr, rerr); err != nil {
-		panic(err)
+		return nil, err
 	}
 	w.sweeper, err = sweeper.New(sweeper.Config{
 		Jobs: w.jobs, Candidates: w.candidates, Now: w.clock.Now, Projection: w.proj,
@@ -291,13 +325,13 @@ func newWorld(cfg Config) *World {
 		Quarantine: qstore, CommandsQueue: w.commands.Name, EventsQueue: w.evts.Name,
 	})
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	w.intake, err = intake.New(intake.Config{Store: w.jobs, Presigner: presigner{w}, Now: w.clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return w
+	return w, nil
 }
 
 // logf adds a line to the trace.
@@ -312,6 +346,15 @@ func (w *World) logf(format string, args ...any) {
 		w.trace = append(w.trace[:0], w.trace[len(w.trace)-keep:]...)
 	}
 	w.trace = append(w.trace, line)
+}
+
+// fail ends the run with err, a fault of the simulation itself (a
+// component it could not make), not a broken invariant.
+func (w *World) fail(err error) {
+	w.logf("FAILED: %v", err)
+	if w.err == nil {
+		w.err = fmt.Errorf("sim: %w (at %s, step %d)", err, w.clock.Now().Sub(Epoch), w.stats.Steps)
+	}
 }
 
 // violate records a broken invariant; the first one ends the run.
@@ -402,12 +445,8 @@ func (w *World) answer(q *Queue, inv *invocation, batch []events.SQSMessage, ctx
 
 // processor is a consumer of the world: its handlers run one at a time,
 // on the world's clock, under q with threshold, counted by outcomes.
-func (w *World) processor(h fifo.Handler, q fifo.Quarantine, threshold int) *fifo.Processor {
-	p, err := fifo.New(fifo.Config{Handler: h, Quarantine: q, QuarantineThreshold: threshold, Concurrency: 1, Now: w.clock.Now, Metrics: w.outcomes})
-	if err != nil {
-		panic(err) // the world's own settings: a bug of the simulation
-	}
-	return p
+func (w *World) processor(h fifo.Handler, q fifo.Quarantine, threshold int) (*fifo.Processor, error) {
+	return fifo.New(fifo.Config{Handler: h, Quarantine: q, QuarantineThreshold: threshold, Concurrency: 1, Now: w.clock.Now, Metrics: w.outcomes})
 }
 
 // outcomes is the processors' metrics hook.
