@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,6 +64,7 @@ func TestCompletionSuggests(t *testing.T) {
 	}{
 		{[]string{""}, []string{"demo", "local", "jobs", "quarantine", "sweep", "completion", "help"}, nil},
 		{[]string{"jobs", ""}, []string{"get", "list", "cancel"}, nil},
+		{[]string{"completion", ""}, []string{"bash", "zsh", "fish", "powershell"}, nil},
 		{[]string{"quarantine", ""}, []string{"list", "show", "redrive", "discard"}, nil},
 		{[]string{"local", ""}, []string{"up", "down", "status", "env", "deploy", "run", "serve"}, nil},
 		{[]string{"jobs", "list", "--"}, []string{"--tenant", "--live", "--since", "--limit", "--starting-token", "--all", "--json", "--table", "--stack"}, []string{"--reason"}},
@@ -86,4 +90,36 @@ func TestCompletionSuggests(t *testing.T) {
 			require.NotContains(t, got, n, "%q", tc.args)
 		}
 	}
+}
+
+// TestCompletionDescribesFlagsAsTheHelpDoes: a usage's backquotes name the
+// flag's value in the help (pflag's convention: "--limit N   at most N
+// jobs"); the descriptions completion shows drop them, as the help does,
+// for every flag of every verb.
+func TestCompletionDescribesFlagsAsTheHelpDoes(t *testing.T) {
+	t.Parallel()
+	var verbs [][]string
+	var walk func(cmd *cobra.Command, path []string)
+	walk = func(cmd *cobra.Command, path []string) {
+		if cmd.Runnable() {
+			verbs = append(verbs, path)
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub, append(slices.Clone(path), sub.Name()))
+		}
+	}
+	walk((&cli{env: newTestOps(t).env, stdout: io.Discard, stderr: io.Discard}).root(), nil)
+	require.Greater(t, len(verbs), 15)
+	for _, path := range verbs {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, run(append(append([]string{"__complete"}, path...), "--"), &out, &errOut), "%q: %s", path, errOut.String())
+		require.NotContains(t, out.String(), "`", "%q", path)
+	}
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"__complete", "jobs", "list", "--"}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "--limit\tat most N jobs a page")
+
+	out.Reset()
+	require.Equal(t, 0, run([]string{"jobs", "list", "--help"}, &out, &errOut), errOut.String())
+	require.Regexp(t, `--limit N +at most N jobs a page`, out.String(), "the help still names the value")
 }

@@ -30,7 +30,7 @@ func (c *cli) demoCmd() *cobra.Command {
 afterwards: sample jobs across tenants, end to end. The last line is the summary as
 JSON. Exit status: 0 only when every invariant held, 1 otherwise, 2 a usage error.`,
 		Args: noArgs,
-		RunE: c.runVerb(o, nil),
+		RunE: c.choose(o, nil),
 	}
 	cmd.Flags().BoolVar(&o.RIE, "rie", os.Getenv("RIE") == "1", "run the built bootstraps under the runtime interface emulator (make demo RIE=1)")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 300, "how many bulk jobs to submit, across tenants")

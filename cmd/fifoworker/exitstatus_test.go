@@ -40,6 +40,14 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"sweep", "--help"}, "", 0},
 		{[]string{"local", "up", "-h"}, "", 0},
 		{[]string{"local", "help"}, "", 0},
+		// completion is a group as the others are (cobra's own printed its
+		// help and exited 0 alone or with an unknown word)
+		{[]string{"completion"}, "", 2},
+		{[]string{"completion", "bogus"}, "", 2},
+		{[]string{"completion", "help"}, "", 0},
+		{[]string{"completion", "--help"}, "", 0},
+		{[]string{"completion", "bash"}, "", 0},
+		{[]string{"completion", "bash", "extra"}, "", 2},
 
 		// jobs
 		{[]string{"jobs"}, "", 2},
@@ -112,6 +120,10 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"local", "down", "--cache", cache, "--name", "none"}, "", 0},
 		{[]string{"local", "up", "--cache", cache, "--name", "Not A Name"}, "", 1},
 		{[]string{"local", "up", "--cache", cache, "--sqs-port", "many"}, "", 2},
+		// "help" after a verb is its help, no longer ignored (the stack
+		// started): TestAVerbsHelpWordShowsItsHelp holds demo's too
+		{[]string{"local", "up", "help", "--cache", cache}, "", 0},
+		{[]string{"local", "up", "--cache", cache, "help", "me"}, "", 2},
 		{[]string{"local", "run", "--cache", cache, "--name", "none"}, "", 2},
 		{[]string{"local", "serve", "--cache", cache, "--addr", "0.0.0.0:8080"}, "", 2},
 		{[]string{"local", "serve", "--cache", cache, "--template", "../../template.yaml", "--worker-timeout", "7"}, "", 2},

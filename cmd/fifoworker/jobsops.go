@@ -70,7 +70,7 @@ func (c *cli) jobsVerb(use, short, long string, v verb, id *string, f *jobsFlags
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long + "\n\n" + jobsExit,
 		Args: args(1, "job id"), ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: c.runVerb(v, func(args []string) { *id = args[0] }),
+		RunE: c.choose(v, func(args []string) { *id = args[0] }),
 	}
 	bindJobs(cmd.Flags(), f)
 	return cmd
@@ -137,7 +137,7 @@ line (NDJSON), page after page of --limit.
 
 ` + jobsExit,
 		Args: args(0, "job id"),
-		RunE: c.runVerb(o, nil),
+		RunE: c.choose(o, nil),
 	}
 	fs := cmd.Flags()
 	bindJobs(fs, &o.jobsFlags)

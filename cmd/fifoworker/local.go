@@ -79,7 +79,7 @@ func bindAllLocal(fs *pflag.FlagSet) {
 // localVerb makes the command of a local verb that takes no argument, with
 // the stack's flags (named defaultName by default) and the ignored ones.
 func (c *cli) localVerb(use, short, long string, v verb, o *localstack.Options, defaultName string, ignored ...string) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short, Long: long, Args: noArgs, RunE: c.runVerb(v, nil)}
+	cmd := &cobra.Command{Use: use, Short: short, Long: long, Args: noArgs, RunE: c.choose(v, nil)}
 	bindStack(cmd.Flags(), o, defaultName)
 	_ = cmd.MarkFlagDirname("cache")
 	ignoreFlags(cmd, bindAllLocal, ignored...)
@@ -246,7 +246,7 @@ run), 2 a usage error.`,
 		// The command's arguments are its own: the flags end at the first
 		// argument that is not one, as they always did.
 		Annotations: map[string]string{commandAnnotation: ""},
-		RunE:        c.runVerb(o, func(args []string) { o.Command = args }),
+		RunE:        c.choose(o, func(args []string) { o.Command = args }),
 	}
 	cmd.Flags().SetInterspersed(false)
 	bindStack(cmd.Flags(), &o.Local, "dev")

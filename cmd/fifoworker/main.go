@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const rootLong = `fifoworker is the CLI of the fifoworker service: the local AWS stack and the demo
@@ -54,12 +55,45 @@ func runWith(args []string, env opsEnv, stdout, stderr io.Writer) int {
 }
 
 // execute runs the command args names and returns its exit status, having
-// said on stderr why it failed, if it did.
+// said on stderr why it failed, if it did. Parsing chooses the verb to
+// run, then execute runs it: the tests parse as execute does.
 func execute(args []string, c *cli) int {
+	cmd, err := c.parse(args)
+	if err == nil && c.chosen != nil {
+		err = c.runChosen(context.Background())
+	}
+	return c.exit(cmd, err)
+}
+
+// parse parses args with the command tree and returns the command they
+// name and the error that ends the command line there. Help, completion
+// and a group's usage are done by then; a verb is only chosen (c.chosen).
+func (c *cli) parse(args []string) (*cobra.Command, error) {
+	c.chosen = nil
 	root := c.root()
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		plainUsages(root)
+	}
 	root.SetArgs(oneDashFlags(root, args))
-	cmd, err := root.ExecuteContextC(context.Background())
-	code := exitCode(err)
+	return root.ExecuteC()
+}
+
+// plainUsages drops from the usage of every flag under cmd the backquotes
+// that name the flag's value in the help (pflag's convention: "--limit N
+// at most N jobs"), for a shell's completion, which shows a usage as it
+// is written.
+func plainUsages(cmd *cobra.Command) {
+	plain := func(f *pflag.Flag) { _, f.Usage = pflag.UnquoteUsage(f) }
+	cmd.Flags().VisitAll(plain)
+	cmd.PersistentFlags().VisitAll(plain)
+	for _, sub := range cmd.Commands() {
+		plainUsages(sub)
+	}
+}
+
+// exit says on stderr why cmd failed with err, if it did, and returns its
+// exit status.
+func (c *cli) exit(cmd *cobra.Command, err error) int {
 	var e *exitError
 	isExit := errors.As(err, &e)
 	if err != nil && (!isExit || e.err != nil) {
@@ -68,7 +102,7 @@ func execute(args []string, c *cli) int {
 	if err != nil && !isExit {
 		fmt.Fprintf(c.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
-	return code
+	return exitCode(err)
 }
 
 // root is the command tree, its verbs running with c.
@@ -103,6 +137,15 @@ func (c *cli) root() *cobra.Command {
 	for _, sub := range []*cobra.Command{c.jobsCmd(), c.quarantineCmd(), c.sweepCmd()} {
 		sub.GroupID = "ops"
 		root.AddCommand(sub)
+	}
+	// cobra's completion command, which holds a verb for each shell, would
+	// print its help and exit 0 alone or with an unknown shell: it is a
+	// group as the others are.
+	root.InitDefaultCompletionCmd()
+	for _, sub := range root.Commands() {
+		if sub.Name() == "completion" {
+			asGroup(sub)
+		}
 	}
 	return root
 }

@@ -113,11 +113,11 @@ func bindAllQueueVerbs(fs *pflag.FlagSet) {
 func (c *cli) quarantineVerb(use, short, long string, v verb, f *queueFlags, group *string, ignored ...string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long + "\n\n" + quarantineExit,
-		Args: args(0, "group"), ValidArgsFunction: cobra.NoFileCompletions, RunE: c.runVerb(v, nil),
+		Args: args(0, "group"), ValidArgsFunction: cobra.NoFileCompletions, RunE: c.choose(v, nil),
 	}
 	if group != nil {
 		cmd.Args = args(1, "group")
-		cmd.RunE = c.runVerb(v, func(args []string) { *group = args[0] })
+		cmd.RunE = c.choose(v, func(args []string) { *group = args[0] })
 	}
 	bindQueue(cmd, f)
 	ignoreFlags(cmd, bindAllQueueVerbs, ignored...)

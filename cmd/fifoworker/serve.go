@@ -55,7 +55,7 @@ local tokens) and writes it to the stack's env file, which the operator's comman
 by default (--stack serve).`,
 		Example: `  fifoworker local serve --worker-timeout 10`,
 		Args:    noArgs,
-		RunE:    c.runVerb(o, nil),
+		RunE:    c.choose(o, nil),
 	}
 	fs := cmd.Flags()
 	bindStack(fs, &o.Local, serveStack)

@@ -13,16 +13,15 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// parse runs the CLI on args up to the point where a verb would run, and
-// returns the verb's options (nil if none was reached), the exit status
-// and stderr. Nothing runs: no stack, no store.
+// parse parses args as execute does, without running the verb they name,
+// and returns its options (nil if none was chosen), the exit status and
+// stderr. Nothing runs: no stack, no store.
 func parse(t *testing.T, args ...string) (verb, int, string) {
 	t.Helper()
-	var got verb
 	var out, errOut bytes.Buffer
-	c := &cli{env: newTestOps(t).env, stdout: &out, stderr: &errOut, parsed: func(v verb) { got = v }}
-	code := execute(args, c)
-	return got, code, errOut.String()
+	c := &cli{env: newTestOps(t).env, stdout: &out, stderr: &errOut}
+	cmd, err := c.parse(args)
+	return c.chosen, c.exit(cmd, err), errOut.String()
 }
 
 // local is a local stack's options as the flags leave them by default;

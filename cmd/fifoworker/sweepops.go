@@ -102,7 +102,7 @@ func (c *cli) sweepCmd() *cobra.Command {
 	o := &sweepOptions{}
 	cmd := &cobra.Command{
 		Use: "sweep", Short: "one run of the sweeper (--dry-run: report, change nothing)", Long: sweepLong,
-		Args: noArgs, RunE: c.runVerb(o, nil),
+		Args: noArgs, RunE: c.choose(o, nil),
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.DryRun, "dry-run", false, "report what a run would do; write nothing")

@@ -31,9 +31,10 @@ type verb interface {
 type cli struct {
 	env            opsEnv
 	stdout, stderr io.Writer
-	// parsed, when set, is given each verb's validated options instead of
-	// running it: the tests of the spellings parse without running.
-	parsed func(verb)
+	// chosen is the verb the command line names, its options filled in
+	// and validated, once parse has run; nil when there is none to run
+	// (help, completion, a usage error). execute runs it.
+	chosen verb
 }
 
 // exitError ends the command with its exit status, saying err first unless
@@ -61,7 +62,7 @@ func usageErrorf(format string, a ...any) error { return usageError(fmt.Errorf(f
 func exitStatus(code int) error { return &exitError{code: code} }
 
 // exitCode is the exit status err ends the command with: 0 for none, its
-// own for an exitError, 1 for another error of a verb's Run (runVerb
+// own for an exitError, 1 for another error of a verb's Run (runChosen
 // makes those exitErrors), and 2 for the rest, which only the command
 // library's parsing returns: an unknown command or flag, a bad flag value,
 // arguments a verb does not take.
@@ -76,9 +77,11 @@ func exitCode(err error) int {
 	return 2
 }
 
-// runVerb is the RunE of v's command: take fills v's positional arguments
-// in (nil: it takes none), then v is validated and run.
-func (c *cli) runVerb(v verb, take func(args []string)) func(*cobra.Command, []string) error {
+// choose is the RunE of v's command: take fills v's positional arguments
+// in (nil: it takes none), then v is validated and chosen. v runs only once
+// parsing is over (execute), so parsing has no effect but its messages on
+// stderr.
+func (c *cli) choose(v verb, take func(args []string)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if take != nil {
 			take(args)
@@ -87,17 +90,20 @@ func (c *cli) runVerb(v verb, take func(args []string)) func(*cobra.Command, []s
 		if err := v.Validate(); err != nil {
 			return usageError(err)
 		}
-		if c.parsed != nil {
-			c.parsed(v)
-			return nil
-		}
-		err := v.Run(cmd.Context(), c)
-		var e *exitError
-		if err != nil && !errors.As(err, &e) {
-			return &exitError{code: 1, err: err}
-		}
-		return err
+		c.chosen = v
+		return nil
 	}
+}
+
+// runChosen runs the chosen verb: an error that carries no exit status is
+// a failure (exit status 1).
+func (c *cli) runChosen(ctx context.Context) error {
+	err := c.chosen.Run(ctx, c)
+	var e *exitError
+	if err != nil && !errors.As(err, &e) {
+		return &exitError{code: 1, err: err}
+	}
+	return err
 }
 
 // args is a positional-argument check that says what is wrong in the
@@ -126,26 +132,30 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return fmt.Errorf("unexpected arguments %q", args)
 }
 
-// group is a command that only holds verbs: alone it is a usage error that
-// shows its usage, "help" shows its help, and another word is an unknown
-// command.
+// group is a command that only holds verbs (asGroup).
 func group(use, short, long string, verbs ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{
-		Use: use, Short: short, Long: long,
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case len(args) == 0:
-				fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
-				return exitStatus(2)
-			case args[0] == "help":
-				return pflag.ErrHelp
-			}
-			return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
-		},
-	}
+	g := &cobra.Command{Use: use, Short: short, Long: long}
+	asGroup(g)
 	g.AddCommand(verbs...)
 	return g
+}
+
+// asGroup makes g behave as a command that only holds verbs: alone it is
+// a usage error that shows its usage, "help" shows its help, and another
+// word is an unknown command.
+func asGroup(g *cobra.Command) {
+	g.Args = nil
+	g.ValidArgsFunction = cobra.NoFileCompletions
+	g.RunE = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+			return exitStatus(2)
+		case args[0] == "help":
+			return pflag.ErrHelp
+		}
+		return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
 }
 
 // ignoredAnnotation marks a flag a verb accepts and ignores.
