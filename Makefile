@@ -41,16 +41,20 @@ bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap
 .PHONY: test
 test: lint integration ## every test: lint, unit, conformance, integration, template checks
 
+# The tests of the import rules (internal/dev/layers) run the pinned
+# golangci-lint: the test targets install it and name it to them.
+LINT_FOR_TESTS := FIFOWORKER_GOLANGCI_LINT=$(abspath $(GOLANGCI_LINT))
+
 .PHONY: unit
-unit: ## fast tests only (no local stack), with the race detector
-	go test $(GO_TEST_FLAGS) ./...
+unit: $(GOLANGCI_LINT) ## fast tests only (no local stack), with the race detector
+	$(LINT_FOR_TESTS) go test $(GO_TEST_FLAGS) ./...
 
 # Every test, the integration ones included, on a fresh stack of its own that
 # is stopped afterwards whatever happens. If the stack cannot start, nothing
 # runs and the target fails with the reason.
 .PHONY: integration
-integration: bin/fifoworker ## all tests on a fresh local stack (started and stopped here)
-	bin/fifoworker local run --name test-$$$$ -- go test $(GO_TEST_FLAGS) -tags integration ./...
+integration: bin/fifoworker $(GOLANGCI_LINT) ## all tests on a fresh local stack (started and stopped here)
+	$(LINT_FOR_TESTS) bin/fifoworker local run --name test-$$$$ -- go test $(GO_TEST_FLAGS) -tags integration ./...
 
 .PHONY: local-up local-down local-status local-deploy
 local-up: bin/fifoworker ## start the dev stack; eval "$$(bin/fifoworker local up)" to use it
