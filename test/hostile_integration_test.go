@@ -154,11 +154,13 @@ func startHostile(t *testing.T) *hostile {
 
 	// The jobs API as `fifoworker local serve` serves it, on 127.0.0.1,
 	// its stand-in for the JWT authorizer in front of intake.
-	h.identity, err = pipeline.NewIdentity(h.p.Setting("intake", "TENANT_CLAIM"), nil)
+	h.identity, err = pipeline.NewIdentity(pipeline.IdentityConfig{TenantClaim: h.p.Setting("intake", "TENANT_CLAIM")})
+	require.NoError(t, err)
+	api, err := pipeline.NewHTTPAPI(pipeline.HTTPAPIConfig{Handler: h.p.HTTP, Identity: h.identity})
 	require.NoError(t, err)
 	ln, err := pipeline.ListenLoopback("127.0.0.1:0")
 	require.NoError(t, err)
-	srv := &http.Server{Handler: pipeline.NewHTTPAPI(h.p.HTTP, h.identity, nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	h.api = "http://" + ln.Addr().String()
@@ -579,7 +581,7 @@ func hostileCatalogue(h *hostile) []hostileCase {
 			h.requireAPIError(t, resp.StatusCode, resp.Body, http.StatusUnauthorized, intake.CodeUnauthorized)
 		}),
 		unchanged("HTTP: a forged or foreign token", func(t *testing.T) {
-			other, err := pipeline.NewIdentity(h.identity.TenantClaim(), nil)
+			other, err := pipeline.NewIdentity(pipeline.IdentityConfig{TenantClaim: h.identity.TenantClaim()})
 			require.NoError(t, err)
 			foreign, err := other.Token("t-1") // well-formed, signed with another key
 			require.NoError(t, err)

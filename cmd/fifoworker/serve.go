@@ -214,7 +214,11 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 			err = errors.Join(err, stopErr)
 		}
 	}()
-	id, err := pipeline.NewIdentity(p.Setting("intake", "TENANT_CLAIM"), nil)
+	id, err := pipeline.NewIdentity(pipeline.IdentityConfig{TenantClaim: p.Setting("intake", "TENANT_CLAIM")})
+	if err != nil {
+		return err
+	}
+	api, err := pipeline.NewHTTPAPI(pipeline.HTTPAPIConfig{Handler: p.HTTP, Identity: id, Logger: slog.New(slog.NewTextHandler(o.Out, nil))})
 	if err != nil {
 		return err
 	}
@@ -247,7 +251,7 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 	say("SIGINT (Ctrl-C) or SIGTERM stops the server, the mappings, the emulators and the stack.")
 
 	srv := &http.Server{
-		Handler:           pipeline.NewHTTPAPI(p.HTTP, id, slog.New(slog.NewTextHandler(o.Out, nil))),
+		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

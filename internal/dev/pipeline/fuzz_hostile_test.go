@@ -33,7 +33,7 @@ func FuzzVerify(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
-	id, err := NewIdentity("tenant", func() time.Time { return now })
+	id, err := NewIdentity(IdentityConfig{TenantClaim: "tenant", Now: func() time.Time { return now }})
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, header, payload, tenant string) {
 		signing := base64.RawURLEncoding.EncodeToString([]byte(header)) + "." + base64.RawURLEncoding.EncodeToString([]byte(payload))
@@ -67,7 +67,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		require.Equal(t, want.String(), claims["tenant"])
 		// A token signed with another key is refused, whatever it says.
-		other, err := NewIdentity("tenant", func() time.Time { return now })
+		other, err := NewIdentity(IdentityConfig{TenantClaim: "tenant", Now: func() time.Time { return now }})
 		require.NoError(t, err)
 		_, err = other.Verify(tok)
 		require.True(t, errors.Is(err, ErrInvalidToken))

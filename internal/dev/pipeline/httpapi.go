@@ -46,13 +46,40 @@ type HTTPAPI struct {
 	now func() time.Time
 }
 
-// NewHTTPAPI serves fn behind id. log gets one line per request (nil:
-// none).
-func NewHTTPAPI(fn HTTPFunc, id *Identity, log *slog.Logger) *HTTPAPI {
+// HTTPAPIConfig configures an HTTPAPI.
+type HTTPAPIConfig struct {
+	// Handler is the function behind the API (Pipeline.HTTP). Required.
+	Handler HTTPFunc
+	// Identity verifies each request's token, on its clock, which is the
+	// API's too. Required.
+	Identity *Identity
+	// Logger gets one line per request. Default (nil): nothing is logged.
+	Logger *slog.Logger
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c HTTPAPIConfig) Validate() error {
+	switch {
+	case c.Handler == nil:
+		return fmt.Errorf("%w: Handler is nil", ErrInvalidConfig)
+	case c.Identity == nil:
+		return fmt.Errorf("%w: Identity is nil", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// NewHTTPAPI serves cfg.Handler behind cfg.Identity, or returns an error
+// wrapping ErrInvalidConfig.
+func NewHTTPAPI(cfg HTTPAPIConfig) (*HTTPAPI, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &HTTPAPI{fn: fn, id: id, log: log, now: id.now}
+	return &HTTPAPI{fn: cfg.Handler, id: cfg.Identity, log: log, now: cfg.Identity.now}, nil
 }
 
 func (a *HTTPAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {

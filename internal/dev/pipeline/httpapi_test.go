@@ -48,7 +48,9 @@ func setupAPI(t *testing.T) *apiBundle {
 		b.mu.Unlock()
 		return b.respond(ev)
 	}
-	b.srv = httptest.NewServer(NewHTTPAPI(fake, b.id, nil))
+	api, err := NewHTTPAPI(HTTPAPIConfig{Handler: fake, Identity: b.id})
+	require.NoError(t, err)
+	b.srv = httptest.NewServer(api)
 	t.Cleanup(b.srv.Close)
 	return b
 }
@@ -267,7 +269,7 @@ func TestARequestWithoutAValidTokenNeverReachesTheFunction(t *testing.T) {
 		require.NoError(t, err)
 		return tok
 	}
-	other, err := NewIdentity("tenant", func() time.Time { return issuedAt })
+	other, err := NewIdentity(IdentityConfig{TenantClaim: "tenant", Now: func() time.Time { return issuedAt }})
 	require.NoError(t, err)
 	foreign, err := other.Token("t-1")
 	require.NoError(t, err)
@@ -377,7 +379,9 @@ func TestTheRealIntakeBehindTheAdapter(t *testing.T) {
 		Store: store, Presigner: fakePresigner{}, TenantClaim: id.TenantClaim(), Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	srv := httptest.NewServer(NewHTTPAPI(h.Handle, id, nil))
+	api, err := NewHTTPAPI(HTTPAPIConfig{Handler: h.Handle, Identity: id})
+	require.NoError(t, err)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	tok := func(tenant string) string {
 		s, err := id.Token(tenant)

@@ -45,21 +45,37 @@ type Identity struct {
 	now         func() time.Time
 }
 
-// NewIdentity makes a fresh random key. tenantClaim names the claim that
-// carries the tenant (intake's TENANT_CLAIM); now is the clock of issuing
-// and verifying (nil: time.Now).
-func NewIdentity(tenantClaim string, now func() time.Time) (*Identity, error) {
-	if tenantClaim == "" {
-		return nil, errors.New("pipeline: identity: no tenant claim")
+// IdentityConfig configures an Identity.
+type IdentityConfig struct {
+	// TenantClaim names the claim that carries the tenant: intake's
+	// TENANT_CLAIM (Pipeline.Setting gives it). Required.
+	TenantClaim string
+	// Now is the clock of issuing and verifying. Default time.Now.
+	Now func() time.Time
+}
+
+// Validate reports a field that cannot work, wrapping ErrInvalidConfig.
+func (c IdentityConfig) Validate() error {
+	if c.TenantClaim == "" {
+		return fmt.Errorf("%w: TenantClaim is empty", ErrInvalidConfig)
 	}
-	if now == nil {
-		now = time.Now
+	return nil
+}
+
+// NewIdentity makes an identity with a fresh random key, or returns an
+// error wrapping ErrInvalidConfig.
+func NewIdentity(cfg IdentityConfig) (*Identity, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("pipeline: identity key: %w", err)
 	}
-	return &Identity{key: key, tenantClaim: tenantClaim, now: now}, nil
+	return &Identity{key: key, tenantClaim: cfg.TenantClaim, now: cfg.Now}, nil
 }
 
 // TenantClaim is the claim that carries the tenant.

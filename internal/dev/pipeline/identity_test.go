@@ -15,7 +15,7 @@ var issuedAt = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func newTestIdentity(t *testing.T, now *time.Time) *Identity {
 	t.Helper()
-	id, err := NewIdentity("tenant", func() time.Time { return *now })
+	id, err := NewIdentity(IdentityConfig{TenantClaim: "tenant", Now: func() time.Time { return *now }})
 	require.NoError(t, err)
 	return id
 }
@@ -149,6 +149,17 @@ func TestEachIdentityHasItsOwnKey(t *testing.T) {
 	a, b := newTestIdentity(t, &now), newTestIdentity(t, &now)
 	require.NotEqual(t, a.key, b.key)
 	require.Len(t, a.key, 32)
-	_, err := NewIdentity("", nil)
-	require.Error(t, err)
+}
+
+// NewIdentity refuses an identity that could issue no tenant, naming the
+// field; a clock is optional.
+func TestNewIdentityRefusesAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	id, err := NewIdentity(IdentityConfig{})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorContains(t, err, "TenantClaim")
+	require.Nil(t, id)
+	id, err = NewIdentity(IdentityConfig{TenantClaim: "t"})
+	require.NoError(t, err)
+	require.Equal(t, "t", id.TenantClaim())
 }

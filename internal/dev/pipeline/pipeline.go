@@ -44,7 +44,13 @@ const (
 	UnderRIE              // each function's bootstrap under its own runtime interface emulator
 )
 
-// Config says what to run and where.
+// ErrInvalidConfig is wrapped by the error of a constructor of this
+// package (Build, NewIdentity, NewHTTPAPI, StartRIE) for a configuration
+// that cannot work; the message names the field.
+var ErrInvalidConfig = errors.New("pipeline: invalid configuration")
+
+// Config says what to run and where. Template, Deployed, StackName and
+// Region are required; UnderRIE, so are RIE, Bootstraps and LogDir.
 type Config struct {
 	Template  *samtemplate.Template
 	Deployed  *localdeploy.Result
@@ -56,10 +62,10 @@ type Config struct {
 	Endpoints []string
 	Mode      Mode
 	// RIE and Bootstraps are needed UnderRIE: the emulator's binary and
-	// each function's bootstrap (BuildBootstraps).
+	// each function's bootstrap (BuildBootstraps), by name (Functions).
 	RIE        string
 	Bootstraps map[string]string
-	LogDir     string // where RIE logs go; in process, functions log to Logger
+	LogDir     string // where RIE logs go (needed UnderRIE); in process, functions log to Logger
 	// Settings override or add function settings, by function name
 	// ("worker") then variable.
 	Settings map[string]map[string]string
@@ -71,6 +77,35 @@ type Config struct {
 
 	OnSQSBatch    func(function string, r localesm.SQSBatchResult)
 	OnStreamBatch func(r localesm.StreamBatchResult)
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Template == nil:
+		return fmt.Errorf("%w: Template is nil", ErrInvalidConfig)
+	case c.Deployed == nil:
+		return fmt.Errorf("%w: Deployed is nil", ErrInvalidConfig)
+	case c.StackName == "":
+		return fmt.Errorf("%w: StackName is empty", ErrInvalidConfig)
+	case c.Region == "":
+		return fmt.Errorf("%w: Region is empty", ErrInvalidConfig)
+	case c.Mode != InProcess && c.Mode != UnderRIE:
+		return fmt.Errorf("%w: Mode %d is neither InProcess nor UnderRIE", ErrInvalidConfig, c.Mode)
+	case c.Mode == InProcess:
+		return nil
+	case c.RIE == "":
+		return fmt.Errorf("%w: RIE is empty, and Mode is UnderRIE", ErrInvalidConfig)
+	case c.LogDir == "":
+		return fmt.Errorf("%w: LogDir is empty, and Mode is UnderRIE", ErrInvalidConfig)
+	}
+	for _, fn := range Functions {
+		if c.Bootstraps[fn] == "" {
+			return fmt.Errorf("%w: Bootstraps[%q] is empty, and Mode is UnderRIE", ErrInvalidConfig, fn)
+		}
+	}
+	return nil
 }
 
 // Pipeline is a running pipeline.
@@ -96,8 +131,11 @@ var functionResources = map[string]string{
 // Build builds the functions and their event source mappings; Run starts
 // the mappings. Until then, Invoke and HTTP reach the functions directly
 // (what arrives on the stream or the queues meanwhile waits there). Stop
-// it when done.
+// it when done. A bad cfg is an error wrapping ErrInvalidConfig.
 func Build(ctx context.Context, cfg Config) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -199,7 +237,7 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 				env[k] = v
 			}
 		}
-		rie, err := StartRIE(ctx, fn, p.cfg.RIE, p.cfg.Bootstraps[fn], p.cfg.LogDir, timeout, env)
+		rie, err := StartRIE(ctx, RIEConfig{Name: fn, RIE: p.cfg.RIE, Bootstrap: p.cfg.Bootstraps[fn], LogDir: p.cfg.LogDir, Timeout: timeout, Env: env})
 		if err != nil {
 			return err
 		}

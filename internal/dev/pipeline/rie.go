@@ -25,11 +25,53 @@ type RIEProcess struct {
 	exit error
 }
 
-// StartRIE starts rie running bootstrap with env (and nothing else of this
-// process's environment but PATH and HOME), with the function timeout the
-// emulator enforces. Both addresses are given explicitly: the emulator
-// listens on 0.0.0.0:8080 unless told otherwise.
-func StartRIE(ctx context.Context, name, rie, bootstrap, logDir string, timeout time.Duration, env map[string]string) (*RIEProcess, error) {
+// RIEConfig configures a function under the runtime interface emulator.
+// Every field but Env is required.
+type RIEConfig struct {
+	// Name is the function's (AWS_LAMBDA_FUNCTION_NAME; its log is
+	// LogDir/<Name>.rie.log).
+	Name string
+	// RIE is the emulator's binary, and Bootstrap the function's.
+	RIE, Bootstrap string
+	// LogDir is where the emulator's and the bootstrap's output goes.
+	LogDir string
+	// Timeout is the function's timeout, which the emulator enforces: a
+	// whole number of seconds, 1s to 15m, as Lambda's.
+	Timeout time.Duration
+	// Env is the function's environment; nothing else of this process's
+	// is given it but PATH and HOME. Default none.
+	Env map[string]string
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c RIEConfig) Validate() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: Name is empty", ErrInvalidConfig)
+	case c.RIE == "":
+		return fmt.Errorf("%w: RIE is empty", ErrInvalidConfig)
+	case c.Bootstrap == "":
+		return fmt.Errorf("%w: Bootstrap is empty", ErrInvalidConfig)
+	case c.LogDir == "":
+		return fmt.Errorf("%w: LogDir is empty", ErrInvalidConfig)
+	case c.Timeout < time.Second || c.Timeout > maxFunctionTimeout || c.Timeout%time.Second != 0:
+		return fmt.Errorf("%w: Timeout %v is not a whole number of seconds from 1s to %v", ErrInvalidConfig, c.Timeout, maxFunctionTimeout)
+	}
+	return nil
+}
+
+// maxFunctionTimeout is Lambda's longest function timeout.
+const maxFunctionTimeout = 15 * time.Minute
+
+// StartRIE starts cfg.RIE running cfg.Bootstrap, or returns an error
+// (wrapping ErrInvalidConfig for a bad cfg). Both addresses are given
+// explicitly: the emulator listens on 0.0.0.0:8080 unless told otherwise.
+func StartRIE(ctx context.Context, cfg RIEConfig) (*RIEProcess, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	name, rie, bootstrap, logDir, timeout, env := cfg.Name, cfg.RIE, cfg.Bootstrap, cfg.LogDir, cfg.Timeout, cfg.Env
 	apiPort, err := freePort()
 	if err != nil {
 		return nil, err
