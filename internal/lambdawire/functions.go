@@ -62,22 +62,21 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 }
 
 // Intake is the jobs API (internal/app/intake), checking each spec with the
-// task it names, from the registry the worker runs (internal/app/tasks).
-// Settings: JOBS_TABLE, CANDIDATES_BUCKET, ARTICLES_TABLE (the tasks are
-// built from it; intake only asks their spec checks), TENANT_CLAIM
-// (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
+// check of the task it names, from the tasks the worker runs
+// (internal/app/tasks.NewChecker: the checks alone, so intake needs none of
+// the tasks' resources). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
+// TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
 func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
 	claim := env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim)
 	ttl := env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL)
-	articlesTable := env.String("ARTICLES_TABLE")
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	registry, err := tasks.NewRegistry(tasks.Config{Articles: DynamoDB(cfg), ArticlesTable: articlesTable})
+	checks, err := tasks.NewChecker()
 	if err != nil {
-		return nil, env.refused(err, byField{"ArticlesTable": "ARTICLES_TABLE"})
+		return nil, err
 	}
 	client := S3(cfg)
 	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
@@ -99,7 +98,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		ResultURLTTL: ttl,
 		// The named task's own check: a spec no task can run is refused
 		// here, not failed later as unknown_task or task_failed.
-		ValidateSpec: registry.ValidateSpec,
+		ValidateSpec: checks.ValidateSpec,
 		Logger:       log,
 	})
 	if err != nil {

@@ -18,7 +18,8 @@ const SpecTask = "task"
 // for the extension of the attempt's result; then Run, once, with the
 // attempt's own candidate as Input.Out. What Run writes there becomes the
 // job's result if, and only if, Run returns nil and the attempt's accept
-// wins.
+// wins. A panic in either is never accepted (see the package's
+// invariants).
 //
 // Run's error decides what happens to the job:
 //   - nil: the candidate is uploaded and accepted.
@@ -36,9 +37,11 @@ type Task interface {
 	// error whose message names the field, or nil. Intake asks it before
 	// it creates a job, and answers 400 with the message, so a spec the
 	// task would refuse is never queued. It must be quick and pure (no
-	// I/O): it runs in the API's request. Run cannot rely on it alone: a
-	// job created before its task's rules changed reaches Run unchecked,
-	// and Run should fail such a job with a fifo.Permanent error.
+	// I/O, nothing of the task's state): it runs in the API's request, and
+	// intake runs it as a SpecCheck, without the task. Run cannot rely on
+	// it alone: a job created before its task's rules changed reaches Run
+	// unchecked, and Run should fail such a job with a fifo.Permanent
+	// error.
 	ValidateSpec(spec map[string]string) error
 	// Ext is the extension of the job's result, without the dot
 	// ([a-z0-9]{1,16}): the candidate store derives the object's content

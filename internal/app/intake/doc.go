@@ -99,9 +99,13 @@
 // trailing data and valid UTF-8 (400 invalid_body); the spec has at most 32
 // keys of [a-z0-9_]{1,64} and values of at most 1024 bytes (400
 // invalid_spec); then a task can run it, by the check of the task the spec
-// names (Config.ValidateSpec, given the tasks' registry by the wiring: the
-// spec's "task" names a task the service runs, 400 unknown_task; that
+// names (Config.ValidateSpec, given the tasks' spec checks by the wiring:
+// the spec's "task" names a task the service runs, 400 unknown_task; that
 // task accepts the spec, 400 invalid_spec, the message naming the field).
+// A spec the check refuses is first looked up as a replay: the same key
+// and spec that created the tenant's job before the check changed (a
+// "task" of the client's own, from before that key named the job's task)
+// is answered 200 with that job, as every replay is, and writes nothing.
 // For GET, HEAD and DELETE: the id is [A-Za-z0-9_-]{1,128} (400
 // invalid_job_id), then the job exists and is the caller's (404
 // job_not_found). A HEAD request is answered as GET would be, status and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -53,12 +54,14 @@ type Config struct {
 	// ValidateSpec is the tasks' check of a spec: a spec within the limits
 	// (MaxSpecKeys, MaxSpecKeyBytes, MaxSpecValueBytes) that it refuses is
 	// answered 400 with its error's text, which should name the field, and
-	// no job is created: unknown_task when the error wraps
+	// no job is created (unless the request replays one that created a job
+	// before, which gets its job): unknown_task when the error wraps
 	// task.ErrUnknownTask (the spec names a task nobody runs), invalid_spec
-	// otherwise. The wiring hands intake the check of the registry the
-	// worker runs (task.Registry.ValidateSpec, which asks the task the spec
-	// names), so that a spec no task can run is refused at once by the very
-	// code that would fail its job; intake itself knows no task. Default
+	// otherwise. The wiring hands intake the spec checks of the tasks the
+	// worker runs (a task.Checker, which asks the check of the task the
+	// spec names and answers as the worker's task.Registry), so that a
+	// spec no task can run is refused at once by the very code that would
+	// fail its job; intake itself knows no task, and builds none. Default
 	// nil: only the limits are checked.
 	ValidateSpec func(spec map[string]string) error
 	// Logger receives one line per request. Default (nil): nothing is
@@ -230,11 +233,11 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		return errAnswer(e)
 	}
 	spec, e := decodeSpec(b)
-	if e == nil {
-		e = h.runnable(spec)
-	}
 	if e != nil {
 		return errAnswer(e)
+	}
+	if e := h.runnable(spec); e != nil {
+		return h.replayOr(ctx, e, tenant, key, spec, tr)
 	}
 	res, err := h.cfg.Store.Create(ctx, jobs.CreateRequest{IntentID: key, Tenant: tenant, Spec: spec})
 	switch {
@@ -244,17 +247,44 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	case err != nil:
 		return errAnswer(internal(err))
 	}
-	tr.jobID = res.Job.ID
 	status := http.StatusAccepted
 	if res.Existing {
 		status = http.StatusOK
 	}
-	loc := location(res.Job.ID)
+	return created(res.Job, status, tr)
+}
+
+// created answers a create with its job.
+func created(j jobs.Job, status int, tr *trace) answer {
+	tr.jobID = j.ID
+	loc := location(j.ID)
 	return answer{
 		status:  status,
-		body:    CreatedView{JobID: res.Job.ID, Status: string(res.Job.Status), Location: loc},
+		body:    CreatedView{JobID: j.ID, Status: string(j.Status), Location: loc},
 		headers: map[string]string{"Location": loc},
 	}
+}
+
+// replayOr answers a spec the tasks' check refused (refusal): with its job,
+// 200, when the request is a replay of one accepted before the check
+// changed (a job created before "task" named the job's task, say), as any
+// replay is answered; else with the refusal. The job is looked up where
+// Create puts an intent's job, DeriveJobID(tenant, key), and answers only
+// if it is the tenant's and has the same spec. (A job Create put under a
+// successor id, its intent's first job having expired, is not found: its
+// replay gets the refusal.) Nothing is written either way.
+func (h *Handler) replayOr(ctx context.Context, refusal *apiError, tenant, key string, spec map[string]string, tr *trace) answer {
+	j, err := h.cfg.Store.Get(ctx, jobs.DeriveJobID(tenant, key))
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return errAnswer(refusal)
+	case err != nil:
+		// Retryable: a refusal now could be wrong for a replay.
+		return errAnswer(internal(err))
+	case j.Tenant != tenant || !maps.Equal(j.Spec, spec):
+		return errAnswer(refusal)
+	}
+	return created(j, http.StatusOK, tr)
 }
 
 // runnable asks the tasks' check, if there is one, whether a task can run

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
@@ -14,27 +13,38 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
-// TestSpecIsCheckedByTheTasksValidator: with the service's tasks' check in
-// its configuration (as the wiring gives it, tasks.NewRegistry's
-// ValidateSpec), intake refuses a spec the default task, the export, can
-// never run: 400 invalid_spec, a message naming the field, nothing
-// written. Each bound of page_size at its value.
+// TestSpecIsCheckedByTheTasksValidator: with the service's tasks' checks
+// in its configuration (as the wiring gives them, tasks.NewChecker: no
+// task is built, no client), intake refuses a spec the named task can
+// never run: 400 invalid_spec, a message naming the key, nothing written.
+// Each bound of page_size at its value; a key the named task does not read
+// (the word count's "fields" without its "task", a misspelt key) and a
+// field name with a space at an end are refused, not ignored.
 func TestSpecIsCheckedByTheTasksValidator(t *testing.T) {
 	t.Parallel()
-	// Intake only asks the tasks' checks: the client of their table is
-	// never called.
-	services, err := tasks.NewRegistry(tasks.Config{Articles: dynamodb.New(dynamodb.Options{}), ArticlesTable: "articles"})
+	checks, err := tasks.NewChecker()
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		pageSize string
-		status   int
+		spec   string
+		status int
+		says   string
 	}{
-		{"0", 400}, {"1", 202}, {"1000", 202}, {"1001", 400}, {"abc", 400}, {"", 400},
+		{`{"page_size":"0"}`, 400, "page_size"},
+		{`{"page_size":"1"}`, 202, ""},
+		{`{"page_size":"1000"}`, 202, ""},
+		{`{"page_size":"1001"}`, 400, "page_size"},
+		{`{"page_size":"abc"}`, 400, "page_size"},
+		{`{"page_size":""}`, 400, "page_size"},
+		{`{"source":"articles"}`, 202, ""},
+		{`{"fields":"body"}`, 400, `task export: tasks: invalid spec: the export does not read "fields", a key of task wordcount`},
+		{`{"task":"wordcount","fields":"body"}`, 202, ""},
+		{`{"task":"wordcount","feilds":"body"}`, 400, `spec key "feilds" is not the word count's (its keys: task, fields, page_size)`},
+		{`{"task":"wordcount","fields":"title, body"}`, 400, `fields names " body", with a space at an end`},
 	} {
-		t.Run(fmt.Sprintf("page_size %q", tc.pageSize), func(t *testing.T) {
+		t.Run(tc.spec, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, func(c *intake.Config) { c.ValidateSpec = services.ValidateSpec })
-			resp := b.do(t, post("t-1", "intent-1", `{"spec":{"page_size":"`+tc.pageSize+`"}}`))
+			b := setup(t, func(c *intake.Config) { c.ValidateSpec = checks.ValidateSpec })
+			resp := b.do(t, post("t-1", "intent-1", `{"spec":`+tc.spec+`}`))
 			require.Equal(t, tc.status, resp.StatusCode, resp.Body)
 			if tc.status == 202 {
 				require.Equal(t, int32(1), b.store.writes.Load())
@@ -42,7 +52,7 @@ func TestSpecIsCheckedByTheTasksValidator(t *testing.T) {
 			}
 			e := errorOf(t, resp)
 			require.Equal(t, intake.CodeInvalidSpec, e.Code)
-			require.Contains(t, e.Message, "page_size")
+			require.Contains(t, e.Message, tc.says)
 			require.Zero(t, b.store.writes.Load(), "a refused spec writes nothing")
 		})
 	}

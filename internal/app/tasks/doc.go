@@ -1,13 +1,16 @@
-// Package tasks holds the tasks this service runs (pkg/task's contract)
-// and their registry, NewRegistry: the worker runs each job's task from
-// it, and intake checks each spec with it. A job names its task in its
-// spec ("task"); without one it runs the export (Export: the tenant's
-// articles as NDJSON). registry.go lists the tasks, one line each, and
-// each task's type documents what it does and its spec.
+// Package tasks holds the tasks this service runs (pkg/task's contract),
+// their registry, NewRegistry, from which the worker runs each job's task,
+// and their spec checks, NewChecker, with which intake checks each spec
+// without building a task. A job names its task in its spec ("task");
+// without one it runs the export (Export: the tenant's articles as
+// NDJSON). registry.go lists the tasks, one line each (name, spec check,
+// constructor), and each task's type documents what it does and its spec.
 //
-// Adding a task touches its own file, its test and that one line:
-// pkg/task's "Adding a task" says how, and wordcount.go (WordCount: the
-// words of each of the tenant's articles) is the worked example.
+// Adding a task touches its own file, its test and that one line, and,
+// for a task that needs a resource the worker is not given yet, the
+// worker's Config, wiring and template for that resource: pkg/task's
+// "Adding a task" says how, and wordcount.go (WordCount: the words of each
+// of the tenant's articles) is the worked example.
 //
 // # The Articles table
 //

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -30,6 +32,11 @@ var ErrUnexportable = errors.New("tasks: article cannot be exported")
 // article (Object), in article id order. It is safe for concurrent use.
 //
 // Spec: SpecPageSize, optional (1 to MaxPageSize, default DefaultPageSize).
+// Any other key is accepted and ignored, as before tasks had names, except
+// a key that only another task reads (keysOfOtherTasks): a spec with one
+// meant that task and left out its "task", and ValidateSpec refuses it
+// rather than let it run as an export. Run does not: a job created before
+// that rule ran the export when it was accepted, and still does.
 type Export struct {
 	articles articles
 }
@@ -45,9 +52,29 @@ func NewExport(cfg Config) (*Export, error) {
 	return &Export{articles: cfg.articles()}, nil
 }
 
-// ValidateSpec implements task.Task: the page size is 1 to MaxPageSize.
-// The error wraps ErrInvalidSpec and names the key.
-func (e *Export) ValidateSpec(spec map[string]string) error {
+// keysOfOtherTasks maps each spec key that another of the service's tasks
+// reads, and the export does not, to that task: the keys the export
+// refuses. A task whose spec has a key no other task reads adds it here.
+var keysOfOtherTasks = map[string]string{
+	SpecFields: NameWordCount,
+}
+
+// ValidateSpec implements task.Task: no key that only another task reads,
+// and a page size of 1 to MaxPageSize. The error wraps ErrInvalidSpec and
+// names the key. It is the export's registered spec check, which intake
+// runs without an Export.
+func (e *Export) ValidateSpec(spec map[string]string) error { return checkExportSpec(spec) }
+
+// checkExportSpec is the export's spec check: no key of keysOfOtherTasks,
+// and the page size is 1 to MaxPageSize. The error wraps ErrInvalidSpec
+// and names the key.
+func checkExportSpec(spec map[string]string) error {
+	for _, key := range slices.Sorted(maps.Keys(keysOfOtherTasks)) {
+		if _, ok := spec[key]; ok {
+			return fmt.Errorf(`%w: the export does not read %q, a key of task %s; a spec for that task names it ("%s":"%s")`,
+				ErrInvalidSpec, key, keysOfOtherTasks[key], task.SpecTask, keysOfOtherTasks[key])
+		}
+	}
 	_, err := pageSize(spec)
 	return err
 }

@@ -12,17 +12,22 @@ import (
 // runs as it always did.
 const DefaultTask = NameExport
 
-// registered are the service's tasks: one line each, its name and its
-// constructor. (A list, not a map: gofmt would align a map's values, and
-// adding a task would touch its neighbours' lines.)
+// registered are the service's tasks: one line each, its name, its spec
+// check (a function of the spec alone: intake runs it, and builds no task)
+// and its constructor (the worker's). (A list, not a map: gofmt would
+// align a map's values, and adding a task would touch its neighbours'
+// lines.)
 var registered = []registration{
-	{NameExport, as(NewExport)},
-	{NameWordCount, as(NewWordCount)},
+	{NameExport, checkExportSpec, as(NewExport)},
+	{NameWordCount, checkWordCountSpec, as(NewWordCount)},
 }
 
-// registration is a task's name and its constructor.
+// registration is a task's name, its spec check and its constructor. The
+// check must be what the built task's ValidateSpec answers
+// (TestCheckerAnswersAsTheRegistry holds them to it).
 type registration struct {
 	name  string
+	check task.SpecCheck
 	build func(Config) (task.Task, error)
 }
 
@@ -31,9 +36,10 @@ type registration struct {
 // field.
 var ErrInvalidConfig = errors.New("tasks: invalid configuration")
 
-// Config is what the service's tasks are built from: the settings of a
-// function that runs them (the worker) or checks their specs (intake).
-// Every field is required.
+// Config is what the worker builds the service's tasks from: the
+// resources their Run reads. Every field is required (the worker gives
+// every task all of them). Intake needs none: it checks specs with
+// NewChecker.
 type Config struct {
 	// Articles is the client of the Articles table.
 	Articles QueryAPI
@@ -57,9 +63,14 @@ func (c Config) articles() articles { return articles{api: c.Articles, table: c.
 
 // NewRegistry returns the registry of the service's tasks, each built from
 // cfg, with DefaultTask as its default, or an error wrapping
-// ErrInvalidConfig. The worker runs each job's task from it, and intake
-// checks each spec with it, so that both know the same tasks.
+// ErrInvalidConfig: the worker runs each job's task from it.
 func NewRegistry(cfg Config) (*task.Registry, error) { return newRegistry(cfg, registered) }
+
+// NewChecker returns the spec checks of the same tasks, under the same
+// names and default, built from nothing: intake checks each spec with it,
+// and answers as the worker's registry would, without a client or a table.
+// Its error (a task registered twice) wraps ErrInvalidConfig.
+func NewChecker() (*task.Checker, error) { return newChecker(registered) }
 
 // newRegistry builds each of regs' tasks from cfg, checked first: a bad
 // Config is the registry's error, not its first task's.
@@ -67,18 +78,43 @@ func newRegistry(cfg Config, regs []registration) (*task.Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	built := make(map[string]task.Task, len(regs))
-	for _, r := range regs {
-		if _, twice := built[r.name]; twice {
-			return nil, fmt.Errorf("%w: task %s is registered twice", ErrInvalidConfig, r.name)
-		}
+	built, err := byName(regs, func(r registration) (task.Task, error) {
 		t, err := r.build(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("tasks: %s: %w", r.name, err)
 		}
-		built[r.name] = t
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return task.NewRegistry(task.RegistryConfig{Tasks: built, Default: DefaultTask})
+}
+
+func newChecker(regs []registration) (*task.Checker, error) {
+	checks, err := byName(regs, func(r registration) (task.SpecCheck, error) { return r.check, nil })
+	if err != nil {
+		return nil, err
+	}
+	return task.NewChecker(task.CheckerConfig{Checks: checks, Default: DefaultTask})
+}
+
+// byName maps each of regs' names to what of returns for it; a name
+// registered twice (the list, unlike a map literal, does not make it a
+// compile error) wraps ErrInvalidConfig.
+func byName[T any](regs []registration, of func(registration) (T, error)) (map[string]T, error) {
+	m := make(map[string]T, len(regs))
+	for _, r := range regs {
+		if _, twice := m[r.name]; twice {
+			return nil, fmt.Errorf("%w: task %s is registered twice", ErrInvalidConfig, r.name)
+		}
+		v, err := of(r)
+		if err != nil {
+			return nil, err
+		}
+		m[r.name] = v
+	}
+	return m, nil
 }
 
 // as adapts a task's constructor to the registry's.

@@ -12,9 +12,16 @@ import (
 func TestANameRegisteredTwiceIsRefused(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Articles: dynamodb.New(dynamodb.Options{}), ArticlesTable: "articles"}
-	_, err := newRegistry(cfg, []registration{{NameExport, as(NewExport)}, {"other", as(NewExport)}, {NameExport, as(NewExport)}})
+	twice := []registration{{NameExport, checkExportSpec, as(NewExport)}, {"other", checkExportSpec, as(NewExport)}, {NameExport, checkExportSpec, as(NewExport)}}
+	_, err := newRegistry(cfg, twice)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.ErrorContains(t, err, "export is registered twice")
-	_, err = newRegistry(cfg, []registration{{NameExport, as(NewExport)}, {"other", as(NewExport)}})
+	_, err = newChecker(twice)
+	require.ErrorIs(t, err, ErrInvalidConfig, "intake's checker too")
+	require.ErrorContains(t, err, "export is registered twice")
+	once := twice[:2]
+	_, err = newRegistry(cfg, once)
+	require.NoError(t, err)
+	_, err = newChecker(once)
 	require.NoError(t, err)
 }

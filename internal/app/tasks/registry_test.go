@@ -1,6 +1,8 @@
 package tasks_test
 
 import (
+	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -59,4 +61,42 @@ func TestNewRegistryRefusesAnInvalidConfig(t *testing.T) {
 		// ("tasks: export: tasks: invalid configuration: ...").
 		require.True(t, strings.HasPrefix(err.Error(), tasks.ErrInvalidConfig.Error()+": "+field+" "), err.Error())
 	}
+}
+
+// Intake's checker needs nothing (no client, no table) and answers every
+// spec as the worker's registry does, word for word: each registration's
+// spec check is its task's own. A registration that paired a task with
+// another's check would fail here.
+func TestCheckerAnswersAsTheRegistry(t *testing.T) {
+	t.Parallel()
+	c, err := tasks.NewChecker()
+	require.NoError(t, err)
+	r := registry(t, newFakeArticles(), "articles")
+	require.Equal(t, r.Names(), c.Names())
+	var specs []map[string]string
+	for _, name := range append(r.Names(), "", "translate") {
+		for _, keys := range []map[string]string{
+			{}, {tasks.SpecPageSize: "0"}, {tasks.SpecPageSize: "1000"}, {tasks.SpecPageSize: "1001"},
+			{tasks.SpecFields: "body"}, {tasks.SpecFields: "title, body"}, {tasks.SpecFields: "body,body"},
+			{"feilds": "body"}, {"source": "articles"},
+		} {
+			spec := maps.Clone(keys)
+			if name != "" {
+				spec[task.SpecTask] = name
+			}
+			specs = append(specs, spec)
+		}
+	}
+	refusals := 0
+	for _, spec := range specs {
+		want, got := r.ValidateSpec(spec), c.ValidateSpec(spec)
+		if want == nil {
+			require.NoError(t, got, "%v", spec)
+			continue
+		}
+		refusals++
+		require.EqualError(t, got, want.Error(), "%v", spec)
+		require.Equal(t, errors.Is(want, task.ErrUnknownTask), errors.Is(got, task.ErrUnknownTask), "%v", spec)
+	}
+	require.Greater(t, refusals, len(specs)/3, "the corpus holds refusals of every kind")
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,8 +26,10 @@ const NameWordCount = "wordcount"
 // The word count's spec key and its bounds.
 const (
 	// SpecFields is the job spec key of the attributes whose words are
-	// counted, comma-separated: 1 to MaxFields names of 1 to MaxFieldLength
-	// bytes, none twice. Default DefaultFields.
+	// counted, separated by "," alone: 1 to MaxFields names of 1 to
+	// MaxFieldLength bytes, none twice, none with a space at either end
+	// (refused, not trimmed: a name may hold a space inside). Default
+	// DefaultFields.
 	SpecFields = "fields"
 	// DefaultFields is the fields of a spec without SpecFields.
 	DefaultFields = "title,body"
@@ -58,7 +62,8 @@ var ErrUncountable = errors.New("tasks: article cannot be counted")
 // Japanese, Thai) counts a run as one word. It is safe for concurrent
 // use.
 //
-// Spec: SpecFields and SpecPageSize, both optional.
+// Spec: SpecFields and SpecPageSize, both optional, and no other key but
+// "task".
 type WordCount struct {
 	articles articles
 }
@@ -74,9 +79,26 @@ func NewWordCount(cfg Config) (*WordCount, error) {
 	return &WordCount{articles: cfg.articles()}, nil
 }
 
-// ValidateSpec implements task.Task: SpecFields and SpecPageSize within
-// their bounds. The error wraps ErrInvalidSpec and names the key.
-func (w *WordCount) ValidateSpec(spec map[string]string) error {
+// wordCountKeys are the spec keys the word count reads, and the only ones
+// its spec may have.
+var wordCountKeys = []string{task.SpecTask, SpecFields, SpecPageSize}
+
+// ValidateSpec implements task.Task: no key but task, SpecFields and
+// SpecPageSize, each within its bounds. The error wraps ErrInvalidSpec and
+// names the key. It is the word count's registered spec check, which
+// intake runs without a WordCount.
+func (w *WordCount) ValidateSpec(spec map[string]string) error { return checkWordCountSpec(spec) }
+
+// checkWordCountSpec is the word count's spec check: no key but
+// wordCountKeys (a misspelt key would otherwise be ignored, and count what
+// the client did not ask for), SpecFields and SpecPageSize within their
+// bounds. The error wraps ErrInvalidSpec and names the key.
+func checkWordCountSpec(spec map[string]string) error {
+	for _, key := range slices.Sorted(maps.Keys(spec)) {
+		if !slices.Contains(wordCountKeys, key) {
+			return fmt.Errorf("%w: spec key %.80q is not the word count's (its keys: %s)", ErrInvalidSpec, key, strings.Join(wordCountKeys, ", "))
+		}
+	}
 	if _, err := fields(spec); err != nil {
 		return err
 	}
@@ -91,14 +113,13 @@ func (w *WordCount) Ext(task.Job) string { return "json" }
 // articles, page by page, reporting the count of articles so far after
 // every page but the last.
 func (w *WordCount) Run(ctx context.Context, in task.Input) (task.Output, error) {
-	names, err := fields(in.Job.Spec)
-	if err != nil {
+	// A job created before a rule changed reaches Run unchecked: the same
+	// check, and no retry can fix a spec it refuses.
+	if err := checkWordCountSpec(in.Job.Spec); err != nil {
 		return task.Output{}, fifo.Permanent(err)
 	}
-	size, err := pageSize(in.Job.Spec)
-	if err != nil {
-		return task.Output{}, fifo.Permanent(err)
-	}
+	names, _ := fields(in.Job.Spec)  // checked
+	size, _ := pageSize(in.Job.Spec) // checked
 	out := &countWriter{w: in.Out}
 	out.json(`{"tenant":`, in.Job.Tenant)
 	out.json(`,"fields":`, names)
@@ -234,6 +255,10 @@ func fields(spec map[string]string) ([]string, error) {
 		switch {
 		case name == "" || len(name) > MaxFieldLength:
 			return nil, fmt.Errorf("%w: %s %.80q has a name that is not 1 to %d bytes", ErrInvalidSpec, SpecFields, v, MaxFieldLength)
+		case strings.TrimFunc(name, unicode.IsSpace) != name:
+			// Refused, not trimmed: an attribute's name may hold spaces, and
+			// "title, body" most likely meant "body", not " body".
+			return nil, fmt.Errorf(`%w: %s names %.80q, with a space at an end; names are separated by "," alone`, ErrInvalidSpec, SpecFields, name)
 		case seen[name]:
 			return nil, fmt.Errorf("%w: %s names %.80q twice", ErrInvalidSpec, SpecFields, name)
 		}

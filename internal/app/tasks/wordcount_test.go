@@ -273,10 +273,12 @@ func TestWordCountHostileArticles(t *testing.T) {
 	require.NotContains(t, err.Error(), "t-secret")
 }
 
-// The word count's own check of a spec: fields is 1 to MaxFields
-// comma-separated names of 1 to MaxFieldLength bytes, none twice; the page
-// size is the export's. Each bound at its value; the message names the
-// key. Run refuses what ValidateSpec refuses, permanently, having read
+// The word count's own check of a spec: its keys are task, fields and
+// page_size, no other (a misspelt key is refused, not ignored); fields is
+// 1 to MaxFields comma-separated names of 1 to MaxFieldLength bytes, none
+// twice, none with a space at either end (a name inside may hold one); the
+// page size is the export's. Each bound at its value; the message names
+// the key. Run refuses what ValidateSpec refuses, permanently, having read
 // nothing.
 func TestWordCountValidateSpec(t *testing.T) {
 	t.Parallel()
@@ -291,23 +293,39 @@ func TestWordCountValidateSpec(t *testing.T) {
 	for _, spec := range []map[string]string{
 		nil, {}, {tasks.SpecFields: "body"}, {tasks.SpecFields: names(tasks.MaxFields)},
 		{tasks.SpecFields: strings.Repeat("x", tasks.MaxFieldLength)}, {tasks.SpecFields: "Body,body"},
-		{tasks.SpecPageSize: "1"}, {tasks.SpecPageSize: "1000"}, {"export": "ignored", task.SpecTask: tasks.NameWordCount},
+		{tasks.SpecPageSize: "1"}, {tasks.SpecPageSize: "1000"}, {tasks.SpecFields: "first name,body"},
+		{task.SpecTask: tasks.NameWordCount, tasks.SpecFields: "body", tasks.SpecPageSize: "5"},
 	} {
 		require.NoError(t, wc.ValidateSpec(spec), "%v", spec)
 	}
-	for _, spec := range []map[string]string{
-		{tasks.SpecFields: ""}, {tasks.SpecFields: ","}, {tasks.SpecFields: "title,"}, {tasks.SpecFields: "title,,body"},
-		{tasks.SpecFields: "body,body"}, {tasks.SpecFields: names(tasks.MaxFields + 1)},
-		{tasks.SpecFields: strings.Repeat("x", tasks.MaxFieldLength+1)},
-		{tasks.SpecPageSize: "0"}, {tasks.SpecPageSize: "1001"},
+	for _, tc := range []struct {
+		spec map[string]string
+		says string
+	}{
+		{map[string]string{tasks.SpecFields: ""}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: ","}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: "title,"}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: "title,,body"}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: "body,body"}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: names(tasks.MaxFields + 1)}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: strings.Repeat("x", tasks.MaxFieldLength+1)}, tasks.SpecFields},
+		{map[string]string{tasks.SpecFields: "title, body"}, `" body"`},
+		{map[string]string{tasks.SpecFields: " title"}, `" title"`},
+		{map[string]string{tasks.SpecFields: "title "}, `"title "`},
+		{map[string]string{tasks.SpecFields: "title,\tbody"}, `"\tbody"`},
+		{map[string]string{tasks.SpecFields: "title,body\u00a0"}, `"body\u00a0"`},
+		{map[string]string{tasks.SpecPageSize: "0"}, tasks.SpecPageSize},
+		{map[string]string{tasks.SpecPageSize: "1001"}, tasks.SpecPageSize},
+		{map[string]string{"feilds": "body"}, `"feilds"`},
+		{map[string]string{task.SpecTask: tasks.NameWordCount, "feilds": "body"}, `"feilds"`},
+		{map[string]string{"Fields": "body"}, `"Fields"`},
+		{map[string]string{"export": "ignored", task.SpecTask: tasks.NameWordCount}, `"export"`},
+		{map[string]string{"pagesize": "5"}, `"pagesize"`},
 	} {
+		spec := tc.spec
 		err := wc.ValidateSpec(spec)
 		require.ErrorIs(t, err, tasks.ErrInvalidSpec, "%v", spec)
-		key := tasks.SpecFields
-		if _, ok := spec[tasks.SpecPageSize]; ok {
-			key = tasks.SpecPageSize
-		}
-		require.ErrorContains(t, err, key, "%v", spec)
+		require.ErrorContains(t, err, tc.says, "%v", spec)
 
 		f := newFakeArticles()
 		_, _, _, err = countRun(t, f, "t-1", spec)
@@ -345,7 +363,10 @@ func TestWordCountIsRegistered(t *testing.T) {
 	err = r.ValidateSpec(map[string]string{task.SpecTask: tasks.NameWordCount, tasks.SpecFields: "body,body"})
 	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
 	require.ErrorContains(t, err, "fields")
-	require.NoError(t, r.ValidateSpec(map[string]string{tasks.SpecFields: "body,body"}), "the export does not read fields")
+	// Without its "task", a word count's spec is not taken for an export.
+	err = r.ValidateSpec(map[string]string{tasks.SpecFields: "body"})
+	require.ErrorIs(t, err, tasks.ErrInvalidSpec)
+	require.ErrorContains(t, err, `task export: tasks: invalid spec: the export does not read "fields", a key of task wordcount`)
 }
 
 // The word count through the worker's fenced path on memory stores: a job
