@@ -282,14 +282,17 @@ func TestDepguardRefusesImportsThatOnlyALayerRuleCovers(t *testing.T) {
 		mod + "pkg/awstest":             {"layer-app-imports-libraries-and-base"},
 		mod + "pkg/jobs/jobstest":       {"layer-app-imports-libraries-and-base"},
 		testify:                         {"layer-app-imports-libraries-and-base"},
+		// The application's own conformance suite is test code too.
+		mod + "internal/app/projection/projectiontest": {"layer-app-imports-libraries-and-base"},
 	})
 	inject("internal/lambdawire/injected.go", "lambdawire", map[string][]string{
 		mod + "internal/dev/localdeploy": {"layer-wiring-imports-app-libraries-and-base"},
 		mod + "pkg/s3mem":                {"layer-wiring-imports-app-libraries-and-base"},
 	})
 	inject("internal/sim/injected.go", "sim", map[string][]string{
-		mod + "pkg/candidate/candidatetest": {"layer-simulation-runs-app-and-libraries"},
-		testify:                             {"layer-simulation-runs-app-and-libraries"},
+		mod + "pkg/candidate/candidatetest":            {"layer-simulation-runs-app-and-libraries"},
+		mod + "internal/app/projection/projectiontest": {"layer-simulation-runs-app-and-libraries"},
+		testify: {"layer-simulation-runs-app-and-libraries"},
 	})
 	inject("functions/worker/injected.go", "main", map[string][]string{
 		mod + "internal/app/intake": {"functions-only-wire"},
