@@ -270,7 +270,10 @@ func created(j jobs.Job, status int, tr *trace) answer {
 // changed (a job created before "task" named the job's task, say), as any
 // replay is answered; else with the refusal. The job is looked up where
 // Create puts an intent's job, DeriveJobID(tenant, key), and answers only
-// if it is the tenant's and has the same spec. (A job Create put under a
+// if it is the tenant's, of the same intent (key) and has the same spec:
+// what Create asks of a job at a derived id before it answers a replay
+// with it (a job created with an explicit id may sit at another's derived
+// id). (A job Create put under a
 // successor id, its intent's first job having expired, is not found: its
 // replay gets the refusal.) Nothing is written either way.
 func (h *Handler) replayOr(ctx context.Context, refusal *apiError, tenant, key string, spec map[string]string, tr *trace) answer {
@@ -281,7 +284,7 @@ func (h *Handler) replayOr(ctx context.Context, refusal *apiError, tenant, key s
 	case err != nil:
 		// Retryable: a refusal now could be wrong for a replay.
 		return errAnswer(internal(err))
-	case j.Tenant != tenant || !maps.Equal(j.Spec, spec):
+	case j.Tenant != tenant || j.IntentID != key || !maps.Equal(j.Spec, spec):
 		return errAnswer(refusal)
 	}
 	return created(j, http.StatusOK, tr)

@@ -17,7 +17,8 @@ import (
 // key named the job's task) is replayed with the same Idempotency-Key and
 // spec: it gets its job, 200, as any replay does, not the 400 the check now
 // gives a new request; nothing is written. The same key with another
-// spec, a fresh key and another tenant's key are refused as before.
+// spec, a fresh key, another tenant's key and a job of another intent at
+// the key's id are refused as before.
 func TestAReplayOfAnAcceptedRequestIsAnsweredWithItsJob(t *testing.T) {
 	t.Parallel()
 	const body = `{"spec":{"task":"nightly","page_size":"5"}}`
@@ -50,12 +51,17 @@ func TestAReplayOfAnAcceptedRequestIsAnsweredWithItsJob(t *testing.T) {
 	// derived id names the tenant, so only a job created with an explicit
 	// id can be there): not t-2's replay.
 	b.seed(t, jobs.DeriveJobID("t-2", "intent-3"), "t-1", "intent-3", map[string]string{"task": "nightly", "page_size": "5"})
+	// The tenant's job, with the same spec, at the id t-1's intent-4 would
+	// get, but of another intent (created with an explicit id): not
+	// intent-4's replay, as jobs' Create would not take it for one either.
+	b.seed(t, jobs.DeriveJobID("t-1", "intent-4"), "t-1", "intent-5", map[string]string{"task": "nightly", "page_size": "5"})
 	writes = b.store.writes.Load()
 	for _, tc := range []struct{ tenant, key, body string }{
 		{"t-1", "intent-1", `{"spec":{"task":"nightly","page_size":"6"}}`}, // another spec
 		{"t-1", "intent-2", body}, // a new request
 		{"t-2", "intent-1", body}, // another tenant's intent
 		{"t-2", "intent-3", body}, // a job at its id, of another tenant
+		{"t-1", "intent-4", body}, // a job at its id, of another intent
 	} {
 		resp := b.do(t, post(tc.tenant, tc.key, tc.body))
 		require.Equal(t, 400, resp.StatusCode, "%+v: %s", tc, resp.Body)

@@ -81,13 +81,11 @@ func refsIn(v any) []string {
 					out = append(out, s)
 				}
 			case "Fn::GetAtt":
-				if l := asList(e); len(l) > 0 {
-					if s, ok := l[0].(string); ok {
-						out = append(out, s)
-					}
+				if s, ok := first(e); ok {
+					out = append(out, s)
 				}
 			case "Fn::Sub":
-				if s, ok := asList(e)[0].(string); ok {
+				if s, ok := first(e); ok {
 					for _, m := range subVar.FindAllStringSubmatch(s, -1) {
 						out = append(out, m[1])
 					}
@@ -101,4 +99,29 @@ func refsIn(v any) []string {
 		}
 	}
 	return out
+}
+
+// first returns an intrinsic's string: v itself or its list's first
+// element. An empty list, or a first element that is not a string, has
+// none.
+func first(v any) (string, bool) {
+	l := asList(v)
+	if len(l) == 0 {
+		return "", false
+	}
+	s, ok := l[0].(string)
+	return s, ok
+}
+
+// refsIn reads what a template may hold without panicking: an Fn::Sub or
+// Fn::GetAtt given an empty list names nothing (CloudFormation would
+// refuse it; the walk only has to survive it), and Fn::Sub's list form
+// names the variables of its string.
+func TestRefsInSurvivesAnEmptyList(t *testing.T) {
+	t.Parallel()
+	for _, empty := range []string{"Fn::Sub", "Fn::GetAtt"} {
+		require.NotPanics(t, func() { require.Empty(t, refsIn(map[string]any{empty: []any{}}), empty) }, empty)
+	}
+	require.ElementsMatch(t, []string{"Bucket", "Table"},
+		refsIn(map[string]any{"Fn::Sub": []any{"arn:${Bucket}/${Table}", map[string]any{}}}))
 }
