@@ -55,7 +55,11 @@
 //     Articles table the export's tests use, and through the worker's
 //     fenced path on memory stores.
 //  3. One line in internal/app/tasks' registry (registry.go): the task's
-//     name, its spec check and its constructor.
+//     name, the spec keys it reads, its spec check and its constructor.
+//     The export, the task of a spec without "task", refuses the keys the
+//     other lines declare and it does not read, so that a spec that meant
+//     the new task and left out its "task" is refused rather than run as
+//     an export: nothing else to edit for that.
 //
 // A task that reads only what the worker is already given (the Articles
 // table) needs nothing else: intake, the wiring and the template do not
@@ -66,9 +70,7 @@
 // setting in the worker's wiring (internal/lambdawire's Worker) and, in
 // template.yaml, the resource, its variable in WorkerFunction's
 // environment and the worker role's access to it. Intake still changes
-// not at all. Two more lines, if the task's spec has a key no other task
-// reads: that key in the export's keysOfOtherTasks (export.go), so that a
-// spec that left out its "task" is refused rather than run as an export.
+// not at all.
 //
 // The worker and intake are deployed in that order (template.yaml's
 // DependsOn): a job of a new task is accepted only once the worker runs it.

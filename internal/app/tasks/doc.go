@@ -3,8 +3,11 @@
 // and their spec checks, NewChecker, with which intake checks each spec
 // without building a task. A job names its task in its spec ("task");
 // without one it runs the export (Export: the tenant's articles as
-// NDJSON). registry.go lists the tasks, one line each (name, spec check,
-// constructor), and each task's type documents what it does and its spec.
+// NDJSON). registry.go lists the tasks, one line each (name, the spec keys
+// it reads, spec check, constructor), and each task's type documents what
+// it does and its spec. The export refuses a key that another registered
+// task reads and it does not (a spec that meant that task and left out its
+// "task"), taking those keys from the other lines.
 //
 // Adding a task touches its own file, its test and that one line, and,
 // for a task that needs a resource the worker is not given yet, the

@@ -33,46 +33,60 @@ var ErrUnexportable = errors.New("tasks: article cannot be exported")
 //
 // Spec: SpecPageSize, optional (1 to MaxPageSize, default DefaultPageSize).
 // Any other key is accepted and ignored, as before tasks had names, except
-// a key that only another task reads (keysOfOtherTasks): a spec with one
-// meant that task and left out its "task", and ValidateSpec refuses it
-// rather than let it run as an export. Run does not: a job created before
-// that rule ran the export when it was accepted, and still does.
+// a key that another registered task reads and the export does not (taken
+// from the registrations' keys, registry.go): a spec with one meant that
+// task and left out its "task", and ValidateSpec refuses it rather than
+// let it run as an export. Run does not: a job created before that rule
+// ran the export when it was accepted, and still does.
 type Export struct {
 	articles articles
+	refused  keyOwners // the keys ValidateSpec refuses, with the task that reads each
 }
+
+// exportKeys are the spec keys the export reads.
+var exportKeys = []string{SpecPageSize}
 
 var _ task.Task = (*Export)(nil)
 
-// NewExport returns the export of cfg's Articles table, or the error of
-// cfg.Validate.
+// NewExport returns the export of cfg's Articles table, refusing the spec
+// keys of the service's other tasks, or the error of cfg.Validate.
 func NewExport(cfg Config) (*Export, error) {
+	return newExport(cfg, othersKeys(registered, registration{name: NameExport, keys: exportKeys}))
+}
+
+func newExport(cfg Config, refused keyOwners) (*Export, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Export{articles: cfg.articles()}, nil
+	return &Export{articles: cfg.articles(), refused: refused}, nil
 }
 
-// keysOfOtherTasks maps each spec key that another of the service's tasks
-// reads, and the export does not, to that task: the keys the export
-// refuses. A task whose spec has a key no other task reads adds it here.
-var keysOfOtherTasks = map[string]string{
-	SpecFields: NameWordCount,
+// buildExport is the export's constructor in the registry: it refuses the
+// other registrations' keys.
+func buildExport(cfg Config, others keyOwners) (task.Task, error) {
+	return as(func(cfg Config) (*Export, error) { return newExport(cfg, others) })(cfg, others)
 }
 
 // ValidateSpec implements task.Task: no key that only another task reads,
 // and a page size of 1 to MaxPageSize. The error wraps ErrInvalidSpec and
 // names the key. It is the export's registered spec check, which intake
 // runs without an Export.
-func (e *Export) ValidateSpec(spec map[string]string) error { return checkExportSpec(spec) }
+func (e *Export) ValidateSpec(spec map[string]string) error { return checkExportSpec(spec, e.refused) }
 
-// checkExportSpec is the export's spec check: no key of keysOfOtherTasks,
-// and the page size is 1 to MaxPageSize. The error wraps ErrInvalidSpec
-// and names the key.
-func checkExportSpec(spec map[string]string) error {
-	for _, key := range slices.Sorted(maps.Keys(keysOfOtherTasks)) {
+// checkExport is the export's registered spec check: checkExportSpec,
+// refusing the other registrations' keys.
+func checkExport(others keyOwners) task.SpecCheck {
+	return func(spec map[string]string) error { return checkExportSpec(spec, others) }
+}
+
+// checkExportSpec is the export's spec check: no key of refused, and the
+// page size is 1 to MaxPageSize. The error wraps ErrInvalidSpec and names
+// the key.
+func checkExportSpec(spec map[string]string, refused keyOwners) error {
+	for _, key := range slices.Sorted(maps.Keys(refused)) {
 		if _, ok := spec[key]; ok {
 			return fmt.Errorf(`%w: the export does not read %q, a key of task %s; a spec for that task names it ("%s":"%s")`,
-				ErrInvalidSpec, key, keysOfOtherTasks[key], task.SpecTask, keysOfOtherTasks[key])
+				ErrInvalidSpec, key, refused[key], task.SpecTask, refused[key])
 		}
 	}
 	_, err := pageSize(spec)

@@ -3,6 +3,7 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
@@ -12,23 +13,50 @@ import (
 // runs as it always did.
 const DefaultTask = NameExport
 
-// registered are the service's tasks: one line each, its name, its spec
-// check (a function of the spec alone: intake runs it, and builds no task)
-// and its constructor (the worker's). (A list, not a map: gofmt would
-// align a map's values, and adding a task would touch its neighbours'
-// lines.)
+// registered are the service's tasks: one line each, its name, the spec
+// keys it reads, its spec check (a function of the spec alone: intake runs
+// it, and builds no task) and its constructor (the worker's). A new task
+// adds its line and nothing else here: the export learns its keys from it.
+// (A list, not a map: gofmt would align a map's values, and adding a task
+// would touch its neighbours' lines.)
 var registered = []registration{
-	{NameExport, checkExportSpec, as(NewExport)},
-	{NameWordCount, checkWordCountSpec, as(NewWordCount)},
+	{NameExport, exportKeys, checkExport, buildExport},
+	{NameWordCount, wordCountKeys, alone(checkWordCountSpec), as(NewWordCount)},
 }
 
-// registration is a task's name, its spec check and its constructor. The
-// check must be what the built task's ValidateSpec answers
-// (TestCheckerAnswersAsTheRegistry holds them to it).
+// registration is a task's name, the spec keys it reads, its spec check
+// and its constructor. The check must be what the built task's
+// ValidateSpec answers (TestCheckerAnswersAsTheRegistry holds them to it).
+// Both are given the keys the other registrations read and this one does
+// not (othersKeys): the export, the default task, refuses them, as a spec
+// with one meant another task and left out its "task".
 type registration struct {
 	name  string
-	check task.SpecCheck
-	build func(Config) (task.Task, error)
+	keys  []string
+	check func(others keyOwners) task.SpecCheck
+	build func(cfg Config, others keyOwners) (task.Task, error)
+}
+
+// keyOwners maps a spec key to the task that reads it.
+type keyOwners map[string]string
+
+// othersKeys returns the spec keys that regs' tasks other than self read
+// and self does not, "task" aside, each with the first of those tasks
+// registered.
+func othersKeys(regs []registration, self registration) keyOwners {
+	owners := keyOwners{}
+	for _, r := range regs {
+		if r.name == self.name {
+			continue
+		}
+		for _, key := range r.keys {
+			if _, owned := owners[key]; owned || key == task.SpecTask || slices.Contains(self.keys, key) {
+				continue
+			}
+			owners[key] = r.name
+		}
+	}
+	return owners
 }
 
 // ErrInvalidConfig is wrapped by the error of a constructor of this
@@ -79,7 +107,7 @@ func newRegistry(cfg Config, regs []registration) (*task.Registry, error) {
 		return nil, err
 	}
 	built, err := byName(regs, func(r registration) (task.Task, error) {
-		t, err := r.build(cfg)
+		t, err := r.build(cfg, othersKeys(regs, r))
 		if err != nil {
 			return nil, fmt.Errorf("tasks: %s: %w", r.name, err)
 		}
@@ -92,7 +120,7 @@ func newRegistry(cfg Config, regs []registration) (*task.Registry, error) {
 }
 
 func newChecker(regs []registration) (*task.Checker, error) {
-	checks, err := byName(regs, func(r registration) (task.SpecCheck, error) { return r.check, nil })
+	checks, err := byName(regs, func(r registration) (task.SpecCheck, error) { return r.check(othersKeys(regs, r)), nil })
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +145,20 @@ func byName[T any](regs []registration, of func(registration) (T, error)) (map[s
 	return m, nil
 }
 
-// as adapts a task's constructor to the registry's.
-func as[T task.Task](build func(Config) (T, error)) func(Config) (task.Task, error) {
-	return func(cfg Config) (task.Task, error) {
+// as adapts the constructor of a task that needs no other task's keys to
+// the registry's.
+func as[T task.Task](build func(Config) (T, error)) func(Config, keyOwners) (task.Task, error) {
+	return func(cfg Config, _ keyOwners) (task.Task, error) {
 		t, err := build(cfg)
 		if err != nil {
-			return nil, err
+			return nil, err // not a task.Task holding a nil T
 		}
 		return t, nil
 	}
+}
+
+// alone adapts the spec check of a task that needs no other task's keys to
+// the registry's.
+func alone(check task.SpecCheck) func(keyOwners) task.SpecCheck {
+	return func(keyOwners) task.SpecCheck { return check }
 }
