@@ -20,11 +20,12 @@
 // The itemIdentifier format is taken from Powertools for AWS Lambda
 // (Python), whose Kafka batch support (pull request 7941, 2026-01) returns
 //
-//	{"batchItemFailures": [{"itemIdentifier": {"topic-partition": "mytopic-0", "offset": 1}}]}
+//	{"batchItemFailures": [{"itemIdentifier": {"partition": "mytopic-0", "offset": 1}}]}
 //
-// an object, not a string as for SQS and Kinesis: "topic-partition" is the
-// KafkaEvent's records key (topic, hyphen, partition) and "offset" a JSON
-// number. The open aws-lambda-rust-runtime pull request 1164 uses the same
+// an object, not a string as for SQS and Kinesis: "partition" holds the
+// KafkaEvent's records key (topic, hyphen, partition number), not the bare
+// partition number, and "offset" is a JSON number (Powertools' batch
+// types.py, KafkaItemIdentifier: partition str, offset int). The open aws-lambda-rust-runtime pull request 1164 uses the same
 // shape. NOT CONFIRMED: the response-syntax section of AWS's page itself
 // could not be read here, only its summary above.
 //

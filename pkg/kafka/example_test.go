@@ -35,6 +35,6 @@ func Example() {
 	commit, _ := kafka.CommitOffsets(ev, completed)
 	fmt.Println("commit orders-0 at", commit["orders-0"])
 	// Output:
-	// {"batchItemFailures":[{"itemIdentifier":{"topic-partition":"orders-0","offset":9}}]}
+	// {"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":9}}]}
 	// commit orders-0 at 9
 }

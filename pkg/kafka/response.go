@@ -21,10 +21,10 @@ var (
 )
 
 // ItemIdentifier names one record of a batch in a partial batch response:
-// its "topic-partition" (the event's key, the topic, a hyphen, the
-// partition) and its offset.
+// its topic-partition (the event's records key: the topic, a hyphen, the
+// partition number), under the JSON name "partition", and its offset.
 type ItemIdentifier struct {
-	TopicPartition string `json:"topic-partition"`
+	TopicPartition string `json:"partition"`
 	Offset         int64  `json:"offset"`
 }
 
