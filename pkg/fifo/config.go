@@ -5,18 +5,20 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
 )
 
 // Defaults of the Config.
 const (
 	// DefaultDeadlineMargin is how much time must remain before the
 	// invocation deadline for a message to start.
-	DefaultDeadlineMargin = time.Second
+	DefaultDeadlineMargin = lanes.DefaultDeadlineMargin
 	// DefaultResponseReserve is how long before the invocation deadline the
 	// handlers' context expires, so that Process can still return its
 	// partial response in time. If Lambda times the invocation out instead,
 	// the whole batch is received again, including what had succeeded.
-	DefaultResponseReserve = 200 * time.Millisecond
+	DefaultResponseReserve = lanes.DefaultResponseReserve
 	// MinQuarantineThreshold is the smallest Config.QuarantineThreshold: a
 	// message is received once before it can fail.
 	MinQuarantineThreshold = 2

@@ -16,6 +16,12 @@
 //	}
 //	lambda.Start(p.Process)
 //
+// The lanes run on pkg/lanes, the transport-neutral lane engine (serial per
+// key, parallel across keys under Concurrency, the deadline margin and
+// response reserve, panics and runtime.Goexit contained); what is SQS's,
+// the message ids, the response, the dead-letter queue and the quarantine,
+// is this package's.
+//
 // Invariants:
 //   - Messages of one group form a lane. A lane never runs two messages at
 //     once, and starts them in batch order.

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
 )
 
 // Handler processes one message. It returns nil when the message is done and
@@ -28,6 +27,9 @@ type Processor struct {
 	// cfg is the validated Config with its defaults filled in; DeadLetter
 	// points to the processor's own copy.
 	cfg Config
+	// lanes runs the batches' lanes (Concurrency, the deadline margin and
+	// the response reserve).
+	lanes *lanes.Engine
 }
 
 // New returns a Processor with cfg. It fails with an error wrapping
@@ -41,7 +43,16 @@ func New(cfg Config) (*Processor, error) {
 		dl := *cfg.DeadLetter // the caller's may change after New
 		cfg.DeadLetter = &dl
 	}
-	return &Processor{cfg: cfg}, nil
+	engine, err := lanes.New(lanes.Config{
+		Concurrency:     cfg.Concurrency,
+		DeadlineMargin:  cfg.DeadlineMargin,
+		ResponseReserve: cfg.ResponseReserve,
+		Now:             cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Processor{cfg: cfg, lanes: engine}, nil
 }
 
 // Process handles the batch and returns the messages to receive again.
@@ -84,22 +95,18 @@ type batch struct {
 	p       *Processor
 	records []events.SQSMessage
 	results []result
-	next    []int // next[i]: the next record of record i's lane, or -1
-	heads   []int // the first record of each lane, in the order lanes are taken
+	plan    *lanes.Plan // the lanes: one per group, one per record without a group
 	begin   time.Time
 	log     *slog.Logger
-
-	deadline    time.Time
-	hasDeadline bool
 
 	// held is the quarantine's view of the batch (Config.Quarantine), and
 	// heldErr the error that kept the batch from reading it.
 	held    QuarantineView
 	heldErr error
 
-	stopped   atomic.Bool  // a message failed under StopOnFirstFailure
-	nextLane  atomic.Int64 // index into heads of the next lane to take
-	wg        sync.WaitGroup
+	// running is the lanes' run: the handlers' context (handlerCx), the
+	// deadline, and the stop of a message failed under StopOnFirstFailure.
+	running   *lanes.Run
 	handlerCx context.Context
 }
 
@@ -109,15 +116,13 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		p:       p,
 		records: records,
 		results: make([]result, n),
-		next:    make([]int, n),
 		begin:   p.cfg.Now(),
 		log:     p.cfg.Logger,
 	}
-	b.deadline, b.hasDeadline = ctx.Deadline()
 	if n == 0 {
+		b.plan = p.lanes.Plan(0, nil)
 		return b, nil
 	}
-	tails := make(map[string]int, n) // group id -> last record seen of its lane
 	ids := make(map[string]int, n)
 	arn := records[0].EventSourceARN
 	for i := range records {
@@ -133,30 +138,11 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		}
 		ids[rec.MessageId] = i
 		b.results[i].outcome = pending
-		b.next[i] = -1
-		group := rec.Attributes[groupAttribute]
-		if group == "" {
-			b.heads = append(b.heads, i)
-			continue
-		}
-		if tail, ok := tails[group]; ok {
-			b.next[tail] = i
-		} else {
-			b.heads = append(b.heads, i)
-		}
-		tails[group] = i
 	}
-	if c := p.cfg.Concurrency; c > 0 && c < len(b.heads) {
-		// Longest lanes first: with fewer slots than lanes, the batch then
-		// ends closer to its longest lane.
-		length := make([]int, n)
-		for _, h := range b.heads {
-			for i := h; i >= 0; i = b.next[i] {
-				length[h]++
-			}
-		}
-		slices.SortStableFunc(b.heads, func(x, y int) int { return length[y] - length[x] })
-	}
+	b.plan = p.lanes.Plan(n, func(i int) (string, bool) {
+		group := records[i].Attributes[groupAttribute]
+		return group, group != ""
+	})
 	if b.log != nil {
 		// A logger that panics here keeps logging without the request id,
 		// where each of its panics is contained too.
@@ -176,22 +162,15 @@ func (b *batch) run(ctx context.Context) {
 	if len(b.records) == 0 {
 		return
 	}
-	hctx, cancel := context.WithCancel(ctx)
-	if b.hasDeadline {
-		hctx, cancel = context.WithDeadline(ctx, b.deadline.Add(-b.p.cfg.ResponseReserve))
-	}
+	run, cancel := b.p.lanes.Start(ctx)
 	defer cancel()
-	b.handlerCx = hctx
-	b.checkQuarantine(hctx)
+	b.running, b.handlerCx = run, run.Context()
+	b.checkQuarantine(b.handlerCx) //nolint:contextcheck // the run's context derives from ctx (lanes.Engine.Start)
 
-	workers := len(b.heads)
-	if c := b.p.cfg.Concurrency; c > 0 && c < workers {
-		workers = c
-	}
-	for range workers {
-		b.wg.Go(b.work)
-	}
-	b.wg.Wait()
+	// Handlers run on the lanes' goroutines; a panic is recovered (in call,
+	// decide and logOutcome), and if a handler ends its goroutine with
+	// runtime.Goexit another one takes over the remaining lanes.
+	run.Lanes(b.plan, b)
 
 	for i := range b.results {
 		if b.results[i].outcome == pending {
@@ -201,46 +180,26 @@ func (b *batch) run(ctx context.Context) {
 	b.report(ctx, b.p.cfg.Now().Sub(b.begin))
 }
 
-// work takes lanes until none is left. Handlers run on this goroutine; a
-// panic is recovered (in call, decide and logOutcome), and if a handler ends
-// the goroutine with runtime.Goexit a replacement worker takes over the
-// remaining lanes.
-func (b *batch) work() {
-	exited := true
-	defer func() {
-		if exited {
-			b.wg.Go(b.work) // legal during Wait: this goroutine still counts
-		}
-	}()
-	for {
-		k := int(b.nextLane.Add(1) - 1)
-		if k >= len(b.heads) {
-			exited = false
-			return
-		}
-		b.runLane(b.heads[k])
-	}
-}
-
-// runLane runs the lane that starts at head. Once a message of the lane is
+// RunLane runs the lane that starts at head (b is the lanes.Runner of its
+// run). Once a message of the lane is
 // not acknowledged, the rest of the lane is skipped for the same reason,
 // without asking again: after a deadline skip in particular, a later time
 // check could pass, because the deadline is wall-clock time (Lambda's has no
 // monotonic reading) and the wall clock can step back.
-func (b *batch) runLane(head int) {
+func (b *batch) RunLane(head int) {
 	if b.quarantined(head) {
 		b.runQuarantinedLane(head)
 		return
 	}
 	rest := pending // what the rest of the lane becomes; pending: it runs on
-	for i := head; i >= 0; i = b.next[i] {
+	for i := head; i >= 0; i = b.plan.Next(i) {
 		r := &b.results[i]
 		switch {
 		case rest != pending:
 			r.outcome = rest
-		case b.p.cfg.StopOnFirstFailure && b.stopped.Load():
+		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
 			r.outcome = SkippedStopped
-		case !b.timeToStart():
+		case !b.running.TimeToStart():
 			r.outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
 			b.runMessage(i)
@@ -252,13 +211,6 @@ func (b *batch) runLane(head int) {
 			b.logOutcome(i)
 		}
 	}
-}
-
-func (b *batch) timeToStart() bool {
-	if b.handlerCx.Err() != nil {
-		return false
-	}
-	return !b.hasDeadline || b.deadline.Sub(b.p.cfg.Now()) >= b.p.cfg.DeadlineMargin
 }
 
 func (b *batch) runMessage(i int) {
@@ -325,8 +277,12 @@ func (b *batch) decide(i int, err error) {
 // contained calls f, which runs code the processor does not control, and
 // returns a panic in it as a *PanicError (in says what panicked) instead of
 // letting it end the invocation. A runtime.Goexit in f still ends the
-// calling goroutine: a worker is replaced when that happens (see work), and
-// Process's own goroutine calls foreign code only through guarded.
+// calling goroutine: a lane's goroutine is replaced when that happens (see
+// lanes.Run.Lanes), and Process's own goroutine calls foreign code only
+// through guarded. It recovers here rather than through lanes.Contain:
+// that one frame more on a handler's path made each lane's goroutine grow
+// its stack, a measured 20-40% more overhead per message
+// (BenchmarkOverhead).
 func contained(in PanicSite, f func()) (pe *PanicError) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -343,13 +299,18 @@ func contained(in PanicSite, f func()) (pe *PanicError) {
 // goroutine and not Process's, which would then never return. The Goexit
 // comes back as a *PanicError like a panic.
 func guarded(in PanicSite, f func()) *PanicError {
-	done := make(chan *PanicError, 1)
-	go func() {
-		pe := &PanicError{In: in, Value: "called runtime.Goexit"}
-		defer func() { done <- pe }()
-		pe = contained(in, f)
-	}()
-	return <-done
+	return panicError(in, lanes.Guard(f))
+}
+
+// panicError is p as a *PanicError at in, or nil without p.
+func panicError(in PanicSite, p *lanes.Panic) *PanicError {
+	switch {
+	case p == nil:
+		return nil
+	case p.Goexit:
+		return &PanicError{In: in, Value: "called runtime.Goexit"}
+	}
+	return &PanicError{In: in, Value: p.Value, Stack: p.Stack}
 }
 
 func (b *batch) response() events.SQSEventResponse {
@@ -388,12 +349,12 @@ func (b *batch) logOutcome(i int) {
 		}
 		r.err = errors.Join(r.err, &PanicError{In: PanicInLogger, Value: "called runtime.Goexit"})
 		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() {
-			b.stopped.Store(true)
+			b.running.Stop()
 		}
 	}()
 	for again := false; ; again = true {
 		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() && !r.outcome.Acknowledged() && !r.park {
-			b.stopped.Store(true)
+			b.running.Stop()
 		}
 		pe := b.logMessage(i)
 		if pe == nil || again {
@@ -474,7 +435,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 			}
 		}
 		logContained(ctx, b.log, slog.LevelInfo, "fifo: batch",
-			slog.Int("records", len(b.records)), slog.Int("lanes", len(b.heads)),
+			slog.Int("records", len(b.records)), slog.Int("lanes", b.plan.Lanes()),
 			slog.Int("failed", failed), slog.Duration("duration", took))
 	}
 	hook := b.p.cfg.Metrics
@@ -487,7 +448,7 @@ func (b *batch) report(ctx context.Context, took time.Duration) {
 		logContained(ctx, b.log, slog.LevelWarn, "fifo: metrics hook skipped: no time left before the deadline")
 		return
 	}
-	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: len(b.heads), Duration: took}
+	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: b.plan.Lanes(), Duration: took}
 	for i := range b.records {
 		msg, r := &b.records[i], &b.results[i]
 		m.Messages[i] = MessageMetrics{

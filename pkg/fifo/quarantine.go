@@ -161,7 +161,7 @@ func (b *batch) quarantined(i int) bool {
 func (b *batch) runQuarantinedLane(head int) {
 	group := b.records[head].Attributes[groupAttribute]
 	if b.heldErr != nil {
-		for i := head; i >= 0; i = b.next[i] {
+		for i := head; i >= 0; i = b.plan.Next(i) {
 			b.results[i].outcome, b.results[i].err = Failed, b.heldErr
 			b.logOutcome(i)
 		}
@@ -170,7 +170,7 @@ func (b *batch) runQuarantinedLane(head int) {
 	threshold := b.p.cfg.QuarantineThreshold
 	hold := b.held.Holds[group]
 	rest := pending
-	for i := head; i >= 0; i = b.next[i] {
+	for i := head; i >= 0; i = b.plan.Next(i) {
 		r, msg := &b.results[i], &b.records[i]
 		d, known := b.held.Messages[msg.MessageId]
 		current := known && d.Copy && hold.State == Draining && hold.Epoch == d.Epoch
@@ -202,12 +202,12 @@ func (b *batch) runQuarantinedLane(head int) {
 				hold, rest = b.park(i, group, hold, cause, true)
 			}
 			continue // park or rehold logged it
-		case b.p.cfg.StopOnFirstFailure && b.stopped.Load():
+		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
 			// The rest of the lane is skipped too, parked messages
 			// included: a message parked while an earlier one of its
 			// group is received again could be redriven, and run, first.
 			r.outcome, rest = SkippedStopped, SkippedStopped
-		case !b.timeToStart():
+		case !b.running.TimeToStart():
 			r.outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
 			b.runMessage(i)
@@ -232,7 +232,7 @@ func (b *batch) runQuarantinedLane(head int) {
 // goroutine with runtime.Goexit, failed is called first with that as the
 // error, to decide the messages of the call as failed (a copy whose Done
 // never returned must not be acknowledged); the worker is then replaced
-// (see work) and the rest of the lane is skipped.
+// (see lanes.Run.Lanes) and the rest of the lane is skipped.
 func callQuarantine(f func() error, failed func(error)) (err error) {
 	exited := true
 	defer func() {
@@ -259,7 +259,7 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 	}
 	var idx []int
 	var msgs []*events.SQSMessage
-	for j := i; j >= 0; j = b.next[j] {
+	for j := i; j >= 0; j = b.plan.Next(j) {
 		d, known := b.held.Messages[b.records[j].MessageId]
 		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
 			break // a copy of the epoch: what follows waits for it to run, or to hold the group again

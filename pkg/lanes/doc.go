@@ -1,0 +1,33 @@
+// Package lanes is the per-key lane engine of fifoworker's batch
+// processors: a batch's items split into lanes, one per key, each lane run
+// strictly in order and the lanes in parallel under a concurrency bound.
+// It knows no transport: pkg/fifo runs an SQS FIFO batch's message groups
+// on it, and a Kafka processor can run a partition's keys on it the same
+// way. What an item is, what its failure means and what the caller answers
+// stay with the caller.
+//
+// # Guarantees
+//
+//   - Order within a key: Plan puts the items of one key in one lane, in
+//     index order; Run.Lanes runs each lane on one goroutine, so a lane's
+//     items run one after another in that order. An item without a key is
+//     a lane of its own.
+//   - Parallel across keys, bounded: at most Config.Concurrency lanes run
+//     at once (0: every lane); with fewer slots than lanes, the longest
+//     lanes are taken first.
+//   - Deadline-aware: Run.Context expires Config.ResponseReserve before
+//     the deadline of the context the run started under, so that the
+//     caller can still answer in time; Run.TimeToStart says no once less
+//     than Config.DeadlineMargin is left (or that context is done), so
+//     that an item does not start when it cannot finish.
+//   - Stop on the first failure: Run.Stop and Run.Stopped let a lane tell
+//     every other lane that no further item should start.
+//   - Panic-safe: Contain returns a panic as a *Panic instead of letting it
+//     unwind; Guard also absorbs a runtime.Goexit, on a goroutine of its
+//     own. If a lane ends its goroutine with runtime.Goexit, Run.Lanes
+//     replaces that goroutine, which takes the remaining lanes; the lane
+//     that exited is not resumed.
+//   - No goroutine outlives the call: Run.Lanes returns only after every
+//     lane's goroutine, replacements included, has returned, and Guard
+//     only after its goroutine has.
+package lanes

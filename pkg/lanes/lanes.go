@@ -1,0 +1,219 @@
+package lanes
+
+import (
+	"context"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine runs the lanes of batches. It is safe for concurrent use.
+type Engine struct {
+	cfg Config
+}
+
+// New returns an Engine with cfg. It fails with an error wrapping
+// ErrInvalidConfig, naming the field, when cfg does not validate.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg.withDefaults()}, nil
+}
+
+// Plan is a batch of n items split into lanes: the items of one key, in
+// index order. An item without a key is a lane of its own.
+type Plan struct {
+	next  []int // next[i]: the next item of item i's lane, or -1
+	heads []int // the first item of each lane, in the order lanes are taken
+}
+
+// Plan splits n items into lanes by key, which returns item i's key and
+// whether it has one. With a Concurrency smaller than the number of lanes,
+// the longest lanes are taken first (a stable order otherwise: by first
+// item).
+func (e *Engine) Plan(n int, key func(i int) (string, bool)) *Plan {
+	p := &Plan{next: make([]int, n)}
+	tails := make(map[string]int, n) // key -> last item seen of its lane
+	for i := range n {
+		p.next[i] = -1
+		k, ok := key(i)
+		if !ok {
+			p.heads = append(p.heads, i)
+			continue
+		}
+		if tail, seen := tails[k]; seen {
+			p.next[tail] = i
+		} else {
+			p.heads = append(p.heads, i)
+		}
+		tails[k] = i
+	}
+	if c := e.cfg.Concurrency; c > 0 && c < len(p.heads) {
+		// Longest lanes first: with fewer slots than lanes, the batch then
+		// ends closer to its longest lane.
+		length := make([]int, n)
+		for _, h := range p.heads {
+			for i := h; i >= 0; i = p.next[i] {
+				length[h]++
+			}
+		}
+		slices.SortStableFunc(p.heads, func(x, y int) int { return length[y] - length[x] })
+	}
+	return p
+}
+
+// Lanes returns the number of lanes.
+func (p *Plan) Lanes() int { return len(p.heads) }
+
+// Heads returns the first item of each lane, in the order lanes are taken.
+// The caller must not change it.
+func (p *Plan) Heads() []int { return p.heads }
+
+// Next returns the item after item i in its lane, or -1 after the last:
+// for i := head; i >= 0; i = p.Next(i) walks a lane.
+func (p *Plan) Next(i int) int { return p.next[i] }
+
+// Run is one batch's run: its items' context, its deadline and its stop.
+type Run struct {
+	e           *Engine
+	ctx         context.Context
+	deadline    time.Time
+	hasDeadline bool
+	stopped     atomic.Bool
+}
+
+// Start begins a run under ctx. The run's context expires ResponseReserve
+// before ctx's deadline; cancel releases it and must be called once the
+// caller is done with the run.
+func (e *Engine) Start(ctx context.Context) (r *Run, cancel context.CancelFunc) {
+	r = &Run{e: e}
+	r.deadline, r.hasDeadline = ctx.Deadline()
+	r.ctx, cancel = context.WithCancel(ctx)
+	if r.hasDeadline {
+		r.ctx, cancel = context.WithDeadline(ctx, r.deadline.Add(-e.cfg.ResponseReserve))
+	}
+	return r, cancel
+}
+
+// Context returns the context the items run under: it expires
+// ResponseReserve before the deadline of Start's context.
+func (r *Run) Context() context.Context { return r.ctx }
+
+// TimeToStart reports whether an item may start now: the run's context is
+// live and, if Start's context has a deadline, at least DeadlineMargin is
+// left before it. Once it says no for a lane, the lane should not ask
+// again: the deadline is wall-clock time and the wall clock can step back.
+func (r *Run) TimeToStart() bool {
+	if r.ctx.Err() != nil {
+		return false
+	}
+	return !r.hasDeadline || r.deadline.Sub(r.e.cfg.Now()) >= r.e.cfg.DeadlineMargin
+}
+
+// Stop records that no further item should start anywhere in the run
+// (a failure under stop-on-first-failure); Stopped reads it.
+func (r *Run) Stop() { r.stopped.Store(true) }
+
+// Stopped reports whether Stop was called.
+func (r *Run) Stopped() bool { return r.stopped.Load() }
+
+// Runner runs lanes: RunLane is called with the first item of a lane, and
+// walks the lane with Plan.Next.
+type Runner interface {
+	RunLane(head int)
+}
+
+// RunnerFunc is a func as a Runner.
+type RunnerFunc func(head int)
+
+// RunLane calls f(head).
+func (f RunnerFunc) RunLane(head int) { f(head) }
+
+// Lanes calls lane.RunLane once for the head of each lane of p, each lane on one
+// goroutine, at most Concurrency at once, and returns when every call has
+// returned. If RunLane ends its goroutine with runtime.Goexit, a replacement
+// goroutine takes the remaining lanes; the lane that exited is not resumed.
+// No goroutine started here outlives the call. A panic in RunLane is not
+// recovered here: RunLane contains its own (see Contain).
+func (r *Run) Lanes(p *Plan, lane Runner) {
+	if len(p.heads) == 0 {
+		return
+	}
+	workers := len(p.heads)
+	if c := r.e.cfg.Concurrency; c > 0 && c < workers {
+		workers = c
+	}
+	l := &laneWorkers{run: r, plan: p, lane: lane}
+	work := l.work // one method value for every goroutine
+	for range workers {
+		l.wg.Go(work)
+	}
+	l.wg.Wait()
+}
+
+// laneWorkers are the goroutines of one call of Run.Lanes.
+type laneWorkers struct {
+	run  *Run
+	plan *Plan
+	lane Runner
+	next atomic.Int64 // index into plan.heads of the next lane to take
+	wg   sync.WaitGroup
+}
+
+// work takes lanes until none is left. If RunLane ends the goroutine with
+// runtime.Goexit, a replacement takes over the remaining lanes.
+func (l *laneWorkers) work() {
+	exited := true
+	defer func() {
+		if exited {
+			if log := l.run.e.cfg.Logger; log != nil {
+				_ = Guard(func() { log.Debug("lanes: a lane's goroutine called runtime.Goexit; replaced") })
+			}
+			l.wg.Go(l.work) // legal during Wait: this goroutine still counts
+		}
+	}()
+	for {
+		k := int(l.next.Add(1) - 1)
+		if k >= len(l.plan.heads) {
+			exited = false
+			return
+		}
+		l.lane.RunLane(l.plan.heads[k])
+	}
+}
+
+// Panic is a panic Contain or Guard recovered, or a runtime.Goexit Guard
+// absorbed (Goexit set, Value and Stack nil).
+type Panic struct {
+	Value  any
+	Stack  []byte
+	Goexit bool
+}
+
+// Contain calls f and returns a panic in it instead of letting it unwind
+// further, or nil. A runtime.Goexit in f still ends the calling goroutine.
+func Contain(f func()) (p *Panic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &Panic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	f()
+	return nil
+}
+
+// Guard is Contain for code on a goroutine that must not end: f runs on a
+// goroutine of its own, which Guard waits for, so that a runtime.Goexit in
+// f ends that goroutine only and comes back as a Panic with Goexit set.
+func Guard(f func()) *Panic {
+	done := make(chan *Panic, 1)
+	go func() {
+		p := &Panic{Goexit: true}
+		defer func() { done <- p }()
+		p = Contain(f)
+	}()
+	return <-done
+}
