@@ -76,6 +76,9 @@ func TestPlanPutsEachKeyInOneLaneInOrder(t *testing.T) {
 	// At exactly the number of lanes, the order is the items'.
 	p = newEngine(t, lanes.Config{Concurrency: 3}).Plan(len(keys), key)
 	assert.Equal(t, [][]int{{0}, {1, 3}, {2, 4, 5}}, lanesOf(p))
+	// Concurrency 0 runs every lane at once: the order is the items' too.
+	p = newEngine(t, lanes.Config{}).Plan(len(keys), key)
+	assert.Equal(t, [][]int{{0}, {1, 3}, {2, 4, 5}}, lanesOf(p))
 }
 
 // maxRunning runs lanes lanes of one item each, each waiting a second of
@@ -106,6 +109,7 @@ func maxRunning(t *testing.T, concurrency, lanesN int) int {
 func TestConcurrencyBoundsTheLanesAtExactlyItsValue(t *testing.T) {
 	assert.Equal(t, 3, maxRunning(t, 3, 7))
 	assert.Equal(t, 3, maxRunning(t, 3, 3))
+	assert.Equal(t, 1, maxRunning(t, 1, 3))
 	assert.Equal(t, 7, maxRunning(t, 0, 7))
 }
 
