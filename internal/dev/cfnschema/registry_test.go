@@ -25,7 +25,7 @@ func loadRepoTemplate(t *testing.T) *samtemplate.Template {
 }
 
 // rainModule is the module whose files hold the CloudFormation registry
-// schemas; go.mod pins its version (registry_pin.go keeps it there).
+// schemas; go.mod pins its version (pin_test.go keeps it there).
 const rainModule = "github.com/aws-cloudformation/rain"
 
 var (
