@@ -1,19 +1,21 @@
 package kafka
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 )
 
 var (
-	// ErrInvalidBatch means the event breaks what Lambda's Kafka event promises
-	// (a record under another partition's key, an offset twice in a
-	// partition, a negative offset). Nothing is reported or committed for
-	// such a batch: a response computed from it could name the wrong record.
+	// ErrInvalidBatch means the event breaks what Lambda's Kafka event
+	// promises (a record under another partition's key, an offset twice in
+	// a partition, a negative offset or partition, a key, value that is not
+	// base64). Nothing is reported, committed or run for such a batch: a
+	// response computed from it could name the wrong record.
 	ErrInvalidBatch = errors.New("kafka: invalid batch")
 	// ErrUnknownRecord means a completion names a record the batch does not hold,
 	// which is the caller's mistake (a record of another batch).
@@ -43,27 +45,18 @@ type EventResponse struct {
 // records in a KafkaEvent, and the "topic-partition" of an
 // ItemIdentifier: "orders-0".
 func TopicPartition(topic string, partition int64) string {
-	return fmt.Sprintf("%s-%d", topic, partition)
+	return topic + "-" + strconv.FormatInt(partition, 10)
 }
 
 // Response reports every record of the batch not in completed, in
 // topic-partition then offset order. It reports all of them, not only each
 // partition's lowest: see the package documentation for why.
 func Response(batch events.KafkaEvent, completed map[ItemIdentifier]bool) (EventResponse, error) {
-	parts, err := partitions(batch, completed)
+	recs, err := checkedWith(batch, completed)
 	if err != nil {
 		return EventResponse{}, err
 	}
-	resp := EventResponse{BatchItemFailures: []BatchItemFailure{}}
-	for _, tp := range sortedKeys(parts) {
-		for _, off := range parts[tp] {
-			item := ItemIdentifier{TopicPartition: tp, Offset: off}
-			if !completed[item] {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, BatchItemFailure{ItemIdentifier: item})
-			}
-		}
-	}
-	return resp, nil
+	return response(recs, func(i int) bool { return completed[recs[i].id] }), nil
 }
 
 // CommitOffsets gives, for each partition of the batch, the offset a
@@ -75,66 +68,111 @@ func Response(batch events.KafkaEvent, completed map[ItemIdentifier]bool) (Event
 // it back; and it never goes past a record not completed, whatever was
 // completed after it.
 func CommitOffsets(batch events.KafkaEvent, completed map[ItemIdentifier]bool) (map[string]int64, error) {
-	parts, err := partitions(batch, completed)
+	recs, err := checkedWith(batch, completed)
 	if err != nil {
 		return nil, err
 	}
-	commit := make(map[string]int64, len(parts))
-	for tp, offsets := range parts {
-		commit[tp] = offsets[len(offsets)-1] + 1
-		for _, off := range offsets {
-			if !completed[ItemIdentifier{TopicPartition: tp, Offset: off}] {
-				commit[tp] = off
+	commit := make(map[string]int64, len(batch.Records))
+	for start := 0; start < len(recs); {
+		end := partitionEnd(recs, start)
+		tp := recs[start].id.TopicPartition
+		commit[tp] = recs[end-1].id.Offset + 1
+		for _, r := range recs[start:end] {
+			if !completed[r.id] {
+				commit[tp] = r.id.Offset
 				break
 			}
 		}
+		start = end
 	}
 	return commit, nil
 }
 
-// partitions checks the batch and the completions and returns each
-// partition's offsets in rising order.
-func partitions(batch events.KafkaEvent, completed map[ItemIdentifier]bool) (map[string][]int64, error) {
-	parts := make(map[string][]int64, len(batch.Records))
-	for key, recs := range batch.Records {
-		offsets := make([]int64, 0, len(recs))
-		for _, r := range recs {
-			if tp := TopicPartition(r.Topic, r.Partition); tp != key {
-				return nil, fmt.Errorf("%w: key %q holds a record of %q (offset %d)", ErrInvalidBatch, key, tp, r.Offset)
-			}
-			if r.Offset < 0 {
-				return nil, fmt.Errorf("%w: %q holds offset %d", ErrInvalidBatch, key, r.Offset)
-			}
-			offsets = append(offsets, r.Offset)
-		}
-		slices.Sort(offsets)
-		for i := 1; i < len(offsets); i++ {
-			if offsets[i] == offsets[i-1] {
-				return nil, fmt.Errorf("%w: %q holds offset %d twice", ErrInvalidBatch, key, offsets[i])
-			}
-		}
-		if len(offsets) > 0 {
-			parts[key] = offsets
+// partitionEnd returns the index after the last record of the partition
+// whose records start at recs[start].
+func partitionEnd(recs []checkedRecord, start int) int {
+	end := start + 1
+	for end < len(recs) && recs[end].id.TopicPartition == recs[start].id.TopicPartition {
+		end++
+	}
+	return end
+}
+
+// response reports each record of recs (in checked's order) that is not
+// completed: the one piece of code behind Response and Processor.Process.
+func response(recs []checkedRecord, completed func(i int) bool) EventResponse {
+	resp := EventResponse{BatchItemFailures: []BatchItemFailure{}}
+	for i := range recs {
+		if !completed(i) {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, BatchItemFailure{ItemIdentifier: recs[i].id})
 		}
 	}
+	return resp
+}
+
+// checkedRecord is a record of a checked batch with its identifier.
+type checkedRecord struct {
+	id  ItemIdentifier
+	rec *events.KafkaRecord
+}
+
+// checkedWith is checked, then refuses a completion of a record the batch
+// does not hold.
+func checkedWith(batch events.KafkaEvent, completed map[ItemIdentifier]bool) ([]checkedRecord, error) {
+	recs, err := checked(batch)
+	if err != nil {
+		return nil, err
+	}
 	for item, ok := range completed {
-		if ok && !found(parts[item.TopicPartition], item.Offset) {
+		if _, found := slices.BinarySearchFunc(recs, item, compareID); ok && !found {
 			return nil, fmt.Errorf("%w: %q offset %d", ErrUnknownRecord, item.TopicPartition, item.Offset)
 		}
 	}
-	return parts, nil
+	return recs, nil
 }
 
-func sortedKeys(m map[string][]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// checked checks what Lambda's Kafka event promises and returns the
+// batch's records in topic-partition, then offset order: every record
+// under its own partition's key, offsets and partitions not negative, no
+// offset twice in a partition. It is the one check behind Response,
+// CommitOffsets and Processor.Process.
+func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
+	n := 0
+	for _, recs := range batch.Records {
+		n += len(recs)
 	}
-	sort.Strings(keys)
-	return keys
+	out := make([]checkedRecord, 0, n)
+	for key, recs := range batch.Records {
+		for i := range recs {
+			r := &recs[i]
+			// Every record of a key is held to the first's topic and
+			// partition, and the first to the key: one string built a key.
+			if i == 0 || r.Topic != recs[0].Topic || r.Partition != recs[0].Partition {
+				if tp := TopicPartition(r.Topic, r.Partition); tp != key {
+					return nil, fmt.Errorf("%w: key %q holds a record of %q (offset %d)", ErrInvalidBatch, key, tp, r.Offset)
+				}
+			}
+			switch {
+			case r.Partition < 0:
+				return nil, fmt.Errorf("%w: %q holds partition %d", ErrInvalidBatch, key, r.Partition)
+			case r.Offset < 0:
+				return nil, fmt.Errorf("%w: %q holds offset %d", ErrInvalidBatch, key, r.Offset)
+			}
+			out = append(out, checkedRecord{id: ItemIdentifier{TopicPartition: key, Offset: r.Offset}, rec: r})
+		}
+	}
+	slices.SortFunc(out, func(a, b checkedRecord) int { return compareID(a, b.id) })
+	for i := 1; i < len(out); i++ {
+		if out[i].id == out[i-1].id {
+			return nil, fmt.Errorf("%w: %q holds offset %d twice", ErrInvalidBatch, out[i].id.TopicPartition, out[i].id.Offset)
+		}
+	}
+	return out, nil
 }
 
-func found(offsets []int64, offset int64) bool {
-	_, ok := slices.BinarySearch(offsets, offset)
-	return ok
+func compareID(r checkedRecord, id ItemIdentifier) int {
+	if c := cmp.Compare(r.id.TopicPartition, id.TopicPartition); c != 0 {
+		return c
+	}
+	return cmp.Compare(r.id.Offset, id.Offset)
 }

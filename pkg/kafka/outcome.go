@@ -1,0 +1,90 @@
+package kafka
+
+import "time"
+
+// Outcome is what became of one record of a batch.
+type Outcome uint8
+
+// The outcomes. Only Succeeded and DeadLettered count as completed; every
+// other outcome puts the record in the response's BatchItemFailures.
+const (
+	// Succeeded: the handler returned nil.
+	Succeeded Outcome = iota
+	// DeadLettered: the handler returned a permanent error and
+	// Config.DeadLetter stored the record.
+	DeadLettered
+	// Failed: the handler returned an error (or a permanent error that
+	// could not be dead-lettered).
+	Failed
+	// Panicked: the handler panicked or called runtime.Goexit, or code the
+	// processor called for the record did (see PanicError.In). A record
+	// whose lane key function panicked has this outcome without having run.
+	Panicked
+	// SkippedAfterFailure: an earlier record of the same lane failed (or,
+	// after a lane key function's panic, an earlier record of the same
+	// partition).
+	SkippedAfterFailure
+	// SkippedStopped: StopOnFirstFailure is set and a record failed before
+	// this one could start.
+	SkippedStopped
+	// SkippedDeadline: too little time remained before the deadline, or the
+	// context was done, before the record, or an earlier record of its
+	// lane, could start.
+	SkippedDeadline
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{
+	Succeeded:           "succeeded",
+	DeadLettered:        "dead_lettered",
+	Failed:              "failed",
+	Panicked:            "panicked",
+	SkippedAfterFailure: "skipped_after_failure",
+	SkippedStopped:      "skipped_stopped",
+	SkippedDeadline:     "skipped_deadline",
+}
+
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Completed reports whether the record is left out of BatchItemFailures.
+func (o Outcome) Completed() bool { return o == Succeeded || o == DeadLettered }
+
+// Started reports whether the outcome is one a handler that ran can have
+// (Panicked also covers a lane key function's panic, before any run).
+func (o Outcome) Started() bool { return o <= Panicked }
+
+// RecordMetrics is what the metrics hook learns of one record.
+type RecordMetrics struct {
+	TopicPartition string
+	Offset         int64
+	Outcome        Outcome
+	// Wait is the time from the start of Process until the handler
+	// started: the wait for earlier records of the lane and for a free
+	// lane slot. Zero if the handler never started.
+	Wait time.Duration
+	// Duration is how long the handler ran; zero if it never started.
+	Duration time.Duration
+}
+
+// BatchMetrics is what the metrics hook learns of one batch.
+type BatchMetrics struct {
+	Records  []RecordMetrics // in topic-partition, then offset order
+	Lanes    int             // number of lanes: (partition, key) pairs, and each partition's null-key lane
+	Duration time.Duration   // from the start of Process until every handler had returned
+}
+
+// Count returns how many records of the batch had outcome o.
+func (b BatchMetrics) Count(o Outcome) int {
+	n := 0
+	for i := range b.Records {
+		if b.Records[i].Outcome == o {
+			n++
+		}
+	}
+	return n
+}

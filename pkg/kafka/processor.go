@@ -1,0 +1,321 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
+)
+
+// Processor runs Kafka batches through a Handler, one lane per partition
+// and lane key. It is safe for concurrent use; with p, err :=
+// kafka.New(kafka.Config{Handler: h}), lambda.Start(p.Process) is a
+// complete Kafka consumer.
+type Processor struct {
+	// cfg is the validated Config with its defaults filled in.
+	cfg Config
+	// lanes runs the batches' lanes (Concurrency, the deadline margin and
+	// the response reserve).
+	lanes *lanes.Engine
+}
+
+// New returns a Processor with cfg. It fails with an error wrapping
+// ErrInvalidConfig, naming the field, when cfg does not validate.
+func New(cfg Config) (*Processor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	engine, err := lanes.New(cfg.lanes())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Processor{cfg: cfg, lanes: engine}, nil
+}
+
+// Process handles the batch and returns the records to deliver again: every
+// record not completed (see the package documentation). It returns an
+// error only for an invalid batch (see ErrInvalidBatch), having run
+// nothing; Lambda then retries the whole batch.
+func (p *Processor) Process(ctx context.Context, ev events.KafkaEvent) (EventResponse, error) {
+	b, err := p.newBatch(ctx, ev)
+	if err != nil {
+		n := 0
+		for _, recs := range ev.Records {
+			n += len(recs)
+		}
+		logContained(ctx, p.cfg.Logger, slog.LevelError, "kafka: batch refused", requestAttr(ctx), slog.Int("records", n), slog.Any("error", err))
+		return EventResponse{}, err
+	}
+	b.run(ctx)
+	return response(b.checked, func(i int) bool { return b.results[i].outcome.Completed() }), nil
+}
+
+// pending marks a record no lane has decided yet. Only a handler that
+// called runtime.Goexit can leave one behind; the rest of its lane then
+// counts as skipped after a failure.
+const pending = numOutcomes
+
+type result struct {
+	outcome  Outcome
+	err      error
+	wait     time.Duration
+	duration time.Duration
+}
+
+type batch struct {
+	p       *Processor
+	checked []checkedRecord // the records' identifiers, in Process's order
+	records []Record
+	results []result
+	plan    *lanes.Plan // the lanes: one per (partition, key), one per partition's null keys
+	begin   time.Time
+	log     *slog.Logger
+	// keyFailed: the lane key function panicked for a record, which is
+	// decided (Panicked) before the run.
+	keyFailed bool
+
+	// running is the lanes' run: the handlers' context (handlerCx), the
+	// deadline, and the stop of a record failed under StopOnFirstFailure.
+	running   *lanes.Run
+	handlerCx context.Context
+}
+
+func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch, error) {
+	checked, err := checked(ev)
+	if err != nil {
+		return nil, err
+	}
+	records, err := decode(checked)
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{
+		p:       p,
+		checked: checked,
+		records: records,
+		results: make([]result, len(records)),
+		begin:   p.cfg.Now(),
+		log:     p.cfg.Logger,
+	}
+	for i := range b.results {
+		b.results[i].outcome = pending
+	}
+	keys := b.laneKeys()
+	b.plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return keys[i], true })
+	if b.log != nil && len(records) > 0 {
+		// A logger that panics here keeps logging without the request id,
+		// where each of its panics is contained too.
+		_ = guarded(PanicInLogger, func() { b.log = b.log.With(requestAttr(ctx)) })
+	}
+	return b, nil
+}
+
+// Lane keys are the partition's index in the batch, then a kind: 'k' and
+// the key, 'n' for the partition's null-key lane, 'x' for the records of a
+// partition from one whose lane key function panicked. A decimal index
+// followed by a letter is unambiguous whatever the key holds.
+const (
+	keyedLane  = 'k'
+	nullLane   = 'n'
+	brokenLane = 'x'
+)
+
+// laneKeys returns each record's lane key. Config.LaneKey runs on a
+// goroutine of its own (guarded), resumed after a partition it panicked in.
+func (b *batch) laneKeys() []string {
+	keys := make([]string, len(b.records))
+	part := partitionIndexes(b.checked)
+	var buf []byte
+	laneKey := b.p.cfg.LaneKey
+	if laneKey == nil {
+		for i := range keys {
+			keys[i] = laneName(&buf, part[i], b.records[i].Key != nil, b.records[i].Key)
+		}
+		return keys
+	}
+	for next := 0; next < len(keys); {
+		// next is advanced on the guarded goroutine, which guarded waits
+		// for: after a panic it names the record the panic was for.
+		pe := guarded(PanicInLaneKey, func() {
+			for ; next < len(keys); next++ {
+				key, ok := laneKey(b.records[next])
+				keys[next] = laneName(&buf, part[next], ok, key)
+			}
+		})
+		if pe == nil {
+			break
+		}
+		next = b.breakPartition(keys, part, next, pe)
+	}
+	return keys
+}
+
+// partitionIndexes returns, for each record, its partition's index in the batch.
+func partitionIndexes(recs []checkedRecord) []int {
+	part := make([]int, len(recs))
+	for i := 1; i < len(recs); i++ {
+		part[i] = part[i-1]
+		if recs[i].id.TopicPartition != recs[i-1].id.TopicPartition {
+			part[i]++
+		}
+	}
+	return part
+}
+
+// laneName is the lane key of a record of partition part: keyed (ok) or
+// the partition's null-key lane. buf is reused from call to call.
+func laneName[K string | []byte](buf *[]byte, part int, ok bool, key K) string {
+	*buf = strconv.AppendInt((*buf)[:0], int64(part), 10)
+	if !ok {
+		return string(append(*buf, nullLane))
+	}
+	*buf = append(append(*buf, keyedLane), key...)
+	return string(*buf)
+}
+
+// breakPartition decides record i, whose lane key function panicked, as
+// Panicked, and puts it and every later record of its partition in the
+// partition's broken lane: their keys are unknown, so any of them may share
+// a lane with it, and none may run before it does. It returns the index of
+// the next partition's first record.
+func (b *batch) breakPartition(keys []string, part []int, i int, pe *PanicError) int {
+	b.keyFailed = true
+	b.results[i].outcome, b.results[i].err = Panicked, pe
+	end := partitionEnd(b.checked, i)
+	broken := strconv.Itoa(part[i]) + string(rune(brokenLane))
+	for j := i; j < end; j++ {
+		keys[j] = broken
+	}
+	return end
+}
+
+func requestAttr(ctx context.Context) slog.Attr {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return slog.String("aws_request_id", lc.AwsRequestID)
+	}
+	return slog.Attr{}
+}
+
+func (b *batch) run(ctx context.Context) {
+	if len(b.records) == 0 {
+		return
+	}
+	run, cancel := b.p.lanes.Start(ctx)
+	defer cancel()
+	b.running, b.handlerCx = run, run.Context()
+	if b.keyFailed && b.p.cfg.StopOnFirstFailure {
+		run.Stop() // a lane key function's panic is the batch's first failure
+	}
+
+	// Handlers run on the lanes' goroutines; a panic is recovered (in call,
+	// decide and logOutcome), and if a handler ends its goroutine with
+	// runtime.Goexit another one takes over the remaining lanes.
+	run.Lanes(b.plan, b)
+
+	for i := range b.results {
+		if b.results[i].outcome == pending {
+			b.results[i].outcome = SkippedAfterFailure
+		}
+	}
+	b.report(ctx, b.p.cfg.Now().Sub(b.begin))
+}
+
+// RunLane runs the lane that starts at head (b is the lanes.Runner of its
+// run). Once a record of the lane is not completed, the rest of the lane is
+// skipped for the same reason, without asking again: after a deadline skip
+// in particular, a later time check could pass, because the deadline is
+// wall-clock time (Lambda's has no monotonic reading) and the wall clock
+// can step back.
+func (b *batch) RunLane(head int) {
+	rest := pending // what the rest of the lane becomes; pending: it runs on
+	for i := head; i >= 0; i = b.plan.Next(i) {
+		r := &b.results[i]
+		switch {
+		case r.outcome != pending: // decided before the run: its lane key panicked
+			rest = SkippedAfterFailure
+			b.logOutcome(i)
+			continue
+		case rest != pending:
+			r.outcome = rest
+		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
+			r.outcome = SkippedStopped
+		case !b.running.TimeToStart():
+			r.outcome, rest = SkippedDeadline, SkippedDeadline
+		default:
+			b.runRecord(i)
+			if !r.outcome.Completed() {
+				rest = SkippedAfterFailure
+			}
+		}
+		if !r.outcome.Started() {
+			b.logOutcome(i)
+		}
+	}
+}
+
+func (b *batch) runRecord(i int) {
+	r := &b.results[i]
+	start := b.p.cfg.Now()
+	r.wait = start.Sub(b.begin)
+	// If the handler ends its goroutine with runtime.Goexit, call never
+	// returns and the record stays decided as a panic.
+	r.outcome, r.err = Panicked, &PanicError{Value: goexitValue}
+	defer b.logOutcome(i)
+	err := b.call(b.handlerCx, i)
+	r.duration = b.p.cfg.Now().Sub(start)
+	b.decide(i, err)
+}
+
+func (b *batch) call(ctx context.Context, i int) (err error) {
+	if pe := contained(PanicInHandler, func() { err = b.p.cfg.Handler(ctx, b.records[i]) }); pe != nil {
+		return pe
+	}
+	return err
+}
+
+// decide sets record i's outcome from its handler's error, dead-lettering
+// the record when that is due. It runs code the processor does not
+// control, the error's methods and the dead-letter store, and a panic there
+// fails the record as a handler's panic does.
+func (b *batch) decide(i int, err error) {
+	r := &b.results[i]
+	r.outcome, r.err = Failed, err
+	in := PanicInHandlerError
+	pe := contained(in, func() {
+		var hp *PanicError
+		switch {
+		case err == nil:
+			r.outcome = Succeeded
+		case errors.As(err, &hp):
+			r.outcome = Panicked
+		case IsPermanent(err) && b.p.cfg.DeadLetter != nil:
+			in = PanicInDeadLetter
+			// Decided as a panic until Send returns: a Goexit in the
+			// store leaves it so.
+			r.outcome, r.err = Panicked, errors.Join(err, &PanicError{In: in, Value: goexitValue})
+			if dlErr := b.p.cfg.DeadLetter.Send(b.handlerCx, b.records[i], err); dlErr != nil {
+				r.outcome, r.err = Failed, errors.Join(err, fmt.Errorf("kafka: dead-letter %s offset %d: %w",
+					b.checked[i].id.TopicPartition, b.checked[i].id.Offset, dlErr))
+				return
+			}
+			r.outcome, r.err = DeadLettered, err
+		}
+	})
+	switch {
+	case pe == nil:
+	case in == PanicInHandlerError:
+		// The error itself panicked: any later use of it would too.
+		r.outcome, r.err = Panicked, pe
+	default:
+		pe.In = in
+		r.outcome, r.err = Panicked, errors.Join(err, pe)
+	}
+}

@@ -1,0 +1,102 @@
+package kafka
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Record is one Kafka record of a batch, decoded from Lambda's KafkaEvent:
+// the key and value out of base64, the headers out of their signed bytes,
+// the timestamp out of epoch milliseconds.
+type Record struct {
+	Topic     string
+	Partition int64
+	Offset    int64
+	// Timestamp is the record's timestamp, of the kind TimestampType
+	// names: "CREATE_TIME" (the producer's) or "LOG_APPEND_TIME" (the
+	// broker's).
+	Timestamp     time.Time
+	TimestampType string
+	// Key and Value are nil for a null key or value. aws-lambda-go's
+	// KafkaRecord holds them as strings that omit an empty value, so a
+	// null, an absent and an empty ("") key or value arrive alike: each
+	// decodes as nil (see the package documentation on lanes for what that
+	// means for an empty key).
+	Key, Value []byte
+	// Headers are the record's headers in the event's order; a key may
+	// repeat, as Kafka allows.
+	Headers []Header
+}
+
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// TopicPartition is the record's topic-partition, "orders-0": the
+// KafkaEvent's records key and an ItemIdentifier's partition.
+func (r *Record) TopicPartition() string { return TopicPartition(r.Topic, r.Partition) }
+
+// ID is the record's identifier in a partial batch response.
+func (r *Record) ID() ItemIdentifier {
+	return ItemIdentifier{TopicPartition: r.TopicPartition(), Offset: r.Offset}
+}
+
+// decode decodes the checked records, in their order.
+func decode(recs []checkedRecord) ([]Record, error) {
+	out := make([]Record, len(recs))
+	for i, c := range recs {
+		key, err := decodeBytes(c.rec.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q offset %d: the key is not base64: %w", ErrInvalidBatch, c.id.TopicPartition, c.id.Offset, err)
+		}
+		value, err := decodeBytes(c.rec.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q offset %d: the value is not base64: %w", ErrInvalidBatch, c.id.TopicPartition, c.id.Offset, err)
+		}
+		out[i] = Record{
+			Topic:         c.rec.Topic,
+			Partition:     c.rec.Partition,
+			Offset:        c.rec.Offset,
+			Timestamp:     c.rec.Timestamp.Time,
+			TimestampType: c.rec.TimestampType,
+			Key:           key,
+			Value:         value,
+			Headers:       headers(c.rec.Headers),
+		}
+	}
+	return out, nil
+}
+
+// decodeBytes decodes Lambda's standard, padded base64; "" (a null, an
+// absent or an empty key or value: the event does not tell them apart) is nil.
+func decodeBytes(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	return base64.StdEncoding.DecodeString(s)
+}
+
+// headers flattens Lambda's list of one-key objects into Headers. An
+// object with several keys (Lambda sends one key per object) gives them in
+// key order, so that the result does not depend on map iteration.
+func headers(in []map[string]events.JSONNumberBytes) []Header {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Header, 0, len(in))
+	for _, m := range in {
+		start := len(out)
+		for k, v := range m {
+			out = append(out, Header{Key: k, Value: []byte(v)})
+		}
+		slices.SortFunc(out[start:], func(a, b Header) int { return strings.Compare(a.Key, b.Key) })
+	}
+	return out
+}
