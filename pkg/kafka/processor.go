@@ -290,6 +290,12 @@ func (b *batch) decide(i int, err error) {
 	r.outcome, r.err = Failed, err
 	in := PanicInHandlerError
 	pe := contained(in, func() {
+		if err != nil {
+			// Its text is logged: an Error method that panics is caught
+			// here as the error's, not later as the logger's, which would
+			// lose the record's log line.
+			_ = err.Error()
+		}
 		var hp *PanicError
 		switch {
 		case err == nil:

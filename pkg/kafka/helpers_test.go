@@ -1,0 +1,270 @@
+package kafka_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fifoworker/fifoworker/pkg/kafka"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newProcessor is kafka.New for a Config the test means to be valid.
+func newProcessor(t testing.TB, cfg kafka.Config) *kafka.Processor {
+	t.Helper()
+	p, err := kafka.New(cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func noop(context.Context, kafka.Record) error { return nil }
+
+// records builds a KafkaEvent from compact specs "topic-partition/offset:key"
+// ("t-0/5:a"; no ":key" for a null key), each record under its own
+// topic-partition key in the order given. The value is the spec itself.
+func records(t testing.TB, specs ...string) events.KafkaEvent {
+	t.Helper()
+	ev := events.KafkaEvent{EventSource: "aws:kafka", Records: map[string][]events.KafkaRecord{}}
+	for _, s := range specs {
+		r := parseSpec(t, s)
+		tp := kafka.TopicPartition(r.Topic, r.Partition)
+		ev.Records[tp] = append(ev.Records[tp], r)
+	}
+	return ev
+}
+
+func parseSpec(t testing.TB, s string) events.KafkaRecord {
+	t.Helper()
+	where, key, keyed := strings.Cut(s, ":")
+	tp, off, ok := strings.Cut(where, "/")
+	require.True(t, ok, s)
+	dash := strings.LastIndexByte(tp, '-')
+	part, err := strconv.ParseInt(tp[dash+1:], 10, 64)
+	require.NoError(t, err, s)
+	offset, err := strconv.ParseInt(off, 10, 64)
+	require.NoError(t, err, s)
+	r := events.KafkaRecord{
+		Topic: tp[:dash], Partition: part, Offset: offset,
+		Timestamp:     events.MilliSecondsEpochTime{Time: time.UnixMilli(1_700_000_000_000 + offset)},
+		TimestampType: "CREATE_TIME",
+		Value:         base64.StdEncoding.EncodeToString([]byte(s)),
+	}
+	if keyed {
+		r.Key = base64.StdEncoding.EncodeToString([]byte(key))
+	}
+	return r
+}
+
+// name is a record's spec without its key: "t-0/5".
+func name(r kafka.Record) string { return fmt.Sprintf("%s/%d", r.TopicPartition(), r.Offset) }
+
+// failed lists the response's records as "t-0/5", in its order.
+func failed(resp kafka.EventResponse) []string {
+	out := []string{}
+	for _, f := range resp.BatchItemFailures {
+		out = append(out, fmt.Sprintf("%s/%d", f.ItemIdentifier.TopicPartition, f.ItemIdentifier.Offset))
+	}
+	return out
+}
+
+// recorder notes the order in which handlers start.
+type recorder struct {
+	mu      sync.Mutex
+	started []string
+}
+
+func (r *recorder) start(rec kafka.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, name(rec))
+}
+
+func (r *recorder) Started() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.started...)
+}
+
+// handlerOf runs rec through the recorder, then returns what does says
+// for its name ("t-0/5"), nil by default; a func(), if any, is called
+// instead (to panic or exit).
+func handlerOf(rec *recorder, does map[string]any) kafka.Handler {
+	return func(ctx context.Context, r kafka.Record) error {
+		if rec != nil {
+			rec.start(r)
+		}
+		switch d := does[name(r)].(type) {
+		case error:
+			return d
+		case func():
+			d()
+		}
+		return nil
+	}
+}
+
+// logBuffer is a JSON slog handler into a buffer, safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (l *logBuffer) Records(t testing.TB) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(l.buf.Bytes()))
+	for dec.More() {
+		var rec map[string]any
+		require.NoError(t, dec.Decode(&rec))
+		out = append(out, rec)
+	}
+	return out
+}
+
+// line returns the log line of record "t-0/5".
+func (l *logBuffer) line(t testing.TB, record string) map[string]any {
+	t.Helper()
+	for _, r := range l.Records(t) {
+		if r["msg"] == "kafka: record" && fmt.Sprintf("%s-%v/%v", r["topic"], r["partition"], r["offset"]) == record {
+			return r
+		}
+	}
+	t.Fatalf("no log line for record %s", record)
+	return nil
+}
+
+// last returns the last log line.
+func (l *logBuffer) last(t testing.TB) map[string]any {
+	t.Helper()
+	recs := l.Records(t)
+	require.NotEmpty(t, recs)
+	return recs[len(recs)-1]
+}
+
+// hookHandler is a slog.Handler that calls fn with each record before the
+// next handler (if any) writes it: a test can act at the moment something
+// is logged, make the logger panic or end its goroutine.
+type hookHandler struct {
+	next slog.Handler
+	fn   func(r slog.Record)
+	// exitOnWith: deriving a logger ends the goroutine (runtime.Goexit).
+	exitOnWith bool
+}
+
+func (h hookHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next == nil || h.next.Enabled(ctx, l)
+}
+
+func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.fn(r)
+	if h.next == nil {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h hookHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.exitOnWith {
+		runtime.Goexit()
+	}
+	if h.next != nil {
+		h.next = h.next.WithAttrs(as)
+	}
+	return h
+}
+
+func (h hookHandler) WithGroup(name string) slog.Handler {
+	if h.next != nil {
+		h.next = h.next.WithGroup(name)
+	}
+	return h
+}
+
+// recordOf returns "t-0/5" for a slog record of the processor about a
+// record, "" otherwise.
+func recordOf(r slog.Record) string {
+	var topic, part, off string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "topic":
+			topic = a.Value.String()
+		case "partition":
+			part = a.Value.String()
+		case "offset":
+			off = a.Value.String()
+		}
+		return true
+	})
+	if topic == "" {
+		return ""
+	}
+	return topic + "-" + part + "/" + off
+}
+
+// panickingHandler is a slog.Handler all of whose methods panic.
+type panickingHandler struct{}
+
+func (panickingHandler) Enabled(context.Context, slog.Level) bool  { panic("Enabled bug") }
+func (panickingHandler) Handle(context.Context, slog.Record) error { panic("Handle bug") }
+func (panickingHandler) WithAttrs([]slog.Attr) slog.Handler        { panic("WithAttrs bug") }
+func (panickingHandler) WithGroup(string) slog.Handler             { panic("WithGroup bug") }
+
+// deadLetters records what Send stores; err, if set, is returned instead,
+// and do, if set, is called first (to panic or exit).
+type deadLetters struct {
+	mu     sync.Mutex
+	sent   []string
+	causes []error
+	err    error
+	do     func()
+}
+
+func (d *deadLetters) Send(_ context.Context, rec kafka.Record, cause error) error {
+	if d.do != nil {
+		d.do()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err != nil {
+		return d.err
+	}
+	d.sent = append(d.sent, name(rec))
+	d.causes = append(d.causes, cause)
+	return nil
+}
+
+func (d *deadLetters) Sent() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.sent...)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
