@@ -1,0 +1,298 @@
+package sim
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrIllegalGeneration is a consumer group's refusal of an offset commit
+// from a member whose ownership of the partition has ended: the partition
+// moved to another member in a rebalance since the member fetched. Kafka
+// answers such an OffsetCommit with ILLEGAL_GENERATION (the classic
+// protocol) or a stale member epoch (KIP-848's), and the commit does not
+// land.
+var ErrIllegalGeneration = errors.New("sim: offset commit of a stale generation")
+
+// LogRecord is a record a partition of a Topic holds.
+type LogRecord struct {
+	Topic     string
+	Partition int
+	Offset    int64
+	// Key is nil for a null key.
+	Key, Value []byte
+	Time       time.Time
+	// Compacted: compaction removed it (a later record of its key stays).
+	Compacted bool
+}
+
+// Partition is one partition of a Topic: an append-only log whose offsets
+// may have holes.
+type Partition struct {
+	topic string
+	n     int
+	now   func() time.Time
+	recs  []*LogRecord // the records a fetch can return, in offset order
+	all   []*LogRecord // every record appended, compacted ones too
+	end   int64        // the log end offset: the next offset to assign
+}
+
+// Topic is a Kafka topic of Partitions partitions, in simulated time:
+//
+//   - A keyed record goes to the partition Kafka's default partitioner
+//     picks (PartitionOf), so a key's records are in one partition, in the
+//     order they were appended.
+//   - Offsets rise by one per record; an offset can hold no record (Skip: a
+//     transaction marker, an aborted write; Compact: a record compacted
+//     away), and a fetch passes over it.
+//   - Compaction keeps each key's latest record.
+type Topic struct {
+	Name  string
+	parts []*Partition
+}
+
+// TopicConfig configures a Topic. Name and Partitions are required.
+type TopicConfig struct {
+	// Name is the topic's: 1 to 249 of Kafka's legal characters, ASCII
+	// letters, digits, '.', '_' and '-'.
+	Name string
+	// Partitions is how many partitions the topic has, at least 1.
+	Partitions int
+	// Now is the topic's clock, the records' timestamps (nil: time.Now);
+	// the world gives it its simulated clock's.
+	Now func() time.Time
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c TopicConfig) Validate() error {
+	switch {
+	case c.Name == "" || len(c.Name) > 249 || strings.IndexFunc(c.Name, illegalInTopic) >= 0:
+		return fmt.Errorf("%w: Name %q is not a Kafka topic's (1 to 249 of [a-zA-Z0-9._-])", ErrInvalidConfig, c.Name)
+	case c.Partitions < 1:
+		return fmt.Errorf("%w: Partitions %d is below 1", ErrInvalidConfig, c.Partitions)
+	}
+	return nil
+}
+
+// illegalInTopic reports a rune Kafka refuses in a topic name.
+func illegalInTopic(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+}
+
+// NewTopic returns an empty topic, or an error wrapping ErrInvalidConfig.
+func NewTopic(cfg TopicConfig) (*Topic, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	t := &Topic{Name: cfg.Name}
+	for n := range cfg.Partitions {
+		t.parts = append(t.parts, &Partition{topic: cfg.Name, n: n, now: cfg.Now})
+	}
+	return t, nil
+}
+
+// Murmur2 is Kafka's hash of a record key (its clients' Utils.murmur2).
+func Murmur2(data []byte) int32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+		r           = 24
+	)
+	n := len(data)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := data[n&^3:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h) //nolint:gosec // Kafka's hash is a Java int: the bits are the point
+}
+
+// PartitionOf is the partition of a record with key: Kafka's default
+// partitioner's, murmur2 of the key with the sign bit cleared, modulo the
+// partition count.
+func (t *Topic) PartitionOf(key []byte) int {
+	return int(Murmur2(key)&0x7fffffff) % len(t.parts)
+}
+
+// Partitions is the topic's partition count.
+func (t *Topic) Partitions() int { return len(t.parts) }
+
+// Partition returns partition n.
+func (t *Topic) Partition(n int) *Partition { return t.parts[n] }
+
+// Append adds a record at the log end offset.
+func (p *Partition) Append(key, value []byte) *LogRecord {
+	r := &LogRecord{Topic: p.topic, Partition: p.n, Offset: p.end, Key: key, Value: value, Time: p.now()}
+	p.end++
+	p.recs = append(p.recs, r)
+	p.all = append(p.all, r)
+	return r
+}
+
+// Skip leaves the next n offsets without a record a fetch returns.
+func (p *Partition) Skip(n int) { p.end += int64(max(n, 0)) }
+
+// End is the log end offset: one past the last offset assigned.
+func (p *Partition) End() int64 { return p.end }
+
+// Fetch returns up to limit records from offset from on, in offset order.
+func (p *Partition) Fetch(from int64, limit int) []*LogRecord {
+	i, _ := slices.BinarySearchFunc(p.recs, from, byOffset)
+	return slices.Clone(p.recs[i:min(len(p.recs), i+max(limit, 0))])
+}
+
+func byOffset(r *LogRecord, off int64) int { return cmp.Compare(r.Offset, off) }
+
+// At returns the record at offset off, nil if the offset holds none (any
+// more).
+func (p *Partition) At(off int64) *LogRecord {
+	if i, ok := slices.BinarySearchFunc(p.recs, off, byOffset); ok {
+		return p.recs[i]
+	}
+	return nil
+}
+
+// All returns every record appended, compacted ones included, in offset
+// order.
+func (p *Partition) All() []*LogRecord { return p.all }
+
+// Compact removes each record below offset before that has a later record
+// of its key in the partition, and returns them in offset order.
+func (p *Partition) Compact(before int64) []*LogRecord {
+	latest := map[string]int64{}
+	for _, r := range p.recs {
+		latest[string(r.Key)] = r.Offset
+	}
+	var removed []*LogRecord
+	p.recs = slices.DeleteFunc(p.recs, func(r *LogRecord) bool {
+		if r.Offset >= before || latest[string(r.Key)] == r.Offset {
+			return false
+		}
+		r.Compacted = true
+		removed = append(removed, r)
+		return true
+	})
+	return removed
+}
+
+// Group is a consumer group on a topic: each partition owned by one
+// member at an epoch, and a committed offset per partition (the next
+// offset to read).
+type Group struct {
+	Name      string
+	topic     *Topic
+	consumers []string
+	owner     []int   // partition → its member's index in consumers
+	epoch     []int   // partition → the epoch of its current ownership
+	committed []int64 // partition → the committed offset
+	epochs    int     // the group's generation: the last epoch given out
+}
+
+// GroupConfig configures a Group. Every field is required.
+type GroupConfig struct {
+	// Name is the group's id.
+	Name string
+	// Topic is what the group consumes.
+	Topic *Topic
+	// Consumers is how many members the group has, at least 1 (Lambda's
+	// pollers).
+	Consumers int
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c GroupConfig) Validate() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: Name is empty", ErrInvalidConfig)
+	case c.Topic == nil:
+		return fmt.Errorf("%w: Topic is nil", ErrInvalidConfig)
+	case c.Consumers < 1:
+		return fmt.Errorf("%w: Consumers %d is below 1", ErrInvalidConfig, c.Consumers)
+	}
+	return nil
+}
+
+// NewGroup returns a group with nothing committed (every partition from
+// offset 0), its partitions spread over its members, or an error wrapping
+// ErrInvalidConfig.
+func NewGroup(cfg GroupConfig) (*Group, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := cfg.Topic.Partitions()
+	g := &Group{Name: cfg.Name, topic: cfg.Topic, owner: make([]int, n), epoch: make([]int, n), committed: make([]int64, n), epochs: 1}
+	for i := range cfg.Consumers {
+		g.consumers = append(g.consumers, fmt.Sprintf("%s-poller-%d", cfg.Name, i+1))
+	}
+	for p := range n {
+		g.owner[p], g.epoch[p] = p%cfg.Consumers, g.epochs
+	}
+	return g, nil
+}
+
+// Owner returns partition p's member and the epoch of its ownership.
+func (g *Group) Owner(p int) (string, int) { return g.consumers[g.owner[p]], g.epoch[p] }
+
+// Committed is partition p's committed offset.
+func (g *Group) Committed(p int) int64 { return g.committed[p] }
+
+// Commit commits offset for partition p on behalf of the ownership of
+// epoch, or refuses it with ErrIllegalGeneration if that ownership has
+// ended.
+func (g *Group) Commit(p, epoch int, offset int64) error {
+	if epoch != g.epoch[p] {
+		return fmt.Errorf("%w: group %s, %s-%d at epoch %d, the commit's %d", ErrIllegalGeneration, g.Name, g.topic.Name, p, g.epoch[p], epoch)
+	}
+	g.committed[p] = offset
+	return nil
+}
+
+// Move is a rebalance that gives partition p to the next member, under a
+// new epoch; it returns the new owner.
+func (g *Group) Move(p int) string {
+	g.epochs++
+	g.owner[p] = (g.owner[p] + 1) % len(g.consumers)
+	g.epoch[p] = g.epochs
+	return g.consumers[g.owner[p]]
+}
+
+// Lag is the group's lag: over every partition, the log end offset minus
+// the committed offset.
+func (g *Group) Lag() int64 {
+	var lag int64
+	for p := range g.committed {
+		lag += g.LagOf(p)
+	}
+	return lag
+}
+
+// LagOf is partition p's lag: its log end offset minus its committed
+// offset.
+func (g *Group) LagOf(p int) int64 { return g.topic.Partition(p).End() - g.committed[p] }

@@ -1,0 +1,181 @@
+package sim_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fifoworker/fifoworker/internal/sim"
+)
+
+func newTopic(t *testing.T, partitions int) *sim.Topic {
+	t.Helper()
+	now := sim.Epoch
+	tp, err := sim.NewTopic(sim.TopicConfig{Name: "commands", Partitions: partitions, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	return tp
+}
+
+// The partitioner is Kafka's default for a keyed record (murmur2 of the
+// key, its sign bit cleared, modulo the partition count), the one franz-go
+// uses by default and Java's clients use: a job's records land where a
+// real producer would put them.
+func TestTheTopicPartitionsKeysAsKafkasDefaultPartitioner(t *testing.T) {
+	t.Parallel()
+	for _, partitions := range []int{1, 2, 3, 4, 7, 16} {
+		tp := newTopic(t, partitions)
+		kp := kgo.StickyKeyPartitioner(nil).ForTopic("commands")
+		seen := map[int]bool{}
+		for i := range 500 {
+			key := []byte(fmt.Sprintf("job-%d-%x", i, i*7919))
+			if i%50 == 0 {
+				key = key[:i%5] // short keys exercise every tail length
+			}
+			want := kp.Partition(&kgo.Record{Key: key}, partitions)
+			require.Equal(t, want, tp.PartitionOf(key), "key %q over %d partitions", key, partitions)
+			seen[want] = true
+		}
+		require.Len(t, seen, partitions, "500 keys reach every one of %d partitions", partitions)
+	}
+}
+
+// Kafka's murmur2 vectors (its clients' own unit test): the partitioner's
+// hash is Kafka's, not merely franz-go's.
+func TestMurmur2MatchesKafkasVectors(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]int32{
+		"21":                         -973932308,
+		"foobar":                     -790332482,
+		"a-little-bit-long-string":   -985981536,
+		"a-little-bit-longer-string": -1486304829,
+		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+		"abc": 479470107,
+	} {
+		require.Equal(t, want, sim.Murmur2([]byte(key)), key)
+	}
+}
+
+// A fetch returns the records from an offset on, in offset order, skipping
+// offsets that hold no record (a transaction marker's, a compacted
+// record's) without waiting for them.
+func TestAFetchSkipsOffsetsThatHoldNoRecord(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 1)
+	p := tp.Partition(0)
+	a := p.Append([]byte("a"), []byte("1"))
+	p.Skip(2) // a marker, or an aborted write
+	b := p.Append([]byte("b"), []byte("2"))
+	c := p.Append([]byte("a"), []byte("3"))
+	require.Equal(t, []int64{0, 3, 4}, []int64{a.Offset, b.Offset, c.Offset})
+	require.Equal(t, int64(5), p.End())
+
+	require.Equal(t, []*sim.LogRecord{a, b}, p.Fetch(0, 2))
+	require.Equal(t, []*sim.LogRecord{b, c}, p.Fetch(1, 10), "from a missing offset: the next record")
+	require.Equal(t, []*sim.LogRecord{c}, p.Fetch(4, 1))
+	require.Empty(t, p.Fetch(5, 10), "at the end")
+	require.Empty(t, p.Fetch(0, 0))
+	require.Same(t, b, p.At(3))
+	require.Nil(t, p.At(1))
+}
+
+// Compaction keeps each key's latest record and removes an older one only
+// below the bound (the active segment is never cleaned): the offsets stay
+// as they were, with holes.
+func TestCompactionKeepsEachKeysLatestRecord(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 1)
+	p := tp.Partition(0)
+	a0 := p.Append([]byte("a"), []byte("1"))
+	b0 := p.Append([]byte("b"), []byte("1"))
+	a1 := p.Append([]byte("a"), []byte("2"))
+	c0 := p.Append([]byte("c"), []byte("1"))
+	a2 := p.Append([]byte("a"), []byte("3"))
+	b1 := p.Append([]byte("b"), []byte("2"))
+
+	// Below offset 2: a0 has later records of its key, b0 too.
+	removed := p.Compact(1)
+	require.Equal(t, []*sim.LogRecord{a0}, removed, "the bound itself is not cleaned")
+	removed = p.Compact(3)
+	require.Equal(t, []*sim.LogRecord{b0, a1}, removed)
+	require.True(t, a0.Compacted && b0.Compacted && a1.Compacted)
+	require.Equal(t, []*sim.LogRecord{c0, a2, b1}, p.Fetch(0, 10))
+	require.Empty(t, p.Compact(p.End()), "every key's latest record stays")
+	require.Equal(t, []*sim.LogRecord{a0, b0, a1, c0, a2, b1}, p.All(), "All keeps the compacted records, for the checks")
+}
+
+// A commit from a member whose ownership of the partition ended (the
+// partition moved in a rebalance) is refused, as Kafka refuses an
+// OffsetCommit of a stale generation; the new owner's is taken.
+func TestACommitOfAStaleGenerationIsRefused(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 2)
+	g, err := sim.NewGroup(sim.GroupConfig{Name: "worker", Topic: tp, Consumers: 2})
+	require.NoError(t, err)
+	for range 3 {
+		tp.Partition(0).Append([]byte("k"), []byte("v"))
+	}
+	owner, epoch := g.Owner(0)
+	require.NoError(t, g.Commit(0, epoch, 1))
+	require.Equal(t, int64(1), g.Committed(0))
+	require.Equal(t, int64(2), g.Lag())
+
+	to := g.Move(0)
+	require.NotEqual(t, owner, to)
+	newOwner, newEpoch := g.Owner(0)
+	require.Equal(t, to, newOwner)
+	require.Greater(t, newEpoch, epoch)
+
+	require.ErrorIs(t, g.Commit(0, epoch, 3), sim.ErrIllegalGeneration)
+	require.Equal(t, int64(1), g.Committed(0), "the refused commit moved nothing")
+	require.NoError(t, g.Commit(0, newEpoch, 3))
+	require.Equal(t, int64(0), g.Lag())
+	_, other := g.Owner(1)
+	require.NoError(t, g.Commit(1, other, 0), "the partition that stayed keeps its epoch")
+}
+
+// NewTopic and NewGroup refuse each invalid config with ErrInvalidConfig,
+// the field named; each bound is valid itself.
+func TestNewTopicAndNewGroupRefuseAnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		cfg   sim.TopicConfig
+		field string
+	}{
+		"no name":         {sim.TopicConfig{Partitions: 1}, "Name"},
+		"a name with /":   {sim.TopicConfig{Name: "a/b", Partitions: 1}, "Name"},
+		"a name too long": {sim.TopicConfig{Name: string(make([]byte, 250)), Partitions: 1}, "Name"},
+		"no partitions":   {sim.TopicConfig{Name: "t", Partitions: 0}, "Partitions"},
+	} {
+		tp, err := sim.NewTopic(tc.cfg)
+		require.ErrorIs(t, err, sim.ErrInvalidConfig, name)
+		require.ErrorContains(t, err, tc.field, name)
+		require.Nil(t, tp, name)
+	}
+	long := make([]byte, 249)
+	for i := range long {
+		long[i] = 'x'
+	}
+	for _, cfg := range []sim.TopicConfig{{Name: string(long), Partitions: 1}, {Name: "a.b_c-D9", Partitions: 1}} {
+		_, err := sim.NewTopic(cfg)
+		require.NoError(t, err, cfg.Name)
+	}
+	tp := newTopic(t, 1)
+	for name, tc := range map[string]struct {
+		cfg   sim.GroupConfig
+		field string
+	}{
+		"no name":      {sim.GroupConfig{Topic: tp, Consumers: 1}, "Name"},
+		"no topic":     {sim.GroupConfig{Name: "g", Consumers: 1}, "Topic"},
+		"no consumers": {sim.GroupConfig{Name: "g", Topic: tp}, "Consumers"},
+	} {
+		g, err := sim.NewGroup(tc.cfg)
+		require.ErrorIs(t, err, sim.ErrInvalidConfig, name)
+		require.ErrorContains(t, err, tc.field, name)
+		require.Nil(t, g, name)
+	}
+	_, err := sim.NewGroup(sim.GroupConfig{Name: "g", Topic: tp, Consumers: 1})
+	require.NoError(t, err)
+}
