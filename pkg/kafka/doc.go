@@ -1,51 +1,220 @@
-// Package kafka is the partial batch response of Lambda's Kafka event
-// source mappings (Amazon MSK and self-managed Apache Kafka), which
-// aws-lambda-go has no type for, and the contiguous-prefix commit that
-// keeps a partition's order. It is the first step of the Kafka processor:
-// two pure functions, no I/O.
+// Package kafka processes a Kafka batch delivered to AWS Lambda (Amazon MSK
+// or self-managed Apache Kafka) so that the records of one partition and
+// key are handled strictly in offset order while different keys and
+// partitions run in parallel, and answers with the partial batch response
+// aws-lambda-go has no type for. It also gives the contiguous-prefix commit
+// a faithful local event source mapping applies.
 //
-// # What AWS documents, and what it does not
+// A Processor is built from a Config whose only required field is the
+// Handler; the zero value of every other field is its documented default.
+// New refuses a Config that cannot work with an error wrapping
+// ErrInvalidConfig that names the field; it never panics:
 //
-// Checked (2026-12) in "Configuring error handling controls for Kafka
-// event sources",
-// https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html:
-// in provisioned mode, a Kafka mapping offers MaximumRetryAttempts,
-// MaximumRecordAgeInSeconds, BisectBatchOnFunctionError and
-// ReportBatchItemFailures, which lets the function "return information
-// about which records in a batch failed processing, so Lambda can retry
-// only the failed records"; infinite retries with an on-failure
-// destination are capped at 10
+//	p, err := kafka.New(kafka.Config{Handler: h, Concurrency: 16})
+//	if err != nil {
+//		return err
+//	}
+//	lambda.Start(p.Process)
+//
+// The lanes run on pkg/lanes, the lane engine pkg/fifo's SQS processor runs
+// on too (serial per key, parallel across keys under Concurrency with the
+// longest lanes first, the deadline margin and response reserve, panics
+// and runtime.Goexit contained); what is Kafka's, the records, the lanes'
+// keys, the response and the commit, is this package's.
+//
+// # Records
+//
+// Process decodes the event into Records in a deterministic order: by
+// topic-partition (the event's records key, compared as a string), then by
+// offset, whatever order the event lists them in. Keys and values are
+// standard base64; headers, which Lambda sends as arrays of signed bytes
+// (a Java byte[]), become []byte; the timestamp, epoch milliseconds, a
+// time.Time. aws-lambda-go's KafkaRecord holds the key and the value as
+// strings tagged omitempty, so a JSON null, an absent field and an empty
+// string all arrive as "": this package cannot tell a null key from an
+// empty one (a producer's zero-length key, which Kafka's default
+// partitioner hashes like any other), nor a tombstone's null value from an
+// empty value, and decodes each as nil. For an empty key that is safe: it
+// runs in its partition's null-key lane, in offset order with every other
+// record of its partition without a key, so no two records of the same
+// empty key ever reorder; they only lose parallelism with the null keys.
+// A handler that must tell a tombstone from an empty value cannot, with
+// aws-lambda-go's type.
+//
+// A batch that breaks what Lambda's Kafka event promises is refused whole:
+// a record under another partition's key, an offset twice in a partition,
+// a negative offset or partition, a key or value that is not padded
+// standard base64. Process then runs nothing and returns an error wrapping
+// ErrInvalidBatch, which makes Lambda retry the batch (and its
+// MaximumRetryAttempts, BisectBatchOnFunctionError and on-failure
+// destination decide); a response computed from such a batch could name
+// the wrong record. Response and CommitOffsets refuse it the same way,
+// through the same check.
+//
+// # Lanes
+//
+// A lane is a partition and a lane key: the records of one partition with
+// the same key, in offset order. The key is the record key by default;
+// Config.LaneKey chooses another (a header, a field of the value). The same
+// key in two partitions is two lanes: a partition is Kafka's only ordering
+// scope, and a key's records are in one partition unless the topic's
+// partition count changed.
+//
+// Records without a key (a null or empty key, or LaneKey's ok false) run in
+// their partition's offset order among themselves: one null-key lane per
+// partition, as a plain consumer of the partition would have run them.
+// Two other rules were weighed. A lane per null-key record runs them all
+// at once and loses the order a producer without keys still gets from a
+// partition. A null-key record as a barrier (waiting for every earlier
+// record of its partition, and holding every later one) keeps the whole
+// partition's order around it, but serialises every keyed lane at each
+// null key: a partition with a few null keys among many keyed records
+// would run nearly sequentially. The null-key lane keeps what a null key
+// promises, order among the records without a key, and no more: like any
+// two lanes, it and the keyed lanes are independent. A handler that needs
+// its partition as one lane (what Powertools does: one record after
+// another) says so with a LaneKey that returns the same key for every
+// record.
+//
+// A LaneKey that panics, or calls runtime.Goexit, for a record fails that
+// record (Panicked, PanicInLaneKey) and every later record of its
+// partition, whatever their keys: any of them may share its unknown lane,
+// so none may run before it. The records of the partition before it, and
+// the other partitions, run as usual; under StopOnFirstFailure it is the
+// batch's first failure and nothing starts.
+//
+// # Guarantees
+//
+//   - A lane never runs two records at once, and starts them in offset
+//     order. Different lanes run in parallel, at most Concurrency at once
+//     (0: all), the longest first.
+//   - A failed record fails every later record of its lane; those are
+//     reported without being started. With StopOnFirstFailure, a failure
+//     anywhere stops every record that has not started yet.
+//   - No record starts when less than the deadline margin remains before
+//     the context's deadline; the handlers' context expires the response
+//     reserve before it, so that the response leaves in time. A record
+//     skipped for the deadline skips the rest of its lane without another
+//     look at the clock: the deadline is wall-clock time (Lambda's has no
+//     monotonic reading), and the wall clock can step back.
+//   - A panic or a runtime.Goexit in a handler is a failure of that record,
+//     never a crash. So is one in code the processor calls for the record:
+//     the lane key function, the dead-letter store, the logger (even on
+//     the line of a record whose handler succeeded: it is delivered again,
+//     which loses nothing), a method of the handler's error. One in the
+//     metrics hook, or in logging about the batch, is contained (those run
+//     on a goroutine of their own) and changes no outcome.
+//   - Process returns only after every handler it started has returned, and
+//     cancels the handlers' context on return: no goroutine outlives it.
+//   - A permanent error (Permanent) sends the record to Config.DeadLetter
+//     when there is one; once Send returns nil the record counts as
+//     completed and its lane goes on. If Send fails (or there is none) the
+//     record is an ordinary failure: reported, nothing lost. Send is at
+//     least once: an invocation that dead-letters a record and then times
+//     out, or fails it afterwards (its log line panicked), leads to a
+//     second Send of the same record on its redelivery; the store drops
+//     the repeat by topic, partition and offset.
+//   - The metrics hook sees every record's outcome, wait and duration,
+//     the lanes and the batch's duration, after every handler returned;
+//     it is skipped (and a warning logged) once the response reserve is
+//     spent, rather than risk a Lambda timeout, which would deliver the
+//     whole batch again.
+//   - The response names every record not completed, each once, in
+//     topic-partition then offset order, and nothing that is not in the
+//     batch: in particular each partition's lowest offset not completed
+//     (see below).
+//
+// # The response, and what Lambda commits: documented and assumed
+//
+// The response is
+//
+//	{"batchItemFailures": [{"itemIdentifier": {"partition": "orders-0", "offset": 42}}]}
+//
+// an itemIdentifier object, not a string as for SQS and Kinesis:
+// "partition" holds the KafkaEvent's records key, the topic, a hyphen and
+// the partition number in decimal (TopicPartition), not the bare
+// partition number; "offset" is a JSON number. An empty list tells Lambda
+// the whole batch succeeded.
+//
+// What AWS documents, checked 2026-12: "Configuring error handling controls
+// for Kafka event sources"
+// (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html)
+// says that in provisioned mode a Kafka mapping offers
+// MaximumRetryAttempts, MaximumRecordAgeInSeconds,
+// BisectBatchOnFunctionError and a partial batch response that lets the
+// function "return information about which records in a batch failed
+// processing, so Lambda can retry only the failed records"; infinite
+// retries with an on-failure destination are capped at 10
 // (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html).
+// Without a partial response, Lambda commits a batch's offsets after it
+// succeeds and retries the whole batch when the function returns an error
+// (https://docs.aws.amazon.com/lambda/latest/dg/with-msk-process.html).
+// The itemIdentifier's shape is not in the part of the AWS page that could
+// be read here: it is taken from Powertools for AWS Lambda (Python), whose
+// Kafka batch support (pull request 7941, 2026-01) builds
+// {"partition": f"{topic}-{partition}", "offset": offset} (its
+// KafkaItemIdentifier: partition str, offset int); the open
+// aws-lambda-rust-runtime pull request 1164 uses the same shape.
 //
-// The itemIdentifier format is taken from Powertools for AWS Lambda
-// (Python), whose Kafka batch support (pull request 7941, 2026-01) returns
+// What AWS does not document: what Lambda commits and redelivers for a
+// Kafka partial response. Read literally, "retry only the failed records"
+// would commit past a record that was not reported. For Kinesis and
+// DynamoDB Streams AWS does document it: the lowest reported sequence
+// number becomes the checkpoint and every record from it is retried
+// (https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-batchfailurereporting.html),
+// which is also the only rule that fits Kafka's committed offset, one
+// number per partition. This package assumes that stream reading: per
+// partition, Lambda commits up to the lowest reported offset and
+// redelivers everything from it; CommitOffsets computes that commit, and
+// pkg/localesm's Kafka mapping applies it.
 //
-//	{"batchItemFailures": [{"itemIdentifier": {"partition": "mytopic-0", "offset": 1}}]}
+// The response reports every record not completed, not only each
+// partition's lowest, because that is safe under both readings: if Lambda
+// retried only the reported records, every incomplete one is among them
+// (reporting only the lowest would then lose the others); if it restarts
+// each partition from the lowest reported offset, that offset is reported
+// and the rest do no harm.
 //
-// an object, not a string as for SQS and Kinesis: "partition" holds the
-// KafkaEvent's records key (topic, hyphen, partition number), not the bare
-// partition number, and "offset" is a JSON number (Powertools' batch
-// types.py, KafkaItemIdentifier: partition str, offset int). The open aws-lambda-rust-runtime pull request 1164 uses the same
-// shape. NOT CONFIRMED: the response-syntax section of AWS's page itself
-// could not be read here, only its summary above.
+// # What a redelivered completed record costs
 //
-// Also NOT CONFIRMED: what Lambda commits and redelivers for Kafka. For
-// Kinesis and DynamoDB Streams AWS documents that the lowest reported
-// sequence number becomes the checkpoint and every record from it is
-// retried
-// (https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-batchfailurereporting.html);
-// for Kafka the page says only "retry only the failed records", which
-// read literally would commit past a record that was not reported.
+// Under the stream reading, a partition's records after its lowest
+// incomplete offset are delivered again, including those of other lanes
+// that completed. Their handlers run again: fifoworker's fenced store
+// absorbs that, as it absorbs any at-least-once delivery (the command of a
+// job already final finds it final at the claim and is acknowledged with
+// nothing written, docs/TESTING.md's table of bad input): a request, no
+// second effect. Handlers outside fifoworker must be idempotent for the
+// same reason; Lambda documents Kafka delivery as at least once anyway.
 //
-// # Why Response reports every record not completed
+// # Head-of-line blocking, measured and bounded
 //
-// Under either reading it loses nothing: if Lambda retries only the
-// reported records, every incomplete one is among them; if it restarts
-// each partition from the lowest reported offset, that lowest offset is
-// reported. Reporting only the lowest would be safe under the second
-// reading and lose records under the first. A completed record redelivered
-// (the later completions of a partition, under the second reading) costs a
-// fenced store's refusal, not a second effect.
+// The commit is a contiguous prefix, so a failing key (or one skipped for
+// the deadline) holds back every later offset of its partition, for every
+// key, on redelivery. TestHeadOfLineCost measures it on the real
+// processor, delivering a partition's log the way the stream reading
+// does (BenchmarkHeadOfLine reports the same figures). One failure at
+// position p (from 0) of a batch of n records whose keys go round-robin
+// over k keys redelivers exactly (n-1-p) - floor((n-1-p)/k) completed
+// records: with Lambda's default BatchSize of 100 and p = 0,
+//
+//	keys per partition   redelivered completed records per failure
+//	1                    0   (one lane: nothing after the failure ran, as sequentially)
+//	10                   90
+//	100                  99
+//
+// The bound is BatchSize-1 completed records per failed delivery of a
+// partition. It is per delivery, not per failure: a key that fails on
+// every delivery pins the partition's window at its offset, and each
+// delivery runs (and redelivers) the same batch again with nothing new
+// committed, until the key stops failing. That is what the quarantine is
+// for: a parked key stops failing, its records count as completed, and
+// the prefix moves. With a quarantine that parks a key after T failed
+// deliveries, a poisoned key costs at most T × (BatchSize-1) redelivered
+// records (T = 3, 10 keys: 270); without one, the mapping's
+// MaximumRetryAttempts bounds it (with infinite retries and no on-failure
+// destination, nothing does). Processing each partition sequentially
+// redelivers as many records but none of them completed: the lanes do
+// that work early, and pay for it with redelivery only when a key fails.
 //
 // # The commit
 //

@@ -268,3 +268,5 @@ func (d *deadLetters) Sent() []string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
