@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
-	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/sqsout"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
@@ -107,7 +107,8 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	return h.Handle, nil
 }
 
-// Relay publishes the Jobs table's stream (internal/app/outbox). Settings:
+// Relay publishes the Jobs table's stream (internal/app/outbox) to SQS
+// (internal/app/outbox/sqsout). Settings:
 // COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, each a FIFO queue's (the relay's
 // own check: per-job order needs one).
 func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
@@ -116,7 +117,7 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: sqs.NewFromConfig(cfg), CommandsURL: commands, EventsURL: evts, Logger: log})
+	relay, err := sqsout.NewRelay(sqsout.Config{Client: sqs.NewFromConfig(cfg), CommandsURL: commands, EventsURL: evts, Logger: log})
 	if err != nil {
 		return nil, env.refused(err, byField{"CommandsURL": "COMMANDS_QUEUE_URL", "EventsURL": "EVENTS_QUEUE_URL"})
 	}

@@ -34,7 +34,7 @@ func TestAConstructorsRefusalNamesItsVariable(t *testing.T) {
 	require.ErrorContains(t, err, `TENANT_CLAIM: intake: invalid configuration: TenantClaim "ten\x01ant"`)
 	require.NotContains(t, err.Error(), "RESULT_URL_TTL", "only the variable behind the field it names")
 
-	// The FIFO check is the relay's own (outbox.RelayConfig.Validate); the
+	// The FIFO check is the relay's own (sqsout.Config.Validate); the
 	// wiring names the variable.
 	for bad, other := range map[string]string{"COMMANDS_QUEUE_URL": "EVENTS_QUEUE_URL", "EVENTS_QUEUE_URL": "COMMANDS_QUEUE_URL"} {
 		env := with(map[string]string{bad: "https://sqs.eu-west-1.amazonaws.com/123456789012/q", other: "https://sqs.eu-west-1.amazonaws.com/123456789012/q.fifo"})

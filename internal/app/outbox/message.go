@@ -57,10 +57,10 @@ type Event struct {
 	OccurredAt time.Time `json:"occurred_at"`
 }
 
-// Kind says which queue a message belongs on.
+// Kind says which queue or topic a message belongs on.
 type Kind int
 
-// The two queues the relay writes to.
+// The two queues (or topics) the relay writes to.
 const (
 	KindCommand Kind = iota + 1
 	KindEvent
@@ -76,11 +76,13 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Message is one SQS message the relay sends.
+// Message is one message the relay publishes, on any transport.
 type Message struct {
 	Kind            Kind
-	GroupID         string // the job id
-	DeduplicationID string // the outbox id, shortened by DedupID when needed
+	Type            string // the body's type: jobs.MessageRun for a command, the event's type (job.started, ...)
+	OutboxID        string // jobs.OutboxID(JobID, Version), e.g. "job-42/v3": the body's command or event id
+	GroupID         string // the job id: the FIFO message group, the Kafka record key
+	DeduplicationID string // the outbox id, shortened by DedupID past SQS's 128 characters
 	Body            []byte
 	JobID           string
 	Version         int64
@@ -109,7 +111,7 @@ func FromTransition(cur *jobs.Job, prev *jobs.Job) ([]Message, error) {
 	var msgs []Message
 	eventType := out.Type
 	if out.Type == jobs.MessageRun {
-		cmd, err := encode(KindCommand, cur, Command{
+		cmd, err := encode(KindCommand, out.Type, cur, Command{
 			Type: out.Type, CommandID: out.ID, JobID: cur.ID, IntentID: cur.IntentID, Tenant: cur.Tenant,
 			Version: cur.Version, IssuedAt: cur.UpdatedAt.UTC(),
 		})
@@ -123,7 +125,7 @@ func FromTransition(cur *jobs.Job, prev *jobs.Job) ([]Message, error) {
 	if prev != nil {
 		before = prev.Progress
 	}
-	ev, err := encode(KindEvent, cur, Event{
+	ev, err := encode(KindEvent, eventType, cur, Event{
 		Type: eventType, EventID: out.ID, JobID: cur.ID, Tenant: cur.Tenant,
 		Version: cur.Version, Generation: cur.Generation, Status: cur.Status,
 		Progress: cur.Progress, Delta: cur.Progress - before,
@@ -133,8 +135,9 @@ func FromTransition(cur *jobs.Job, prev *jobs.Job) ([]Message, error) {
 	return append(msgs, ev), err
 }
 
-func encode(kind Kind, cur *jobs.Job, body any) (Message, error) {
-	m := Message{Kind: kind, GroupID: cur.ID, DeduplicationID: DedupID(cur.Outbox.ID), JobID: cur.ID, Version: cur.Version}
+func encode(kind Kind, typ string, cur *jobs.Job, body any) (Message, error) {
+	m := Message{Kind: kind, Type: typ, OutboxID: cur.Outbox.ID, GroupID: cur.ID, DeduplicationID: DedupID(cur.Outbox.ID),
+		JobID: cur.ID, Version: cur.Version}
 	var err error
 	if m.Body, err = json.Marshal(body); err != nil {
 		return Message{}, fmt.Errorf("outbox: encode %s: %w", cur.Outbox.ID, err)

@@ -211,3 +211,34 @@ func FuzzDecodeEvent(f *testing.F) {
 		require.Equal(t, jobs.OutboxID(e.JobID, e.Version), e.EventID)
 	})
 }
+
+// Each message names its body's type and its whole outbox id, whatever
+// the transport: a Kafka record carries both as headers, where SQS's
+// deduplication id is the outbox id cut to 128 characters.
+func TestFromTransitionNamesEachMessagesTypeAndOutboxID(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 128)
+	prev := job42(4, jobs.EventStarted)
+	prev.ID = long
+	cur := job42(5, jobs.MessageRun)
+	cur.ID, cur.Outbox.ID = long, jobs.OutboxID(long, 5)
+	msgs, err := outbox.FromTransition(&cur, &prev)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	for i, typ := range []string{jobs.MessageRun, "job.requeued"} {
+		require.Equal(t, typ, msgs[i].Type)
+		require.Equal(t, long+"/v5", msgs[i].OutboxID, "the whole id, past 128 characters")
+		require.Equal(t, outbox.DedupID(long+"/v5"), msgs[i].DeduplicationID)
+		require.NotEqual(t, msgs[i].OutboxID, msgs[i].DeduplicationID)
+	}
+	created := job42(0, jobs.MessageRun)
+	msgs, err = outbox.FromTransition(&created, nil)
+	require.NoError(t, err)
+	require.Equal(t, jobs.MessageRun, msgs[0].Type)
+	require.Equal(t, "job-42/v0", msgs[0].OutboxID)
+	before, done := job42(5, jobs.EventProgress), job42(6, jobs.EventCompleted)
+	msgs, err = outbox.FromTransition(&done, &before)
+	require.NoError(t, err)
+	require.Equal(t, jobs.EventCompleted, msgs[0].Type)
+	require.Equal(t, "job-42/v6", msgs[0].OutboxID)
+}

@@ -5,50 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// SQSAPI is the part of the SQS client the relay calls.
-type SQSAPI interface {
-	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+// Sink publishes messages for a Relay on one transport: SQS FIFO queues
+// (internal/app/outbox/sqsout) or Kafka topics
+// (internal/app/outbox/kafkaout).
+type Sink interface {
+	// Send publishes one round of a stream batch: at most one message per
+	// job, each job's previous message of the batch already published.
+	// Every message carries trace, the invocation's X-Ray trace header
+	// ("" for none). It returns one error per message, in order: nil for a
+	// message the transport acknowledged, the reason for one it did not. A
+	// message whose outcome is unknown counts as not published: the retry
+	// publishes it again, and its outbox id tells the copy.
+	Send(ctx context.Context, msgs []Message, trace string) []error
 }
-
-var _ SQSAPI = (*sqs.Client)(nil)
-
-// maxBatch is SendMessageBatch's limit on entries.
-const maxBatch = 10
 
 // Relay publishes the Jobs table's outbox: each stream record of a
-// transition becomes one message, commands to the commands queue and events
-// to the events queue.
+// transition becomes its messages, sent through a Sink, per job in version
+// order.
 type Relay struct {
-	api         SQSAPI
-	commandsURL string
-	eventsURL   string
-	log         *slog.Logger
+	sink Sink
+	log  *slog.Logger
 }
 
-// ErrInvalidConfig is wrapped by the error NewRelay returns for a
-// configuration that cannot work; the message names the field.
+// ErrInvalidConfig is wrapped by the error a relay's constructor returns
+// for a configuration that cannot work (NewRelay's, and the transports'
+// in sqsout and kafkaout); the message names the field.
 var ErrInvalidConfig = errors.New("outbox: invalid configuration")
 
 // RelayConfig configures a Relay.
 type RelayConfig struct {
-	// Client is the SQS client. Required.
-	Client SQSAPI
-	// CommandsURL is the URL of the commands queue, a FIFO queue (its name
-	// ends in ".fifo"). Required.
-	CommandsURL string
-	// EventsURL is the URL of the events queue, a FIFO queue. Required.
-	EventsURL string
+	// Sink sends the messages. Required.
+	Sink Sink
 	// Logger logs what could not be published. Default (nil): nothing is
 	// logged.
 	Logger *slog.Logger
@@ -57,19 +50,14 @@ type RelayConfig struct {
 // Validate reports the first field that cannot work, wrapping
 // ErrInvalidConfig.
 func (c RelayConfig) Validate() error {
-	switch {
-	case c.Client == nil:
-		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
-	case !strings.HasSuffix(c.CommandsURL, ".fifo"):
-		return fmt.Errorf("%w: CommandsURL %q is not a FIFO queue's", ErrInvalidConfig, c.CommandsURL)
-	case !strings.HasSuffix(c.EventsURL, ".fifo"):
-		return fmt.Errorf("%w: EventsURL %q is not a FIFO queue's", ErrInvalidConfig, c.EventsURL)
+	if c.Sink == nil {
+		return fmt.Errorf("%w: Sink is nil", ErrInvalidConfig)
 	}
 	return nil
 }
 
-// NewRelay returns a relay that sends commands to cfg.CommandsURL and
-// events to cfg.EventsURL, or an error wrapping ErrInvalidConfig.
+// NewRelay returns a relay that publishes through cfg.Sink, or an error
+// wrapping ErrInvalidConfig.
 func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -78,27 +66,28 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{api: cfg.Client, commandsURL: cfg.CommandsURL, eventsURL: cfg.EventsURL, log: log}, nil
+	return &Relay{sink: cfg.Sink, log: log}, nil
 }
 
 // Handle publishes a stream batch (a Lambda DynamoDB stream event with
-// ReportBatchItemFailures). Per job, messages are sent strictly in record
-// order, and a message is never sent before the job's previous one was
-// accepted by SQS: each SendMessageBatch holds at most one message per job,
-// and a failed message stops its job's later ones. The response names the
-// first record, in stream order, that was not published, so Lambda retries
-// the batch from there; a resend is deduplicated by SQS within 5 minutes
-// and recognised by its id (the outbox id) beyond.
+// ReportBatchItemFailures). Per job, messages are published strictly in
+// record order, and a message is never handed to the sink before the
+// job's previous one was acknowledged: each Send holds at most one message
+// per job, and a failed message stops its job's later ones. The response
+// names the first record, in stream order, that was not published, so
+// Lambda retries the batch from there; a message published again is
+// recognised by its outbox id (SQS also drops it within its 5-minute
+// deduplication window).
 //
 // A record that cannot be decoded fails the same way (so does one without
 // the images the stream's NEW_AND_OLD_IMAGES view gives: an insert or a
 // modification without its new image, a modification without its old
 // one): it is retried, and with bisecting and a retry limit it ends on the
-// mapping's on-failure destination. Records of items that are not jobs (intent markers) and
-// deletions (TTL) carry no message and are skipped.
+// mapping's on-failure destination. Records of items that are not jobs
+// (intent markers) and deletions (TTL) carry no message and are skipped.
 func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	lanes, order, firstBad := r.collect(ev.Records)
-	sent := r.publish(ctx, lanes, order, traceAttributes(traceHeader(ctx)))
+	sent := r.publish(ctx, ev.Records, lanes, order, traceHeader(ctx))
 	// The first record not published: the earliest of a decoding failure
 	// and each job's first unsent message.
 	fail := firstBad
@@ -218,76 +207,45 @@ func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
 	return FromTransition(&cur, prev)
 }
 
-// publish sends each lane's messages in order, one per job per round, and
-// returns how many of each lane were accepted. A lane stops at its first
-// failure. Every message carries the system attributes attrs.
-func (r *Relay) publish(ctx context.Context, lanes map[string][]laneEntry, order []string, attrs map[string]types.MessageSystemAttributeValue) map[string]int {
+// publish hands the sink each lane's messages in order, one per job per
+// round, and returns how many of each lane were acknowledged. A lane stops
+// at its first failure. Every message carries the trace header trace.
+func (r *Relay) publish(ctx context.Context, records []events.DynamoDBEventRecord, lanes map[string][]laneEntry, order []string, trace string) map[string]int {
 	sent := make(map[string]int, len(lanes))
 	stopped := map[string]bool{}
 	for {
-		var commands, evts []*laneEntry
+		var round []*laneEntry
 		for _, id := range order {
 			if n := sent[id]; !stopped[id] && n < len(lanes[id]) {
-				e := &lanes[id][n]
-				if e.msg.Kind == KindCommand {
-					commands = append(commands, e)
-				} else {
-					evts = append(evts, e)
-				}
+				round = append(round, &lanes[id][n])
 			}
 		}
-		if len(commands)+len(evts) == 0 {
+		if len(round) == 0 {
 			return sent
 		}
-		for _, q := range []struct {
-			url     string
-			entries []*laneEntry
-		}{{r.commandsURL, commands}, {r.eventsURL, evts}} {
-			for start := 0; start < len(q.entries); start += maxBatch {
-				chunk := q.entries[start:min(start+maxBatch, len(q.entries))]
-				ok := r.send(ctx, q.url, chunk, attrs)
-				for i, e := range chunk {
-					if ok[i] {
-						sent[e.msg.JobID]++
-					} else {
-						stopped[e.msg.JobID] = true
-					}
-				}
+		msgs := make([]Message, len(round))
+		for i, e := range round {
+			msgs[i] = e.msg
+		}
+		errs := r.sink.Send(ctx, msgs, trace)
+		for i, e := range round {
+			err := errNoResult
+			if len(errs) == len(round) {
+				err = errs[i]
 			}
+			if err == nil {
+				sent[e.msg.JobID]++
+				continue
+			}
+			stopped[e.msg.JobID] = true
+			r.log.Warn("outbox: message not published; the batch will be retried from its record",
+				"job_id", e.msg.JobID, "version", e.msg.Version, "kind", e.msg.Kind.String(),
+				"sequence_number", records[e.index].Change.SequenceNumber, "error", err)
 		}
 	}
 }
 
-// send sends one batch, each message with the system attributes attrs, and
-// reports which entries SQS accepted.
-func (r *Relay) send(ctx context.Context, url string, chunk []*laneEntry, attrs map[string]types.MessageSystemAttributeValue) []bool {
-	ok := make([]bool, len(chunk))
-	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
-	for i, e := range chunk {
-		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
-			Id:                      aws.String(strconv.Itoa(i)),
-			MessageBody:             aws.String(string(e.msg.Body)),
-			MessageGroupId:          aws.String(e.msg.GroupID),
-			MessageDeduplicationId:  aws.String(e.msg.DeduplicationID),
-			MessageSystemAttributes: attrs,
-		})
-	}
-	out, err := r.api.SendMessageBatch(ctx, in)
-	if err != nil {
-		r.log.Warn("outbox: send failed; the batch will be retried from its first unsent record", "queue_url", url, "entries", len(chunk), "error", err)
-		return ok
-	}
-	for _, s := range out.Successful {
-		if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i >= 0 && i < len(ok) {
-			ok[i] = true
-		}
-	}
-	for _, f := range out.Failed {
-		i, _ := strconv.Atoi(aws.ToString(f.Id))
-		if i >= 0 && i < len(chunk) {
-			r.log.Warn("outbox: message refused", "queue_url", url, "job_id", chunk[i].msg.JobID, "version", chunk[i].msg.Version,
-				"code", aws.ToString(f.Code), "sender_fault", f.SenderFault, "error", aws.ToString(f.Message))
-		}
-	}
-	return ok
-}
+// errNoResult stands for the outcome of a message whose sink answered a
+// round with another number of results than it had messages: unknown, so
+// not published.
+var errNoResult = errors.New("outbox: the sink gave no result for the message")

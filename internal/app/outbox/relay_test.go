@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/outboxtest"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/sqsout"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -26,66 +26,12 @@ const (
 	eventsURL   = "http://127.0.0.1/000000000000/fifoworker-events.fifo"
 )
 
-// jobImage is a stream image of j in the Jobs table's item layout.
-func jobImage(j jobs.Job) map[string]events.DynamoDBAttributeValue {
-	n := func(v int64) events.DynamoDBAttributeValue {
-		return events.NewNumberAttribute(strconv.FormatInt(v, 10))
-	}
-	img := map[string]events.DynamoDBAttributeValue{
-		"job_id": events.NewStringAttribute(j.ID), "intent_id": events.NewStringAttribute(j.IntentID),
-		"tenant": events.NewStringAttribute(j.Tenant), "status": events.NewStringAttribute(string(j.Status)),
-		"generation": n(j.Generation), "version": n(j.Version), "progress": n(j.Progress),
-		"created_at": n(j.CreatedAt.UnixMilli()), "updated_at": n(j.UpdatedAt.UnixMilli()),
-		"outbox": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
-			"id": events.NewStringAttribute(j.Outbox.ID), "type": events.NewStringAttribute(j.Outbox.Type),
-			"version": n(j.Outbox.Version), "payload": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{}),
-		}),
-	}
-	if j.Result.Key != "" {
-		img["result_key"] = events.NewStringAttribute(j.Result.Key)
-		img["result_sha256"] = events.NewStringAttribute(j.Result.SHA256)
-		img["result_size"] = n(j.Result.Size)
-	}
-	return img
-}
-
-// history is the stream of one job: creation, then one transition per
-// event type given.
-func history(id string, types ...string) []events.DynamoDBEventRecord {
-	j := jobs.Job{ID: id, IntentID: "intent-" + id, Tenant: "t-1", Status: jobs.StatusPending, CreatedAt: t0, UpdatedAt: t0,
-		Outbox: jobs.Message{ID: jobs.OutboxID(id, 0), Type: jobs.MessageRun}}
-	recs := []events.DynamoDBEventRecord{record("INSERT", id, nil, &j)}
-	for _, typ := range types {
-		prev := j
-		j.Version++
-		j.Status = jobs.StatusRunning
-		j.Progress += 10
-		j.Outbox = jobs.Message{ID: jobs.OutboxID(id, j.Version), Type: typ, Version: j.Version}
-		if typ == jobs.EventCompleted {
-			j.Status = jobs.StatusCompleted
-		}
-		cur := j
-		recs = append(recs, record("MODIFY", id, &prev, &cur))
-	}
-	return recs
-}
-
-var seq atomic.Int64
-
-func record(name, id string, prev, cur *jobs.Job) events.DynamoDBEventRecord {
-	n := seq.Add(1)
-	r := events.DynamoDBEventRecord{EventName: name, EventID: fmt.Sprint(n), Change: events.DynamoDBStreamRecord{
-		SequenceNumber: fmt.Sprintf("%021d", n),
-		Keys:           map[string]events.DynamoDBAttributeValue{"job_id": events.NewStringAttribute(id)},
-	}}
-	if prev != nil {
-		r.Change.OldImage = jobImage(*prev)
-	}
-	if cur != nil {
-		r.Change.NewImage = jobImage(*cur)
-	}
-	return r
-}
+// The stream batches of the tests: one job's history as a shard delivers it.
+var (
+	history  = outboxtest.History
+	record   = outboxtest.Record
+	jobImage = outboxtest.JobImage
+)
 
 // fakeSQS records sends and fails the entries fail says to.
 type fakeSQS struct {
@@ -122,7 +68,7 @@ func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchIn
 
 func newRelay(t *testing.T, f *fakeSQS) *outbox.Relay {
 	t.Helper()
-	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: f, CommandsURL: commandsURL, EventsURL: eventsURL})
+	relay, err := sqsout.NewRelay(sqsout.Config{Client: f, CommandsURL: commandsURL, EventsURL: eventsURL})
 	require.NoError(t, err)
 	return relay
 }

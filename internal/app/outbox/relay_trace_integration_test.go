@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/sqsout"
 	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -33,7 +33,7 @@ func TestTheLocalSQSTakesTheRelaysTracedMessages(t *testing.T) {
 		urls[q] = aws.ToString(out.QueueUrl)
 		t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
 	}
-	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: client, CommandsURL: urls["commands"], EventsURL: urls["events"]})
+	relay, err := sqsout.NewRelay(sqsout.Config{Client: client, CommandsURL: urls["commands"], EventsURL: urls["events"]})
 	require.NoError(t, err)
 	ctx := lambdaTrace(t.Context(), "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
 	resp, err := relay.Handle(ctx, events.DynamoDBEvent{Records: history("job-42", jobs.EventStarted)})

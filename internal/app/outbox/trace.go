@@ -4,9 +4,6 @@ import (
 	"context"
 	"regexp"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // lambdaTraceKey is where aws-lambda-go puts an invocation's X-Ray trace
@@ -33,11 +30,13 @@ var traceFields = []struct {
 	{"Lineage", regexp.MustCompile(`^[0-9a-zA-Z:]{1,64}$`)},
 }
 
-// traceHeader returns the AWSTraceHeader the relay sends with each message
-// of the invocation ctx belongs to, or "" for none. A DynamoDB stream
-// carries no trace context, so without it the traces of the worker and the
-// projector would begin at their queues; with it, Lambda links them to the
-// relay's invocation (SQS passes the attribute on to its consumers).
+// traceHeader returns the X-Ray trace header the relay sends with each
+// message of the invocation ctx belongs to, or "" for none: SQS's
+// AWSTraceHeader system attribute, a Kafka record's X-Amzn-Trace-Id header.
+// A DynamoDB stream carries no trace context, so without it the traces of
+// the worker and the projector would begin at their queues; with it,
+// Lambda links them to the relay's invocation (SQS passes the attribute on
+// to its consumers).
 //
 // SQS refuses a message whose AWSTraceHeader is not a well-formed X-Ray
 // header (its API reference for SendMessage: "a correctly formatted X-Ray
@@ -73,18 +72,4 @@ func traceHeader(ctx context.Context) string {
 		b.WriteString(f.name + "=" + v)
 	}
 	return b.String()
-}
-
-// traceAttributes are the system attributes of a message that carries
-// trace header (none for "").
-func traceAttributes(header string) map[string]types.MessageSystemAttributeValue {
-	if header == "" {
-		return nil
-	}
-	return map[string]types.MessageSystemAttributeValue{
-		string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {
-			DataType:    aws.String("String"),
-			StringValue: aws.String(header),
-		},
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/sqsout"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
@@ -180,7 +181,7 @@ func TestLostFinalEventIsRepairedOnTheLocalStack(t *testing.T) {
 	// The relay, as template.yaml maps it, with the fault.
 	const tenant = "t-1"
 	lose := &losingSQS{Client: sqsc, lose: map[string]bool{"job-lost/v3": true, "job-cancelled/v1": true}, refused: map[string]int{}}
-	relay, err := outbox.NewRelay(outbox.RelayConfig{Client: lose, CommandsURL: res["CommandsQueue"], EventsURL: res["EventsQueue"]})
+	relay, err := sqsout.NewRelay(sqsout.Config{Client: lose, CommandsURL: res["CommandsQueue"], EventsURL: res["EventsQueue"]})
 	require.NoError(t, err)
 	ev := asMap(asMap(asMap(tpl.Resources["RelayFunction"].Properties["Events"])["JobsStream"])["Properties"])
 	retries, ok := ev["MaximumRetryAttempts"].(int)
