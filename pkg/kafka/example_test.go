@@ -1,7 +1,10 @@
 package kafka_test
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,4 +40,42 @@ func Example() {
 	// Output:
 	// {"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":9}}]}
 	// commit orders-0 at 9
+}
+
+// Records keyed by job run per job in offset order, jobs in parallel. Job
+// 42's first record fails: its later record is not started, and both are
+// reported; job 43's records, between and after them, complete. Lambda
+// redelivers partition 0 from offset 10 (see the package documentation):
+// 11 is delivered again, completed, and the fenced store absorbs it.
+func ExampleProcessor_Process() {
+	p, err := kafka.New(kafka.Config{Handler: func(ctx context.Context, rec kafka.Record) error {
+		if string(rec.Value) == "job-42 step 1" {
+			return errors.New("task failed")
+		}
+		return nil
+	}})
+	if err != nil {
+		fmt.Println("invalid configuration:", err)
+		return
+	}
+	record := func(offset int64, key, value string) events.KafkaRecord {
+		return events.KafkaRecord{Topic: "commands", Partition: 0, Offset: offset, TimestampType: "CREATE_TIME",
+			Key: base64.StdEncoding.EncodeToString([]byte(key)), Value: base64.StdEncoding.EncodeToString([]byte(value))}
+	}
+	resp, err := p.Process(context.Background(), events.KafkaEvent{EventSource: "aws:kafka", Records: map[string][]events.KafkaRecord{
+		"commands-0": {
+			record(10, "job-42", "job-42 step 1"),
+			record(11, "job-43", "job-43 step 1"),
+			record(12, "job-42", "job-42 step 2"),
+			record(13, "job-43", "job-43 step 2"),
+		},
+	}})
+	if err != nil {
+		fmt.Println("batch refused:", err)
+		return
+	}
+	b, _ := json.Marshal(resp)
+	fmt.Println(string(b))
+	// Output:
+	// {"batchItemFailures":[{"itemIdentifier":{"partition":"commands-0","offset":10}},{"itemIdentifier":{"partition":"commands-0","offset":12}}]}
 }
