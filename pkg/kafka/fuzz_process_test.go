@@ -80,7 +80,7 @@ func FuzzProcess(f *testing.F) {
 				mu.Unlock()
 			}
 			return err
-		}, DeadLetter: &deadLetters{}, Concurrency: int(len(in) % 4)})
+		}, DeadLetter: &deadLetters{}, Concurrency: len(in) % 4})
 		resp, err := p.Process(context.Background(), ev)
 		if err != nil {
 			if !errors.Is(err, kafka.ErrInvalidBatch) {
