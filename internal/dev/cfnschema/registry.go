@@ -143,7 +143,10 @@ func ParseResourceSchema(raw []byte) (*ResourceSchema, error) {
 // passes). A Ref to a template parameter is checked with each value the
 // template lets the parameter take: its Default, its AllowedValues,
 // MinValue and MaxValue (a list parameter's split at commas), or, when it
-// names none, by the parameter's type. A text the template fixes (Fn::Sub
+// names none, by the parameter's type; in Check, not a value under which
+// the Fn::If branches or the Condition the Ref is under would not hold,
+// or which the template's Rules refuse (the other parameters at their
+// defaults). A text the template fixes (Fn::Sub
 // without variables, Fn::Join of literals, Fn::Base64 of a literal) is
 // checked as that text. Otherwise the result's type is: Fn::Sub, Fn::Join,
 // Fn::Base64, Fn::ImportValue and a resource's Ref give a string (which
@@ -228,8 +231,9 @@ func conditionOf(r samtemplate.Resource) []assumption {
 
 // deployable reports whether parameter param may have value where v is
 // deployed: every condition v is under holds as assumed with param at
-// value and the other parameters at their defaults, or cannot be decided
-// (then the value is checked).
+// value and the other parameters at their defaults, and the template's
+// Rules let that deployment through, or either cannot be decided (then
+// the value is checked).
 func (v *validator) deployable(param string, value any) bool {
 	if v.ctx == nil {
 		return true
@@ -247,6 +251,9 @@ func (v *validator) deployable(param string, value any) bool {
 		if holds, err := v.ctx.t.Holds(a.condition, ref); err == nil && holds != a.holds {
 			return false
 		}
+	}
+	if refused, err := v.ctx.t.RefusedBy(ref); err == nil && refused != "" {
+		return false
 	}
 	return true
 }
@@ -780,8 +787,9 @@ func (p ResourceProblem) Error() string {
 //
 // Skipped: SAM's other resources (HttpApi, Api, ...: SAM transforms them,
 // and no registry schema describes them) and custom resources. Not
-// checked: Fn::FindInMap's map names (Mappings), Rules, Outputs' values'
-// types, Export names, circular dependencies, CreationPolicy and
+// checked: Fn::FindInMap's map names (Mappings), Rules themselves (a
+// parameter value they refuse is only left unchecked: see Validate),
+// Outputs' values' types, Export names, circular dependencies, CreationPolicy and
 // UpdatePolicy's contents, and whatever an intrinsic's value depends on
 // at deploy time.
 func Check(t *samtemplate.Template, schemas *Registry) Result {

@@ -3,6 +3,7 @@ package samtemplate
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 )
 
@@ -82,6 +83,45 @@ func (t *Template) truth(v any, ref RefFunc, depth int) (bool, error) {
 	}
 	return false, fmt.Errorf("%w: %s in a condition", ErrUnsupported, fn)
 }
+
+// RefusedBy returns the name of the first rule (in name order) that
+// refuses a deployment whose parameters ref gives, "" when every rule
+// lets it through: as CloudFormation does, a rule whose RuleCondition
+// holds (or that has none) refuses it unless each of its Assertions'
+// Assert holds. Rules use the conditions' functions; the functions only
+// rules have (Fn::Contains, Fn::EachMemberIn, ...) are ErrUnsupported.
+func (t *Template) RefusedBy(ref RefFunc) (string, error) {
+	names := make([]string, 0, len(t.Rules))
+	for name := range t.Rules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rule, _ := t.Rules[name].(map[string]any)
+		if c, ok := rule["RuleCondition"]; ok {
+			applies, err := t.truth(c, ref, 0)
+			if err != nil {
+				return "", fmt.Errorf("samtemplate: rule %s: RuleCondition: %w", name, err)
+			}
+			if !applies {
+				continue
+			}
+		}
+		assertions, _ := rule["Assertions"].([]any)
+		for i, a := range assertions {
+			ok, err := t.truth(asMapping(a)["Assert"], ref, 0)
+			if err != nil {
+				return "", fmt.Errorf("samtemplate: rule %s: Assertions[%d]: %w", name, i, err)
+			}
+			if !ok {
+				return name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+func asMapping(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // ScalarText is the text CloudFormation makes of a scalar: a string, a
 // boolean or a number as YAML gives it.

@@ -19,6 +19,9 @@ type Template struct {
 	Mappings  map[string]any
 	Resources map[string]Resource
 	Outputs   map[string]any
+	// Rules are the template's rules: each a mapping with an optional
+	// RuleCondition and its Assertions (RefusedBy).
+	Rules map[string]any
 }
 
 // Parameter is a template parameter. MinValue and MaxValue are a Number
@@ -123,6 +126,7 @@ func Parse(raw []byte) (*Template, error) {
 	t.Mappings, _ = top["Mappings"].(map[string]any)
 	t.Outputs, _ = top["Outputs"].(map[string]any)
 	t.Globals, _ = top["Globals"].(map[string]any)
+	t.Rules, _ = top["Rules"].(map[string]any)
 	return t, nil
 }
 
