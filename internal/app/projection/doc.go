@@ -39,7 +39,8 @@
 //     only the job item can tell which.
 //   - A gap does not wait forever. From the receive the Projector's
 //     threshold names (ProjectorConfig.RecoverAfter, default 3, below the
-//     events queue's maxReceiveCount of 10), it recovers from the
+//     events queue's maxReceiveCount of 10; a Kafka record, which has no
+//     receive count, at its first gap: see HandleRecord), it recovers from the
 //     authoritative job item (a strongly consistent read), and a mismatch
 //     does so at once: in one transaction the cursor moves to the job's
 //     version, progress and status, processed changes by the job's
@@ -79,7 +80,11 @@
 //     TTL, jobs.ErrNotFound) has nothing to recover to: the event is
 //     acknowledged and logged, and the deltas of the versions never seen are
 //     missing from the totals for good.
-//   - A malformed body can never succeed: Handle returns fifo.Permanent.
+//   - A malformed body can never succeed: Handle returns fifo.Permanent,
+//     HandleRecord kafka.Permanent. HandleRecord also refuses for good a
+//     Kafka record whose key is not its event's job, a null key included
+//     (ErrKeyMismatch): the key is the record's partition and lane.
+//     Handle does not check an SQS message's group, as it never has.
 //
 // Every version from 1 on has exactly one event (a nudge's is job.requeued,
 // published beside its command), so a gap means an event was lost or is

@@ -22,6 +22,12 @@ var (
 	// a final status. One of the two is not the job's; nothing was
 	// counted. See MismatchError.
 	ErrMismatch = errors.New("event disagrees with the job's cursor")
+	// ErrKeyMismatch: a Kafka record's key is not its event's job (a null
+	// key included). The key picks the record's partition and its lane,
+	// so the event would be projected beside its job's own events, out of
+	// their order; HandleRecord refuses it for good. (Handle does not
+	// check an SQS message's group.)
+	ErrKeyMismatch = errors.New("projection: record key is not the event's job")
 	// ErrNotFound: no view has the job id.
 	ErrNotFound = errors.New("view not found")
 	// ErrInvalid: the input can never be projected (a bad id, a version below

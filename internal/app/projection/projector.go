@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/transport"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 // JobSource reads the authoritative job a recovery starts from. It must read
@@ -35,7 +36,8 @@ const (
 )
 
 // Projector consumes the events queue: Handle projects one event into the
-// job views and tenant totals. Handle is its queue's fifo.Handler.
+// job views and tenant totals. Handle is its queue's fifo.Handler, and
+// HandleRecord the kafka.Handler of the events topic.
 type Projector struct {
 	store        Store
 	source       JobSource
@@ -50,14 +52,16 @@ type ProjectorConfig struct {
 	// Source reads the job item a recovery starts from. Required.
 	Source JobSource
 	// Logger logs each event's outcome (job_id, version, message_id,
-	// group_id, receive_count, outcome): applied, duplicates and older
+	// group_id, receive_count where the transport counts receives,
+	// outcome): applied, duplicates and older
 	// events at Debug, waiting on a gap at Info, recoveries and a job gone
 	// at Warn. Default (nil): nothing is logged.
 	Logger *slog.Logger
 	// RecoverAfter is the receive count (ApproximateReceiveCount) at which
 	// an event that finds a gap recovers from the job item instead of
 	// failing again. Default (zero): DefaultRecoverAfter; it must be 1 to
-	// MaxRecoverAfter.
+	// MaxRecoverAfter. A Kafka record has no receive count: HandleRecord
+	// recovers at its first gap, whatever RecoverAfter says.
 	RecoverAfter int
 }
 
@@ -97,36 +101,60 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 // any other error to be retried. An event that disagrees with the job's
 // cursor (ErrMismatch) recovers the projection from the job item at once.
 func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
-	receives := receiveCount(&msg)
-	log := p.log.With(
-		slog.String("message_id", msg.MessageId),
-		slog.String("group_id", msg.Attributes["MessageGroupId"]),
-		slog.Int("receive_count", receives),
-	)
+	return p.handle(ctx, transport.FromSQS(&msg), fifo.Permanent)
+}
+
+// HandleRecord projects the event in rec, a Kafka record keyed by its
+// job's id with the event as its value, as Handle projects a message's: it
+// is a kafka.Handler, and marks what can never succeed with
+// kafka.Permanent, a record whose key is not the event's job included
+// (ErrKeyMismatch, a null key too). A record carries no receive count, so
+// a gap does not wait for RecoverAfter: it recovers from the job item at
+// once. In the log its events arrive in offset order per key, so a gap is
+// a version missing from it, which no redelivery brings, and waiting would
+// only hold every later offset of the partition; a recovery is right
+// whatever arrives after it.
+func (p *Projector) HandleRecord(ctx context.Context, rec kafka.Record) error {
+	return p.handle(ctx, transport.FromRecord(&rec), kafka.Permanent)
+}
+
+// handle projects the event d delivered; permanent is the transport's mark
+// of an error no delivery again can fix.
+func (p *Projector) handle(ctx context.Context, d transport.Delivery, permanent func(error) error) error {
+	attrs := []any{slog.String("message_id", d.ID), slog.String("group_id", d.Key)}
+	if d.Count > 0 {
+		attrs = append(attrs, slog.Int("receive_count", d.Count))
+	}
+	log := p.log.With(attrs...)
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		log = log.With(slog.String("aws_request_id", lc.AwsRequestID))
 	}
-	ev, err := outbox.DecodeEvent(msg.Body)
+	ev, err := outbox.DecodeEvent(d.Body)
 	if err != nil {
 		log.WarnContext(ctx, "projection: malformed event", slog.Any("error", err))
-		return fifo.Permanent(fmt.Errorf("projection: message %s: %w", msg.MessageId, err))
+		return permanent(fmt.Errorf("projection: message %s: %w", d.ID, err))
 	}
 	log = log.With(slog.String("job_id", ev.JobID), slog.Int64("version", ev.Version), slog.String("tenant", ev.Tenant))
+	if d.KeyRequired && d.Key != ev.JobID {
+		err := fmt.Errorf("projection: message %s: event of job %s under %s: %w", d.ID, ev.JobID, d.KeyText(), ErrKeyMismatch)
+		log.ErrorContext(ctx, "projection: event under another job's key", slog.Any("error", err))
+		return permanent(err)
+	}
 	res, err := p.store.Apply(ctx, ViewOfEvent(&ev), ev.Delta)
 	var gap *GapError
 	var mismatch *MismatchError
 	switch {
 	case errors.As(err, &gap):
-		if receives < p.recoverAfter {
+		if d.Count > 0 && d.Count < p.recoverAfter {
 			log.InfoContext(ctx, "projection: waiting for an earlier version",
 				slog.Int64("cursor", gap.Cursor), slog.Bool("view_updated", res.ViewUpdated), slog.Int("recover_after", p.recoverAfter))
 			return err
 		}
-		return p.recover(ctx, log.With(slog.String("reason", "gap")), &ev, gap.Cursor)
+		return p.recover(ctx, log.With(slog.String("reason", "gap")), &ev, gap.Cursor, permanent)
 	case errors.As(err, &mismatch):
 		// The event or the cursor is not the job's: waiting cannot tell
 		// which, the job item can.
-		return p.recover(ctx, log.With(slog.String("reason", "mismatch")), &ev, mismatch.Cursor.Version)
+		return p.recover(ctx, log.With(slog.String("reason", "mismatch")), &ev, mismatch.Cursor.Version, permanent)
 	case err != nil:
 		return err
 	}
@@ -140,7 +168,7 @@ func (p *Projector) Handle(ctx context.Context, msg events.SQSMessage) error {
 // after ev arrived, has not reached ev's version, it is not the job's
 // (forged, or left over from a job whose id was reused after its item
 // expired), and counting it can never be right.
-func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Event, cursor int64) error {
+func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Event, cursor int64, permanent func(error) error) error {
 	job, err := p.source.Get(ctx, ev.JobID)
 	if errors.Is(err, jobs.ErrNotFound) {
 		// The job's item has expired (TTL): there is no state to recover
@@ -153,7 +181,7 @@ func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Ev
 		return fmt.Errorf("projection: recover %s: read the job: %w", ev.JobID, err)
 	}
 	if job.Tenant != ev.Tenant {
-		return fifo.Permanent(fmt.Errorf("projection: recover %s: the job belongs to tenant %q, the event to %q",
+		return permanent(fmt.Errorf("projection: recover %s: the job belongs to tenant %q, the event to %q",
 			ev.JobID, job.Tenant, ev.Tenant))
 	}
 	r, err := RecoverJob(ctx, p.store, &job)
@@ -179,14 +207,4 @@ func (p *Projector) View(ctx context.Context, jobID string) (View, error) {
 // Totals returns the tenant's totals.
 func (p *Projector) Totals(ctx context.Context, tenant string) (Totals, error) {
 	return p.store.Totals(ctx, tenant)
-}
-
-// receiveCount is the message's ApproximateReceiveCount; a message without
-// one counts as received once.
-func receiveCount(msg *events.SQSMessage) int {
-	n, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }

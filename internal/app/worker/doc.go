@@ -1,8 +1,9 @@
 // Package worker runs one job.run command end to end: it claims the job,
 // runs the job's task (pkg/task) into the attempt's own candidate object,
 // and accepts the candidate as the job's result. Worker.Handle is a
-// fifo.Handler, so a batch's commands run one at a time per job and jobs
-// run in parallel:
+// fifo.Handler, and Worker.HandleRecord a kafka.Handler for the same
+// command delivered as a Kafka record (see "On Kafka" below), so a batch's
+// commands run one at a time per job and jobs run in parallel:
 //
 //	w, err := worker.New(worker.Config{Jobs: store, Candidates: candidates, Tasks: registry})
 //	if err != nil {
@@ -16,9 +17,11 @@
 //
 // Invariants:
 //   - An attempt is one delivery of one command in one invocation; its id is
-//     "<aws_request_id>_<message_id>" (AttemptID). Without a Lambda request
-//     id in the context Handle refuses to run rather than invent one: the
-//     request id alone is shared by every message of a batch.
+//     "<aws_request_id>_<message_id>" (AttemptID), or for a Kafka record
+//     "<aws_request_id>_<topic digest>-<partition>-<offset>"
+//     (transport.Delivery.Ref). Without a Lambda request id in the context
+//     Handle refuses to run rather than invent one: the request id alone
+//     is shared by every message of a batch.
 //   - The claim decides whether a command runs. A final job (completed,
 //     failed, cancelled, or failed by this very claim under the recovery
 //     policy) acknowledges the command; a live lease of another attempt
@@ -71,9 +74,10 @@
 //
 // What Handle returns for each outcome (nil acknowledges the message, an
 // error has it received again, fifo.Permanent sends it to the dead-letter
-// queue):
+// queue; HandleRecord returns the same with kafka.Permanent in its place):
 //
 //	body not a command (outbox.ErrMalformed), group ≠ job   fifo.Permanent
+//	(Kafka: key ≠ job, a null key included)
 //	no Lambda request id, no deadline                      error
 //	no spool room before ctx ends (candidate.ErrSpoolBusy) error; nothing claimed
 //	room after a wait, < ClaimMargin left (ErrSpoolBusy)   error; room given back, nothing claimed
@@ -97,6 +101,29 @@
 // the previous lease has ended, and a new candidate key. The recovery
 // policy's MaxGenerations (jobs.Config's Recovery) bounds how often a job is
 // taken over.
+//
+// # On Kafka
+//
+// HandleRecord takes the command from a Kafka record published by the
+// relay under its job's id (internal/app/transport says what each
+// transport carries) and runs the same code as Handle. Three things
+// differ:
+//   - The record's key must be the command's job, always: the key picks
+//     the record's partition and its lane (pkg/kafka), so a record under
+//     another key, or a null one, would run beside its job's own commands
+//     and out of their order. It is refused for good (ErrGroupMismatch,
+//     kafka.Permanent), as an SQS message in another job's group is; an
+//     SQS message without a group attribute is still not checked.
+//   - The attempt id's second half is the record's topic digest,
+//     partition and offset (transport.Delivery.Ref): a record's
+//     "<topic>-<partition>@<offset>", its message_id in the logs, is not
+//     an id (a topic may hold a dot and be 249 bytes long).
+//   - A record carries no receive count. The worker reads none on either
+//     transport: the recovery policy counts takeovers in the job store,
+//     whatever delivered the command. On SQS the quarantine counts
+//     receives (QUARANTINE_AFTER_RECEIVES); on Kafka it is not built yet,
+//     and the event source mapping's MaximumRetryAttempts and on-failure
+//     destination bound a failing record (internal/lambdawire.WorkerKafka).
 //
 // # Adding a task
 //

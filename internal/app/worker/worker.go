@@ -13,10 +13,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/app/transport"
 	"github.com/fifoworker/fifoworker/internal/base/ids"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 	"github.com/fifoworker/fifoworker/pkg/task"
 )
 
@@ -43,9 +45,6 @@ const (
 // bytes: the job store's limit. A longer task error is cut at a rune
 // boundary.
 const MaxFailureMessage = 4096
-
-// groupAttribute is the SQS system attribute holding a FIFO message's group.
-const groupAttribute = "MessageGroupId"
 
 // Config configures a Worker. Jobs, Candidates and Tasks are required; the
 // zero value of every other field is its default.
@@ -131,10 +130,12 @@ func New(cfg Config) (*Worker, error) {
 }
 
 // AttemptID returns the id of one delivery of one command in one
-// invocation: "<aws_request_id>_<message_id>". The request id alone is
-// shared by every message of a batch, and the message id alone by every
-// delivery of a message, so neither names an attempt. The result must be a
-// valid id ([A-Za-z0-9_-]{1,128}): it becomes part of the candidate's key.
+// invocation: "<aws_request_id>_<ref>", ref naming the message
+// (transport.Delivery.Ref: an SQS message's id; a Kafka record's topic
+// digest, partition and offset). The request id alone is shared by every
+// message of a batch, and the ref alone by every delivery of a message, so
+// neither names an attempt. The result must be a valid id
+// ([A-Za-z0-9_-]{1,128}): it becomes part of the candidate's key.
 func AttemptID(requestID, messageID string) (string, error) {
 	if requestID == "" || messageID == "" {
 		return "", fmt.Errorf("worker: attempt id needs a request id and a message id, got %q and %q", requestID, messageID)
@@ -154,26 +155,46 @@ func AttemptID(requestID, messageID string) (string, error) {
 // can never succeed, and any other error to have the command received
 // again. See the package documentation for every outcome.
 func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
+	return w.handle(ctx, transport.FromSQS(&msg), fifo.Permanent)
+}
+
+// HandleRecord runs the command in rec, a Kafka record keyed by its job's
+// id with the command as its value, as Handle runs a message's: it is a
+// kafka.Handler. What can never succeed is marked with kafka.Permanent;
+// that includes a record whose key is not the command's job, a null key
+// included (ErrGroupMismatch). The attempt id names the record
+// (transport.Delivery.Ref). The worker reads no delivery count on either
+// transport, so a Kafka record, which has none, changes nothing else: the
+// jobs store's recovery policy (MaxGenerations) bounds the takeovers.
+func (w *Worker) HandleRecord(ctx context.Context, rec kafka.Record) error {
+	return w.handle(ctx, transport.FromRecord(&rec), kafka.Permanent)
+}
+
+// handle runs the command d delivered; permanent is the transport's mark
+// of an error no delivery again can fix.
+func (w *Worker) handle(ctx context.Context, d transport.Delivery, permanent func(error) error) error {
 	start := w.cfg.Now()
-	group := msg.Attributes[groupAttribute]
-	log := w.log.With(slog.String("message_id", msg.MessageId), slog.String("group_id", group))
-	cmd, err := outbox.DecodeCommand(msg.Body)
+	log := w.log.With(slog.String("message_id", d.ID), slog.String("group_id", d.Key))
+	cmd, err := outbox.DecodeCommand(d.Body)
 	if err != nil {
 		log.WarnContext(ctx, "worker: malformed command", slog.Any("error", err))
-		return fifo.Permanent(fmt.Errorf("worker: message %s: %w", msg.MessageId, err))
+		return permanent(fmt.Errorf("worker: message %s: %w", d.ID, err))
 	}
 	log = log.With(slog.String("job_id", cmd.JobID))
-	if group != "" && group != cmd.JobID {
-		err := fmt.Errorf("worker: message %s: command for job %s in group %q: %w", msg.MessageId, cmd.JobID, group, ErrGroupMismatch)
+	if (d.KeyRequired || d.Key != "") && d.Key != cmd.JobID {
+		err := fmt.Errorf("worker: message %s: command for job %s in group %q: %w", d.ID, cmd.JobID, d.Key, ErrGroupMismatch)
+		if d.KeyRequired {
+			err = fmt.Errorf("worker: message %s: command for job %s under %s: %w", d.ID, cmd.JobID, d.KeyText(), ErrGroupMismatch)
+		}
 		log.ErrorContext(ctx, "worker: command in another job's group", slog.Any("error", err))
-		return fifo.Permanent(err)
+		return permanent(err)
 	}
 	lc, ok := lambdacontext.FromContext(ctx)
 	if !ok || lc.AwsRequestID == "" {
-		return fmt.Errorf("worker: message %s: %w", msg.MessageId, ErrNoLambdaContext)
+		return fmt.Errorf("worker: message %s: %w", d.ID, ErrNoLambdaContext)
 	}
 	log = log.With(slog.String("aws_request_id", lc.AwsRequestID))
-	attemptID, err := AttemptID(lc.AwsRequestID, msg.MessageId)
+	attemptID, err := AttemptID(lc.AwsRequestID, d.Ref)
 	if err != nil {
 		return err
 	}
@@ -210,7 +231,7 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 		// No job, or (the store does not say which) a job of another tenant:
 		// a forged or corrupt command.
 		log.WarnContext(ctx, "worker: command for no job of its tenant", slog.String("tenant", cmd.Tenant), slog.Any("error", err))
-		return fifo.Permanent(fmt.Errorf("worker: claim for tenant %q: %w", cmd.Tenant, err))
+		return permanent(fmt.Errorf("worker: claim for tenant %q: %w", cmd.Tenant, err))
 	case err != nil:
 		return fmt.Errorf("worker: claim: %w", err)
 	}
