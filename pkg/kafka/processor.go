@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -128,32 +129,54 @@ const (
 	brokenLane = 'x'
 )
 
-// laneKeys returns each record's lane key. Config.LaneKey runs on a
+// laneKeys returns each record's lane key, all in one string (one
+// allocation per batch, not one per record). Config.LaneKey runs on a
 // goroutine of its own (guarded), resumed after a partition it panicked in.
 func (b *batch) laneKeys() []string {
-	keys := make([]string, len(b.records))
+	n := len(b.records)
 	part := partitionIndexes(b.checked)
-	var buf []byte
+	l := laneNames{ends: make([]int, 0, n)}
 	laneKey := b.p.cfg.LaneKey
 	if laneKey == nil {
-		for i := range keys {
-			keys[i] = laneName(&buf, part[i], b.records[i].Key != nil, b.records[i].Key)
+		for i := range n {
+			l.buf = appendLaneName(l.buf, part[i], b.records[i].Key != nil, b.records[i].Key)
+			l.ends = append(l.ends, len(l.buf))
 		}
-		return keys
+		return l.keys()
 	}
-	for next := 0; next < len(keys); {
+	for next := 0; next < n; {
 		// next is advanced on the guarded goroutine, which guarded waits
 		// for: after a panic it names the record the panic was for.
 		pe := guarded(PanicInLaneKey, func() {
-			for ; next < len(keys); next++ {
+			for ; next < n; next++ {
 				key, ok := laneKey(b.records[next])
-				keys[next] = laneName(&buf, part[next], ok, key)
+				l.buf = appendLaneName(l.buf, part[next], ok, key)
+				l.ends = append(l.ends, len(l.buf))
 			}
 		})
 		if pe == nil {
 			break
 		}
-		next = b.breakPartition(keys, part, next, pe)
+		next = b.breakPartition(&l, part, next, pe)
+	}
+	return l.keys()
+}
+
+// laneNames is the lane keys of a batch's records, in index order: buf
+// holds them one after another, ends[i] where record i's ends.
+type laneNames struct {
+	buf  []byte
+	ends []int
+}
+
+// keys cuts the lane keys out of one string.
+func (l *laneNames) keys() []string {
+	all := string(l.buf)
+	keys := make([]string, len(l.ends))
+	start := 0
+	for i, end := range l.ends {
+		keys[i] = all[start:end]
+		start = end
 	}
 	return keys
 }
@@ -170,15 +193,14 @@ func partitionIndexes(recs []checkedRecord) []int {
 	return part
 }
 
-// laneName is the lane key of a record of partition part: keyed (ok) or
-// the partition's null-key lane. buf is reused from call to call.
-func laneName[K string | []byte](buf *[]byte, part int, ok bool, key K) string {
-	*buf = strconv.AppendInt((*buf)[:0], int64(part), 10)
+// appendLaneName appends the lane key of a record of partition part:
+// keyed (ok) or the partition's null-key lane.
+func appendLaneName[K string | []byte](buf []byte, part int, ok bool, key K) []byte {
+	buf = strconv.AppendInt(buf, int64(part), 10)
 	if !ok {
-		return string(append(*buf, nullLane))
+		return append(buf, nullLane)
 	}
-	*buf = append(append(*buf, keyedLane), key...)
-	return string(*buf)
+	return append(append(buf, keyedLane), key...)
 }
 
 // breakPartition decides record i, whose lane key function panicked, as
@@ -186,13 +208,13 @@ func laneName[K string | []byte](buf *[]byte, part int, ok bool, key K) string {
 // partition's broken lane: their keys are unknown, so any of them may share
 // a lane with it, and none may run before it does. It returns the index of
 // the next partition's first record.
-func (b *batch) breakPartition(keys []string, part []int, i int, pe *PanicError) int {
+func (b *batch) breakPartition(l *laneNames, part []int, i int, pe *PanicError) int {
 	b.keyFailed = true
 	b.results[i].outcome, b.results[i].err = Panicked, pe
 	end := partitionEnd(b.checked, i)
-	broken := strconv.Itoa(part[i]) + string(rune(brokenLane))
-	for j := i; j < end; j++ {
-		keys[j] = broken
+	for range end - i {
+		l.buf = append(strconv.AppendInt(l.buf, int64(part[i]), 10), brokenLane)
+		l.ends = append(l.ends, len(l.buf))
 	}
 	return end
 }
@@ -261,24 +283,34 @@ func (b *batch) RunLane(head int) {
 	}
 }
 
+// errHandlerGoexit is a handler's runtime.Goexit, one value for every
+// record (never changed), so that a record's path allocates nothing for it.
+var errHandlerGoexit = &PanicError{In: PanicInHandler, Value: goexitValue}
+
 func (b *batch) runRecord(i int) {
 	r := &b.results[i]
 	start := b.p.cfg.Now()
 	r.wait = start.Sub(b.begin)
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the record stays decided as a panic.
-	r.outcome, r.err = Panicked, &PanicError{Value: goexitValue}
+	r.outcome, r.err = Panicked, errHandlerGoexit
 	defer b.logOutcome(i)
 	err := b.call(b.handlerCx, i)
 	r.duration = b.p.cfg.Now().Sub(start)
 	b.decide(i, err)
 }
 
+// call runs record i's handler and returns a panic in it as a *PanicError.
+// It recovers here rather than through contained: lanes.Contain's frame
+// more on every record's path makes a lane's goroutine grow its stack, as
+// pkg/fifo measured (its contained).
 func (b *batch) call(ctx context.Context, i int) (err error) {
-	if pe := contained(PanicInHandler, func() { err = b.p.cfg.Handler(ctx, b.records[i]) }); pe != nil {
-		return pe
-	}
-	return err
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{In: PanicInHandler, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return b.p.cfg.Handler(ctx, b.records[i])
 }
 
 // decide sets record i's outcome from its handler's error, dead-lettering
@@ -287,19 +319,19 @@ func (b *batch) call(ctx context.Context, i int) (err error) {
 // fails the record as a handler's panic does.
 func (b *batch) decide(i int, err error) {
 	r := &b.results[i]
+	if err == nil { // the common case, kept off contained's deeper stack
+		r.outcome, r.err = Succeeded, nil
+		return
+	}
 	r.outcome, r.err = Failed, err
 	in := PanicInHandlerError
 	pe := contained(in, func() {
-		if err != nil {
-			// Its text is logged: an Error method that panics is caught
-			// here as the error's, not later as the logger's, which would
-			// lose the record's log line.
-			_ = err.Error()
-		}
+		// Its text is logged: an Error method that panics is caught here as
+		// the error's, not later as the logger's, which would lose the
+		// record's log line.
+		_ = err.Error()
 		var hp *PanicError
 		switch {
-		case err == nil:
-			r.outcome = Succeeded
 		case errors.As(err, &hp):
 			r.outcome = Panicked
 		case IsPermanent(err) && b.p.cfg.DeadLetter != nil:

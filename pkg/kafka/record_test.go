@@ -147,3 +147,22 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 		})
 	}
 }
+
+// Keys and values share one buffer per batch; a handler that appends to
+// its key cannot write into its value or the next record's key.
+func TestAppendingToAKeyLeavesTheOtherBytesAlone(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	values := map[string]string{}
+	p := newProcessor(t, kafka.Config{Concurrency: 1, Handler: func(_ context.Context, r kafka.Record) error {
+		_ = append(r.Key, "XXXXXXXXXXXXXXXX"...)
+		_ = append(r.Value, "YYYYYYYYYYYYYYYY"...)
+		mu.Lock()
+		defer mu.Unlock()
+		values[name(r)] = string(r.Key) + "=" + string(r.Value)
+		return nil
+	}})
+	_, err := p.Process(context.Background(), records(t, "t-0/1:a", "t-0/2:b", "t-0/3:c"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"t-0/1": "a=t-0/1:a", "t-0/2": "b=t-0/2:b", "t-0/3": "c=t-0/3:c"}, values)
+}
