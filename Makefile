@@ -29,14 +29,22 @@ serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and thei
 	go run ./cmd/fifoworker local serve
 
 # The five functions' bootstraps, built as `sam build` builds them for
-# template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags.
+# template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags;
+# TRANSPORT=kafka builds template-kafka.yaml's, with the kafka tag (each
+# variant's bootstrap carries its transport only: docs/KAFKA.md), into
+# .aws-sam-go/kafka/.
 FUNCTIONS := intake relay worker projector sweeper
+TRANSPORT ?= sqs
+comma := ,
+BOOTSTRAP_TAGS := lambda.norpc$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)
+BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter kafka,$(TRANSPORT)),/kafka)
 .PHONY: bootstraps
-bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (linux/arm64, stripped) and list their sizes against the 10 MB goal
+bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (TRANSPORT=kafka: .aws-sam-go/kafka/<name>/, with the kafka tag; linux/arm64, stripped) and list their sizes against the 10 MB goal
+	@case "$(TRANSPORT)" in sqs|kafka) ;; *) echo "TRANSPORT is sqs or kafka, not $(TRANSPORT)" >&2; exit 2;; esac
 	@for f in $(FUNCTIONS); do \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -ldflags=-s -trimpath -o .aws-sam-go/$$f/bootstrap ./functions/$$f || exit 1; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags $(BOOTSTRAP_TAGS) -ldflags=-s -trimpath -o $(BOOTSTRAP_DIR)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
-	@ls -l .aws-sam-go/*/bootstrap | awk '{printf "%-32s %6.2f MB%s\n", $$9, $$5/1e6, ($$5 > 10e6 ? "  over the 10 MB goal" : "")}'
+	@ls -l $(BOOTSTRAP_DIR)/*/bootstrap | awk '{printf "%-38s %6.2f MB%s\n", $$9, $$5/1e6, ($$5 > 10e6 ? "  over the 10 MB goal" : "")}'
 
 .PHONY: test
 test: lint integration ## every test: lint, unit, conformance, integration, template checks
