@@ -20,8 +20,8 @@ import (
 )
 
 const localLong = `The local AWS stack: emulators of SQS, DynamoDB (and Streams) and S3, installed at
-pinned versions into the cache on first use, with their state, ports and logs per
-stack name.
+pinned versions into the cache on first use, and a Kafka broker, with their state,
+ports and logs per stack name.
 
 Exit status: 0 done, 1 failed (the stack did not start or deploy; status: an
 emulator not running or not answering), 2 a usage error; run: the command's own
@@ -33,7 +33,7 @@ const localExample = `  eval "$(fifoworker local up)"
 
 func (c *cli) localCmd() *cobra.Command {
 	g := group("local", "the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)",
-		localLong, c.localUpCmd(), c.localDownCmd(), c.localStatusCmd(), c.localEnvCmd(), c.localDeployCmd(), c.localRunCmd(), c.localServeCmd())
+		localLong, c.localUpCmd(), c.localDownCmd(), c.localStatusCmd(), c.localEnvCmd(), c.localDeployCmd(), c.localRunCmd(), c.localServeCmd(), c.localKafkaBrokerCmd())
 	g.Example = localExample
 	return g
 }
@@ -46,7 +46,7 @@ func bindStack(fs *pflag.FlagSet, o *localstack.Options, defaultName string) {
 }
 
 // startFlags are the flags bindStart binds.
-var startFlags = []string{"region", "sqs-port", "dynamodb-port", "s3-port"}
+var startFlags = []string{"region", "sqs-port", "dynamodb-port", "s3-port", "kafka-port"}
 
 // bindStart binds the flags of a stack that starts.
 func bindStart(fs *pflag.FlagSet, o *localstack.Options) {
@@ -54,6 +54,7 @@ func bindStart(fs *pflag.FlagSet, o *localstack.Options) {
 	fs.IntVar(&o.Ports.SQS, "sqs-port", 0, "SQS emulator port (0: a free one)")
 	fs.IntVar(&o.Ports.DynamoDB, "dynamodb-port", 0, "DynamoDB Local port (0: a free one)")
 	fs.IntVar(&o.Ports.S3, "s3-port", 0, "S3 emulator port (0: a free one)")
+	fs.IntVar(&o.Ports.Kafka, "kafka-port", 0, "Kafka broker port (0: a free one)")
 }
 
 // deployFlags say what a deployment deploys, as what.
@@ -110,6 +111,7 @@ func (o *localUpOptions) Run(ctx context.Context, c *cli) error {
 	start := time.Now()
 	opts := o.Local
 	opts.Progress = c.stderr
+	opts.Broker = brokerBinary
 	s, err := localstack.Up(ctx, opts)
 	if err != nil {
 		return err
@@ -152,7 +154,6 @@ func (o *localStatusOptions) Run(ctx context.Context, c *cli) error {
 	}
 	if s.External != "" {
 		fmt.Fprintf(c.stdout, "stack %s uses AWS_ENDPOINT_URL=%s\n", s.Name, s.External)
-		return nil
 	}
 	var down error
 	for _, st := range statuses {
@@ -304,6 +305,7 @@ func withFreshStack(ctx context.Context, o localstack.Options, d deployFlags, pr
 	defer stop()
 	start := time.Now()
 	o.Progress = stderr
+	o.Broker = brokerBinary
 	s, err := localstack.Up(ctx, o)
 	defer func() {
 		if err := localstack.Down(o); err != nil {

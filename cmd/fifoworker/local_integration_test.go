@@ -33,6 +33,7 @@ func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(env), "FIFOWORKER_STACK="+name)
 	require.Contains(t, string(env), "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:")
+	require.Contains(t, string(env), "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:")
 	require.Contains(t, stderr.String(), "resources of ../../template.yaml deployed as stack fifoworker")
 
 	_, err = localstack.Load(localstack.Options{Name: name})
@@ -40,11 +41,11 @@ func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	_, _, err = localstack.Status(context.Background(), localstack.Options{Name: name})
 	require.Error(t, err)
 	pids := regexp.MustCompile(`\(pid (\d+)\)`).FindAllStringSubmatch(stderr.String(), -1)
-	require.Len(t, pids, 3, "three emulators were started")
+	require.Len(t, pids, 4, "three emulators and the Kafka broker were started")
 	for _, m := range pids {
 		require.Eventually(t, func() bool {
 			_, err := os.Stat("/proc/" + m[1])
 			return os.IsNotExist(err)
-		}, 10*time.Second, 50*time.Millisecond, "emulator pid %s still exists", m[1])
+		}, 10*time.Second, 50*time.Millisecond, "pid %s still exists", m[1])
 	}
 }

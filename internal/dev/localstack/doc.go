@@ -1,7 +1,8 @@
-// Package localstack installs, starts and stops the local AWS stack the tests
+// Package localstack installs, starts and stops the local stack the tests
 // and the demo run on: the SQS emulator (fauxqs), DynamoDB Local (with
-// Streams) and the S3 emulator (gofakes3), plus the Lambda runtime interface
-// emulator binary that pkg/localesm drives.
+// Streams), the S3 emulator (gofakes3) and a Kafka broker (kfake, run by
+// internal/dev/kafkabroker), plus the Lambda runtime interface emulator
+// binary that pkg/localesm drives.
 //
 // Invariants:
 //   - Emulators are installed at pinned versions into a cache outside the
@@ -9,16 +10,25 @@
 //     tool under its final name.
 //   - Every server listens on 127.0.0.1 (DynamoDB Local has no bind option
 //     and listens on all interfaces; clients still use 127.0.0.1 only).
+//   - The Kafka broker is a process of the stack like the emulators, with a
+//     PID, a log and a port: the fifoworker binary run as `fifoworker local
+//     kafka-broker --port N` (Options.Broker; a test binary must name one).
+//     It is ready when it answers a metadata request and advertises the
+//     address it was reached at; the environment names it as
+//     KAFKA_BOOTSTRAP_SERVERS. It starts with no topic and creates none on
+//     demand, as MSK by default: whoever deploys creates the topics.
 //   - A stack has a name; its ports, PIDs and logs live in its own state
 //     directory, so two stacks on one machine never collide. Down stops
 //     exactly the recorded processes, after checking each PID still runs the
 //     program it started.
-//   - When AWS_ENDPOINT_URL is set (a running LocalStack, say), nothing is
-//     started and that endpoint is used.
-//   - Starting emulators is Linux only (proc_linux.go): a stack recognises its
-//     own processes by their start time in /proc/PID/stat, so "down" never
-//     signals a reused PID. Elsewhere Up refuses with an error that says so,
-//     unless AWS_ENDPOINT_URL names an external stack.
+//   - When AWS_ENDPOINT_URL is set (a running LocalStack, say), no AWS
+//     emulator is started and that endpoint is used; the Kafka broker still
+//     starts, since no AWS endpoint speaks Kafka's protocol.
+//   - Starting processes is Linux only (proc_linux.go): a stack recognises
+//     its own processes by their start time in /proc/PID/stat, so "down"
+//     never signals a reused PID. Elsewhere Up refuses with an error that
+//     says so, unless AWS_ENDPOINT_URL names an external stack, which then
+//     runs without a Kafka broker.
 //   - Every failure (no Java, a port in use, an emulator that does not come
 //     up) is an error that says what to do; nothing is silently skipped.
 package localstack

@@ -155,9 +155,10 @@ var ErrStaleEnvFile = errors.New("stale env file")
 
 // ReadStackEnv reads the env file of the stack o names (its variables and
 // its path) if that stack runs and the file's endpoints are the stack's.
-// A stack on an external endpoint has no process of ours: its state is
-// taken as running. No file is an error that matches os.ErrNotExist; a
-// stale one, ErrStaleEnvFile, naming the file and how to remove it.
+// A stack on an external endpoint that started no broker (not on Linux)
+// has no process of ours: its state is taken as running. No file is an
+// error that matches os.ErrNotExist; a stale one, ErrStaleEnvFile, naming
+// the file and how to remove it.
 func ReadStackEnv(o Options) (map[string]string, string, error) {
 	if err := o.defaults(); err != nil {
 		return nil, "", err
@@ -176,8 +177,8 @@ func ReadStackEnv(o Options) (map[string]string, string, error) {
 		return nil, path, fmt.Errorf("localstack: %w %s: no stack %q is running; remove it: rm %s", ErrStaleEnvFile, path, o.Name, path)
 	case err != nil:
 		return nil, path, err
-	case s.External == "" && !allAlive(s):
-		return nil, path, fmt.Errorf("localstack: %w %s: stack %q is not running (its emulators are gone); remove it: fifoworker local down --name %s", ErrStaleEnvFile, path, o.Name, o.Name)
+	case !running(s):
+		return nil, path, fmt.Errorf("localstack: %w %s: stack %q is not running (its processes are gone); remove it: fifoworker local down --name %s", ErrStaleEnvFile, path, o.Name, o.Name)
 	}
 	if k := otherEndpoint(s, vars); k != "" {
 		return nil, path, fmt.Errorf("localstack: %w %s: its %s is not running stack %q's; remove it: fifoworker local down --name %s", ErrStaleEnvFile, path, k, o.Name, o.Name)
@@ -185,17 +186,18 @@ func ReadStackEnv(o Options) (map[string]string, string, error) {
 	return vars, path, nil
 }
 
-// otherEndpoint is an AWS_ENDPOINT_URL* variable in which vars and the
-// stack s's environment differ, or "".
+// otherEndpoint is an endpoint variable (AWS_ENDPOINT_URL*, the Kafka
+// broker's) in which vars and the stack s's environment differ, or "".
 func otherEndpoint(s *State, vars map[string]string) string {
+	isEndpoint := func(k string) bool { return strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == KafkaBootstrapVar }
 	want := map[string]string{}
 	for _, kv := range s.Env() {
-		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+		if k, v, _ := strings.Cut(kv, "="); isEndpoint(k) {
 			want[k] = v
 		}
 	}
 	for k := range vars {
-		if _, ours := want[k]; !ours && strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+		if _, ours := want[k]; !ours && isEndpoint(k) {
 			want[k] = "" // an endpoint the stack does not have
 		}
 	}

@@ -3,6 +3,9 @@ package localstack
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 )
@@ -42,10 +47,36 @@ func probe(ctx context.Context, service, endpoint, region string) error {
 	case "s3":
 		_, err = s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint); o.UsePathStyle = true }).
 			ListBuckets(ctx, &s3.ListBucketsInput{})
+	case "kafka":
+		err = probeKafka(ctx, endpoint)
 	default:
 		err = fmt.Errorf("unknown service %q", service)
 	}
 	return err
+}
+
+// probeKafka asks the broker at addr for its metadata, as a client's
+// first request does, and checks that it advertises addr itself: a client
+// bootstraps from addr and then connects to what the broker advertises.
+func probeKafka(ctx context.Context, addr string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	meta, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	var advertised []string
+	for _, b := range meta.Brokers {
+		hostPort := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		if hostPort == addr {
+			return nil
+		}
+		advertised = append(advertised, hostPort)
+	}
+	return fmt.Errorf("the broker at %s advertises %s, not itself", addr, strings.Join(advertised, ", "))
 }
 
 func (s *State) endpoint(service string) string {
@@ -56,6 +87,8 @@ func (s *State) endpoint(service string) string {
 		return s.DynamoDB
 	case "s3":
 		return s.S3
+	case "kafka":
+		return s.Kafka
 	}
 	return ""
 }
@@ -93,18 +126,16 @@ type ServiceStatus struct {
 	Service  string
 	Endpoint string
 	PID      int
-	Running  bool  // the recorded PID still runs the emulator
+	Running  bool  // the recorded PID still runs the emulator or broker
 	Err      error // the probe's error; nil when it answered
 }
 
-// Status probes each service of the running stack.
+// Status probes each process of the running stack: beside an external
+// endpoint, its Kafka broker.
 func Status(ctx context.Context, o Options) (*State, []ServiceStatus, error) {
 	s, err := Load(o)
 	if err != nil {
 		return nil, nil, err
-	}
-	if s.External != "" {
-		return s, nil, nil
 	}
 	var out []ServiceStatus
 	for _, p := range s.Processes {

@@ -27,12 +27,42 @@ type Options struct {
 	Progress io.Writer // one line per step; default io.Discard
 	// ReadyTimeout bounds the wait for every emulator to answer (default 120s).
 	ReadyTimeout time.Duration
+	// Broker is the fifoworker binary that runs the stack's Kafka broker,
+	// as `Broker local kafka-broker --port N` (default: this program,
+	// os.Executable). A test binary calling Up must name one (a fifoworker
+	// built for the test, or itself if its TestMain answers those arguments
+	// as fifoworker does): run with them, a test binary would run its
+	// tests, so Up refuses to default to one.
+	Broker string
 }
 
-// Ports of the emulators.
+// Ports of the emulators and the broker.
 type Ports struct {
-	SQS, DynamoDB, S3 int
+	SQS, DynamoDB, S3, Kafka int
 }
+
+// port is the field of p that holds service's port.
+func (p *Ports) port(service string) *int {
+	switch service {
+	case "sqs":
+		return &p.SQS
+	case "dynamodb":
+		return &p.DynamoDB
+	case "s3":
+		return &p.S3
+	case "kafka":
+		return &p.Kafka
+	}
+	return nil
+}
+
+// services are the processes of a stack, in the order they start: the
+// slowest to come up first.
+var services = []string{"dynamodb", "sqs", "s3", "kafka"}
+
+// KafkaBootstrapVar is the variable of a stack's environment (Env) that
+// names its Kafka broker, host:port, as a client's bootstrap servers.
+const KafkaBootstrapVar = "KAFKA_BOOTSTRAP_SERVERS"
 
 // State is what a running stack records about itself.
 type State struct {
@@ -42,6 +72,7 @@ type State struct {
 	SQS       string    `json:"sqs,omitempty"`
 	DynamoDB  string    `json:"dynamodb,omitempty"`
 	S3        string    `json:"s3,omitempty"`
+	Kafka     string    `json:"kafka,omitempty"` // the broker's bootstrap servers, 127.0.0.1:PORT
 	RIE       string    `json:"rie"`
 	Processes []Process `json:"processes,omitempty"`
 	StartedAt time.Time `json:"started_at"`
@@ -107,6 +138,9 @@ func (s *State) Env() []string {
 		"FIFOWORKER_STACK":   s.Name,
 		"FIFOWORKER_RIE":     s.RIE,
 	}
+	if s.Kafka != "" { // beside an external endpoint too: the broker is ours
+		env[KafkaBootstrapVar] = s.Kafka
+	}
 	if s.External != "" {
 		env["AWS_ENDPOINT_URL"] = s.External
 	} else {
@@ -138,13 +172,16 @@ func (s *State) Shell() string {
 }
 
 // Up starts the stack, or returns the state of the one already running
-// under this name. It installs missing tools first.
+// under this name. It installs missing tools first. With AWS_ENDPOINT_URL
+// set it starts no AWS emulator, only the Kafka broker: no AWS endpoint
+// serves Kafka's protocol, and the broker, like the runtime interface
+// emulator, is the stack's own.
 func Up(ctx context.Context, o Options) (*State, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	if s, err := load(o); err == nil {
-		if s.External != "" || allAlive(s) {
+		if running(s) {
 			return s, nil
 		}
 		fmt.Fprintf(o.Progress, "localstack: stack %s was left half-running; stopping what remains\n", o.Name)
@@ -152,59 +189,51 @@ func Up(ctx context.Context, o Options) (*State, error) {
 			return nil, err
 		}
 	}
-	if ext := os.Getenv("AWS_ENDPOINT_URL"); ext != "" {
-		// A running LocalStack (or similar): start nothing, but the
-		// runtime interface emulator is still ours to provide.
-		rie, err := installGo(ctx, o.CacheDir, RIEModule, RIEVersion, o.Progress)
-		if err != nil {
-			return nil, err
-		}
-		s := &State{Name: o.Name, Region: o.Region, External: ext, RIE: rie, StartedAt: time.Now().UTC()}
-		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no emulators\n", ext)
-		return s, save(o, s)
-	}
-	if err := supported(); err != nil {
-		return nil, err
-	}
-	tools, err := Install(ctx, o.CacheDir, o.Progress)
+	broker, err := brokerProgram(o.Broker)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := choosePorts(o.Ports)
+	s := &State{Name: o.Name, Region: o.Region, StartedAt: time.Now().UTC(), External: os.Getenv("AWS_ENDPOINT_URL")}
+	var tools *Tools
+	starting := services
+	if s.External != "" {
+		if s.RIE, err = installGo(ctx, o.CacheDir, RIEModule, RIEVersion, o.Progress); err != nil {
+			return nil, err
+		}
+		if err := supported(); err != nil {
+			fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting nothing, not even the Kafka broker (%v)\n", s.External, err)
+			return s, save(o, s)
+		}
+		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker\n", s.External)
+		starting = []string{"kafka"}
+	} else {
+		if err := supported(); err != nil {
+			return nil, err
+		}
+		if tools, err = Install(ctx, o.CacheDir, o.Progress); err != nil {
+			return nil, err
+		}
+		s.RIE = tools.RIE
+	}
+	ports, err := choosePorts(o.Ports, starting)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.stateDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("localstack: %w", err)
 	}
-	s := &State{
-		Name: o.Name, Region: o.Region, RIE: tools.RIE, StartedAt: time.Now().UTC(),
-		SQS:      fmt.Sprintf("http://127.0.0.1:%d", ports.SQS),
-		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", ports.DynamoDB),
-		S3:       fmt.Sprintf("http://127.0.0.1:%d", ports.S3),
-	}
-	specs := []struct {
-		service string
-		port    int
-		program string
-		args    []string
-	}{
-		{"dynamodb", ports.DynamoDB, tools.Java, []string{
-			"-Xmx1g", "-Djava.library.path=" + tools.DynamoDBLib, "-jar", tools.DynamoDBJar,
-			"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(ports.DynamoDB)}},
-		{"sqs", ports.SQS, tools.Node, []string{tools.FauxqsScript, strconv.Itoa(ports.SQS)}},
-		{"s3", ports.S3, tools.GofakeS3, []string{"-backend", "memory", "-host", fmt.Sprintf("127.0.0.1:%d", ports.S3), "-quiet"}},
-	}
 	exited := map[string]<-chan error{}
-	for _, sp := range specs {
-		p, done, err := start(o.stateDir(), sp.service, sp.port, sp.program, sp.args)
+	for _, service := range starting {
+		program, args := command(service, ports, tools, broker)
+		s.setEndpoint(service, *ports.port(service))
+		p, done, err := start(o.stateDir(), service, *ports.port(service), program, args)
 		if err != nil {
 			_ = save(o, s)
 			_ = Down(o)
 			return nil, err
 		}
 		s.Processes = append(s.Processes, p)
-		exited[sp.service] = done
+		exited[service] = done
 		if err := save(o, s); err != nil { // record each PID as soon as it exists
 			_ = Down(o)
 			return nil, err
@@ -215,6 +244,57 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// command is the program and arguments that run service on its port.
+func command(service string, ports Ports, tools *Tools, broker string) (string, []string) {
+	switch service {
+	case "dynamodb":
+		return tools.Java, []string{"-Xmx1g", "-Djava.library.path=" + tools.DynamoDBLib, "-jar", tools.DynamoDBJar,
+			"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(ports.DynamoDB)}
+	case "sqs":
+		return tools.Node, []string{tools.FauxqsScript, strconv.Itoa(ports.SQS)}
+	case "s3":
+		return tools.GofakeS3, []string{"-backend", "memory", "-host", fmt.Sprintf("127.0.0.1:%d", ports.S3), "-quiet"}
+	}
+	// The broker (internal/dev/kafkabroker) is the CLI's hidden verb: a
+	// process of its own, so that it has a PID, a log and a port as the
+	// emulators do, and outlives `local up`.
+	return broker, []string{"local", "kafka-broker", "--port", strconv.Itoa(ports.Kafka)}
+}
+
+func (s *State) setEndpoint(service string, port int) {
+	switch service {
+	case "sqs":
+		s.SQS = fmt.Sprintf("http://127.0.0.1:%d", port)
+	case "dynamodb":
+		s.DynamoDB = fmt.Sprintf("http://127.0.0.1:%d", port)
+	case "s3":
+		s.S3 = fmt.Sprintf("http://127.0.0.1:%d", port)
+	case "kafka":
+		s.Kafka = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+}
+
+// brokerProgram is the program that runs the Kafka broker: path, or this
+// program when path is empty and this is no test binary (go test names
+// its binaries pkg.test).
+func brokerProgram(path string) (string, error) {
+	if path == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("localstack: the Kafka broker runs as this program's `local kafka-broker`, and this program cannot be found (%w): set Options.Broker", err)
+		}
+		if strings.HasSuffix(filepath.Base(self), ".test") {
+			return "", fmt.Errorf("localstack: the Kafka broker runs as `fifoworker local kafka-broker`, and this program (%s) is a test binary, which would run its tests instead: set Options.Broker to a fifoworker binary", self)
+		}
+		path = self
+	}
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("localstack: the Kafka broker's program %s is not an executable file", path)
+	}
+	return path, nil
 }
 
 // start launches one emulator in its own process group, logging to a file
@@ -244,26 +324,29 @@ func start(stateDir, service string, port int, program string, args []string) (P
 	return Process{Service: service, PID: cmd.Process.Pid, Port: port, Program: filepath.Base(program), StartTicks: ticks, Log: logPath}, done, nil
 }
 
-func choosePorts(want Ports) (Ports, error) {
+// choosePorts checks the ports of the services to start that want names,
+// and picks free ones for the rest; the other services' ports are left as
+// they are.
+func choosePorts(want Ports, starting []string) (Ports, error) {
 	got := want
-	for _, p := range []struct {
-		service string
-		port    *int
-	}{{"sqs", &got.SQS}, {"dynamodb", &got.DynamoDB}, {"s3", &got.S3}} {
-		if *p.port != 0 {
-			if err := portFree(*p.port); err != nil {
-				return Ports{}, fmt.Errorf("localstack: port %d for %s is in use (%w): choose another, or 0 for a free one", *p.port, p.service, err)
+	used := map[int]string{}
+	for _, service := range starting {
+		p := got.port(service)
+		if *p != 0 {
+			if err := portFree(*p); err != nil {
+				return Ports{}, fmt.Errorf("localstack: port %d for %s is in use (%w): choose another, or 0 for a free one", *p, service, err)
 			}
-			continue
+		} else {
+			port, err := freePort()
+			if err != nil {
+				return Ports{}, fmt.Errorf("localstack: no free port for %s: %w", service, err)
+			}
+			*p = port
 		}
-		port, err := freePort()
-		if err != nil {
-			return Ports{}, fmt.Errorf("localstack: no free port for %s: %w", p.service, err)
+		if other, taken := used[*p]; taken {
+			return Ports{}, fmt.Errorf("localstack: ports must differ: %s and %s both have %d", other, service, *p)
 		}
-		*p.port = port
-	}
-	if got.SQS == got.DynamoDB || got.SQS == got.S3 || got.DynamoDB == got.S3 {
-		return Ports{}, fmt.Errorf("localstack: ports must differ: %+v", got)
+		used[*p] = service
 	}
 	return got, nil
 }
@@ -334,13 +417,19 @@ func Load(o Options) (*State, error) {
 	return s, err
 }
 
-func allAlive(s *State) bool {
+// running reports whether the stack s describes is up: every process it
+// recorded still runs. A stack on an external endpoint that started none
+// (not on Linux) is taken as up.
+func running(s *State) bool {
+	if len(s.Processes) == 0 {
+		return s.External != ""
+	}
 	for _, p := range s.Processes {
 		if !ours(p) {
 			return false
 		}
 	}
-	return len(s.Processes) > 0
+	return true
 }
 
 // Down stops the stack's recorded processes (SIGTERM to each process group,

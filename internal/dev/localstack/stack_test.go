@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,11 @@ import (
 
 func TestEnvPointsEveryServiceAtTheStack(t *testing.T) {
 	t.Parallel()
-	s := &State{Name: "dev", Region: "eu-west-1", SQS: "http://127.0.0.1:1", DynamoDB: "http://127.0.0.1:2", S3: "http://127.0.0.1:3", RIE: "/x/rie"}
+	s := &State{Name: "dev", Region: "eu-west-1", SQS: "http://127.0.0.1:1", DynamoDB: "http://127.0.0.1:2", S3: "http://127.0.0.1:3",
+		Kafka: "127.0.0.1:4", RIE: "/x/rie"}
 	env := s.Env()
+	require.Contains(t, env, "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:4")
+	require.Contains(t, s.Shell(), "export KAFKA_BOOTSTRAP_SERVERS='127.0.0.1:4'\n")
 	require.Contains(t, env, "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:1")
 	require.Contains(t, env, "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:2")
 	require.Contains(t, env, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:2")
@@ -28,6 +32,9 @@ func TestEnvPointsEveryServiceAtTheStack(t *testing.T) {
 	require.Contains(t, ext.Env(), "AWS_ENDPOINT_URL=http://127.0.0.1:4566")
 	require.NotContains(t, ext.Env(), "AWS_ACCESS_KEY_ID=test", "a real endpoint keeps the caller's credentials")
 	require.Contains(t, ext.Shell(), `export FIFOWORKER_RIE='/it'\''s/rie'`)
+	require.NotContains(t, strings.Join(ext.Env(), "\n"), "KAFKA_BOOTSTRAP_SERVERS", "no broker was started")
+	ext.Kafka = "127.0.0.1:5"
+	require.Contains(t, ext.Env(), "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:5", "the broker is ours beside an external endpoint too")
 }
 
 func TestInvalidStackNamesAreRefused(t *testing.T) {
@@ -44,13 +51,47 @@ func TestAPortInUseIsAClearError(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = l.Close() }()
 	port := l.Addr().(*net.TCPAddr).Port
-	_, err = choosePorts(Ports{DynamoDB: port})
+	_, err = choosePorts(Ports{DynamoDB: port}, services)
 	require.ErrorContains(t, err, "port "+strconv.Itoa(port)+" for dynamodb is in use")
+	_, err = choosePorts(Ports{Kafka: port}, services)
+	require.ErrorContains(t, err, "port "+strconv.Itoa(port)+" for kafka is in use")
 
-	got, err := choosePorts(Ports{})
+	got, err := choosePorts(Ports{}, services)
 	require.NoError(t, err)
-	require.NotZero(t, got.SQS)
-	require.NotEqual(t, got.SQS, got.S3)
+	seen := map[int]bool{}
+	for _, p := range []int{got.SQS, got.DynamoDB, got.S3, got.Kafka} {
+		require.NotZero(t, p)
+		require.False(t, seen[p], "ports differ: %+v", got)
+		seen[p] = true
+	}
+	_, err = choosePorts(Ports{SQS: got.SQS, Kafka: got.SQS}, services)
+	require.ErrorContains(t, err, "ports must differ")
+
+	// Beside an external endpoint only the broker starts: the other ports,
+	// LocalStack's own say, are neither checked nor chosen.
+	only, err := choosePorts(Ports{SQS: port, Kafka: got.Kafka}, []string{"kafka"})
+	require.NoError(t, err)
+	require.Equal(t, Ports{SQS: port, Kafka: got.Kafka}, only)
+}
+
+// A test binary run as `local kafka-broker` would run its tests: Up
+// refuses to default to it, before it installs or starts anything, and a
+// broker program that is not an executable file is refused as early.
+func TestUpNeedsAFifoworkerBinaryForTheBroker(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	_, err := Up(context.Background(), Options{Name: "broker", CacheDir: cache})
+	require.ErrorContains(t, err, "test binary")
+	require.ErrorContains(t, err, "Options.Broker")
+	notExecutable := filepath.Join(t.TempDir(), "fifoworker")
+	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing"), t.TempDir(), notExecutable} {
+		_, err = Up(context.Background(), Options{Name: "broker", CacheDir: cache, Broker: bad})
+		require.ErrorContains(t, err, bad+" is not an executable file")
+	}
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was installed or recorded")
 }
 
 func TestMissingJavaIsAClearError(t *testing.T) {

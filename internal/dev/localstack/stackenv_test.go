@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,19 +82,38 @@ func TestReadStackEnvOnlyOfARunningStack(t *testing.T) {
 		require.ErrorIs(t, err, ErrStaleEnvFile)
 		require.ErrorContains(t, err, "rm "+path)
 	})
-	t.Run("another stack's endpoints", func(t *testing.T) {
+	for i, moved := range []struct {
+		name, variable string
+		move           func(*State)
+	}{
+		{"another stack's endpoints", "AWS_ENDPOINT_URL_DYNAMODB", func(s *State) { s.DynamoDB = "http://127.0.0.1:4999" }},
+		{"another stack's broker", KafkaBootstrapVar, func(s *State) { s.Kafka = "127.0.0.1:4998" }},
+	} {
+		t.Run(moved.name, func(t *testing.T) {
+			o := o
+			o.Name = fmt.Sprintf("moved-%d", i)
+			now := *s
+			now.Name = o.Name
+			now.Kafka = "127.0.0.1:4004"
+			now.Processes = []Process{liveProcess(t)}
+			old := now
+			moved.move(&old)
+			path := writeStack(t, o, &now, old.Env())
+			_, _, err := ReadStackEnv(o)
+			require.ErrorIs(t, err, ErrStaleEnvFile)
+			require.ErrorContains(t, err, moved.variable)
+			require.ErrorContains(t, err, path)
+		})
+	}
+	t.Run("an external endpoint whose broker is gone", func(t *testing.T) {
 		o := o
-		o.Name = "moved"
-		now := *s
-		now.Name = "moved"
-		now.Processes = []Process{liveProcess(t)}
-		old := now
-		old.DynamoDB = "http://127.0.0.1:4999"
-		path := writeStack(t, o, &now, old.Env())
+		o.Name = "ext-dead"
+		p := liveProcess(t)
+		p.StartTicks++ // the PID is another process now
+		ext := &State{Name: "ext-dead", Region: "eu-west-1", External: "http://127.0.0.1:4566", Kafka: "127.0.0.1:4004", Processes: []Process{p}}
+		writeStack(t, o, ext, ext.Env())
 		_, _, err := ReadStackEnv(o)
 		require.ErrorIs(t, err, ErrStaleEnvFile)
-		require.ErrorContains(t, err, "AWS_ENDPOINT_URL_DYNAMODB")
-		require.ErrorContains(t, err, path)
 	})
 	t.Run("no env file", func(t *testing.T) {
 		o := o
