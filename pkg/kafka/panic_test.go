@@ -268,3 +268,43 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 		require.NoError(t, goleak.Find(), "goroutines left after Process returned")
 	}
 }
+
+// A handler's Goexit ends its lane's goroutine: the rest of the lane is
+// never resumed, and counts as skipped after a failure; another goroutine
+// takes the other lanes.
+func TestAGoexitSkipsTheRestOfItsLane(t *testing.T) {
+	t.Parallel()
+	var m kafka.BatchMetrics
+	var rec recorder
+	p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, map[string]any{"t-0/1": runtime.Goexit}), Concurrency: 1,
+		Metrics: func(bm kafka.BatchMetrics) { m = bm }})
+	resp, err := p.Process(context.Background(), records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b", "t-1/1:a"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(resp))
+	require.Equal(t, []string{"t-0/1", "t-0/3", "t-1/1"}, rec.Started())
+	var outcomes []kafka.Outcome
+	for _, r := range m.Records {
+		outcomes = append(outcomes, r.Outcome)
+	}
+	require.Equal(t, []kafka.Outcome{kafka.Panicked, kafka.SkippedAfterFailure, kafka.Succeeded, kafka.Succeeded}, outcomes)
+}
+
+// A logger that calls runtime.Goexit on the line of a record that
+// succeeded fails that record, and the rest of its lane, as a handler's
+// Goexit would: it cannot be known to be logged.
+func TestALoggerGoexitOnARecordsLineFailsIt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		logger := slog.New(hookHandler{fn: func(r slog.Record) {
+			if recordOf(r) == "t-0/1" {
+				runtime.Goexit()
+			}
+		}})
+		var m kafka.BatchMetrics
+		p := newProcessor(t, kafka.Config{Handler: noop, Logger: logger, Metrics: func(bm kafka.BatchMetrics) { m = bm }})
+		resp, err := processReturns(t, p, "t-0/1:a", "t-0/2:a", "t-0/3:b")
+		require.NoError(t, err)
+		require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(resp))
+		require.Equal(t, kafka.Panicked, m.Records[0].Outcome)
+	})
+}
