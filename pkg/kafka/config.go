@@ -143,17 +143,3 @@ func (c Config) lanes() lanes.Config {
 		Logger:          c.Logger,
 	}
 }
-
-// withDefaults returns c with each zero optional field set to its default.
-func (c Config) withDefaults() Config {
-	if c.DeadlineMargin == 0 {
-		c.DeadlineMargin = DefaultDeadlineMargin
-	}
-	if c.ResponseReserve == 0 {
-		c.ResponseReserve = DefaultResponseReserve
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return c
-}

@@ -20,7 +20,8 @@ import (
 // kafka.New(kafka.Config{Handler: h}), lambda.Start(p.Process) is a
 // complete Kafka consumer.
 type Processor struct {
-	// cfg is the validated Config with its defaults filled in.
+	// cfg is the validated Config, with Now's default filled in (the
+	// lane engine fills in its own fields' defaults).
 	cfg Config
 	// lanes runs the batches' lanes (Concurrency, the deadline margin and
 	// the response reserve).
@@ -33,7 +34,9 @@ func New(cfg Config) (*Processor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	if cfg.Now == nil {
+		cfg.Now = time.Now // the lanes' own default for the deadline; this one for the timings
+	}
 	engine, err := lanes.New(cfg.lanes())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
