@@ -95,17 +95,19 @@ soak: ## the pipeline simulation on many seeds (SOAK_SEEDS=100000 from SOAK_FIRS
 		-args -first $(SOAK_FIRST) $(if $(SOAK_TIME),-soak-time $(SOAK_TIME),-seeds $(SOAK_SEEDS)) \
 		| grep -vE '^=== (RUN|CONT|PAUSE)'
 
-# make bench: pkg/fifo's benchmarks, then the local stack's, each round on a
+# make bench: pkg/fifo's and pkg/kafka's benchmarks, then the local stack's, each round on a
 # fresh stack of its own (started and stopped here, as make integration's
 # is): DynamoDB Local slows down as a stack ages (tables created and
 # deleted, its heap), which would weigh on later rounds. Raw results go to
 # bench/, and benchstat summarises them. Only make bench runs benchmarks:
 # make test compiles test/'s and runs none.
 .PHONY: bench
-bench: $(BENCHSTAT) bin/fifoworker ## benchmarks: pkg/fifo; then on fresh local stacks jobs/s end to end and ordering cost with 1, 10, 100 groups (CPU per process, a profile), requests per job per path, cold starts. Raw results in bench/
+bench: $(BENCHSTAT) bin/fifoworker ## benchmarks: pkg/fifo, pkg/kafka; then on fresh local stacks jobs/s end to end and ordering cost with 1, 10, 100 groups (CPU per process, a profile), requests per job per path, cold starts. Raw results in bench/
 	mkdir -p bench
 	go test -run '^$$' -bench . -count $(BENCH_COUNT) ./pkg/fifo | tee bench/fifo.txt
 	$(BENCHSTAT) bench/fifo.txt
+	go test -run '^$$' -bench . -count $(BENCH_COUNT) ./pkg/kafka | tee bench/kafka.txt
+	$(BENCHSTAT) bench/kafka.txt
 	: > bench/stack.txt
 	for i in $$(seq $(BENCH_ROUNDS)); do \
 		bin/fifoworker local run --name bench-$$$$-$$i -- $(MAKE) --no-print-directory bench-round; \
