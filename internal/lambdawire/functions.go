@@ -110,8 +110,10 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 // Relay publishes the Jobs table's stream (internal/app/outbox) to SQS
 // (internal/app/outbox/sqsout). Settings:
 // COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, each a FIFO queue's (the relay's
-// own check: per-job order needs one).
+// own check: per-job order needs one), and TRANSPORT unset or "sqs" (see
+// checkTransport).
 func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	checkTransport(env, transportSQS)
 	commands := env.String("COMMANDS_QUEUE_URL")
 	evts := env.String("EVENTS_QUEUE_URL")
 	if err := env.Err(); err != nil {
@@ -127,23 +129,43 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 // Projector consumes the events queue into job views and tenant totals
 // (internal/app/projection), one lane per job (pkg/fifo), under the events queue's
 // quarantine. Settings: VIEWS_TABLE, TOTALS_TABLE, JOBS_TABLE (recovery
-// reads it), RECOVER_AFTER_RECEIVES (default 3), and the quarantine's (see
-// quarantined).
+// reads it), RECOVER_AFTER_RECEIVES (default 3), the quarantine's (see
+// quarantined), and TRANSPORT unset or "sqs" (see checkTransport).
 func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	views := env.String("VIEWS_TABLE")
-	totals := env.String("TOTALS_TABLE")
-	jobsTable := env.String("JOBS_TABLE")
+	checkTransport(env, transportSQS)
+	tables := readProjectorTables(env)
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
 	db := DynamoDB(cfg)
 	consumer := quarantined(env, cfg, db, log, "EVENTS_QUEUE_ARN", recoverAfter+1)
+	projector, err := tables.projector(env, db, log, recoverAfter)
+	if err != nil {
+		return nil, err
+	}
+	// A malformed event, or one recovery cannot settle, holds its job's
+	// group: the job's later events wait, parked in order, for an operator.
+	return consume(env, consumer, projector.Handle, log)
+}
+
+// projectorTables are the projector's tables, on either transport.
+type projectorTables struct{ views, totals, jobs string }
+
+// readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE and JOBS_TABLE.
+func readProjectorTables(env *Env) projectorTables {
+	return projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), jobs: env.String("JOBS_TABLE")}
+}
+
+// projector returns the projector on t, recovering at recoverAfter
+// receives (0: the default), or every problem env has found, those its
+// caller read first included.
+func (t projectorTables) projector(env *Env, db *dynamodb.Client, log *slog.Logger, recoverAfter int) (*projection.Projector, error) {
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals}})
 	if err != nil {
 		return nil, env.refused(err, projectionTables)
 	}
-	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: jobsTable})
+	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: t.jobs})
 	if err != nil {
 		return nil, env.refused(err, byField{"Table": "JOBS_TABLE"})
 	}
@@ -151,9 +173,7 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 	if err != nil {
 		return nil, env.refused(err, byField{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
 	}
-	// A malformed event, or one recovery cannot settle, holds its job's
-	// group: the job's later events wait, parked in order, for an operator.
-	return consume(env, consumer, projector.Handle, log)
+	return projector, nil
 }
 
 // Worker consumes the commands queue: each job.run command is claimed, run
@@ -162,27 +182,54 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 // (pkg/fifo), under the commands queue's quarantine. Settings: JOBS_TABLE,
 // ARTICLES_TABLE, CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, at most
 // the commands queue's maxReceiveCount - 1), the spool's
-// (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates), and
-// the quarantine's (see quarantined).
+// (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates), the
+// quarantine's (see quarantined), and TRANSPORT unset or "sqs" (see
+// checkTransport).
 func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	jobsTable := env.String("JOBS_TABLE")
-	articlesTable := env.String("ARTICLES_TABLE")
-	bucket := env.String("CANDIDATES_BUCKET")
-	maxGenerations := env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4)
+	checkTransport(env, transportSQS)
+	s := readWorkerSettings(env)
 	// A command's receives up to MaxGenerations + 1 are takeovers the
 	// recovery policy decides on; the quarantine must not take them.
 	ddb := DynamoDB(cfg)
-	consumer := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", maxGenerations+2)
-	candidates := workerCandidates(env, S3(cfg), bucket, log)
+	consumer := quarantined(env, cfg, ddb, log, "COMMANDS_QUEUE_ARN", s.maxGenerations+2)
+	w, err := s.worker(env, cfg, ddb, log)
+	if err != nil {
+		return nil, err
+	}
+	return consume(env, consumer, w.Handle, log)
+}
+
+// workerSettings are the worker's own settings, on either transport.
+type workerSettings struct {
+	jobsTable, articlesTable, bucket string
+	maxGenerations                   int
+}
+
+// readWorkerSettings reads JOBS_TABLE, ARTICLES_TABLE, CANDIDATES_BUCKET
+// and MAX_GENERATIONS (default 3, 1 to 4).
+func readWorkerSettings(env *Env) workerSettings {
+	return workerSettings{
+		jobsTable:      env.String("JOBS_TABLE"),
+		articlesTable:  env.String("ARTICLES_TABLE"),
+		bucket:         env.String("CANDIDATES_BUCKET"),
+		maxGenerations: env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4),
+	}
+}
+
+// worker reads the spool's settings (see workerCandidates) and returns
+// the worker of s, or every problem env has found, those its caller read
+// first included.
+func (s workerSettings) worker(env *Env, cfg aws.Config, ddb *dynamodb.Client, log *slog.Logger) (*worker.Worker, error) {
+	candidates := workerCandidates(env, S3(cfg), s.bucket, log)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: jobsTable,
-		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: s.jobsTable,
+		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
 	if err != nil {
 		return nil, env.refused(err, jobsSettings)
 	}
-	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: articlesTable})
+	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: s.articlesTable})
 	if err != nil {
 		return nil, env.refused(err, byField{"ArticlesTable": "ARTICLES_TABLE"})
 	}
@@ -195,7 +242,7 @@ func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 	if err != nil {
 		return nil, err // its Config holds no setting of its own
 	}
-	return consume(env, consumer, w.Handle, log)
+	return w, nil
 }
 
 // The variables behind the settings of more than one function's stores.

@@ -5,6 +5,14 @@
 // the same builders with the settings template.yaml gives each function, so
 // a function runs the same code in Lambda, under the runtime interface
 // emulator and in process. It holds no logic of the pipeline.
+//
+// The worker and the projector have a builder per transport: Worker and
+// Projector consume SQS (template.yaml), WorkerKafka and ProjectorKafka
+// Kafka (template-kafka.yaml). A bootstrap is built for one of them: the
+// kafka build tag picks functions/<name>/main_kafka.go instead of main.go,
+// so the linker keeps only that transport's processor (pkg/fifo's or
+// pkg/kafka's); TRANSPORT in the environment says which a template
+// deploys, and a builder of the other refuses to start (checkTransport).
 package lambdawire
 
 import (

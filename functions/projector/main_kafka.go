@@ -1,0 +1,12 @@
+//go:build kafka
+
+// Command projector, built with the kafka tag (template-kafka.yaml), is
+// the Lambda function that consumes the events topic into the job views
+// and tenant totals (internal/app/projection), one lane per partition and
+// job (pkg/kafka). Wired by internal/lambdawire.ProjectorKafka, which
+// names its settings; the bootstrap links no SQS processor.
+package main
+
+import "github.com/fifoworker/fifoworker/internal/lambdawire"
+
+func main() { lambdawire.Main(lambdawire.ProjectorKafka) }
