@@ -48,8 +48,8 @@
 // ErrInvalidBatch, which makes Lambda retry the batch (and its
 // MaximumRetryAttempts, BisectBatchOnFunctionError and on-failure
 // destination decide); a response computed from such a batch could name
-// the wrong record. Response and CommitOffsets refuse it the same way,
-// through the same check.
+// the wrong record. Response and CommitOffsets, which read no key or
+// value, refuse the others the same way, through the same check.
 //
 // # Lanes
 //
