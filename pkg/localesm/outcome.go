@@ -33,6 +33,13 @@ const (
 	// OutcomeWithheld (SQS only): every message received belonged to a
 	// message group already in flight; nothing was invoked.
 	OutcomeWithheld
+	// OutcomeTooLarge (Kafka only): the record alone makes an event over
+	// MaxRequestSize; it was not invoked, and was given up to the on-failure
+	// destination or, without one, holds its partition.
+	OutcomeTooLarge
+	// OutcomeExpired (Kafka only): the records were older than
+	// MaximumRecordAge and were given up without an invocation.
+	OutcomeExpired
 )
 
 func (o Outcome) String() string {
@@ -51,6 +58,10 @@ func (o Outcome) String() string {
 		return "invoke_error"
 	case OutcomeWithheld:
 		return "withheld"
+	case OutcomeTooLarge:
+		return "too_large"
+	case OutcomeExpired:
+		return "expired"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -62,12 +73,35 @@ func (o Outcome) String() string {
 var ErrInvalidResponse = errors.New("invalid partial batch response")
 
 // parseBatchItemFailures reads the item identifiers of a partial batch
-// response, as Lambda reads them for SQS and for streams. An empty or null
-// response, a response without batchItemFailures, and a null or empty list
-// all mean full success (no identifiers). Keys are matched exactly:
-// Lambda treats "an itemIdentifier with a bad key name" as a failure, and
-// encoding/json's case-insensitive matching would accept one.
+// response, as Lambda reads them for SQS and for streams: each one a
+// non-empty string. The rules for the response around them are
+// batchItemIdentifiers'.
 func parseBatchItemFailures(payload []byte) ([]string, error) {
+	raws, err := batchItemIdentifiers(payload)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(raws))
+	for i, rawID := range raws {
+		var id *string
+		if err := json.Unmarshal(rawID, &id); err != nil {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is not a string", ErrInvalidResponse, i)
+		}
+		if id == nil || *id == "" {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is null or empty", ErrInvalidResponse, i)
+		}
+		ids = append(ids, *id)
+	}
+	return ids, nil
+}
+
+// batchItemIdentifiers returns the raw itemIdentifier of each item of a
+// partial batch response, whatever its source's identifier looks like. An
+// empty or null response, a response without batchItemFailures, and a null
+// or empty list all mean full success (no identifiers). Keys are matched
+// exactly: Lambda treats "an itemIdentifier with a bad key name" as a
+// failure, and encoding/json's case-insensitive matching would accept one.
+func batchItemIdentifiers(payload []byte) ([]json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(payload)
 	if len(trimmed) == 0 || isNull(trimmed) {
 		return nil, nil
@@ -84,7 +118,7 @@ func parseBatchItemFailures(payload []byte) ([]string, error) {
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("%w: batchItemFailures is not a list", ErrInvalidResponse)
 	}
-	ids := make([]string, 0, len(items))
+	ids := make([]json.RawMessage, 0, len(items))
 	for i, it := range items {
 		var item map[string]json.RawMessage
 		if err := json.Unmarshal(it, &item); err != nil || item == nil {
@@ -94,14 +128,7 @@ func parseBatchItemFailures(payload []byte) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: batchItemFailures[%d] has no itemIdentifier", ErrInvalidResponse, i)
 		}
-		var id *string
-		if err := json.Unmarshal(rawID, &id); err != nil {
-			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is not a string", ErrInvalidResponse, i)
-		}
-		if id == nil || *id == "" {
-			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is null or empty", ErrInvalidResponse, i)
-		}
-		ids = append(ids, *id)
+		ids = append(ids, rawID)
 	}
 	return ids, nil
 }

@@ -49,6 +49,20 @@ func retryWait(retry int) time.Duration { return backoff.Delay(retryBase, retryM
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// functionDefaults fills in the defaults every mapping's configuration
+// shares: the function's timeout and ARN, and the logger.
+func functionDefaults(timeout *time.Duration, arn *string, logger **slog.Logger) {
+	if *timeout == 0 {
+		*timeout = DefaultFunctionTimeout
+	}
+	if *arn == "" {
+		*arn = DefaultFunctionARN
+	}
+	if *logger == nil {
+		*logger = discardLogger()
+	}
+}
+
 // ErrInvalidConfig is wrapped by the error a constructor returns for a
 // configuration that cannot work; the message names the field.
 var ErrInvalidConfig = errors.New("localesm: invalid configuration")

@@ -132,18 +132,10 @@ func (c SQSConfig) withDefaults() SQSConfig {
 	if c.MaximumConcurrency == 0 {
 		c.MaximumConcurrency = DefaultMaximumConcurrency
 	}
-	if c.FunctionTimeout == 0 {
-		c.FunctionTimeout = DefaultFunctionTimeout
-	}
 	if c.PollWait == 0 {
 		c.PollWait = DefaultPollWait
 	}
-	if c.FunctionARN == "" {
-		c.FunctionARN = DefaultFunctionARN
-	}
-	if c.Logger == nil {
-		c.Logger = discardLogger()
-	}
+	functionDefaults(&c.FunctionTimeout, &c.FunctionARN, &c.Logger)
 	return c
 }
 

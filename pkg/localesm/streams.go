@@ -170,18 +170,10 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultStreamBatchSize
 	}
-	if c.FunctionTimeout == 0 {
-		c.FunctionTimeout = DefaultFunctionTimeout
-	}
-	if c.FunctionARN == "" {
-		c.FunctionARN = DefaultFunctionARN
-	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.Logger == nil {
-		c.Logger = discardLogger()
-	}
+	functionDefaults(&c.FunctionTimeout, &c.FunctionARN, &c.Logger)
 	return c
 }
 
