@@ -233,3 +233,18 @@ func TestItLogsWhereItListens(t *testing.T) {
 	b := start(t, Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	require.Contains(t, buf.String(), "addr="+b.Addr())
 }
+
+// BenchmarkColdStart: from New to the first metadata answer, what the
+// stack's readiness probe waits for after the process has started.
+func BenchmarkColdStart(b *testing.B) {
+	for b.Loop() {
+		broker, err := New(Config{})
+		require.NoError(b, err)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(broker.Addr()))
+		require.NoError(b, err)
+		_, err = kadm.NewClient(cl).BrokerMetadata(context.Background())
+		require.NoError(b, err)
+		cl.Close()
+		broker.Close()
+	}
+}
