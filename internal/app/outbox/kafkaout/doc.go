@@ -1,0 +1,36 @@
+// Package kafkaout is the relay's Kafka transport: the sink that produces
+// the Jobs table's outbox to the commands and events topics, NewRelay, the
+// relay on it, and NewProducer, its franz-go client (idempotent, acks from
+// all in-sync replicas, optionally Amazon MSK's IAM authentication). The
+// stream logic (decoding, per-job order, the partial batch response, the
+// trace header) is internal/app/outbox's, the same as SQS's; this package
+// links no SQS client, and sqsout links no Kafka one.
+//
+// A record of the relay is keyed by its job id (so a job's records are in
+// one partition of each topic while the topic's partition count holds:
+// the key is hashed with murmur2 as Kafka's own producer does), its value
+// is the body SQS would carry, and it has these headers (docs/KAFKA.md,
+// "Records on the topics"):
+//   - outbox-id: the message's outbox id, "job-42/v3", whole: the id a
+//     consumer tells a record published again by (the body's command_id or
+//     event_id is the same);
+//   - message-type: "job.run" for a command, the event's type for an event;
+//   - X-Amzn-Trace-Id: the relay invocation's X-Ray trace header, when it
+//     has a well-formed one (none otherwise).
+//
+// Invariants:
+//   - A job's version v+1 is produced only after the brokers acknowledged
+//     v (on either topic: a job's commands and events are one order): the
+//     relay hands the sink one message per job per round, and the sink
+//     waits for every acknowledgement of a round before it returns. kgo's
+//     own ordering is not relied on (see the sink type for what kgo
+//     guarantees and where it does not).
+//   - What is not acknowledged is not published: a refusal, an error of the
+//     client, or no answer by ResponseReserve before the invocation's
+//     deadline. The response then names the first such stream record and
+//     Lambda retries from it. A record whose outcome was unknown may be
+//     written twice; the copy has the same outbox id.
+//   - A topic that does not exist, a record over the topic's
+//     max.message.bytes and brokers that do not answer are each logged
+//     with what they are; none is skipped.
+package kafkaout

@@ -1,0 +1,232 @@
+package kafkaout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
+)
+
+// Producer is the part of a kgo.Client the relay calls: Produce hands the
+// client a record and returns; the client calls promise once, with nil
+// when the brokers acknowledged the record, or with why not.
+type Producer interface {
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+}
+
+var _ Producer = (*kgo.Client)(nil)
+
+// The headers of every record the relay publishes (see the package doc).
+const (
+	// HeaderOutboxID holds the message's outbox id ("job-42/v3"), whole:
+	// a copy published again carries the same, as its body's id does.
+	HeaderOutboxID = "outbox-id"
+	// HeaderType holds the body's type: "job.run" for a command, the
+	// event's type ("job.started", ...) for an event.
+	HeaderType = "message-type"
+	// HeaderTrace holds the relay invocation's X-Ray trace header; a
+	// record of an invocation without one has no such header.
+	HeaderTrace = "X-Amzn-Trace-Id"
+)
+
+// DefaultResponseReserve is how long before the invocation's deadline the
+// relay stops waiting for the brokers, by default: enough to return its
+// response, as pkg/lanes reserves.
+const DefaultResponseReserve = 200 * time.Millisecond
+
+// ErrInvalidConfig is outbox.ErrInvalidConfig: every relay's constructor
+// refuses a configuration with the same error.
+var ErrInvalidConfig = outbox.ErrInvalidConfig
+
+// Config configures the Kafka relay.
+type Config struct {
+	// Producer produces the records. Required. A *kgo.Client must write
+	// idempotently (kgo's default, which also requires acks from all
+	// in-sync replicas: kgo's config.go refuses idempotence with fewer);
+	// NewProducer's does, and lingers 0, since the relay waits for each
+	// round's acknowledgements.
+	Producer Producer
+	// CommandsTopic is the topic of the commands (the worker's). Required:
+	// a Kafka topic name, 1 to 249 of [a-zA-Z0-9._-], not "." or "..".
+	CommandsTopic string
+	// EventsTopic is the topic of the events (the projector's). Required,
+	// the same rule, and not CommandsTopic.
+	EventsTopic string
+	// ResponseReserve is how long before the invocation's deadline the
+	// relay stops waiting for acknowledgements, so that its response still
+	// reaches Lambda; what is not acknowledged by then counts as not
+	// published. Default (0): DefaultResponseReserve. Not negative.
+	ResponseReserve time.Duration
+	// Logger logs what could not be published. Default (nil): nothing is
+	// logged.
+	Logger *slog.Logger
+}
+
+// topicName is Kafka's rule for a topic name (Kafka's Topic.validate:
+// legal characters [a-zA-Z0-9._-], at most 249 of them, and neither "."
+// nor "..", which are refused separately).
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Producer == nil:
+		return fmt.Errorf("%w: Producer is nil", ErrInvalidConfig)
+	case !idempotent(c.Producer):
+		return fmt.Errorf("%w: Producer writes without idempotence: a retried batch could be written twice or out of order", ErrInvalidConfig)
+	case !validTopic(c.CommandsTopic):
+		return fmt.Errorf("%w: CommandsTopic %q is not a Kafka topic name (1 to 249 of [a-zA-Z0-9._-], not . or ..)", ErrInvalidConfig, c.CommandsTopic)
+	case !validTopic(c.EventsTopic):
+		return fmt.Errorf("%w: EventsTopic %q is not a Kafka topic name (1 to 249 of [a-zA-Z0-9._-], not . or ..)", ErrInvalidConfig, c.EventsTopic)
+	case c.EventsTopic == c.CommandsTopic:
+		return fmt.Errorf("%w: EventsTopic %q is CommandsTopic too: the worker would read the events and the projector the commands", ErrInvalidConfig, c.EventsTopic)
+	case c.ResponseReserve < 0:
+		return fmt.Errorf("%w: ResponseReserve %v is negative", ErrInvalidConfig, c.ResponseReserve)
+	}
+	return nil
+}
+
+func validTopic(name string) bool {
+	return topicName.MatchString(name) && name != "." && name != ".."
+}
+
+// idempotent reports whether p writes idempotently, when it can tell (a
+// *kgo.Client can; a fake of the tests cannot, and is taken as it is).
+func idempotent(p Producer) bool {
+	o, ok := p.(interface{ OptValue(opt any) any })
+	if !ok {
+		return true
+	}
+	disabled, _ := o.OptValue(kgo.DisableIdempotentWrite).(bool)
+	return !disabled
+}
+
+// NewRelay returns a relay that produces commands to cfg.CommandsTopic and
+// events to cfg.EventsTopic, or an error wrapping ErrInvalidConfig.
+func NewRelay(cfg Config) (*outbox.Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	reserve := cfg.ResponseReserve
+	if reserve == 0 {
+		reserve = DefaultResponseReserve
+	}
+	return outbox.NewRelay(outbox.RelayConfig{
+		Sink: &sink{producer: cfg.Producer, reserve: reserve,
+			topics: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsTopic, outbox.KindEvent: cfg.EventsTopic}},
+		Logger: cfg.Logger,
+	})
+}
+
+// sink produces each round's records at once and waits for all their
+// acknowledgements: the relay hands it at most one message per job, so
+// records of one round never order one job, and the next round (a job's
+// next version) starts only after this one's answers.
+//
+// It does not lean on kgo to order a job's versions within a round, though
+// kgo (v1.22.3) orders a partition's records: a batch the broker refuses
+// fails every record buffered behind it in its partition with the same
+// error (pkg/kgo/sink.go: handleReqRespBatch's default case calls
+// finishBatch, which calls recBuf.failAllRecords(err) on any error; so do
+// handleRetryBatches at the retry or time limit and bumpRepeatedLoadErr,
+// sink.go failAllRecords's doc lists the cases). That holds within one
+// partition only, and for failures after buffering only: a record too
+// large for a batch on its own is failed at once with kerr.MessageTooLarge
+// and nothing behind it is (sink.go bufferRecord, producer.go's
+// maxBufferedBytes check), so its job's next record would be written
+// without it; and a job's commands and events are on two topics, which no
+// client orders. Waiting per round costs one round trip per version of the
+// batch's busiest job.
+type sink struct {
+	producer Producer
+	topics   map[outbox.Kind]string
+	reserve  time.Duration
+}
+
+// answer is a promise's result: the record's index in the round and its
+// error.
+type answer struct {
+	i   int
+	err error
+}
+
+// Send produces msgs and waits for every acknowledgement, or until
+// reserve before ctx's deadline. The records' context ends when Send
+// returns, so the client fails the ones it has not sent yet; one it has
+// sent may still be written, and its retry is told by its outbox id.
+func (s *sink) Send(ctx context.Context, msgs []outbox.Message, trace string) []error {
+	ctx, cancel := s.waitContext(ctx)
+	defer cancel()
+	errs := make([]error, len(msgs))
+	answered := make([]bool, len(msgs))
+	// Buffered for every record: a promise the client calls after Send
+	// returned never blocks the client.
+	answers := make(chan answer, len(msgs))
+	pending := 0
+	for i := range msgs {
+		topic, ok := s.topics[msgs[i].Kind]
+		if !ok {
+			errs[i], answered[i] = fmt.Errorf("kafkaout: %s: no topic for a message of kind %v", msgs[i].OutboxID, msgs[i].Kind), true
+			continue
+		}
+		pending++
+		s.producer.Produce(ctx, record(topic, &msgs[i], trace), func(_ *kgo.Record, err error) { answers <- answer{i, err} })
+	}
+	for ; pending > 0; pending-- {
+		select {
+		case a := <-answers:
+			errs[a.i], answered[a.i] = explain(&msgs[a.i], s.topics[msgs[a.i].Kind], a.err), true
+		case <-ctx.Done():
+			for i := range msgs {
+				if !answered[i] {
+					errs[i] = fmt.Errorf("kafkaout: %s to topic %q: not acknowledged by %v before the invocation's deadline (are the brokers reachable?): %w",
+						msgs[i].OutboxID, s.topics[msgs[i].Kind], s.reserve, context.Cause(ctx))
+				}
+			}
+			return errs
+		}
+	}
+	return errs
+}
+
+// waitContext is ctx ending reserve before its deadline (at once if that
+// is past); without a deadline, ctx.
+func (s *sink) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, d.Add(-s.reserve))
+	}
+	return context.WithCancel(ctx)
+}
+
+// record is m as a record of topic: keyed by its job, the body as value,
+// and the headers of the package doc.
+func record(topic string, m *outbox.Message, trace string) *kgo.Record {
+	headers := []kgo.RecordHeader{{Key: HeaderOutboxID, Value: []byte(m.OutboxID)}, {Key: HeaderType, Value: []byte(m.Type)}}
+	if trace != "" {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderTrace, Value: []byte(trace)})
+	}
+	return &kgo.Record{Topic: topic, Key: []byte(m.GroupID), Value: m.Body, Headers: headers}
+}
+
+// explain says what the brokers' (or the client's) refusal of m means
+// for the operator; nil stays nil.
+func explain(m *outbox.Message, topic string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("kafkaout: %s: topic %q does not exist (the relay creates no topic): %w", m.OutboxID, topic, err)
+	case errors.Is(err, kerr.MessageTooLarge):
+		return fmt.Errorf("kafkaout: %s to topic %q: a record of %d bytes of value is over the topic's max.message.bytes (or the producer's batch limit): %w",
+			m.OutboxID, topic, len(m.Body), err)
+	}
+	return fmt.Errorf("kafkaout: %s to topic %q: %w", m.OutboxID, topic, err)
+}
