@@ -47,19 +47,11 @@ func (w *World) settle() {
 		}
 		w.deliverDelayed(true)
 		w.relay(true)
-		for busy := true; busy && w.err == nil; {
-			busy = w.consume(w.commands, w.workerFn, "worker", workerTimeout)
-			busy = w.consume(w.evts, w.projector, "projector", projectorTimeout) || busy
-			busy = busy || w.commands.Receivable() > 0 || w.evts.Receivable() > 0
-		}
-		w.redrive(true)
+		w.drain()
 		if len(w.unsettled()) == 0 {
 			break
 		}
-		next, ok := w.commands.NextVisible()
-		if t, ok2 := w.evts.NextVisible(); ok2 && (!ok || t.Before(next)) {
-			next, ok = t, true
-		}
+		next, ok := w.nextWake()
 		if ok {
 			w.clock.AdvanceTo(next)
 		} else {
@@ -72,6 +64,39 @@ func (w *World) settle() {
 	for range 2 + (len(w.s3.Keys(bucket, candidate.Prefix))/sweeperMaxItems)*2 {
 		w.sweep()
 	}
+}
+
+// drain has the consumers run batches until none is left to run now, then
+// the operator redrive what the quarantine holds (or, with Kafka, the
+// on-failure destinations).
+func (w *World) drain() {
+	if w.kafka != nil {
+		for busy := true; busy && w.err == nil; {
+			busy = w.consumeKafka(w.kafka.worker)
+			busy = w.consumeKafka(w.kafka.projector) || busy
+		}
+		w.redriveFailed(true)
+		return
+	}
+	for busy := true; busy && w.err == nil; {
+		busy = w.consume(w.commands, w.workerFn, "worker", workerTimeout)
+		busy = w.consume(w.evts, w.projector, "projector", projectorTimeout) || busy
+		busy = busy || w.commands.Receivable() > 0 || w.evts.Receivable() > 0
+	}
+	w.redrive(true)
+}
+
+// nextWake is when a message in flight becomes visible again, or, with
+// Kafka, a partition is retried or an invocation times out.
+func (w *World) nextWake() (time.Time, bool) {
+	if w.kafka != nil {
+		return w.nextKafkaWake()
+	}
+	next, ok := w.commands.NextVisible()
+	if t, ok2 := w.evts.NextVisible(); ok2 && (!ok || t.Before(next)) {
+		next, ok = t, true
+	}
+	return next, ok
 }
 
 // unsettled says what still moves: a live job, an unpublished record, a
@@ -95,6 +120,9 @@ func (w *World) unsettled() []string {
 	}
 	if len(w.delayed) > 0 {
 		out = append(out, fmt.Sprintf("%d requests in the network", len(w.delayed)))
+	}
+	if w.kafka != nil {
+		return append(out, w.kafkaUnsettled()...)
 	}
 	for _, q := range []*Queue{w.commands, w.evts} {
 		if q.Len() > 0 {
@@ -147,9 +175,12 @@ func (w *World) checkEnd() {
 			w.violate("the totals of %s are %+v (%v); its jobs processed %d items and %d completed", t, tot, err, progress[t], completed[t])
 		}
 	}
+	if w.kafka != nil {
+		w.checkLogEnd()
+	}
 	// Every message ended acknowledged (deleted, parked ones included) or
 	// in a dead-letter queue, and nothing is left parked.
-	for _, q := range []*Queue{w.commands, w.evts} {
+	for _, q := range w.queues() {
 		for _, m := range q.All() {
 			if m.Fate == Queued {
 				w.violate("%s message %s (%s) is still queued", q.Name, m.ID, m.DedupID)
@@ -194,6 +225,14 @@ func (w *World) checkEnd() {
 			w.violate("result %s is gone", k)
 		}
 	}
+}
+
+// queues are the SQS transport's queues; none with Kafka.
+func (w *World) queues() []*Queue {
+	if w.kafka != nil {
+		return nil
+	}
+	return []*Queue{w.commands, w.evts}
 }
 
 // checkMessages checks a job's stream and what the relay made of it: one

@@ -47,16 +47,30 @@ func TestNewQueueRefusesAnInvalidConfig(t *testing.T) {
 }
 
 // A world the simulation cannot build is Run's error, never a panic: an
-// unknown Break here.
+// unknown Break or Transport, or a Break of the other transport's.
 func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 	t.Parallel()
-	for _, brk := range []sim.Break{-1, sim.BreakQuarantineCheck + 1} {
+	for name, tc := range map[string]struct {
+		cfg   sim.Config
+		field string
+	}{
+		"a break below the first":         {sim.Config{Break: -1}, "Break"},
+		"a break past the last":           {sim.Config{Break: sim.BreakCommitFence + 1}, "Break"},
+		"a transport below the first":     {sim.Config{Transport: -1}, "Transport"},
+		"a transport past the last":       {sim.Config{Transport: sim.TransportKafka + 1}, "Transport"},
+		"the quarantine's break on kafka": {sim.Config{Break: sim.BreakQuarantineCheck, Transport: sim.TransportKafka}, "Break"},
+		"kafka's break on sqs":            {sim.Config{Break: sim.BreakCommitFence, Transport: sim.TransportSQS}, "Break"},
+	} {
+		tc.cfg.Seed = 1
 		var err error
-		require.NotPanics(t, func() { _, err = sim.Run(sim.Config{Seed: 1, Break: brk}) })
-		require.ErrorIs(t, err, sim.ErrInvalidConfig, brk)
-		require.ErrorContains(t, err, "Break", brk)
+		require.NotPanics(t, func() { _, err = sim.Run(tc.cfg) }, name)
+		require.ErrorIs(t, err, sim.ErrInvalidConfig, name)
+		require.ErrorContains(t, err, tc.field, name)
 	}
-	for _, brk := range []sim.Break{sim.BreakNone, sim.BreakQuarantineCheck} {
-		require.NoError(t, sim.Config{Break: brk}.Validate(), brk)
+	for _, cfg := range []sim.Config{
+		{}, {Transport: sim.TransportKafka},
+		{Break: sim.BreakQuarantineCheck}, {Break: sim.BreakCommitFence, Transport: sim.TransportKafka},
+	} {
+		require.NoError(t, cfg.Validate(), "%+v", cfg)
 	}
 }

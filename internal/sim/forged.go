@@ -42,7 +42,7 @@ func (w *World) forgeEvent() {
 	}
 	w.forged[forgedKey(projection.ViewOfEvent(&decoded), decoded.Delta)] = true
 	w.stats.ForgedEvents++
-	w.evts.Send(j.ID, string(body), fmt.Sprintf("forged-event-%d", w.stats.ForgedEvents), nil)
+	w.inject(false, j.ID, string(body), fmt.Sprintf("forged-event-%d", w.stats.ForgedEvents), false)
 	w.logf("hostile: a forged event (%s) in %s's group: v%d %s progress %d delta %d", kind, j.ID, ev.Version, ev.Status, ev.Progress, ev.Delta)
 }
 

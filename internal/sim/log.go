@@ -27,6 +27,9 @@ type LogRecord struct {
 	Time       time.Time
 	// Compacted: compaction removed it (a later record of its key stays).
 	Compacted bool
+	// Aborted: its transaction was aborted; a read_committed consumer
+	// (Lambda's) never sees it.
+	Aborted bool
 }
 
 // Partition is one partition of a Topic: an append-only log whose offsets
@@ -52,6 +55,9 @@ type Partition struct {
 type Topic struct {
 	Name  string
 	parts []*Partition
+	// unkeyed counts the records produced without a key: they go to each
+	// partition in turn.
+	unkeyed int
 }
 
 // TopicConfig configures a Topic. Name and Partitions are required.
@@ -80,7 +86,8 @@ func (c TopicConfig) Validate() error {
 
 // illegalInTopic reports a rune Kafka refuses in a topic name.
 func illegalInTopic(r rune) bool {
-	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	legal := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+	return !legal
 }
 
 // NewTopic returns an empty topic, or an error wrapping ErrInvalidConfig.
@@ -140,6 +147,20 @@ func (t *Topic) PartitionOf(key []byte) int {
 	return int(Murmur2(key)&0x7fffffff) % len(t.parts)
 }
 
+// Produce appends a record to its key's partition; a record without a key
+// goes to the next partition in turn (Kafka's default spreads them; which
+// partition does not matter, only that the choice replays).
+func (t *Topic) Produce(key, value []byte) *LogRecord {
+	n := 0
+	if key == nil {
+		n = t.unkeyed % len(t.parts)
+		t.unkeyed++
+	} else {
+		n = t.PartitionOf(key)
+	}
+	return t.parts[n].Append(key, value)
+}
+
 // Partitions is the topic's partition count.
 func (t *Topic) Partitions() int { return len(t.parts) }
 
@@ -153,6 +174,13 @@ func (p *Partition) Append(key, value []byte) *LogRecord {
 	p.recs = append(p.recs, r)
 	p.all = append(p.all, r)
 	return r
+}
+
+// Abort hides r, a record of p, from every later fetch: its transaction
+// was aborted. Its offset stays taken.
+func (p *Partition) Abort(r *LogRecord) {
+	r.Aborted = true
+	p.recs = slices.DeleteFunc(p.recs, func(x *LogRecord) bool { return x == r })
 }
 
 // Skip leaves the next n offsets without a record a fetch returns.
@@ -169,11 +197,26 @@ func (p *Partition) Fetch(from int64, limit int) []*LogRecord {
 
 func byOffset(r *LogRecord, off int64) int { return cmp.Compare(r.Offset, off) }
 
+// Visible is how many records a fetch from offset from on can return.
+func (p *Partition) Visible(from int64) int64 {
+	i, _ := slices.BinarySearchFunc(p.recs, from, byOffset)
+	return int64(len(p.recs) - i)
+}
+
 // At returns the record at offset off, nil if the offset holds none (any
 // more).
 func (p *Partition) At(off int64) *LogRecord {
 	if i, ok := slices.BinarySearchFunc(p.recs, off, byOffset); ok {
 		return p.recs[i]
+	}
+	return nil
+}
+
+// Appended returns the record appended at offset off, nil if none was:
+// compacted and aborted records too.
+func (p *Partition) Appended(off int64) *LogRecord {
+	if i, ok := slices.BinarySearchFunc(p.all, off, byOffset); ok {
+		return p.all[i]
 	}
 	return nil
 }
@@ -212,6 +255,8 @@ type Group struct {
 	epoch     []int   // partition → the epoch of its current ownership
 	committed []int64 // partition → the committed offset
 	epochs    int     // the group's generation: the last epoch given out
+	// unfenced: commits of a stale epoch land too (BreakCommitFence).
+	unfenced bool
 }
 
 // GroupConfig configures a Group. Every field is required.
@@ -267,7 +312,7 @@ func (g *Group) Committed(p int) int64 { return g.committed[p] }
 // epoch, or refuses it with ErrIllegalGeneration if that ownership has
 // ended.
 func (g *Group) Commit(p, epoch int, offset int64) error {
-	if epoch != g.epoch[p] {
+	if epoch != g.epoch[p] && !g.unfenced {
 		return fmt.Errorf("%w: group %s, %s-%d at epoch %d, the commit's %d", ErrIllegalGeneration, g.Name, g.topic.Name, p, g.epoch[p], epoch)
 	}
 	g.committed[p] = offset
@@ -283,8 +328,12 @@ func (g *Group) Move(p int) string {
 	return g.consumers[g.owner[p]]
 }
 
-// Lag is the group's lag: over every partition, the log end offset minus
-// the committed offset.
+// Lag is the group's lag: over every partition, the records a fetch from
+// the committed offset returns. An offset that holds no record (a
+// transaction marker, a compacted or aborted record) is no lag: counted as
+// the log end offset minus the committed offset, a partition whose last
+// offset is a marker would lag forever behind a consumer that commits one
+// past the last record it completed, as Lambda's does.
 func (g *Group) Lag() int64 {
 	var lag int64
 	for p := range g.committed {
@@ -293,6 +342,5 @@ func (g *Group) Lag() int64 {
 	return lag
 }
 
-// LagOf is partition p's lag: its log end offset minus its committed
-// offset.
-func (g *Group) LagOf(p int) int64 { return g.topic.Partition(p).End() - g.committed[p] }
+// LagOf is partition p's lag.
+func (g *Group) LagOf(p int) int64 { return g.topic.Partition(p).Visible(g.committed[p]) }

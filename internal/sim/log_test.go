@@ -70,6 +70,8 @@ func TestAFetchSkipsOffsetsThatHoldNoRecord(t *testing.T) {
 	b := p.Append([]byte("b"), []byte("2"))
 	c := p.Append([]byte("a"), []byte("3"))
 	require.Equal(t, []int64{0, 3, 4}, []int64{a.Offset, b.Offset, c.Offset})
+	require.Nil(t, p.Appended(1), "a skipped offset holds no record")
+	require.Same(t, c, p.Appended(4))
 	require.Equal(t, int64(5), p.End())
 
 	require.Equal(t, []*sim.LogRecord{a, b}, p.Fetch(0, 2))
@@ -101,6 +103,8 @@ func TestCompactionKeepsEachKeysLatestRecord(t *testing.T) {
 	removed = p.Compact(3)
 	require.Equal(t, []*sim.LogRecord{b0, a1}, removed)
 	require.True(t, a0.Compacted && b0.Compacted && a1.Compacted)
+	require.Nil(t, p.At(0), "a compacted record is not fetched")
+	require.Same(t, a0, p.Appended(0), "nor forgotten")
 	require.Equal(t, []*sim.LogRecord{c0, a2, b1}, p.Fetch(0, 10))
 	require.Empty(t, p.Compact(p.End()), "every key's latest record stays")
 	require.Equal(t, []*sim.LogRecord{a0, b0, a1, c0, a2, b1}, p.All(), "All keeps the compacted records, for the checks")
@@ -132,6 +136,10 @@ func TestACommitOfAStaleGenerationIsRefused(t *testing.T) {
 	require.Equal(t, int64(1), g.Committed(0), "the refused commit moved nothing")
 	require.NoError(t, g.Commit(0, newEpoch, 3))
 	require.Equal(t, int64(0), g.Lag())
+	tp.Partition(0).Skip(1) // a transaction's marker after the last record
+	require.Equal(t, int64(0), g.Lag(), "an offset that holds no record is nothing to read")
+	tp.Partition(0).Append(nil, nil)
+	require.Equal(t, int64(1), g.Lag())
 	_, other := g.Owner(1)
 	require.NoError(t, g.Commit(1, other, 0), "the partition that stayed keeps its epoch")
 }
@@ -178,4 +186,40 @@ func TestNewTopicAndNewGroupRefuseAnInvalidConfig(t *testing.T) {
 	}
 	_, err := sim.NewGroup(sim.GroupConfig{Name: "g", Topic: tp, Consumers: 1})
 	require.NoError(t, err)
+}
+
+// Produce puts a keyed record in its key's partition, and records without
+// a key in turn in each partition (Kafka's default spreads them).
+func TestProduceKeepsAKeyInItsPartition(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 3)
+	for i := range 30 {
+		key := []byte(fmt.Sprintf("job-%d", i%4))
+		r := tp.Produce(key, []byte("v"))
+		require.Equal(t, tp.PartitionOf(key), r.Partition)
+		require.Same(t, r, tp.Partition(r.Partition).At(r.Offset))
+	}
+	var parts []int
+	for range 4 {
+		parts = append(parts, tp.Produce(nil, []byte("v")).Partition)
+	}
+	require.Equal(t, []int{0, 1, 2, 0}, parts)
+}
+
+// An aborted record keeps its offset and is never fetched, as a
+// read_committed consumer never sees an aborted transaction's records.
+func TestAnAbortedRecordIsNeverFetched(t *testing.T) {
+	t.Parallel()
+	p := newTopic(t, 1).Partition(0)
+	a := p.Append([]byte("a"), nil)
+	b := p.Append([]byte("b"), nil)
+	p.Abort(b)
+	p.Skip(1) // the abort marker
+	c := p.Append([]byte("b"), nil)
+	require.True(t, b.Aborted)
+	require.Same(t, b, p.Appended(1), "an aborted record keeps its offset")
+	require.False(t, a.Aborted || c.Aborted)
+	require.Equal(t, []*sim.LogRecord{a, c}, p.Fetch(0, 10))
+	require.Equal(t, int64(3), c.Offset)
+	require.Nil(t, p.At(1))
 }

@@ -32,6 +32,9 @@ type mutant struct {
 	// (TestSimulationKeepsEveryGroupInOrder, seeds 1 to within) rather
 	// than the pipeline's.
 	quarantineSim bool
+	// transport runs the pipeline's simulation on this transport only
+	// (-transport); empty: on both.
+	transport string
 }
 
 var mutants = []mutant{
@@ -129,6 +132,28 @@ var mutants = []mutant{
 		quarantineSim: true,
 		within:        100,
 	},
+	{
+		// The Kafka commit is the highest completed offset + 1, not the
+		// contiguous completed prefix: a record that failed before a
+		// completed one of its partition is passed over for good.
+		name: "kafka-commit-highest-completed", file: "pkg/kafka/response.go", fn: "CommitOffsets",
+		old: "commit[tp] = recs[end-1].id.Offset + 1\n\t\tfor _, r := range recs[start:end] {\n\t\t\tif !completed[r.id] {\n" +
+			"\t\t\t\tcommit[tp] = r.id.Offset\n\t\t\t\tbreak\n\t\t\t}\n\t\t}",
+		new: "commit[tp] = recs[start].id.Offset\n\t\tfor _, r := range recs[start:end] {\n\t\t\tif completed[r.id] {\n" +
+			"\t\t\t\tcommit[tp] = r.id.Offset + 1\n\t\t\t}\n\t\t}",
+		transport: "kafka",
+		within:    10,
+	},
+	{
+		// A partition's records go to a pool without key lanes: each
+		// record is a lane of its own, so a job's later record runs
+		// though its earlier one failed.
+		name: "kafka-pool-without-key-lanes", file: "pkg/kafka/processor.go", fn: "laneKeys",
+		old:       "l.buf = appendLaneName(l.buf, part[i], b.records[i].Key != nil, b.records[i].Key)",
+		new:       "l.buf = strconv.AppendInt(l.buf, int64(i), 10)",
+		transport: "kafka",
+		within:    10,
+	},
 }
 
 // TestMutantsAreCaught runs the simulation, seed 1 (or the mutant's first)
@@ -172,6 +197,9 @@ func TestMutantsAreCaught(t *testing.T) {
 			first := max(m.first, 1)
 			args := []string{"test", "-overlay", overlay, "-count=1", "-run", "^TestSimulation$", "./internal/sim",
 				"-args", "-first", strconv.FormatUint(first, 10), "-seeds", strconv.Itoa(m.within)}
+			if m.transport != "" {
+				args = append(args, "-transport", m.transport)
+			}
 			caughtAt := caughtAfter
 			if m.quarantineSim {
 				args = []string{"test", "-overlay", overlay, "-count=1", "-run", "^TestSimulationKeepsEveryGroupInOrder$", "./pkg/quarantine",
@@ -233,7 +261,7 @@ func caughtAtQuarantineSeed(out string) (int, bool) {
 	return n, err == nil
 }
 
-var caughtRE = regexp.MustCompile(`after (\d+) seeds: seed \d+: `)
+var caughtRE = regexp.MustCompile(`after (\d+) seeds: seed \d+(?: \(\w+\))?: `)
 
 // caughtAfter reads how many seeds TestSimulation ran before one failed.
 func caughtAfter(out string) (int, bool) {
@@ -255,6 +283,25 @@ func firstViolation(out string) string {
 		line = line[:300] + "…"
 	}
 	return line
+}
+
+// Kafka's fencing of a consumer group's commits disabled in the simulation
+// itself (the group takes a commit of a stale generation: a member whose
+// partition moved in a rebalance commits it) is caught, in process: a
+// zombie's commit lands over the new owner's.
+func TestBrokenCommitFenceIsCaught(t *testing.T) {
+	t.Parallel()
+	const within = 30
+	for seed := uint64(1); seed <= within; seed++ {
+		if _, err := sim.Run(sim.Config{Seed: seed, Break: sim.BreakCommitFence, Transport: sim.TransportKafka}); err != nil {
+			t.Logf("caught at seed %d: %s", seed, firstViolation(err.Error()))
+			if !strings.Contains(err.Error(), "another member committed the partition meanwhile") {
+				t.Errorf("caught by another invariant than the commit's: %v", firstViolation(err.Error()))
+			}
+			return
+		}
+	}
+	t.Fatalf("the broken commit fence passed %d seeds", within)
 }
 
 // The quarantine's check disabled in the simulation itself (no mutant

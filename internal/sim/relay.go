@@ -126,6 +126,7 @@ func (w *World) publish(r *record) bool {
 		w.violate("transition %s emitted %d messages, want %d", jobs.OutboxID(r.cur.ID, r.cur.Version), len(msgs), len(want))
 		return false
 	}
+	var written []*LogRecord // with Kafka, this publish's records
 	for i, m := range msgs {
 		id := jobs.OutboxID(r.cur.ID, r.cur.Version)
 		if m.Kind != want[i] || m.GroupID != r.cur.ID || m.DeduplicationID != id || m.JobID != r.cur.ID || m.Version != r.cur.Version {
@@ -142,7 +143,14 @@ func (w *World) publish(r *record) bool {
 		bodies[id] = string(m.Body)
 		if err := w.sendFault(); err != nil {
 			w.logf("relay: %s %s refused: %v", m.Kind, id, err)
+			w.endTransaction(written, false)
 			return false
+		}
+		if w.kafka != nil {
+			lr := w.kafka.topicOf(m.Kind == outbox.KindCommand).Produce([]byte(m.GroupID), m.Body)
+			written = append(written, lr)
+			w.logf("relay: %s %s → %s-%d offset %d", m.Kind, id, lr.Topic, lr.Partition, lr.Offset)
+			continue
 		}
 		mid, fresh := q.Send(m.GroupID, string(m.Body), m.DeduplicationID, nil)
 		if !fresh {
@@ -150,8 +158,51 @@ func (w *World) publish(r *record) bool {
 		}
 		w.logf("relay: %s %s → %s %s (new: %v)", m.Kind, id, q.Name, mid, fresh)
 	}
+	if !w.commitTransaction(written) {
+		return false
+	}
 	r.published++
 	return true
+}
+
+// commitTransaction commits the relay's transaction over the records
+// written, when it writes in transactions; a commit refused aborts it, and
+// the record is published again later, whole.
+func (w *World) commitTransaction(written []*LogRecord) bool {
+	if w.kafka == nil || !w.kafka.txn || len(written) == 0 {
+		return true
+	}
+	if err := w.sendFault(); err != nil {
+		w.logf("relay: the transaction's commit refused: %v", err)
+		w.endTransaction(written, false)
+		return false
+	}
+	w.endTransaction(written, true)
+	return true
+}
+
+// endTransaction ends the relay's transaction over the records written,
+// when it writes in transactions: each partition written to gets the
+// commit's or the abort's marker, an offset that holds no record, and an
+// abort hides the records from consumers (read_committed, as Lambda's). A
+// relay without transactions leaves what it wrote: a record published
+// again after a refusal is a duplicate the consumers absorb.
+func (w *World) endTransaction(written []*LogRecord, commit bool) {
+	if w.kafka == nil || !w.kafka.txn || len(written) == 0 {
+		return
+	}
+	marked := map[*Partition]bool{}
+	for _, r := range written {
+		p := w.kafka.topicOf(r.Topic == commandsTopic).Partition(r.Partition)
+		if !commit {
+			p.Abort(r)
+			w.logf("relay: %s-%d offset %d aborted", r.Topic, r.Partition, r.Offset)
+		}
+		if !marked[p] {
+			marked[p] = true
+			p.Skip(1)
+		}
+	}
 }
 
 // eventOf is the event a published body holds, for the checks.

@@ -3,8 +3,10 @@ package sim_test
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,76 +15,114 @@ import (
 )
 
 var (
-	seedFlag    = flag.Uint64("seed", 0, "run this seed only (its steps are printed with -v)")
-	seedsFlag   = flag.Int("seeds", 100, "how many seeds TestSimulation runs, from -first")
-	firstFlag   = flag.Uint64("first", 1, "the first seed TestSimulation runs")
-	soakTime    = flag.Duration("soak-time", 0, "run seeds from -first until this much time has passed (instead of -seeds)")
-	breakFlag   = flag.String("break", "", "run with a deliberate bug: quarantine-check")
-	workersFlag = flag.Int("workers", runtime.GOMAXPROCS(0), "how many seeds run at once (each run is deterministic on its own)")
+	seedFlag      = flag.Uint64("seed", 0, "run this seed only (its steps are printed with -v)")
+	seedsFlag     = flag.Int("seeds", 100, "how many seeds TestSimulation runs, from -first")
+	firstFlag     = flag.Uint64("first", 1, "the first seed TestSimulation runs")
+	soakTime      = flag.Duration("soak-time", 0, "run seeds from -first until this much time has passed (instead of -seeds)")
+	breakFlag     = flag.String("break", "", "run with a deliberate bug: quarantine-check (SQS), commit-fence (Kafka)")
+	transportFlag = flag.String("transport", "", "run each seed on this transport only: sqs or kafka (default: both, or sqs with -break)")
+	workersFlag   = flag.Int("workers", runtime.GOMAXPROCS(0), "how many seeds run at once (each run is deterministic on its own)")
 )
 
 // TestSimulation runs a fixed set of seeds (-seeds from -first), or seeds
-// for a time (-soak-time), or one seed (-seed, with its trace under -v).
-// A failure names the seed and the command that replays it.
+// for a time (-soak-time), or one seed (-seed, with its trace under -v),
+// each on every transport (-transport: one). A failure names the seed, the
+// transport and the command that replays it.
 func TestSimulation(t *testing.T) {
 	brk := parseBreak(t, *breakFlag)
+	transports := parseTransports(t, *transportFlag, brk)
 	if *seedFlag != 0 {
-		cfg := sim.Config{Seed: *seedFlag, Break: brk}
-		if testing.Verbose() {
-			cfg.Trace = os.Stdout
+		for _, tr := range transports {
+			cfg := sim.Config{Seed: *seedFlag, Break: brk, Transport: tr}
+			if testing.Verbose() {
+				cfg.Trace = os.Stdout
+			}
+			stats, err := sim.Run(cfg)
+			if err != nil {
+				t.Fatalf("%v\nreplay: %s", err, replay(*seedFlag, *breakFlag, tr))
+			}
+			t.Logf("seed %d (%s): %+v", *seedFlag, tr, stats)
 		}
-		stats, err := sim.Run(cfg)
-		if err != nil {
-			t.Fatalf("%v\nreplay: %s", err, replay(*seedFlag, *breakFlag))
-		}
-		t.Logf("seed %d: %+v", *seedFlag, stats)
 		return
 	}
-	var total sim.Stats
+	totals := make([]sim.Stats, len(transports))
 	start := time.Now()
-	seeds, failed, err := runSeeds(*firstFlag, *seedsFlag, *soakTime, *workersFlag, brk, &total)
+	seeds, failed, err := runSeeds(*firstFlag, *seedsFlag, *soakTime, *workersFlag, brk, transports, totals)
 	if err != nil {
-		t.Fatalf("after %d seeds: %v\nreplay: %s", failed-*firstFlag+1, err, replay(failed, *breakFlag))
+		t.Fatalf("after %d seeds: %v\nreplay: %s", failed.seed-*firstFlag+1, err, replay(failed.seed, *breakFlag, failed.transport))
 	}
 	elapsed := time.Since(start)
-	t.Logf("%d seeds (%d to %d) in %s: %.1f seeds/s", seeds, *firstFlag, *firstFlag+uint64(seeds)-1, elapsed.Round(time.Millisecond),
+	t.Logf("%d seeds (%d to %d) on %v in %s: %.1f seeds/s", seeds, *firstFlag, *firstFlag+uint64(seeds)-1, transports, elapsed.Round(time.Millisecond),
 		float64(seeds)/elapsed.Seconds())
-	t.Logf("totals: %+v", total)
-	fmt.Printf("sim: %d seeds in %s, %.1f seeds/s\n", seeds, elapsed.Round(time.Millisecond), float64(seeds)/elapsed.Seconds())
-	if seeds >= 100 && brk == sim.BreakNone {
-		// The seeds must reach every path the invariants are about.
-		for name, n := range map[string]int{
-			"jobs completed": total.Completed, "jobs failed": total.Failed, "jobs cancelled": total.Cancelled,
-			"takeovers": total.Takeovers, "fenced writes": total.FencedWrites, "nudges": total.Nudges,
-			"crashes": total.Crashes, "lost answers": total.LostAnswers, "delayed writes": total.Delayed,
-			"dropped answers": total.DroppedAnswers, "timeouts": total.TimedOut, "stalls": total.Stalls,
-			"records published again": total.Redelivered, "duplicates dropped": total.Deduplicated, "records lost": total.LostRecords,
-			"parked": total.Parked, "dropped": total.Dropped, "deadline skips": total.SkippedDeadline,
-			"redrives": total.Redrives, "released holds": total.Released, "poison messages": total.Poisons,
-			"recoveries": total.Recoveries, "repairs": total.Repairs, "orphans deleted": total.OrphansDeleted,
-			"intent conflicts": total.IntakeConflicts, "intent retries": total.IntakeRetries,
-			"dead-lettered": total.DeadLettered, "dead-lettered redriven copies": total.DeadLetteredCopies,
-			"hostile messages discarded": total.Discarded, "outages": total.Outages,
-			"claims refused on a live lease": total.LeaseHeld,
-			"forged events":                  total.ForgedEvents, "views put back from a forged version": total.ViewsPutBack,
-		} {
-			if n == 0 {
-				t.Errorf("no seed had %s", name)
+	fmt.Printf("sim: %d seeds on %v in %s, %.1f seeds/s\n", seeds, transports, elapsed.Round(time.Millisecond), float64(seeds)/elapsed.Seconds())
+	for i, tr := range transports {
+		t.Logf("totals (%s): %+v", tr, totals[i])
+		if seeds >= 100 && brk == sim.BreakNone {
+			for _, name := range unreached(tr, totals[i]) {
+				t.Errorf("no seed had %s (%s)", name, tr)
 			}
 		}
 	}
 }
 
-// runSeeds runs seeds from first, n of them or for d, on workers
-// goroutines, and stops at the first failure. Seeds are handed out in
-// order and every seed handed out is run to its end, so the failure
-// reported is the lowest failing seed, and every seed before it passed.
-func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, total *sim.Stats) (int, uint64, error) {
+// unreached names the paths the invariants are about that no seed reached
+// on the transport: a set of seeds must reach every one.
+func unreached(tr sim.Transport, total sim.Stats) []string {
+	paths := map[string]int{
+		"jobs completed": total.Completed, "jobs failed": total.Failed, "jobs cancelled": total.Cancelled,
+		"takeovers": total.Takeovers, "fenced writes": total.FencedWrites, "nudges": total.Nudges,
+		"crashes": total.Crashes, "lost answers": total.LostAnswers, "delayed writes": total.Delayed,
+		"dropped answers": total.DroppedAnswers, "timeouts": total.TimedOut, "stalls": total.Stalls,
+		"records published again": total.Redelivered, "records lost": total.LostRecords,
+		"deadline skips": total.SkippedDeadline, "redrives": total.Redrives, "poison messages": total.Poisons,
+		"recoveries": total.Recoveries, "repairs": total.Repairs, "orphans deleted": total.OrphansDeleted,
+		"intent conflicts": total.IntakeConflicts, "intent retries": total.IntakeRetries,
+		"hostile messages discarded": total.Discarded, "outages": total.Outages,
+		"claims refused on a live lease": total.LeaseHeld,
+		"forged events":                  total.ForgedEvents, "views put back from a forged version": total.ViewsPutBack,
+	}
+	switch tr {
+	case sim.TransportSQS:
+		maps.Copy(paths, map[string]int{
+			"duplicates dropped": total.Deduplicated, "parked": total.Parked, "dropped": total.Dropped,
+			"released holds": total.Released, "dead-lettered": total.DeadLettered, "dead-lettered redriven copies": total.DeadLetteredCopies,
+		})
+	case sim.TransportKafka:
+		maps.Copy(paths, map[string]int{
+			"rebalances": total.Rebalances, "rebalances mid-batch": total.MidBatchRebalances, "commits refused after a rebalance": total.FencedCommits,
+			"records delivered again": total.RecordsRedelivered, "retries": total.KafkaRetries, "batches given up": total.GaveUp,
+			"records sent to the on-failure destination": total.OnFailure, "records compacted away": total.Compacted,
+			"records of aborted transactions": total.Aborted,
+		})
+	}
+	var out []string
+	for name, n := range paths {
+		if n == 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// failure is the run runSeeds reports: the lowest failing seed, on the
+// first of the transports it failed on.
+type failure struct {
+	seed      uint64
+	transport sim.Transport
+}
+
+// runSeeds runs seeds from first, n of them or for d, each on every
+// transport, on workers goroutines, adding each transport's stats to its
+// totals, and stops at the first failure. Seeds are handed out in order
+// and every seed handed out is run to its end, so the failure reported is
+// the lowest failing seed, and every seed before it passed.
+func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, transports []sim.Transport, totals []sim.Stats) (int, failure, error) {
 	var (
 		mu     sync.Mutex
 		next   = first
 		ran    int
-		failed uint64
+		failed failure
 		failE  error
 		wg     sync.WaitGroup
 	)
@@ -103,13 +143,20 @@ func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, 
 				if !ok {
 					return
 				}
-				stats, err := sim.Run(sim.Config{Seed: seed, Break: brk})
+				for i, tr := range transports {
+					stats, err := sim.Run(sim.Config{Seed: seed, Break: brk, Transport: tr})
+					mu.Lock()
+					totals[i].Add(stats)
+					if err != nil && (failE == nil || seed < failed.seed) {
+						failed, failE = failure{seed, tr}, err
+					}
+					mu.Unlock()
+					if err != nil {
+						break
+					}
+				}
 				mu.Lock()
 				ran++
-				total.Add(stats)
-				if err != nil && (failE == nil || seed < failed) {
-					failed, failE = seed, err
-				}
 				mu.Unlock()
 			}
 		})
@@ -118,8 +165,8 @@ func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, 
 	return ran, failed, failE
 }
 
-func replay(seed uint64, brk string) string {
-	cmd := fmt.Sprintf("go test ./internal/sim -run 'TestSimulation$' -seed %d -v", seed)
+func replay(seed uint64, brk string, tr sim.Transport) string {
+	cmd := fmt.Sprintf("go test ./internal/sim -run 'TestSimulation$' -seed %d -transport %s -v", seed, tr)
 	if brk != "" {
 		cmd += " -break " + brk
 	}
@@ -128,7 +175,7 @@ func replay(seed uint64, brk string) string {
 
 func parseBreak(t *testing.T, name string) sim.Break {
 	t.Helper()
-	for _, b := range []sim.Break{sim.BreakNone, sim.BreakQuarantineCheck} {
+	for _, b := range []sim.Break{sim.BreakNone, sim.BreakQuarantineCheck, sim.BreakCommitFence} {
 		if name == b.String() || (name == "" && b == sim.BreakNone) {
 			return b
 		}
@@ -137,14 +184,36 @@ func parseBreak(t *testing.T, name string) sim.Break {
 	return sim.BreakNone
 }
 
+// parseTransports reads -transport: one transport, or both when it is
+// empty (with a deliberate bug, the transport it breaks).
+func parseTransports(t *testing.T, name string, brk sim.Break) []sim.Transport {
+	t.Helper()
+	all := []sim.Transport{sim.TransportSQS, sim.TransportKafka}
+	switch {
+	case name == "" && brk != sim.BreakNone:
+		return []sim.Transport{brk.Transport()}
+	case name == "":
+		return all
+	}
+	for _, tr := range all {
+		if name == tr.String() {
+			return []sim.Transport{tr}
+		}
+	}
+	t.Fatalf("unknown -transport %q: sqs or kafka", name)
+	return nil
+}
+
 // A seed replays exactly: two runs of it do the same.
 func TestSameSeedSameRun(t *testing.T) {
 	t.Parallel()
-	for _, seed := range []uint64{3, 17, 101} {
-		a, errA := sim.Run(sim.Config{Seed: seed})
-		b, errB := sim.Run(sim.Config{Seed: seed})
-		if a != b || fmt.Sprint(errA) != fmt.Sprint(errB) {
-			t.Errorf("seed %d ran differently:\n%+v %v\n%+v %v", seed, a, errA, b, errB)
+	for _, tr := range []sim.Transport{sim.TransportSQS, sim.TransportKafka} {
+		for _, seed := range []uint64{3, 17, 101} {
+			a, errA := sim.Run(sim.Config{Seed: seed, Transport: tr})
+			b, errB := sim.Run(sim.Config{Seed: seed, Transport: tr})
+			if a != b || fmt.Sprint(errA) != fmt.Sprint(errB) {
+				t.Errorf("seed %d (%s) ran differently:\n%+v %v\n%+v %v", seed, tr, a, errA, b, errB)
+			}
 		}
 	}
 }

@@ -67,14 +67,20 @@ func (w *World) step() {
 		}
 	case r < 35:
 		w.relay(false)
+	case r < 55 && w.kafka != nil:
+		w.consumeKafka(w.kafka.worker)
 	case r < 55:
 		w.consume(w.commands, w.workerFn, "worker", workerTimeout)
+	case r < 70 && w.kafka != nil:
+		w.consumeKafka(w.kafka.projector)
 	case r < 70:
 		w.consume(w.evts, w.projector, "projector", projectorTimeout)
 	case r < 86:
 		w.advance()
 	case r < 89:
 		w.sweep()
+	case r < 93 && w.kafka != nil:
+		w.kafkaFault()
 	case r < 93:
 		w.redrive(false)
 	case r < 96:
@@ -280,7 +286,7 @@ func (w *World) poison() {
 		Type: jobs.MessageRun, CommandID: jobs.OutboxID(in.jobID, 0), JobID: in.jobID, IntentID: in.key,
 		Tenant: in.tenant, Version: 0, IssuedAt: w.clock.Now(),
 	})
-	w.commands.Send(in.jobID, string(body), "early-"+in.key, nil)
+	w.inject(true, in.jobID, string(body), "early-"+in.key, false)
 	w.stats.Poisons++
 	w.logf("poison: a command for %s, which does not exist yet", in.jobID)
 }
@@ -299,9 +305,7 @@ func (w *World) forge() {
 		Type: jobs.MessageRun, CommandID: jobs.OutboxID(j.ID, 0), JobID: j.ID, IntentID: j.IntentID,
 		Tenant: other, Version: 0, IssuedAt: w.clock.Now(),
 	})
-	dedup := fmt.Sprintf("forged-%d", len(w.hostile)+1)
-	w.hostile[dedup] = true
-	w.commands.Send(j.ID, string(body), dedup, nil)
+	w.inject(true, j.ID, string(body), fmt.Sprintf("forged-%d", len(w.hostile)+1), true)
 	w.stats.Hostile++
 	w.logf("hostile: a command for %s naming tenant %s", j.ID, other)
 }
@@ -314,9 +318,11 @@ func (w *World) corrupt() {
 	if j == nil {
 		return
 	}
-	dedup := fmt.Sprintf("corrupt-%d", len(w.hostile)+1)
-	w.hostile[dedup] = true
-	w.evts.Send(j.ID, `{"type":"job.progress","event_id":`, dedup, nil)
+	group := j.ID
+	if w.kafka != nil && w.rng.IntN(2) == 0 {
+		group = "" // a record with a null key: its partition's null-key lane
+	}
+	w.inject(false, group, `{"type":"job.progress","event_id":`, fmt.Sprintf("corrupt-%d", len(w.hostile)+1), true)
 	w.stats.Hostile++
 	w.logf("hostile: a corrupt event in %s's group", j.ID)
 }

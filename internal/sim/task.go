@@ -95,10 +95,19 @@ func (w *World) stall(ctx context.Context) {
 	case 1:
 		d = left + time.Duration(30+w.rng.IntN(240))*time.Second // past the lease
 	default:
-		d = w.commands.Visibility + time.Duration(w.rng.IntN(300))*time.Second // past the visibility timeout
+		d = w.visibility() + time.Duration(w.rng.IntN(300))*time.Second // past the visibility timeout
 	}
 	w.logf("  %s stalls for %s", inv.id, d)
 	w.clock.Advance(d)
+}
+
+// visibility is the commands' visibility timeout; with Kafka, which has
+// none, the template's.
+func (w *World) visibility() time.Duration {
+	if w.kafka != nil {
+		return commandsVisibility
+	}
+	return w.commands.Visibility
 }
 
 // newWorker is the world's worker: every job runs simTask.

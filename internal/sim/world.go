@@ -55,7 +55,12 @@ const (
 	BreakNone Break = iota
 	// BreakQuarantineCheck makes both processors' quarantine report no
 	// hold: a held group's later messages run instead of being parked.
+	// SQS only.
 	BreakQuarantineCheck
+	// BreakCommitFence makes the Kafka consumer groups take an offset
+	// commit of a stale generation: a member whose partition moved in a
+	// rebalance still commits it. Kafka only.
+	BreakCommitFence
 )
 
 func (b Break) String() string {
@@ -64,8 +69,18 @@ func (b Break) String() string {
 		return "none"
 	case BreakQuarantineCheck:
 		return "quarantine-check"
+	case BreakCommitFence:
+		return "commit-fence"
 	}
 	return fmt.Sprintf("Break(%d)", int(b))
+}
+
+// Transport is the transport the bug is in.
+func (b Break) Transport() Transport {
+	if b == BreakCommitFence {
+		return TransportKafka
+	}
+	return TransportSQS
 }
 
 // Config is one run's.
@@ -73,6 +88,11 @@ type Config struct {
 	Seed uint64
 	// Break is the bug put in on purpose (default BreakNone: none).
 	Break Break
+	// Transport carries the commands and the events (default
+	// TransportSQS: the SQS FIFO queues). With TransportKafka they go
+	// through Kafka topics and event source mappings; a seed runs
+	// differently on each transport.
+	Transport Transport
 	// Trace, when set, receives the run's steps as they happen; otherwise
 	// the last lines are kept for the error of a failed run.
 	Trace io.Writer
@@ -80,10 +100,24 @@ type Config struct {
 
 // Validate reports a field that cannot work, wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
-	if c.Break < BreakNone || c.Break > BreakQuarantineCheck {
+	switch {
+	case c.Break < BreakNone || c.Break > BreakCommitFence:
 		return fmt.Errorf("%w: Break %v is none of the deliberate bugs", ErrInvalidConfig, c.Break)
+	case c.Transport < TransportSQS || c.Transport > TransportKafka:
+		return fmt.Errorf("%w: Transport %v is none of the transports", ErrInvalidConfig, c.Transport)
+	case c.Break != BreakNone && c.Break.Transport() != c.Transport:
+		return fmt.Errorf("%w: Break %v breaks Transport %v, not %v", ErrInvalidConfig, c.Break, c.Break.Transport(), c.Transport)
 	}
 	return nil
+}
+
+// name names the run in its errors: "seed 12", or "seed 12 (kafka)" for
+// another transport than the default.
+func (c Config) name() string {
+	if c.Transport == TransportSQS {
+		return fmt.Sprintf("seed %d", c.Seed)
+	}
+	return fmt.Sprintf("seed %d (%s)", c.Seed, c.Transport)
 }
 
 // Stats count what a run did, so that a set of seeds can be shown to reach
@@ -103,6 +137,10 @@ type Stats struct {
 	Recoveries, Repairs, OrphansDeleted       int
 	IntakeConflicts, IntakeRetries            int
 	ForgedEvents, ViewsPutBack                int
+	// The Kafka transport's.
+	Rebalances, MidBatchRebalances, FencedCommits int
+	RecordsRedelivered, KafkaRetries, GaveUp      int
+	OnFailure, Compacted, Aborted                 int
 }
 
 // Add adds o to s.
@@ -110,11 +148,13 @@ func (s *Stats) Add(o Stats) {
 	a := []*int{&s.Steps, &s.Jobs, &s.Completed, &s.Failed, &s.Cancelled, &s.Accepts, &s.Takeovers, &s.Nudges, &s.FencedWrites, &s.LeaseHeld,
 		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
-		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack}
+		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack,
+		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
-		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack}
+		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack,
+		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted}
 	for i := range a {
 		*a[i] += b[i]
 	}
@@ -156,17 +196,20 @@ type World struct {
 	bucket     *faultS3
 	candidates *candidate.Store
 	checker    *candidate.Store // on the bucket itself, for the checks: no faults
-	commands   *Queue
-	evts       *Queue
-	qmem       *quarantine.MemoryStore
-	qstore     *faultQuarantine
-	views      *views
-	proj       *faultProjection
-	workerFn   *fifo.Processor
-	projector  *fifo.Processor
-	sweeper    *sweeper.Sweeper
-	intake     *intake.Handler
-	operators  map[*Queue]quarantine.OperatorConfig
+	// commands and evts are the SQS transport's queues, nil with Kafka;
+	// kafka is the Kafka transport, nil with SQS.
+	commands  *Queue
+	evts      *Queue
+	kafka     *kafkaWorld
+	qmem      *quarantine.MemoryStore
+	qstore    *faultQuarantine
+	views     *views
+	proj      *faultProjection
+	workerFn  *fifo.Processor
+	projector *fifo.Processor
+	sweeper   *sweeper.Sweeper
+	intake    *intake.Handler
+	operators map[*Queue]quarantine.OperatorConfig
 
 	// What happened.
 	jobIDs        []string       // every job, in the order it was created
@@ -201,7 +244,7 @@ type World struct {
 func Run(cfg Config) (Stats, error) {
 	w, err := newWorld(cfg)
 	if err != nil {
-		return Stats{}, fmt.Errorf("seed %d: %w", cfg.Seed, err)
+		return Stats{}, fmt.Errorf("%s: %w", cfg.name(), err)
 	}
 	err = w.run()
 	// Whatever happened, no invocation is left suspended.
@@ -209,7 +252,7 @@ func Run(cfg Config) (Stats, error) {
 	}
 	w.stats.Jobs = len(w.jobIDs)
 	if err != nil {
-		return w.stats, fmt.Errorf("seed %d: %w\n--- the run's last steps:\n%s", cfg.Seed, err, strings.Join(w.trace, "\n"))
+		return w.stats, fmt.Errorf("%s: %w\n--- the run's last steps:\n%s", cfg.name(), err, strings.Join(w.trace, "\n"))
 	}
 	return w.stats, nil
 }
@@ -252,6 +295,51 @@ func newWorld(cfg Config) (*World, error) {
 		return nil, err
 	}
 	w.candidates, w.checker = candidates, checker
+	wk, err := w.newWorker()
+	if err != nil {
+		return nil, err
+	}
+	w.views = &views{w: w, mem: projection.NewMemoryStore()}
+	w.proj = &faultProjection{w: w, inner: w.views}
+	p, err := projection.NewProjector(projection.ProjectorConfig{Store: w.proj, Source: w.jobs, RecoverAfter: recoverAfter})
+	if err != nil {
+		return nil, err
+	}
+	cursor, cerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket})
+	repairCursor, rerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket, Key: sweeper.RepairCursorKey})
+	if err := errors.Join(cerr, rerr); err != nil {
+		return nil, err
+	}
+	sweep := sweeper.Config{
+		Jobs: w.jobs, Candidates: w.candidates, Now: w.clock.Now, Projection: w.proj,
+		Cursor:       cursor,
+		RepairCursor: repairCursor,
+		MaxItems:     sweeperMaxItems,
+	}
+	if cfg.Transport == TransportKafka {
+		err = w.newKafka(wk.HandleRecord, p.HandleRecord)
+	} else {
+		err = w.newSQS(cfg, wk.Handle, p.Handle)
+		// A stuck job whose commands group is held is left to the
+		// operator's redrive, not nudged.
+		sweep.Quarantine, sweep.CommandsQueue, sweep.EventsQueue = w.qstore, w.commands.Name, w.evts.Name
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.sweeper, err = sweeper.New(sweep); err != nil {
+		return nil, err
+	}
+	w.intake, err = intake.New(intake.Config{Store: w.jobs, Presigner: presigner{w}, Now: w.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// newSQS builds the SQS transport: the queues, the quarantine and its
+// operators, and the worker's and the projector's fifo.Processor.
+func (w *World) newSQS(cfg Config, worker, projector fifo.Handler) error {
 	// One seed in eight runs a deployment that ignores the 6 x rule: the
 	// commands' visibility timeout ends before a stalled attempt's lease,
 	// so a command can come back while its job's lease is live.
@@ -262,7 +350,7 @@ func newWorld(cfg Config) (*World, error) {
 	commands, cerr := NewQueue(QueueConfig{Name: "commands.fifo", Visibility: visibility, MaxReceive: commandsMaxReceive, Now: w.clock.Now})
 	evts, eerr := NewQueue(QueueConfig{Name: "events.fifo", Visibility: eventsVisibility, MaxReceive: eventsMaxReceive, Now: w.clock.Now})
 	if err := errors.Join(cerr, eerr); err != nil {
-		return nil, err
+		return err
 	}
 	w.commands, w.evts = commands, evts
 	w.processed[w.commands] = map[string]map[uint64]bool{}
@@ -275,7 +363,7 @@ func newWorld(cfg Config) (*World, error) {
 	eventsQuarantine, eerr := quarantine.New(quarantine.Config{Store: qstore, QueueARN: w.evts.ARN, Now: w.clock.Now})
 	bodies, berr := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: w.s3, Bucket: bucket})
 	if err := errors.Join(cerr, eerr, berr); err != nil {
-		return nil, err
+		return err
 	}
 	var commandsQ, eventsQ fifo.Quarantine = commandsQuarantine, eventsQuarantine
 	if cfg.Break == BreakQuarantineCheck {
@@ -288,50 +376,15 @@ func newWorld(cfg Config) (*World, error) {
 		// Checked here, where a bad one is Run's error; the operator
 		// itself is made for each command (World.operator).
 		if err := w.operators[q].Validate(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
-	wk, err := w.newWorker()
-	if err != nil {
-		return nil, err
+	var err error
+	if w.workerFn, err = w.processor(w.tracked(w.commands, worker), commandsQ, commandsQuarantineAfter); err != nil {
+		return err
 	}
-	if w.workerFn, err = w.processor(w.tracked(w.commands, wk.Handle), commandsQ, commandsQuarantineAfter); err != nil {
-		return nil, err
-	}
-
-	w.views = &views{w: w, mem: projection.NewMemoryStore()}
-	w.proj = &faultProjection{w: w, inner: w.views}
-	p, err := projection.NewProjector(projection.ProjectorConfig{Store: w.proj, Source: w.jobs, RecoverAfter: recoverAfter})
-	if err != nil {
-		return nil, err
-	}
-	if w.projector, err = w.processor(w.tracked(w.evts, p.Handle), eventsQ, eventsQuarantineAfter); err != nil {
-		return nil, err
-	}
-
-	cursor, cerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket})
-	repairCursor, rerr := sweeper.NewS3Cursor(sweeper.S3CursorConfig{Client: w.bucket, Bucket: bucket, Key: sweeper.RepairCursorKey})
-	if err := errors.Join(cerr, rerr); err != nil {
-		return nil, err
-	}
-	w.sweeper, err = sweeper.New(sweeper.Config{
-		Jobs: w.jobs, Candidates: w.candidates, Now: w.clock.Now, Projection: w.proj,
-		Cursor:       cursor,
-		RepairCursor: repairCursor,
-		MaxItems:     sweeperMaxItems,
-		// A stuck job whose commands group is held is left to the
-		// operator's redrive, not nudged.
-		Quarantine: qstore, CommandsQueue: w.commands.Name, EventsQueue: w.evts.Name,
-	})
-	if err != nil {
-		return nil, err
-	}
-	w.intake, err = intake.New(intake.Config{Store: w.jobs, Presigner: presigner{w}, Now: w.clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, err
-	}
-	return w, nil
+	w.projector, err = w.processor(w.tracked(w.evts, projector), eventsQ, eventsQuarantineAfter)
+	return err
 }
 
 // logf adds a line to the trace.
