@@ -194,26 +194,12 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		return nil, err
 	}
 	s := &State{Name: o.Name, Region: o.Region, StartedAt: time.Now().UTC(), External: os.Getenv("AWS_ENDPOINT_URL")}
-	var tools *Tools
-	starting := services
-	if s.External != "" {
-		if s.RIE, err = installGo(ctx, o.CacheDir, RIEModule, RIEVersion, o.Progress); err != nil {
-			return nil, err
-		}
-		if err := supported(); err != nil {
-			fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting nothing, not even the Kafka broker (%v)\n", s.External, err)
-			return s, save(o, s)
-		}
-		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker\n", s.External)
-		starting = []string{"kafka"}
-	} else {
-		if err := supported(); err != nil {
-			return nil, err
-		}
-		if tools, err = Install(ctx, o.CacheDir, o.Progress); err != nil {
-			return nil, err
-		}
-		s.RIE = tools.RIE
+	starting, tools, err := prepare(ctx, o, s)
+	if err != nil {
+		return nil, err
+	}
+	if len(starting) == 0 {
+		return s, save(o, s)
 	}
 	ports, err := choosePorts(o.Ports, starting)
 	if err != nil {
@@ -244,6 +230,31 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// prepare installs what the stack s needs and returns the services to
+// start: beside an external endpoint, only the broker (none off Linux,
+// where starting processes is not supported); otherwise all of them.
+func prepare(ctx context.Context, o Options, s *State) (starting []string, tools *Tools, err error) {
+	if s.External == "" {
+		if err := supported(); err != nil {
+			return nil, nil, err
+		}
+		if tools, err = Install(ctx, o.CacheDir, o.Progress); err != nil {
+			return nil, nil, err
+		}
+		s.RIE = tools.RIE
+		return services, tools, nil
+	}
+	if s.RIE, err = installGo(ctx, o.CacheDir, RIEModule, RIEVersion, o.Progress); err != nil {
+		return nil, nil, err
+	}
+	if err := supported(); err != nil {
+		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting nothing, not even the Kafka broker (%v)\n", s.External, err)
+		return nil, nil, nil
+	}
+	fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker\n", s.External)
+	return []string{"kafka"}, nil, nil
 }
 
 // command is the program and arguments that run service on its port.
