@@ -1,7 +1,8 @@
 // Package kafkaout is the relay's Kafka transport: the sink that produces
 // the Jobs table's outbox to the commands and events topics, NewRelay, the
 // relay on it, and NewProducer, its franz-go client (idempotent, acks from
-// all in-sync replicas, optionally Amazon MSK's IAM authentication). The
+// all in-sync replicas; plain, Amazon MSK's IAM authentication or
+// SASL/SCRAM-SHA-512, the last two over TLS). The
 // stream logic (decoding, per-job order, the partial batch response, the
 // trace header) is internal/app/outbox's, the same as SQS's; this package
 // links no SQS client, and sqsout links no Kafka one.

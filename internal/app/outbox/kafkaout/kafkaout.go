@@ -131,20 +131,26 @@ func NewRelay(cfg Config) (*outbox.Relay, error) {
 // records of one round never order one job, and the next round (a job's
 // next version) starts only after this one's answers.
 //
-// It does not lean on kgo to order a job's versions within a round, though
-// kgo (v1.22.3) orders a partition's records: a batch the broker refuses
-// fails every record buffered behind it in its partition with the same
-// error (pkg/kgo/sink.go: handleReqRespBatch's default case calls
-// finishBatch, which calls recBuf.failAllRecords(err) on any error; so do
-// handleRetryBatches at the retry or time limit and bumpRepeatedLoadErr,
-// sink.go failAllRecords's doc lists the cases). That holds within one
-// partition only, and for failures after buffering only: a record too
-// large for a batch on its own is failed at once with kerr.MessageTooLarge
-// and nothing behind it is (sink.go bufferRecord, producer.go's
-// maxBufferedBytes check), so its job's next record would be written
+// It does not lean on kgo to order a job's versions. What kgo (v1.22.3)
+// guarantees, read in its source (pkg/kgo in the module cache): with
+// idempotence on, a batch the broker refuses with a non-retriable error
+// fails every record buffered behind it in its partition with that same
+// error, never writing one of them first (sink.go: handleReqRespBatch,
+// line 1045, ends in finishBatch, line 1338, which calls
+// recBuf.failAllRecords, line 1906, for any error; so do
+// handleRetryBatches, line 1383, at the record's retry or time limit and
+// bumpRepeatedLoadErr, line 1837, for a partition that cannot load, and
+// only while no request of the partition is in flight, since the client
+// cannot fail a batch the broker may have written). Sequence errors
+// (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) are not failures:
+// kgo bumps the producer epoch and retries. That holds within one
+// partition, and for failures after buffering only: a record too large
+// for a batch on its own is failed at once with kerr.MessageTooLarge and
+// nothing behind it is (sink.go bufferRecord, line 1711; producer.go line
+// 640 for MaxBufferedBytes), so its job's next record would be written
 // without it; and a job's commands and events are on two topics, which no
-// client orders. Waiting per round costs one round trip per version of the
-// batch's busiest job.
+// client orders. broker_test.go pins both facts. Waiting per round costs
+// one round trip per version of the batch's busiest job.
 type sink struct {
 	producer Producer
 	topics   map[outbox.Kind]string

@@ -9,7 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	awssasl "github.com/twmb/franz-go/pkg/sasl/aws"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Auth is how the producer authenticates to the brokers.
@@ -33,6 +35,12 @@ const (
 	// deprecates from 2.8.0 (KIP-679; "Create authorization policies for
 	// the IAM role").
 	AuthMSKIAM Auth = "aws-msk-iam"
+	// AuthSCRAMSHA512 is SASL/SCRAM-SHA-512 over TLS with
+	// ProducerConfig.Username and Password: a self-managed cluster's
+	// listener as template-kafka.yaml deploys it (the user in a Secrets
+	// Manager secret, which the wiring reads). The user needs Describe and
+	// Write on both topics and IdempotentWrite on the cluster.
+	AuthSCRAMSHA512 Auth = "scram-sha-512"
 )
 
 // ProducerConfig configures NewProducer.
@@ -45,6 +53,9 @@ type ProducerConfig struct {
 	// aws.Config.Credentials has it (the function's role). Required with
 	// AuthMSKIAM; not used otherwise.
 	Credentials aws.CredentialsProvider
+	// Username and Password are AuthSCRAMSHA512's user. Required with it;
+	// not used otherwise.
+	Username, Password string
 	// ClientID names the producer to the brokers (their logs, quotas).
 	// Default (""): "fifoworker-relay".
 	ClientID string
@@ -74,8 +85,12 @@ func (c ProducerConfig) Validate() error {
 		if c.Credentials == nil {
 			return fmt.Errorf("%w: Credentials is nil, and Auth %q signs with them", ErrInvalidConfig, c.Auth)
 		}
+	case AuthSCRAMSHA512:
+		if c.Username == "" || c.Password == "" {
+			return fmt.Errorf("%w: Username or Password is empty, and Auth %q needs both", ErrInvalidConfig, c.Auth)
+		}
 	default:
-		return fmt.Errorf("%w: Auth %q is neither %q nor %q", ErrInvalidConfig, c.Auth, AuthNone, AuthMSKIAM)
+		return fmt.Errorf("%w: Auth %q is none of %q, %q, %q", ErrInvalidConfig, c.Auth, AuthNone, AuthMSKIAM, AuthSCRAMSHA512)
 	}
 	return nil
 }
@@ -106,23 +121,34 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 	if cfg.Logger != nil {
 		opts = append(opts, kgo.WithLogger(kgoLogger{cfg.Logger}))
 	}
-	if cfg.Auth == AuthMSKIAM {
-		creds := cfg.Credentials
-		opts = append(opts,
-			kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}),
-			kgo.SASL(awssasl.ManagedStreamingIAM(func(ctx context.Context) (awssasl.Auth, error) {
-				c, err := creds.Retrieve(ctx)
-				if err != nil {
-					return awssasl.Auth{}, fmt.Errorf("kafkaout: the credentials to sign the MSK IAM session: %w", err)
-				}
-				return awssasl.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken}, nil
-			})))
+	if mech := mechanism(cfg); mech != nil {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}), kgo.SASL(mech))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkaout: the producer: %w", err)
 	}
 	return cl, nil
+}
+
+// mechanism is cfg.Auth's SASL mechanism, nil for none. Each is spoken
+// over TLS: MSK's IAM listener takes nothing else, and SCRAM sends its
+// proof where a plaintext listener would expose the exchange.
+func mechanism(cfg ProducerConfig) sasl.Mechanism {
+	switch cfg.Auth {
+	case AuthMSKIAM:
+		creds := cfg.Credentials
+		return awssasl.ManagedStreamingIAM(func(ctx context.Context) (awssasl.Auth, error) {
+			c, err := creds.Retrieve(ctx)
+			if err != nil {
+				return awssasl.Auth{}, fmt.Errorf("kafkaout: the credentials to sign the MSK IAM session: %w", err)
+			}
+			return awssasl.Auth{AccessKey: c.AccessKeyID, SecretKey: c.SecretAccessKey, SessionToken: c.SessionToken}, nil
+		})
+	case AuthSCRAMSHA512:
+		return scram.Auth{User: cfg.Username, Pass: cfg.Password}.AsSha512Mechanism()
+	}
+	return nil
 }
 
 // kgoLogger passes the client's warnings and errors to a slog.Logger.

@@ -42,6 +42,7 @@ func TestTheProducerIsIdempotentAndWaitsForAllReplicas(t *testing.T) {
 	for name, cfg := range map[string]kafkaout.ProducerConfig{
 		"no authentication": {Brokers: []string{"127.0.0.1:9092"}},
 		"MSK IAM":           {Brokers: []string{mskBroker}, Auth: kafkaout.AuthMSKIAM, Credentials: creds},
+		"SCRAM-SHA-512":     {Brokers: []string{"kafka-1.example.internal:9096"}, Auth: kafkaout.AuthSCRAMSHA512, Username: "relay", Password: "pw"},
 	} {
 		cl := newProducer(t, cfg)
 		require.Equal(t, false, cl.OptValue(kgo.DisableIdempotentWrite), name)
@@ -111,6 +112,26 @@ func TestTheProducerWithMSKIAMSignsWithTheSDKsCredentials(t *testing.T) {
 	require.ErrorContains(t, err, "credentials")
 }
 
+// With SCRAM-SHA-512 (a self-managed cluster's listener as
+// template-kafka.yaml deploys it) the producer authenticates as the user
+// given, over TLS.
+func TestTheProducerWithSCRAMAuthenticatesAsItsUserOverTLS(t *testing.T) {
+	t.Parallel()
+	cl := newProducer(t, kafkaout.ProducerConfig{Brokers: []string{"kafka-1.example.internal:9096"}, Auth: kafkaout.AuthSCRAMSHA512,
+		Username: "relay-user", Password: "pw"})
+	tlsCfg, ok := cl.OptValue(kgo.DialTLSConfig).(*tls.Config)
+	require.True(t, ok)
+	require.NotNil(t, tlsCfg)
+	require.GreaterOrEqual(t, tlsCfg.MinVersion, uint16(tls.VersionTLS12))
+	mechs, ok := cl.OptValue(kgo.SASL).([]sasl.Mechanism)
+	require.True(t, ok)
+	require.Len(t, mechs, 1)
+	require.Equal(t, "SCRAM-SHA-512", mechs[0].Name())
+	_, first, err := mechs[0].Authenticate(t.Context(), "kafka-1.example.internal:9096")
+	require.NoError(t, err)
+	require.Contains(t, string(first), "n=relay-user,", "the client's first message names the user")
+}
+
 // TestNewProducerRefusesAnInvalidConfig: each field that cannot work is an
 // error naming it.
 func TestNewProducerRefusesAnInvalidConfig(t *testing.T) {
@@ -131,6 +152,9 @@ func TestNewProducerRefusesAnInvalidConfig(t *testing.T) {
 		{"an empty broker", func(c *kafkaout.ProducerConfig) { c.Brokers = []string{"127.0.0.1:9092", ""} }, "Brokers"},
 		{"an unknown authentication", func(c *kafkaout.ProducerConfig) { c.Auth = "scram" }, "Auth"},
 		{"MSK IAM without credentials", func(c *kafkaout.ProducerConfig) { c.Auth = kafkaout.AuthMSKIAM }, "Credentials"},
+		{"SCRAM with a user", func(c *kafkaout.ProducerConfig) { c.Auth, c.Username, c.Password = kafkaout.AuthSCRAMSHA512, "u", "p" }, ""},
+		{"SCRAM without a user", func(c *kafkaout.ProducerConfig) { c.Auth, c.Password = kafkaout.AuthSCRAMSHA512, "p" }, "Username"},
+		{"SCRAM without a password", func(c *kafkaout.ProducerConfig) { c.Auth, c.Username = kafkaout.AuthSCRAMSHA512, "u" }, "Password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
