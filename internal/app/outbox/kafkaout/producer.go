@@ -14,14 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// Auth is how the producer authenticates to the brokers.
+// Auth is how the producer authenticates to the brokers: the SASL
+// mechanism's name, as template-kafka.yaml's KAFKA_SASL_MECHANISM gives it,
+// or "" for none.
 type Auth string
 
 // The producer's authentications.
 const (
 	// AuthNone is plain Kafka: no SASL, no TLS (the local broker, a
-	// self-managed cluster's plaintext listener). The zero value means it.
-	AuthNone Auth = "none"
+	// self-managed cluster's plaintext listener). The zero value.
+	AuthNone Auth = ""
 	// AuthMSKIAM is Amazon MSK's IAM access control: SASL mechanism
 	// AWS_MSK_IAM over TLS, each session signed (SigV4, service
 	// kafka-cluster, the region from the broker's host name: franz-go's
@@ -34,13 +36,13 @@ const (
 	// kafka-cluster:WriteDataIdempotently on the cluster, which MSK
 	// deprecates from 2.8.0 (KIP-679; "Create authorization policies for
 	// the IAM role").
-	AuthMSKIAM Auth = "aws-msk-iam"
+	AuthMSKIAM Auth = "AWS_MSK_IAM"
 	// AuthSCRAMSHA512 is SASL/SCRAM-SHA-512 over TLS with
 	// ProducerConfig.Username and Password: a self-managed cluster's
 	// listener as template-kafka.yaml deploys it (the user in a Secrets
 	// Manager secret, which the wiring reads). The user needs Describe and
 	// Write on both topics and IdempotentWrite on the cluster.
-	AuthSCRAMSHA512 Auth = "scram-sha-512"
+	AuthSCRAMSHA512 Auth = "SCRAM-SHA-512"
 )
 
 // ProducerConfig configures NewProducer.
@@ -80,7 +82,7 @@ func (c ProducerConfig) Validate() error {
 		}
 	}
 	switch c.Auth {
-	case "", AuthNone:
+	case AuthNone:
 	case AuthMSKIAM:
 		if c.Credentials == nil {
 			return fmt.Errorf("%w: Credentials is nil, and Auth %q signs with them", ErrInvalidConfig, c.Auth)
@@ -90,7 +92,7 @@ func (c ProducerConfig) Validate() error {
 			return fmt.Errorf("%w: Username or Password is empty, and Auth %q needs both", ErrInvalidConfig, c.Auth)
 		}
 	default:
-		return fmt.Errorf("%w: Auth %q is none of %q, %q, %q", ErrInvalidConfig, c.Auth, AuthNone, AuthMSKIAM, AuthSCRAMSHA512)
+		return fmt.Errorf("%w: Auth %q is none of %q, %q and %q (none)", ErrInvalidConfig, c.Auth, AuthMSKIAM, AuthSCRAMSHA512, AuthNone)
 	}
 	return nil
 }

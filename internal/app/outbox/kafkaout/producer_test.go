@@ -57,11 +57,9 @@ func TestTheProducerIsIdempotentAndWaitsForAllReplicas(t *testing.T) {
 // (a broker on 127.0.0.1, a self-managed cluster's plaintext listener).
 func TestTheProducerWithoutAuthenticationHasNoSASLNorTLS(t *testing.T) {
 	t.Parallel()
-	for _, auth := range []kafkaout.Auth{"", kafkaout.AuthNone} {
-		cl := newProducer(t, kafkaout.ProducerConfig{Brokers: []string{"127.0.0.1:9092"}, Auth: auth})
-		require.Empty(t, cl.OptValue(kgo.SASL), auth)
-		require.Nil(t, cl.OptValue(kgo.DialTLSConfig), auth)
-	}
+	cl := newProducer(t, kafkaout.ProducerConfig{Brokers: []string{"127.0.0.1:9092"}, Auth: kafkaout.AuthNone})
+	require.Empty(t, cl.OptValue(kgo.SASL))
+	require.Nil(t, cl.OptValue(kgo.DialTLSConfig))
 }
 
 // With MSK IAM the producer authenticates with AWS_MSK_IAM over TLS (MSK's
@@ -85,6 +83,7 @@ func TestTheProducerWithMSKIAMSignsWithTheSDKsCredentials(t *testing.T) {
 	require.True(t, ok)
 	require.Len(t, mechs, 1)
 	require.Equal(t, "AWS_MSK_IAM", mechs[0].Name())
+	require.Equal(t, string(kafkaout.AuthMSKIAM), mechs[0].Name(), "Auth is the mechanism's name, as the template's KAFKA_SASL_MECHANISM")
 
 	_, first, err := mechs[0].Authenticate(t.Context(), mskBroker)
 	require.NoError(t, err)
@@ -127,6 +126,7 @@ func TestTheProducerWithSCRAMAuthenticatesAsItsUserOverTLS(t *testing.T) {
 	require.True(t, ok)
 	require.Len(t, mechs, 1)
 	require.Equal(t, "SCRAM-SHA-512", mechs[0].Name())
+	require.Equal(t, string(kafkaout.AuthSCRAMSHA512), mechs[0].Name())
 	_, first, err := mechs[0].Authenticate(t.Context(), "kafka-1.example.internal:9096")
 	require.NoError(t, err)
 	require.Contains(t, string(first), "n=relay-user,", "the client's first message names the user")
@@ -150,7 +150,9 @@ func TestNewProducerRefusesAnInvalidConfig(t *testing.T) {
 		{"no brokers", func(c *kafkaout.ProducerConfig) { c.Brokers = nil }, "Brokers"},
 		{"a broker without a port", func(c *kafkaout.ProducerConfig) { c.Brokers = []string{"127.0.0.1"} }, "Brokers"},
 		{"an empty broker", func(c *kafkaout.ProducerConfig) { c.Brokers = []string{"127.0.0.1:9092", ""} }, "Brokers"},
-		{"an unknown authentication", func(c *kafkaout.ProducerConfig) { c.Auth = "scram" }, "Auth"},
+		{"an unknown authentication", func(c *kafkaout.ProducerConfig) { c.Auth = "SCRAM-SHA-256" }, "Auth"},
+		{"an authentication in lower case", func(c *kafkaout.ProducerConfig) { c.Auth = "aws_msk_iam" }, "Auth"},
+		{"none spelled out", func(c *kafkaout.ProducerConfig) { c.Auth = "none" }, "Auth"},
 		{"MSK IAM without credentials", func(c *kafkaout.ProducerConfig) { c.Auth = kafkaout.AuthMSKIAM }, "Credentials"},
 		{"SCRAM with a user", func(c *kafkaout.ProducerConfig) { c.Auth, c.Username, c.Password = kafkaout.AuthSCRAMSHA512, "u", "p" }, ""},
 		{"SCRAM without a user", func(c *kafkaout.ProducerConfig) { c.Auth, c.Password = kafkaout.AuthSCRAMSHA512, "p" }, "Username"},
