@@ -111,9 +111,9 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 // (internal/app/outbox/sqsout). Settings:
 // COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, each a FIFO queue's (the relay's
 // own check: per-job order needs one), and TRANSPORT unset or "sqs" (see
-// checkTransport).
+// CheckTransport).
 func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
-	checkTransport(env, transportSQS)
+	CheckTransport(env, TransportSQS)
 	commands := env.String("COMMANDS_QUEUE_URL")
 	evts := env.String("EVENTS_QUEUE_URL")
 	if err := env.Err(); err != nil {
@@ -130,9 +130,9 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 // (internal/app/projection), one lane per job (pkg/fifo), under the events queue's
 // quarantine. Settings: VIEWS_TABLE, TOTALS_TABLE, JOBS_TABLE (recovery
 // reads it), RECOVER_AFTER_RECEIVES (default 3), the quarantine's (see
-// quarantined), and TRANSPORT unset or "sqs" (see checkTransport).
+// quarantined), and TRANSPORT unset or "sqs" (see CheckTransport).
 func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	checkTransport(env, transportSQS)
+	CheckTransport(env, TransportSQS)
 	tables := readProjectorTables(env)
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
 	db := DynamoDB(cfg)
@@ -184,9 +184,9 @@ func (t projectorTables) projector(env *Env, db *dynamodb.Client, log *slog.Logg
 // the commands queue's maxReceiveCount - 1), the spool's
 // (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates), the
 // quarantine's (see quarantined), and TRANSPORT unset or "sqs" (see
-// checkTransport).
+// CheckTransport).
 func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	checkTransport(env, transportSQS)
+	CheckTransport(env, TransportSQS)
 	s := readWorkerSettings(env)
 	// A command's receives up to MaxGenerations + 1 are takeovers the
 	// recovery policy decides on; the quarantine must not take them.

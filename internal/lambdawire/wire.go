@@ -12,7 +12,7 @@
 // kafka build tag picks functions/<name>/main_kafka.go instead of main.go,
 // so the linker keeps only that transport's processor (pkg/fifo's or
 // pkg/kafka's); TRANSPORT in the environment says which a template
-// deploys, and a builder of the other refuses to start (checkTransport).
+// deploys, and a builder of the other refuses to start (CheckTransport).
 package lambdawire
 
 import (
@@ -125,6 +125,13 @@ func (e *Env) refuse(err error, fields byField) {
 func (e *Env) refused(err error, fields byField) error {
 	e.refuse(err, fields)
 	return e.Err()
+}
+
+// Refused is refused for the builders of other packages
+// (internal/lambdawire/kafkarelay): fields maps their constructor's Config
+// fields to the variables they were read from.
+func (e *Env) Refused(err error, fields map[string]string) error {
+	return e.refused(err, fields)
 }
 
 // namesField reports whether msg has field as a word of its own: not

@@ -84,13 +84,12 @@ func TestAKafkaClientInTheWiringIsReported(t *testing.T) {
 	}
 }
 
-// The kafka tag picks each consumer's Kafka main, and the build without it
-// the SQS main; the Kafka one reaches pkg/kafka's processor and the SQS
-// one pkg/fifo's.
-func TestTheKafkaTagPicksEachConsumersKafkaMain(t *testing.T) {
+// The kafka tag picks the Kafka main of the worker, the projector and the
+// relay, and the build without it the SQS main.
+func TestTheKafkaTagPicksEachFunctionsKafkaMain(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
-	for _, fn := range []string{"worker", "projector"} {
+	for _, fn := range []string{"worker", "projector", "relay"} {
 		for _, tc := range []struct {
 			flags []string
 			file  string
@@ -102,6 +101,30 @@ func TestTheKafkaTagPicksEachConsumersKafkaMain(t *testing.T) {
 			require.Equal(t, []string{tc.file}, files, "%s with %v", fn, tc.flags)
 		}
 	}
+}
+
+// Every function built with the kafka tag, as template-kafka.yaml's build
+// makes them, reaches no test code, the in-process broker the tests run
+// (kfake) included, nor the SDK's configuration loader (the relay signs
+// MSK IAM with the credentials lambdawire.AWSConfig reads); and the Kafka
+// relay, the one that produces, does reach the Kafka client.
+func TestTheKafkaBootstrapsReachNoTestCode(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	r := layers.Functions
+	r.Name = "kafka-bootstraps-reach-no-test-code"
+	r.Flags = kafkaBuildFlags(t)
+	r.MayReach = append(slices.Clone(r.MayReach), layers.Module+"/internal/lambdawire/kafkarelay")
+	r.Refuse = append(slices.Clone(r.Refuse), "github.com/twmb/franz-go/pkg/kfake/...",
+		"github.com/aws/aws-sdk-go-v2/config", "github.com/aws/aws-sdk-go-v2/service/sts")
+	r.Why = "a function built for Kafka carries no test code, no local broker and no configuration loader"
+	v, err := layers.Check(t.Context(), root, "", r)
+	require.NoError(t, err)
+	require.Empty(t, joinViolations(v), r.Why)
+
+	deps := goListFormat(t, root, append([]string{"-deps"}, kafkaBuildFlags(t)...), "{{.ImportPath}}", "./functions/relay")
+	require.Contains(t, deps, "github.com/twmb/franz-go/pkg/kgo", "the Kafka relay's build is listed")
+	require.Contains(t, deps, layers.Module+"/internal/app/outbox/kafkaout")
 }
 
 // What the Kafka worker's build reaches of the SQS SDK, and through which
