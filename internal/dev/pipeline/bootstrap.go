@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 )
 
 // Functions are the pipeline's functions, by the name of their directory
@@ -20,20 +22,88 @@ var Functions = []string{"intake", "relay", "worker", "projector", "sweeper"}
 // change nothing), no local paths.
 var BuildFlags = []string{"-tags", "lambda.norpc", "-ldflags", "-s", "-trimpath"}
 
+// KafkaTag is the build tag that picks each function's Kafka wiring
+// (functions/<name>/main_kafka.go): template-kafka.yaml's bootstraps are
+// built with it (docs/KAFKA.md; `make bootstraps TRANSPORT=kafka`).
+const KafkaTag = "kafka"
+
+// TransportTags are the build tags a template's bootstraps need for its
+// TRANSPORT: none for SQS ("" or "sqs", template.yaml's), KafkaTag for
+// "kafka".
+func TransportTags(transport string) []string {
+	if transport == KafkaTag {
+		return []string{KafkaTag}
+	}
+	return nil
+}
+
+// BootstrapConfig says what BuildBootstrapsFor builds. Root and Dir are
+// required.
+type BootstrapConfig struct {
+	Root string // the module's root, built from
+	Dir  string // each bootstrap goes to Dir/<name>/bootstrap
+	// GOARCH is the bootstraps' architecture (default runtime.GOARCH:
+	// template.yaml deploys arm64, the RIE runs the host's).
+	GOARCH string
+	// Tags are build tags beside BuildFlags' lambda.norpc (default none):
+	// TransportTags of the template's transport.
+	Tags []string
+}
+
+// Validate reports the first field that cannot work, wrapping
+// ErrInvalidConfig.
+func (c BootstrapConfig) Validate() error {
+	switch {
+	case c.Root == "":
+		return fmt.Errorf("%w: Root is empty", ErrInvalidConfig)
+	case c.Dir == "":
+		return fmt.Errorf("%w: Dir is empty", ErrInvalidConfig)
+	}
+	for i, tag := range c.Tags {
+		// go build takes the tags as one comma-separated value.
+		if tag == "" || strings.ContainsAny(tag, ", \t") || slices.Contains(strings.Split(BuildFlags[1], ","), tag) {
+			return fmt.Errorf("%w: Tags[%d] %q is not one more build tag (no comma or space, not lambda.norpc again)", ErrInvalidConfig, i, tag)
+		}
+	}
+	return nil
+}
+
+// flags are BuildFlags with c's tags added to its -tags.
+func (c BootstrapConfig) flags() []string {
+	flags := slices.Clone(BuildFlags)
+	if len(c.Tags) > 0 {
+		i := slices.Index(flags, "-tags")
+		flags[i+1] = strings.Join(append([]string{flags[i+1]}, c.Tags...), ",")
+	}
+	return flags
+}
+
 // BuildBootstraps builds each function's bootstrap into dir/<name>/bootstrap
-// for Linux on goarch (runtime.GOARCH when empty; template.yaml deploys
-// arm64, the RIE runs the host's), from the module at root.
+// for Linux on goarch (runtime.GOARCH when empty), from the module at root,
+// for template.yaml (no tag beyond BuildFlags'): BuildBootstrapsFor with
+// those fields.
 func BuildBootstraps(ctx context.Context, root, dir, goarch string) (map[string]string, error) {
+	return BuildBootstrapsFor(ctx, BootstrapConfig{Root: root, Dir: dir, GOARCH: goarch})
+}
+
+// BuildBootstrapsFor builds each function's bootstrap as cfg says and
+// returns their paths by function name, or an error (wrapping
+// ErrInvalidConfig for a bad cfg).
+func BuildBootstrapsFor(ctx context.Context, cfg BootstrapConfig) (map[string]string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	goarch := cfg.GOARCH
 	if goarch == "" {
 		goarch = runtime.GOARCH
 	}
 	out := make(map[string]string, len(Functions))
 	for _, fn := range Functions {
-		bin := filepath.Join(dir, fn, "bootstrap")
-		args := append([]string{"build"}, BuildFlags...)
+		bin := filepath.Join(cfg.Dir, fn, "bootstrap")
+		args := append([]string{"build"}, cfg.flags()...)
 		args = append(args, "-o", bin, "./functions/"+fn)
 		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
+		cmd.Dir = cfg.Root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("pipeline: build %s: %w\n%s", fn, err, b)
