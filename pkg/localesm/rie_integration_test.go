@@ -74,10 +74,16 @@ func freePort(t *testing.T) int {
 // exited within 5s, SIGKILL, so that no bootstrap outlives the test.
 func startRIE(t *testing.T, functionTimeout time.Duration) (addr, recordLog string) {
 	t.Helper()
+	return startRIEWith(t, functionTimeout, "./testdata/testbootstrap")
+}
+
+// startRIEWith is startRIE for the bootstrap built from pkg.
+func startRIEWith(t *testing.T, functionTimeout time.Duration, pkg string) (addr, recordLog string) {
+	t.Helper()
 	rie := rieBinary(t)
 	dir := t.TempDir()
 	bootstrap := filepath.Join(dir, "bootstrap")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bootstrap, "./testdata/testbootstrap")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bootstrap, pkg)
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "build the test bootstrap: %s", out)
 
