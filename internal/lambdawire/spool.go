@@ -26,7 +26,8 @@ const (
 	// lanesPerBatch is the most lanes a worker invocation runs: the
 	// commands mapping's BatchSize in template.yaml (held to it by
 	// TestTemplateSpoolDefaultsSpoolEveryLaneOfABatch), SQS's most for a
-	// FIFO queue, one lane per message group at most.
+	// FIFO queue, one lane per message group at most; on Kafka, where a
+	// batch may hold more, the processor's Concurrency (workerProcessor).
 	lanesPerBatch = 10
 )
 
