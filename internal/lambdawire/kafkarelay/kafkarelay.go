@@ -13,13 +13,6 @@ import (
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 )
 
-// The values of KAFKA_SASL_MECHANISM, template-kafka.yaml's: the SASL
-// mechanisms' own names.
-const (
-	mechanismMSKIAM = "AWS_MSK_IAM"
-	mechanismSCRAM  = "SCRAM-SHA-512"
-)
-
 // Relay publishes the Jobs table's stream (internal/app/outbox) to the
 // commands and events topics (internal/app/outbox/kafkaout): each job's
 // records keyed by its id and in its order, from an idempotent producer
@@ -64,18 +57,18 @@ func Relay(env *lambdawire.Env, cfg aws.Config, log *slog.Logger) (func(context.
 	return relay.Handle, nil
 }
 
-// producerAuth is KAFKA_SASL_MECHANISM as the producer's authentication.
+// producerAuth is KAFKA_SASL_MECHANISM as the producer's authentication:
+// template-kafka.yaml's values are the SASL mechanisms' names, which
+// kafkaout's Auth values are.
 func producerAuth(env *lambdawire.Env) kafkaout.Auth {
-	switch m := env.StringOr("KAFKA_SASL_MECHANISM", ""); m {
-	case "":
-		return kafkaout.AuthNone
-	case mechanismMSKIAM:
-		return kafkaout.AuthMSKIAM
-	case mechanismSCRAM:
+	switch m := kafkaout.Auth(env.StringOr("KAFKA_SASL_MECHANISM", "")); m {
+	case kafkaout.AuthNone, kafkaout.AuthMSKIAM:
+		return m
+	case kafkaout.AuthSCRAMSHA512:
 		env.Problem("KAFKA_SASL_MECHANISM", fmt.Errorf("%s is not wired yet: its user is in the secret KAFKA_SECRET_ARN names, "+
 			"and reading it needs github.com/aws/aws-sdk-go-v2/service/secretsmanager, which go.mod does not require", m))
 	default:
-		env.Problem("KAFKA_SASL_MECHANISM", fmt.Errorf("%q is none of %s, %s (or unset: no authentication)", m, mechanismMSKIAM, mechanismSCRAM))
+		env.Problem("KAFKA_SASL_MECHANISM", fmt.Errorf("%q is none of %s, %s (or unset: no authentication)", m, kafkaout.AuthMSKIAM, kafkaout.AuthSCRAMSHA512))
 	}
 	return kafkaout.AuthNone
 }
