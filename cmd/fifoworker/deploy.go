@@ -95,7 +95,7 @@ func stackEnv(s *localstack.State, outputs map[string]string) []string {
 // reason, what the emulators do not do.
 func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, d deployFlags, stderr io.Writer) (*localdeploy.Result, error) {
 	res, err := localdeploy.Deploy(ctx, tpl, d.StackName, s.Region, localdeploy.Clients{
-		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(),
+		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(), KafkaBootstrapServers: s.Kafka,
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,6 +52,11 @@ type Clients struct {
 	SQS      sqsAPI
 	DynamoDB dynamoAPI
 	S3       s3API
+	// KafkaBootstrapServers are the local Kafka broker's host:port,
+	// comma-separated (localstack.State.Kafka), needed by a template that
+	// reads Kafka topics (template-kafka.yaml): its topics are created
+	// there, and it is the template's brokers. Default none.
+	KafkaBootstrapServers string
 }
 
 // Result is what a deployment made.
@@ -62,6 +68,13 @@ type Result struct {
 	Attributes map[string]map[string]string
 	// Outputs are the template's outputs, resolved.
 	Outputs map[string]string
+	// Parameters are the values the deployment gave parameters instead of
+	// their defaults: the local broker as KafkaBootstrapServers, and an
+	// ARN of its own for it as an empty MskClusterArn (LocalMSKClusterARN).
+	Parameters map[string]string
+	// Topics are the Kafka topics the deployment created or found on the
+	// local broker: each one a Kafka mapping reads.
+	Topics []string
 	// Skipped lists what was not created or not applied locally, and why.
 	Skipped []string
 	// Created lists the logical ids of what was created or found, in
@@ -77,8 +90,14 @@ type Created struct {
 
 // Deploy creates the template's resources for stack stackName in region.
 func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region string, c Clients) (*Result, error) {
-	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: map[string]string{}, attrs: map[string]map[string]string{}}
-	res := &Result{Resources: r.refs, Attributes: r.attrs, Outputs: map[string]string{}}
+	params, err := localParameters(tpl, c, stackName, region)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: map[string]string{}, attrs: map[string]map[string]string{}, params: params}
+	res := &Result{Resources: r.refs, Attributes: r.attrs, Outputs: map[string]string{}, Parameters: params}
+	topics := &topicMaker{brokers: c.KafkaBootstrapServers}
+	defer topics.close()
 	names, err := order(chosenResources(tpl, r))
 	if err != nil {
 		return nil, fmt.Errorf("localdeploy: %w", err)
@@ -103,6 +122,14 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 			skipped, err = deployBucket(ctx, r, name, rsc, c.S3)
 		case "AWS::Serverless::Function":
 			skipped = []string{"not deployed: functions run under pkg/localesm"}
+		case "AWS::Lambda::EventSourceMapping":
+			var made []string
+			made, skipped, err = deployMapping(ctx, r, rsc, topics)
+			for _, t := range made {
+				if !slices.Contains(res.Topics, t) {
+					res.Topics = append(res.Topics, t)
+				}
+			}
 		default:
 			skipped = []string{"not emulated locally"}
 		}

@@ -21,4 +21,13 @@
 //     false is not created, and reported as skipped.
 //   - Tables are created without deletion protection whatever the template
 //     says: a local stack is torn down with its tables.
+//   - Kafka (template-kafka.yaml): CloudFormation has no topic resource, so
+//     each topic a Kafka event source mapping reads is created on the local
+//     broker (Clients.KafkaBootstrapServers) with TopicPartitions partitions
+//     and docs/KAFKA.md's settings, one broker's replication aside; one
+//     that exists is checked (its partitions) and its settings set again.
+//     The brokers are the template's KafkaBootstrapServers whatever it
+//     says, and an empty MskClusterArn gets an ARN of the deployment's own
+//     that names them (Result.Parameters, Result.KafkaCluster). The
+//     mappings themselves, like the functions, run under pkg/localesm.
 package localdeploy

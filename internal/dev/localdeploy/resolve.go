@@ -22,6 +22,7 @@ type resolver struct {
 	region    string
 	refs      map[string]string            // logical id -> Ref value
 	attrs     map[string]map[string]string // logical id -> attribute -> value
+	params    map[string]string            // parameter -> the deployment's value, where not its default (localParameters)
 }
 
 func (r *resolver) pseudo(name string) (string, bool) {
@@ -45,10 +46,13 @@ func (r *resolver) ref(name string) (string, error) {
 		return v, nil
 	}
 	if p, ok := r.tpl.Parameters[name]; ok {
-		if p.Default == nil {
+		v, given := r.params[name]
+		if !given && p.Default == nil {
 			return "", fmt.Errorf("parameter %s has no default", name)
 		}
-		v := fmt.Sprint(p.Default)
+		if !given {
+			v = fmt.Sprint(p.Default)
+		}
 		if err := allowed(p, v); err != nil {
 			return "", fmt.Errorf("parameter %s: %w", name, err)
 		}
@@ -87,6 +91,12 @@ func allowed(p samtemplate.Parameter, v string) error {
 		return fmt.Errorf("%s is above its MaxValue %v", v, p.MaxValue)
 	}
 	return nil
+}
+
+// listParameter says whether a parameter of type typ is a list:
+// CommaDelimitedList, List<Number> or an AWS-specific List<...>.
+func listParameter(typ string) bool {
+	return typ == "CommaDelimitedList" || strings.HasPrefix(typ, "List<")
 }
 
 func number(v any) (float64, bool) {
@@ -180,7 +190,17 @@ func (r *resolver) intrinsic(fn string, arg any) (any, error) {
 	switch fn {
 	case "Ref":
 		name, _ := arg.(string)
-		return r.ref(name)
+		v, err := r.ref(name)
+		if err != nil || !listParameter(r.tpl.Parameters[name].Type) {
+			return v, err
+		}
+		// A list parameter is a list where it is read whole, as
+		// CloudFormation gives it (Fn::Join, a property of list type).
+		var items []any
+		for _, s := range strings.Split(v, ",") {
+			items = append(items, s)
+		}
+		return items, nil
 	case "Fn::GetAtt":
 		parts, _ := arg.([]any)
 		if len(parts) != 2 {
@@ -320,9 +340,10 @@ func order(resources map[string]samtemplate.Resource) ([]string, error) {
 
 // Resolve returns v, a part of tpl such as a function's Environment or an
 // event source's Properties, with its intrinsic functions resolved against
-// what res created for stack stackName in region. A Ref to a resource that
-// was not deployed locally is an error.
+// what res created for stack stackName in region and the parameter values
+// it gave (Result.Parameters). A Ref to a resource that was not deployed
+// locally is an error.
 func Resolve(tpl *samtemplate.Template, res *Result, stackName, region string, v any) (any, error) {
-	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: res.Resources, attrs: res.Attributes}
+	r := &resolver{tpl: tpl, stackName: stackName, region: region, refs: res.Resources, attrs: res.Attributes, params: res.Parameters}
 	return r.resolve(v)
 }
