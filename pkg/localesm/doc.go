@@ -1,14 +1,15 @@
 // Package localesm is a local event source mapping: it polls an SQS queue or
-// a DynamoDB stream the way the AWS Lambda service does and invokes a
-// function, either a Go handler in this process (Func) or a bootstrap binary
-// running under the Lambda runtime interface emulator (RIE). No emulator runs
-// Lambda's event source mappings; this package stands in for them in tests
-// and in the local stack.
+// a DynamoDB stream, or reads a Kafka topic, the way the AWS Lambda service
+// does and invokes a function, either a Go handler in this process (Func)
+// or a bootstrap binary running under the Lambda runtime interface emulator
+// (RIE). No emulator runs Lambda's event source mappings; this package
+// stands in for them in tests and in the local stack.
 //
 // A mapping is built from its configuration, client and invoker included:
-// NewSQSMapping(SQSConfig), NewStreamMapping(StreamConfig), and the
-// emulator's invoker NewRIE(RIEConfig). A configuration that cannot work is
-// an error wrapping ErrInvalidConfig that names the field.
+// NewSQSMapping(SQSConfig), NewStreamMapping(StreamConfig),
+// NewKafkaMapping(KafkaConfig), and the emulator's invoker NewRIE(RIEConfig).
+// A configuration that cannot work is an error wrapping ErrInvalidConfig
+// that names the field.
 //
 // SQS (SQSMapping) invariants:
 //   - A message is deleted only after an invocation that included it ended
@@ -118,15 +119,116 @@
 //   - Not implemented: MaximumRecordAgeInSeconds, tumbling windows, filter
 //     criteria, ParallelizationFactor above 1.
 //
+// Kafka (KafkaMapping), as Lambda's Amazon MSK and self-managed Apache Kafka
+// mappings. What it copies from AWS's documentation (checked 2026-12):
+//   - It is one member of the consumer group ConsumerGroupID (franz-go,
+//     cooperative-sticky) reading one topic: Lambda takes exactly one
+//     (CloudFormation's Topics has minItems and maxItems 1). A group with a
+//     committed offset for a partition resumes there and ignores
+//     StartingPosition; without one, TRIM_HORIZON, LATEST or AT_TIMESTAMP
+//     applies, and a mapping with no ConsumerGroupID makes up a unique one
+//     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-consumer-group-id.html,
+//     https://docs.aws.amazon.com/lambda/latest/dg/kafka-starting-positions.html).
+//     It commits by hand only, after each invocation: "After Lambda
+//     processes each batch, it commits the offsets of the messages in that
+//     batch"
+//     (https://docs.aws.amazon.com/lambda/latest/dg/with-kafka-configure.html).
+//   - A batch holds up to BatchSize records (default 100, at most 10,000)
+//     and may hold several partitions, each partition's records in offset
+//     order. It is invoked when it is full, when the next record would
+//     make its event longer than MaxRequestSize (6 MiB), or
+//     MaximumBatchingWindow (default 500 ms) after its oldest record was
+//     fetched: "A batching window begins as soon as the first record
+//     arrives"
+//     (https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventsourcemapping.html).
+//     A record whose event alone is over MaxRequestSize is never invoked:
+//     it goes to the on-failure destination as MaximumPayloadSizeExceeded,
+//     with a null responseContext (AWS's example record); with no
+//     destination it holds its partition (reported as OutcomeTooLarge at
+//     each try) rather than be skipped.
+//   - The event is Lambda's KafkaEvent: eventSource "aws:kafka" with the
+//     cluster's eventSourceArn, or "SelfManagedKafka" without one;
+//     bootstrapServers; records under "topic-partition" keys; base64 keys
+//     and values, a null one left out and an empty one ""; headers as
+//     one-key objects of signed bytes; timestamps in milliseconds and
+//     CREATE_TIME or LOG_APPEND_TIME.
+//   - A function error or a timeout fails the batch whole (an invocation
+//     that could not be made is tried again without using up a retry).
+//     With ReportBatchItemFailures the response is kafka.EventResponse; "an
+//     empty valid JSON or null" is a success, and "any invalid
+//     topic-partition_number or offset returned that was not present in the
+//     invoked event will be treated as failure and entire batch will be
+//     retried"
+//     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-retry-configurations.html),
+//     as is a malformed response (AWS's rule for streams). Without it the
+//     response is ignored.
+//   - MaximumRetryAttempts (-1, the default, retries until success; Lambda
+//     caps -1 at 10 when an on-failure destination is set),
+//     MaximumRecordAge (a record older is given up instead of invoked, one
+//     exactly that old still runs), BisectBatchOnFunctionError, and
+//     on-failure records in AWS's shapes: KafkaSQSDestination sends one
+//     record per span given up with each partition's recordsInfo;
+//     KafkaTopicDestination produces one message per record, keyed as the
+//     record, with its recordInfo and the event that holds it, and refuses
+//     the source topic
+//     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html,
+//     https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html).
+//     The mapping commits past records given up only once the destination
+//     took them. FunctionTimeout is at most 14 minutes, Lambda's limit
+//     behind a Kafka mapping.
+//
+// Where AWS documents no rule, the Kafka mapping has chosen one:
+//   - A partial batch response commits, per partition, exactly up to the
+//     lowest offset reported there (kafka.CommitOffsets over the records
+//     held: the first one not finished), and the retry carries every
+//     record of the batch from it, reported or not: AWS documents this
+//     for Kinesis and DynamoDB Streams, and for Kafka only "retry only the
+//     failed records". It is the reading that loses nothing under either;
+//     a record that ran and is redelivered costs a fenced store's refusal.
+//     The retry uses up a retry and is not topped up with newer records.
+//   - One invocation per partition at a time: a partition's records join
+//     no batch while a batch holding it runs, retries and waits between
+//     them included. AWS says Lambda reads each partition sequentially and
+//     commits after each batch, not this in so many words.
+//   - Bisection halves each partition: the first half is each partition's
+//     first ⌊n/2⌋ records (or, when each has one, the first ⌊k/2⌋
+//     partitions), run to its end before the second. A split uses up no
+//     retry; a partial batch response and an invalid one are not split.
+//   - read_committed: an aborted transaction's records never reach the
+//     function. Missing offsets (compaction, transaction markers, aborted
+//     records) are never waited for: commits walk the records the batch
+//     holds, so a commit after a gap lands on the next record there is.
+//   - A partition revoked by a rebalance while its batch runs is neither
+//     committed nor retried by the member that lost it: the broker would
+//     take the commit (it checks the member's generation, not what it
+//     owns), so the mapping checks ownership itself, and a commit in
+//     flight is answered before a revocation is recorded. The new owner
+//     reads from the last commit, so the batch's records run again, maybe
+//     beside the old invocation (at least once, as Lambda promises).
+//   - Bounded retries and MaximumRecordAge require an on-failure
+//     destination, as the stream mapping requires one, so that nothing is
+//     given up unrecorded; the record-age condition is named
+//     RecordAgeExceeded, the streams' name (AWS's Kafka pages name none).
+//   - A partition whose buffered records make a batch is paused, so a
+//     partition held by a long invocation does not fill memory.
+//
+// Not implemented for Kafka: pollers and scaling (provisioned or on-demand:
+// a mapping is one group member, run several for more), filter criteria,
+// schema registries, authentication (SourceAccessConfigurations), SNS and
+// S3 destinations, and finding an MSK cluster's brokers from its ARN
+// (BootstrapServers is required for MSK too). With an invoker that runs
+// one invocation at a time (RIE), a batch waiting to retry holds the
+// invoker's only slot.
+//
 // Both invokers hold a function's response to Lambda's limit for a
 // synchronous invocation, MaxResponseSize: a longer response is a function
 // error of type Function.ResponseSizeTooLarge whose message gives the size
 // and the limit, never a response cut short. An SQS batch then fails whole
-// and returns to the queue; a stream batch is retried like any batch whose
-// function failed. (Under aws-lambda-rie the emulator refuses such a
+// and returns to the queue; a stream or Kafka batch is retried like any
+// batch whose function failed. (Under aws-lambda-rie the emulator refuses such a
 // response itself, and its message names only the limit.)
 //
-// Both mappings give the function the context a Lambda invocation has: a
+// Every mapping gives the function the context a Lambda invocation has: a
 // deadline FunctionTimeout after the function starts and a
 // lambdacontext.LambdaContext; the context is also cancelled when the
 // mapping stops. The mapping passes the timeout, not a deadline, in the

@@ -600,14 +600,6 @@ func (r *kafkaRun) next() (*kafkaBatch, time.Duration) {
 		return cmp.Or(r.parts[a].buf[0].arrived.Compare(r.parts[b].buf[0].arrived), cmp.Compare(a.String(), b.String()))
 	})
 	var size kafkaEventSize
-	for _, tp := range ready {
-		size.reset(r.src)
-		if size.grow(tp, r.parts[tp].buf[0]) > MaxRequestSize-size.total {
-			b := r.takeBatch(map[kafkaTP]int{tp: 1})
-			b.tooLarge = true
-			return b, 0
-		}
-	}
 	size.reset(r.src)
 	take, count, full := map[kafkaTP]int{}, 0, false
 	for _, tp := range ready {
@@ -625,6 +617,11 @@ func (r *kafkaRun) next() (*kafkaBatch, time.Duration) {
 		}
 	}
 	full = full || count == r.m.cfg.BatchSize
+	if count == 0 { // the oldest record alone makes an event over MaxRequestSize
+		b := r.takeBatch(map[kafkaTP]int{ready[0]: 1})
+		b.tooLarge = true
+		return b, 0
+	}
 	if wait := time.Until(r.parts[ready[0]].buf[0].arrived.Add(r.m.cfg.window())); !full && wait > 0 {
 		return nil, wait
 	}
@@ -835,7 +832,7 @@ func (r *kafkaRun) giveUp(ctx context.Context, b *kafkaBatch, span kafkaSpan, co
 	attrs := []slog.Attr{
 		slog.String("aws_request_id", span.requestID),
 		slog.String("condition", condition),
-		slog.Any("records", offsetsOf(span.parts)),
+		slog.Any("offsets", offsetRanges(offsetsOf(span.parts))),
 	}
 	for failures := 1; ; failures++ {
 		sctx, cancel := context.WithTimeout(ctx, ackTimeout)
@@ -874,7 +871,7 @@ func (r *kafkaRun) failure(span kafkaSpan, condition string) KafkaFailure {
 			rec.ResponseContext.FunctionError = "Unhandled"
 		}
 	}
-	f := KafkaFailure{Record: rec}
+	var records []KafkaFailedRecord
 	for _, p := range span.parts {
 		first, last := p.recs[0].rec, p.recs[len(p.recs)-1].rec
 		rec.KafkaBatchInfo.RecordsInfo[p.tp.String()] = KafkaRecordsInfo{
@@ -882,13 +879,13 @@ func (r *kafkaRun) failure(span kafkaSpan, condition string) KafkaFailure {
 			FirstRecordTimestamp: formatFailureTime(first.Timestamp), LastRecordTimestamp: formatFailureTime(last.Timestamp),
 		}
 		for _, kr := range p.recs {
-			f.Records = append(f.Records, KafkaFailedRecord{
+			records = append(records, KafkaFailedRecord{
 				TopicPartition: p.tp.String(), Offset: kr.rec.Offset, Timestamp: kr.rec.Timestamp, Key: kr.rec.Key,
 				Event: r.src.encode([]kafkaPart{{tp: p.tp, recs: []*kafkaRecord{kr}}}),
 			})
 		}
 	}
-	return f
+	return KafkaFailure{Record: rec, Records: records}
 }
 
 // held keeps the parts whose partition the member still holds by the
@@ -927,6 +924,16 @@ func offsetsOf(parts []kafkaPart) map[string][]int64 {
 		for _, rec := range p.recs {
 			out[p.tp.String()] = append(out[p.tp.String()], rec.rec.Offset)
 		}
+	}
+	return out
+}
+
+// offsetRanges sums offsets up for a log record: per topic-partition,
+// "first-last (n records)".
+func offsetRanges(offsets map[string][]int64) map[string]string {
+	out := make(map[string]string, len(offsets))
+	for tp, offs := range offsets {
+		out[tp] = fmt.Sprintf("%d-%d (%d records)", offs[0], offs[len(offs)-1], len(offs))
 	}
 	return out
 }
@@ -1005,7 +1012,7 @@ func (r *kafkaRun) settle(ctx context.Context, result KafkaBatchResult) {
 	attrs := []slog.Attr{
 		slog.String("aws_request_id", result.RequestID),
 		slog.String("outcome", result.Outcome.String()),
-		slog.Any("offsets", result.Offsets),
+		slog.Any("offsets", offsetRanges(result.Offsets)),
 		slog.Int("attempt", result.Attempt),
 	}
 	if result.Bisected {

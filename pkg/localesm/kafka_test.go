@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
@@ -550,15 +551,7 @@ func TestKafkaEventsStayUnderMaxRequestSize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKafka(testTopic, 1)
 		var log kafkaLog
-		var sizes []int
-		var mu sync.Mutex
-		inner := Func(log.wrap(succeed))
-		sizing := invokerFunc(func(ctx context.Context, inv Invocation) (Result, error) {
-			mu.Lock()
-			sizes = append(sizes, len(inv.Payload))
-			mu.Unlock()
-			return inner.Invoke(ctx, inv)
-		})
+		sizing := &payloadSizes{inner: Func(log.wrap(succeed))}
 		value := []byte(strings.Repeat("x", 2<<20)) // 2 MiB: 2.7 MiB as base64, two per event
 		for range 3 {
 			k.produce(0, nil, value)
@@ -569,12 +562,31 @@ func TestKafkaEventsStayUnderMaxRequestSize(t *testing.T) {
 		time.Sleep(300 * time.Second)
 		synctest.Wait()
 		require.Equal(t, tp0(2), log.batches()[1])
-		mu.Lock()
-		defer mu.Unlock()
-		for _, n := range sizes {
+		for _, n := range sizing.got() {
 			require.LessOrEqual(t, n, MaxRequestSize)
 		}
 	})
+}
+
+// payloadSizes is an invoker that keeps the size of each event it is
+// given and has inner run it.
+type payloadSizes struct {
+	inner Invoker
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (p *payloadSizes) Invoke(ctx context.Context, inv Invocation) (Result, error) {
+	p.mu.Lock()
+	p.sizes = append(p.sizes, len(inv.Payload))
+	p.mu.Unlock()
+	return p.inner.Invoke(ctx, inv)
+}
+
+func (p *payloadSizes) got() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.sizes)
 }
 
 type invokerFunc func(context.Context, Invocation) (Result, error)
@@ -793,4 +805,85 @@ func TestKafkaStartingPosition(t *testing.T) {
 		stop()
 		require.Equal(t, maps.Clone(map[kafkaTP]int64{{testTopic, 0}: 3}), k.committed("trim"))
 	})
+}
+
+// TestKafkaPausesAPartitionThatWaits: a partition whose buffered records
+// make a batch is paused, so a partition held by a long invocation does not
+// fill memory, and resumed once its records are batched; nothing is lost.
+func TestKafkaPausesAPartitionThatWaits(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 1)
+		var log kafkaLog
+		release := make(chan struct{})
+		h := func(context.Context, events.KafkaEvent) (json.RawMessage, error) {
+			if len(log.batches()) == 1 {
+				<-release
+			}
+			return nil, nil
+		}
+		runKafka(t, k, testKafkaConfig(KafkaConfig{BatchSize: 2, MaximumBatchingWindow: NoBatchingWindow}, &log, h))
+		paused := func() bool {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			return k.group("g").members[0].paused[kafkaTP{testTopic, 0}]
+		}
+		k.produce(0, nil, []byte("0"))
+		synctest.Wait() // its invocation holds the partition
+		k.produce(0, nil, []byte("1"))
+		synctest.Wait()
+		require.False(t, paused(), "one record waits: under BatchSize")
+		for i := range 5 {
+			k.produce(0, nil, fmt.Appendf(nil, "%d", i+2))
+		}
+		synctest.Wait()
+		require.True(t, paused(), "a batch's worth waits: fetching stops")
+		close(release)
+		synctest.Wait()
+		require.False(t, paused())
+		var all []int64
+		for _, b := range log.batches() {
+			all = append(all, b[testTopic+"-0"]...)
+		}
+		require.Equal(t, []int64{0, 1, 2, 3, 4, 5, 6}, all, "every record once, in order")
+	})
+}
+
+// TestKafkaEventOfExactlyMaxRequestSize is invoked; one byte more is not.
+func TestKafkaEventOfExactlyMaxRequestSize(t *testing.T) {
+	t.Parallel()
+	src := kafkaSource{eventSource: EventSourceSelfManagedKafka, bootstrap: "127.0.0.1:9092"}
+	// A header key grows the event one byte per character: pad it to size.
+	sized := func(size int) kgo.RecordHeader {
+		h := kgo.RecordHeader{Key: "h", Value: nil}
+		r := kafkaRec(0, 0, nil, []byte(strings.Repeat("x", 4<<20)))
+		r.Headers = []kgo.RecordHeader{h}
+		r.Timestamp = time.Now().Truncate(time.Millisecond) // as the fake stamps it
+		n := len(src.encode([]kafkaPart{{tp: kafkaTP{testTopic, 0}, recs: []*kafkaRecord{newKafkaRecord(r, time.Time{})}}}))
+		h.Key += strings.Repeat("h", size-n)
+		return h
+	}
+	for _, tc := range []struct {
+		size    int
+		outcome Outcome
+	}{{MaxRequestSize, OutcomeSuccess}, {MaxRequestSize + 1, OutcomeTooLarge}} {
+		synctest.Test(t, func(t *testing.T) {
+			k := newFakeKafka(testTopic, 1)
+			var log kafkaLog
+			sizing := &payloadSizes{inner: Func(log.wrap(succeed))}
+			k.produce(0, nil, []byte(strings.Repeat("x", 4<<20)), sized(tc.size))
+			runKafka(t, k, testKafkaConfig(KafkaConfig{Invoker: sizing, MaximumBatchingWindow: NoBatchingWindow}, &log, nil))
+			synctest.Wait()
+			require.Equal(t, tc.outcome, log.settled()[0].Outcome, "an event of %d bytes", tc.size)
+			if tc.outcome == OutcomeSuccess {
+				require.Equal(t, []int{MaxRequestSize}, sizing.got())
+			}
+		})
+	}
+}
+
+func TestKafkaLogsOffsetRanges(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, map[string]string{"t-0": "3-9 (4 records)", "t-1": "5-5 (1 records)"},
+		offsetRanges(map[string][]int64{"t-0": {3, 4, 8, 9}, "t-1": {5}}))
 }
