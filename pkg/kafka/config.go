@@ -93,8 +93,39 @@ type Config struct {
 	// (Permanent), which then count as completed, so that their lane and
 	// their partition's commit go on. Default nil: a permanent error is an
 	// ordinary failure, and the mapping's MaximumRetryAttempts and
-	// on-failure destination decide.
+	// on-failure destination decide. It excludes Quarantine.
 	DeadLetter DeadLetter
+
+	// Quarantine parks, instead of failing, a record that fails
+	// permanently, that failed as often as QuarantineThreshold allows, or
+	// that carries another partition count (PartitionCount), and every
+	// later record of its key, in order, until an operator redrives them
+	// (see the package documentation). Parked records count as completed,
+	// so the partition's commit moves past them. Records without a lane key
+	// (the null-key lanes) are not quarantined. Default nil: no
+	// quarantine. It excludes DeadLetter.
+	Quarantine Quarantine
+	// QuarantineThreshold is the attempt at which a record of a key is
+	// parked before it runs: a record whose QuarantineThreshold-1 attempts
+	// failed (Quarantine.Failed counts them) is parked at once after the
+	// last of them, and its partition goes on. Required with Quarantine (no
+	// default), and only with it: at least MinQuarantineThreshold, and at
+	// most the event source mapping's MaximumRetryAttempts + 1 (the
+	// invocations Lambda makes of a record), so that the mapping gives no
+	// record up to its on-failure destination before the quarantine parks
+	// it; the processor cannot read the mapping, so that bound is the
+	// deployment's to keep (template-kafka.yaml's tests check it).
+	QuarantineThreshold int
+
+	// PartitionCount is the partition count of the topics the processor
+	// consumes. A record carrying another count in its
+	// PartitionCountHeader (the relay's producer writes the count it
+	// partitioned over) may have had its key moved to another partition
+	// while earlier records of the key wait in the old one: it does not
+	// run. With a Quarantine its key is held (ErrPartitionCountChanged),
+	// without one it fails. Records without the header are not checked.
+	// Default 0: no check. It must not be negative.
+	PartitionCount int
 
 	// Now reads the time: when a record may still start before the
 	// context's deadline, and the durations the processor logs and
@@ -128,6 +159,18 @@ func (c Config) Validate() error {
 	}
 	if err := c.lanes().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	switch {
+	case c.DeadLetter != nil && c.Quarantine != nil:
+		return fmt.Errorf("%w: DeadLetter and Quarantine exclude each other: a permanent failure either parks its key or moves on without it",
+			ErrInvalidConfig)
+	case c.Quarantine == nil && c.QuarantineThreshold != 0:
+		return fmt.Errorf("%w: QuarantineThreshold %d without a Quarantine", ErrInvalidConfig, c.QuarantineThreshold)
+	case c.Quarantine != nil && c.QuarantineThreshold < MinQuarantineThreshold:
+		return fmt.Errorf("%w: QuarantineThreshold %d: it must be at least %d (a record is delivered once before it can fail)",
+			ErrInvalidConfig, c.QuarantineThreshold, MinQuarantineThreshold)
+	case c.PartitionCount < 0:
+		return fmt.Errorf("%w: PartitionCount %d is negative (0 means no check)", ErrInvalidConfig, c.PartitionCount)
 	}
 	return nil
 }

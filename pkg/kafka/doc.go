@@ -208,13 +208,109 @@
 // delivery runs (and redelivers) the same batch again with nothing new
 // committed, until the key stops failing. That is what the quarantine is
 // for: a parked key stops failing, its records count as completed, and
-// the prefix moves. With a quarantine that parks a key after T failed
-// deliveries, a poisoned key costs at most T × (BatchSize-1) redelivered
-// records (T = 3, 10 keys: 270); without one, the mapping's
-// MaximumRetryAttempts bounds it (with infinite retries and no on-failure
-// destination, nothing does). Processing each partition sequentially
+// the prefix moves. With Config.Quarantine and a QuarantineThreshold of T,
+// a record is parked in the invocation of its (T-1)th failed attempt, so a
+// poisoned key costs at most (T-1) × (BatchSize-1) redelivered records
+// (T = 6, 10 keys: 450; a permanent failure is parked at once, costing
+// none); without one, the mapping's MaximumRetryAttempts bounds it (with
+// infinite retries and no on-failure destination, nothing does). Processing each partition sequentially
 // redelivers as many records but none of them completed: the lanes do
 // that work early, and pay for it with redelivery only when a key fails.
+//
+// # The quarantine
+//
+// Config.Quarantine (pkg/quarantine implements it on DynamoDB) is pkg/fifo's
+// quarantine in Kafka's terms, with every guarantee it has there. A held
+// key is a key of a topic (a TopicKey: the lane key, of the record's
+// topic); a parked record's sequence is its offset, in the partition the
+// hold records. A record that fails permanently, that failed as often as
+// the threshold allows, or that carries another partition count (below)
+// holds its key: it and every later record of its lane are parked in one
+// call, in offset order, and count as completed, so the partition's commit
+// moves past them and its other keys go on. A held key's later records are
+// parked after them, in every later batch, until an operator redrives the
+// key: the redrive re-publishes copies of the parked records to the hold's
+// partition, oldest first, and the copy of the oldest parked record (and
+// only it) runs, each success recorded (Quarantine.Done) until the last
+// releases the key. A copy of another epoch, of a record already done or
+// discarded, and a redelivery of a record parked before a release are
+// dropped; a copy that fails again holds the key again; a record that only
+// claims to be a copy is an ordinary record. A Check that fails fails every
+// keyed record of the batch; a panic or a runtime.Goexit in the quarantine
+// fails the records of its call, never the invocation. Records without a
+// lane key (the null-key lanes) are not quarantined.
+//
+// # What replaces the receive count
+//
+// SQS counts a message's receives (ApproximateReceiveCount), and pkg/fifo
+// parks a message whose count reached its threshold before it runs. A
+// Kafka record has no such count. Two ways to make one were weighed:
+//
+//   - The mapping's MaximumRetryAttempts, with an on-failure destination
+//     feeding the quarantine: Lambda gives a record up after its retries,
+//     and a consumer of the destination parks it. But giving it up commits
+//     past it: the key's later records, already in the partition, run
+//     before the failed one is parked, and the key's order is lost. The
+//     destination also receives whole batches (Lambda sends the invocation,
+//     not the record), every other key's records included. Cost: no request
+//     per attempt, then a write per record given up, but R+1 invocations of
+//     the partition's batch (up to BatchSize-1 other records each) for a
+//     MaximumRetryAttempts of R.
+//   - A failure count per key, kept in the key's quarantine item: what this
+//     package does. Quarantine.Failed records each failed attempt of a keyed
+//     record (its partition and offset, how many of its attempts failed,
+//     the last cause): one conditional write per failed attempt, and no
+//     read, because the processor's one Check per batch already reads every
+//     key's item (one BatchGetItem per 100 keys, which the quarantine makes
+//     anyway) and passes the hold it read to Failed. A key with no item is
+//     not held and has failed nothing, so a batch that fails nothing costs
+//     that read alone, and a record that succeeds the first time costs no
+//     write. The count is of the record's own failures: a redelivery caused
+//     by another key's failure (head-of-line), a record skipped after an
+//     earlier failure of its lane or for the deadline, is not counted. A
+//     record whose (T-1)th attempt failed is parked in that same
+//     invocation, where a receive count would park it on its Tth delivery,
+//     before it runs: the same attempts, and one delivery of its
+//     partition's batch less. A record delivered with T-1 failures counted
+//     (its parking failed last time) is parked before it runs. Cost: T-1
+//     writes and one park for a poisoned record, T-1 invocations of its
+//     partition's batch.
+//
+// What the count cannot see: an attempt whose invocation crashed or timed
+// out (a handler that ignores its context, the process out of memory)
+// records nothing, where SQS counts every receive. Such a record is
+// bounded by the mapping: BisectBatchOnFunctionError narrows the batch
+// down to it, and MaximumRetryAttempts gives it up to the on-failure
+// destination. QuarantineThreshold must be at most the mapping's
+// MaximumRetryAttempts + 1 (the invocations Lambda makes of a record), so
+// that the quarantine parks every record that fails in its handler before
+// the mapping gives it up; template-kafka.yaml's tests hold the two.
+//
+// # A key that moves partition
+//
+// A key's partition is murmur2(key) modulo the topic's partition count, so
+// adding partitions moves most keys to another partition, where their new
+// records could run before their older ones still waiting in the old
+// partition. That is detected and refused, never run out of order:
+//
+//   - The relay's producer writes the partition count its partitioner used
+//     into each record (PartitionCountHeader), and a consumer configured
+//     with the topic's count (Config.PartitionCount; the wiring's
+//     TOPIC_PARTITIONS, template-kafka.yaml's TopicPartitions) holds the
+//     key of a record that carries another count (ErrPartitionCountChanged),
+//     or fails the record without a quarantine. Records without the header
+//     (another producer's) are not checked, nor are the null-key lanes,
+//     which have no key order to lose.
+//   - A record of a held key read from another partition than the hold's is
+//     refused (ErrKeyMovedPartition): it fails, uncounted, with the rest of
+//     its lane, until the mapping's MaximumRetryAttempts gives it up to the
+//     on-failure destination. Its offset is of another partition's sequence,
+//     so it can be neither parked among the hold's records nor run before
+//     them. A redrive sends each copy to its hold's partition, so a held key
+//     drains where it was held, whatever the count.
+//
+// docs/KAFKA.md gives the operator's procedure once a topic's partitions
+// changed.
 //
 // # The commit
 //

@@ -55,6 +55,7 @@ const (
 	PanicInMetrics                       // Config.Metrics
 	PanicInHandlerError                  // a method of the error the handler returned
 	PanicInLaneKey                       // Config.LaneKey
+	PanicInQuarantine                    // a method of Config.Quarantine
 )
 
 var panicSites = [...]string{
@@ -64,6 +65,7 @@ var panicSites = [...]string{
 	PanicInMetrics:      "metrics hook",
 	PanicInHandlerError: "handler's error",
 	PanicInLaneKey:      "lane key",
+	PanicInQuarantine:   "quarantine",
 }
 
 func (s PanicSite) String() string {

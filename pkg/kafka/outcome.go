@@ -5,8 +5,9 @@ import "time"
 // Outcome is what became of one record of a batch.
 type Outcome uint8
 
-// The outcomes. Only Succeeded and DeadLettered count as completed; every
-// other outcome puts the record in the response's BatchItemFailures.
+// The outcomes. Only Succeeded, DeadLettered, Parked and Dropped count as
+// completed; every other outcome puts the record in the response's
+// BatchItemFailures.
 const (
 	// Succeeded: the handler returned nil.
 	Succeeded Outcome = iota
@@ -31,6 +32,15 @@ const (
 	// context was done, before the record, or an earlier record of its
 	// lane, could start.
 	SkippedDeadline
+	// Parked: the record's key is quarantined (see Config.Quarantine); the
+	// record was parked in order under its key's hold, to be redriven. It
+	// may have run first: a permanent failure, or a failure that reached
+	// the threshold, parks the record that failed.
+	Parked
+	// Dropped: the quarantine recognised the record as a copy of one
+	// already processed, discarded or parked, or as a redelivery of a
+	// record parked before, so it did not run.
+	Dropped
 	numOutcomes
 )
 
@@ -42,6 +52,8 @@ var outcomeNames = [numOutcomes]string{
 	SkippedAfterFailure: "skipped_after_failure",
 	SkippedStopped:      "skipped_stopped",
 	SkippedDeadline:     "skipped_deadline",
+	Parked:              "parked",
+	Dropped:             "dropped",
 }
 
 func (o Outcome) String() string {
@@ -52,10 +64,13 @@ func (o Outcome) String() string {
 }
 
 // Completed reports whether the record is left out of BatchItemFailures.
-func (o Outcome) Completed() bool { return o == Succeeded || o == DeadLettered }
+func (o Outcome) Completed() bool {
+	return o == Succeeded || o == DeadLettered || o == Parked || o == Dropped
+}
 
-// Started reports whether the outcome is one a handler that ran can have
-// (Panicked also covers a lane key function's panic, before any run).
+// Started reports whether the outcome is one only a handler that ran can
+// have (Panicked also covers a lane key function's panic, before any run;
+// a Parked record may have run too: its Duration says so).
 func (o Outcome) Started() bool { return o <= Panicked }
 
 // RecordMetrics is what the metrics hook learns of one record.

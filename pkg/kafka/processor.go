@@ -68,7 +68,15 @@ func (p *Processor) Process(ctx context.Context, ev events.KafkaEvent) (EventRes
 const pending = numOutcomes
 
 type result struct {
-	outcome  Outcome
+	outcome Outcome
+	// park: the record failed permanently, or as often as the quarantine
+	// threshold allows, and the quarantine is to park it because of
+	// parkCause (Config.Quarantine). Until it is parked, or fails to be,
+	// its Failed outcome is not a failure of the batch: it stops nothing.
+	park      bool
+	parkCause error
+	// note says why a record was dropped or parked.
+	note     string
 	err      error
 	wait     time.Duration
 	duration time.Duration
@@ -85,6 +93,13 @@ type batch struct {
 	// keyFailed: the lane key function panicked for a record, which is
 	// decided (Panicked) before the run.
 	keyFailed bool
+	// laneNames are the records' lane names (see keyedLane).
+	laneNames []string
+
+	// held is the quarantine's view of the batch (Config.Quarantine), and
+	// heldErr the error that kept the batch from reading it.
+	held    QuarantineView
+	heldErr error
 
 	// running is the lanes' run: the handlers' context (handlerCx), the
 	// deadline, and the stop of a record failed under StopOnFirstFailure.
@@ -112,8 +127,8 @@ func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch,
 	for i := range b.results {
 		b.results[i].outcome = pending
 	}
-	keys := b.laneKeys()
-	b.plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return keys[i], true })
+	b.laneNames = b.laneKeys()
+	b.plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return b.laneNames[i], true })
 	if b.log != nil && len(records) > 0 {
 		// A logger that panics here keeps logging without the request id,
 		// where each of its panics is contained too.
@@ -239,6 +254,7 @@ func (b *batch) run(ctx context.Context) {
 	if b.keyFailed && b.p.cfg.StopOnFirstFailure {
 		run.Stop() // a lane key function's panic is the batch's first failure
 	}
+	b.checkQuarantine(b.handlerCx) //nolint:contextcheck // the run's context derives from ctx (lanes.Engine.Start)
 
 	// Handlers run on the lanes' goroutines; a panic is recovered (in call,
 	// decide and logOutcome), and if a handler ends its goroutine with
@@ -260,6 +276,10 @@ func (b *batch) run(ctx context.Context) {
 // wall-clock time (Lambda's has no monotonic reading) and the wall clock
 // can step back.
 func (b *batch) RunLane(head int) {
+	if b.quarantined(head) {
+		b.runQuarantinedLane(head)
+		return
+	}
 	rest := pending // what the rest of the lane becomes; pending: it runs on
 	for i := head; i >= 0; i = b.plan.Next(i) {
 		r := &b.results[i]
@@ -274,6 +294,10 @@ func (b *batch) RunLane(head int) {
 			r.outcome = SkippedStopped
 		case !b.running.TimeToStart():
 			r.outcome, rest = SkippedDeadline, SkippedDeadline
+		case b.p.cfg.PartitionCount != 0 && b.movedKey(i):
+			r.outcome, rest = Failed, SkippedAfterFailure
+			b.logOutcome(i) // a failure that did not run
+			continue
 		default:
 			b.runRecord(i)
 			if !r.outcome.Completed() {
@@ -286,11 +310,26 @@ func (b *batch) RunLane(head int) {
 	}
 }
 
+// movedKey reports whether keyed record i carries another partition count
+// than Config.PartitionCount (its key may have moved partition), and
+// records why; a null-key record has no key order to lose.
+func (b *batch) movedKey(i int) bool {
+	if _, keyed := b.laneKeyOf(i); !keyed {
+		return false
+	}
+	b.results[i].err = checkPartitionCount(&b.records[i], b.p.cfg.PartitionCount)
+	return b.results[i].err != nil
+}
+
 // errHandlerGoexit is a handler's runtime.Goexit, one value for every
 // record (never changed), so that a record's path allocates nothing for it.
 var errHandlerGoexit = &PanicError{In: PanicInHandler, Value: goexitValue}
 
-func (b *batch) runRecord(i int) {
+func (b *batch) runRecord(i int) { b.runRecordThen(i, nil) }
+
+// runRecordThen runs record i, then calls then, if any, after its outcome
+// is decided and before it is logged.
+func (b *batch) runRecordThen(i int, then func()) {
 	r := &b.results[i]
 	start := b.p.cfg.Now()
 	r.wait = start.Sub(b.begin)
@@ -301,6 +340,9 @@ func (b *batch) runRecord(i int) {
 	err := b.call(b.handlerCx, i)
 	r.duration = b.p.cfg.Now().Sub(start)
 	b.decide(i, err)
+	if then != nil {
+		then()
+	}
 }
 
 // call runs record i's handler and returns a panic in it as a *PanicError.
@@ -337,6 +379,8 @@ func (b *batch) decide(i int, err error) {
 		switch {
 		case errors.As(err, &hp):
 			r.outcome = Panicked
+		case IsPermanent(err) && b.quarantined(i):
+			r.park, r.parkCause = true, err // Failed until runQuarantinedLane parks it
 		case IsPermanent(err) && b.p.cfg.DeadLetter != nil:
 			in = PanicInDeadLetter
 			// Decided as a panic until Send returns: a Goexit in the

@@ -31,7 +31,7 @@ func (b *batch) logOutcome(i int) {
 		}
 	}()
 	for again := false; ; again = true {
-		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() && !r.outcome.Completed() {
+		if b.p.cfg.StopOnFirstFailure && r.outcome.Started() && !r.outcome.Completed() && !r.park {
 			b.running.Stop()
 		}
 		pe := b.logRecord(i)
@@ -59,6 +59,8 @@ func (b *batch) logRecord(i int) *PanicError {
 			level = slog.LevelError
 		case Succeeded:
 			level = slog.LevelDebug
+		case Dropped:
+			level = slog.LevelInfo
 		}
 		if !b.log.Enabled(ctx, level) {
 			return
@@ -70,6 +72,9 @@ func (b *batch) logRecord(i int) *PanicError {
 			slog.String("outcome", r.outcome.String()),
 			slog.Duration("duration", r.duration),
 			slog.Duration("wait", r.wait),
+		}
+		if r.note != "" {
+			attrs = append(attrs, slog.String("reason", r.note))
 		}
 		if r.err != nil {
 			attrs = append(attrs, slog.String("error", r.err.Error()))

@@ -1,0 +1,320 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The processor's side of the Quarantine: one Check per batch, then each
+// keyed lane run under its key's hold (runQuarantinedLane), as pkg/fifo's
+// processor runs a group's lane under its hold.
+
+// laneKeyOf returns the lane key record i was given and whether it has one
+// (false for a null-key lane, or the broken lane of a LaneKey that
+// panicked): the part of its lane name after the partition's index and
+// the kind (see keyedLane).
+func (b *batch) laneKeyOf(i int) (string, bool) {
+	name := b.laneNames[i]
+	j := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
+	if j < 0 || name[j] != keyedLane {
+		return "", false
+	}
+	return name[j+1:], true
+}
+
+// quarantined reports whether record i's lane runs under the quarantine.
+func (b *batch) quarantined(i int) bool {
+	if b.p.cfg.Quarantine == nil {
+		return false
+	}
+	_, ok := b.laneKeyOf(i)
+	return ok
+}
+
+func (b *batch) topicKey(i int) TopicKey {
+	k, _ := b.laneKeyOf(i)
+	return TopicKey{Topic: b.records[i].Topic, Key: k}
+}
+
+// checkQuarantine reads the holds of the batch's keys, once, before any
+// lane starts.
+func (b *batch) checkQuarantine(ctx context.Context) {
+	q := b.p.cfg.Quarantine
+	if q == nil {
+		return
+	}
+	var recs []KeyedRecord
+	for i := range b.records {
+		if b.quarantined(i) && b.results[i].outcome == pending {
+			recs = append(recs, KeyedRecord{Key: b.topicKey(i), Record: &b.records[i]})
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	var view QuarantineView
+	var err error
+	// On Process's own goroutine: guarded, so that a runtime.Goexit in
+	// Check cannot end Process without a response.
+	if pe := guarded(PanicInQuarantine, func() { view, err = q.Check(ctx, recs) }); pe != nil {
+		err = pe
+	}
+	if err != nil {
+		b.heldErr = fmt.Errorf("kafka: quarantine check: %w", err)
+		return
+	}
+	b.held = view
+}
+
+// runQuarantinedLane runs a key's lane under its hold, following the hold
+// as it changes: a record that fails permanently, fails as often as the
+// threshold allows or carries another partition count holds the key and
+// parks itself and the rest of the lane; the redriven copy of the key's
+// oldest parked record runs, and its success can release the hold, after
+// which the lane's later records run.
+func (b *batch) runQuarantinedLane(head int) {
+	key := b.topicKey(head)
+	if b.heldErr != nil {
+		for i := head; i >= 0; i = b.plan.Next(i) {
+			b.results[i].outcome, b.results[i].err = Failed, b.heldErr
+			b.logOutcome(i)
+		}
+		return
+	}
+	hold := b.held.Holds[key]
+	rest := pending
+	for i := head; i >= 0; i = b.plan.Next(i) {
+		r, rec := &b.results[i], &b.records[i]
+		d, known := b.held.Records[b.checked[i].id]
+		isCopy := known && d.Copy
+		current := isCopy && hold.State == Draining && hold.Epoch == d.Epoch
+		runnable := current && hold.Next == d.Of
+		// Another partition count matters to a key not held: a held key's
+		// records are parked anyway, in the hold's partition (others are
+		// refused below), and its copies are sent to that partition.
+		var moved error
+		if hold.State == NotHeld {
+			moved = checkPartitionCount(rec, b.p.cfg.PartitionCount)
+		}
+		switch {
+		case r.outcome != pending:
+			continue // parked or dropped with an earlier record
+		case rest != pending:
+			r.outcome = rest
+		case known && d.Drop:
+			r.outcome, r.note = Dropped, d.Reason
+		case hold.State != NotHeld && rec.Partition != hold.Partition:
+			// Its offset is of another partition's sequence: parked under
+			// the hold it would sort among records it did not follow.
+			r.outcome, rest = Failed, SkippedAfterFailure
+			r.err = fmt.Errorf("%w: partition %d, the key is %s from partition %d", ErrKeyMovedPartition, rec.Partition, hold.State, hold.Partition)
+		case current && !runnable:
+			// Its parked record stays parked, for the next redrive to send
+			// again after the older one.
+			cause := fmt.Errorf("%w: the copy of offset %d came while offset %d is parked", ErrCopyOutOfOrder, d.Of, hold.Next)
+			hold, rest = b.rehold(i, key, hold, cause, "redriven copy out of order: ")
+			continue // rehold logged it
+		case isCopy && !runnable:
+			r.outcome = Dropped
+			r.note = fmt.Sprintf("redriven copy of epoch %d while the key is %s (epoch %d): its parked record stays parked", d.Epoch, hold.State, hold.Epoch)
+		case !runnable && hold.State != NotHeld:
+			hold, rest = b.park(i, key, hold, nil, false)
+			continue // park logged it
+		case moved != nil:
+			hold, rest = b.park(i, key, hold, moved, true)
+			continue // park logged it
+		case hold.Attempts.Of(rec)+1 >= b.p.cfg.QuarantineThreshold:
+			// Its count was written by an earlier delivery, and parking it
+			// then failed (or the threshold was lowered since).
+			if runnable {
+				hold, rest = b.rehold(i, key, hold, b.thresholdCause(i, hold), "redriven copy failed again: ")
+			} else {
+				hold, rest = b.park(i, key, hold, b.thresholdCause(i, hold), true)
+			}
+			continue // park or rehold logged it
+		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
+			// The rest of the lane is skipped too, parked records
+			// included: a record parked while an earlier one of its key is
+			// delivered again could be redriven, and run, first.
+			r.outcome, rest = SkippedStopped, SkippedStopped
+		case !b.running.TimeToStart():
+			r.outcome, rest = SkippedDeadline, SkippedDeadline
+		default:
+			b.runRecordThen(i, func() { hold = b.countFailure(i, key, hold) })
+			switch {
+			case r.outcome == Succeeded && runnable:
+				hold, rest = b.done(i, key, hold)
+			case r.park && runnable:
+				hold, rest = b.rehold(i, key, hold, r.parkCause, "redriven copy failed again: ")
+			case r.park:
+				hold, rest = b.park(i, key, hold, r.parkCause, true)
+			case !r.outcome.Completed():
+				rest = SkippedAfterFailure
+			}
+			continue // runRecordThen logged it, and so did park
+		}
+		b.logOutcome(i) // decided without running
+	}
+}
+
+// countFailure records a failed attempt of record i (Quarantine.Failed)
+// after its handler returned, before its outcome is logged, and returns
+// the key's hold with the attempts afterwards. A record whose next attempt
+// would be parked before it runs is parked now instead (r.park): that
+// saves the delivery of its partition's batch again. A permanent failure
+// is parked at once, uncounted.
+func (b *batch) countFailure(i int, key TopicKey, hold Hold) Hold {
+	r := &b.results[i]
+	if r.park || (r.outcome != Failed && r.outcome != Panicked) {
+		return hold
+	}
+	var got Attempts
+	failed := func(err error) {
+		r.err = errors.Join(r.err, fmt.Errorf("kafka: count the failed attempt: %w", err))
+	}
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.Quarantine.Failed(b.handlerCx, key, hold, &b.records[i], r.err)
+		return err
+	}, failed)
+	if err != nil {
+		failed(err)
+		return hold
+	}
+	hold.Attempts = got
+	if got.Of(&b.records[i])+1 >= b.p.cfg.QuarantineThreshold {
+		// Failed until runQuarantinedLane parks it.
+		r.park, r.parkCause = true, b.thresholdCause(i, hold)
+	}
+	return hold
+}
+
+// thresholdCause is why record i is parked at the threshold: its attempts
+// under hold, and its last failure's cause.
+func (b *batch) thresholdCause(i int, hold Hold) error {
+	return fmt.Errorf("%w (%d failed, attempt %d is the threshold): %s", ErrQuarantineThreshold,
+		hold.Attempts.Of(&b.records[i]), b.p.cfg.QuarantineThreshold, hold.Attempts.Cause)
+}
+
+// callQuarantine calls f, which calls a method of the Quarantine on a lane,
+// and returns its error, or a panic in it as a *PanicError. If f ends the
+// goroutine with runtime.Goexit, failed is called first with that as the
+// error, to decide the records of the call as failed (a copy whose Done
+// never returned must not be completed); the lane's goroutine is then
+// replaced (see lanes.Run.Lanes) and the rest of the lane is skipped.
+func callQuarantine(f func() error, failed func(error)) (err error) {
+	exited := true
+	defer func() {
+		if exited {
+			failed(&PanicError{In: PanicInQuarantine, Value: goexitValue})
+		}
+	}()
+	if pe := contained(PanicInQuarantine, func() { err = f() }); pe != nil {
+		err = pe
+	}
+	exited = false
+	return err
+}
+
+// park parks record i and the records after it in its lane that cannot
+// run under the hold that results, in one call: with the key held, every
+// later record (copies are dropped, their parked records stay); with it
+// draining, those up to the next copy that runs. It returns the hold after
+// parking, and what the rest of the lane becomes when parking failed.
+func (b *batch) park(i int, key TopicKey, hold Hold, cause error, holdIt bool) (Hold, Outcome) {
+	after := hold
+	if holdIt {
+		after = Hold{State: Held, Epoch: hold.Epoch, Partition: b.records[i].Partition, Attempts: hold.Attempts}
+	}
+	var idx []int
+	var recs []*Record
+	for j := i; j >= 0; j = b.plan.Next(j) {
+		d, known := b.held.Records[b.checked[j].id]
+		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
+			break // a copy of the epoch: what follows waits for it to run, or to hold the key again
+		}
+		if j != i && known && (d.Drop || d.Copy) {
+			continue // decided by runQuarantinedLane when it gets there
+		}
+		idx = append(idx, j)
+		recs = append(recs, &b.records[j])
+	}
+	settle := func(err error) {
+		for _, j := range idx {
+			r := &b.results[j]
+			r.park = false
+			if err != nil {
+				if r.outcome == pending {
+					r.outcome = Failed
+				}
+				r.err = errors.Join(r.err, fmt.Errorf("kafka: park: %w", err))
+			} else {
+				r.outcome = Parked
+				if j == i && cause != nil {
+					r.note = cause.Error()
+				} else {
+					r.note = "its key is " + after.State.String()
+				}
+			}
+			b.logOutcome(j) // for a record that ran, a second line: its parking
+		}
+	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, key, recs, cause, holdIt)
+		return err
+	}, settle)
+	settle(err)
+	if err != nil {
+		return hold, SkippedAfterFailure
+	}
+	return got, pending
+}
+
+// rehold puts the key back on hold because the redriven copy i failed
+// again, reached the threshold or came out of order (note says which): its
+// parked record stays parked.
+func (b *batch) rehold(i int, key TopicKey, hold Hold, cause error, note string) (Hold, Outcome) {
+	r := &b.results[i]
+	failed := func(err error) {
+		if r.outcome == pending {
+			r.outcome = Failed
+		}
+		r.park, r.err = false, errors.Join(r.err, fmt.Errorf("kafka: re-hold: %w", err))
+		b.logOutcome(i)
+	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, key, nil, cause, true)
+		return err
+	}, failed)
+	if err != nil {
+		failed(err)
+		return hold, SkippedAfterFailure
+	}
+	r.outcome, r.park, r.note = Parked, false, note+cause.Error()
+	b.logOutcome(i)
+	return got, pending
+}
+
+// done records that the redriven copy i was processed. If that cannot be
+// recorded, the copy is delivered again, and runs again: the parked record
+// must not stay parked after it ran, nor run after a later record.
+func (b *batch) done(i int, key TopicKey, hold Hold) (Hold, Outcome) {
+	r := &b.results[i]
+	failed := func(err error) {
+		r.outcome, r.err = Failed, fmt.Errorf("kafka: the redriven copy ran, but recording it failed: %w", err)
+		b.logOutcome(i)
+	}
+	var got Hold
+	err := callQuarantine(func() (err error) {
+		got, err = b.p.cfg.Quarantine.Done(b.handlerCx, key, &b.records[i])
+		return err
+	}, failed)
+	if err != nil {
+		failed(err)
+		return hold, SkippedAfterFailure
+	}
+	return got, pending
+}
