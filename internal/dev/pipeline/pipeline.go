@@ -2,7 +2,9 @@
 // stack: each one built by its internal/lambdawire builder with the settings
 // the template gives it (in process), or as its built bootstrap under the
 // Lambda runtime interface emulator, and connected to its event sources by
-// pkg/localesm with the event source settings of the template. The demo,
+// pkg/localesm with the event source settings of the template. A Kafka
+// template (template-kafka.yaml, TRANSPORT=kafka) runs its functions' Kafka
+// wiring and its Kafka mappings on the local broker (kafka.go). The demo,
 // `fifoworker local serve` and the end-to-end tests all run the pipeline
 // through it, so they run what a deployment runs.
 package pipeline
@@ -32,6 +34,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -77,6 +80,7 @@ type Config struct {
 
 	OnSQSBatch    func(function string, r localesm.SQSBatchResult)
 	OnStreamBatch func(r localesm.StreamBatchResult)
+	OnKafkaBatch  func(function string, r localesm.KafkaBatchResult)
 }
 
 // Validate reports the first field that cannot work, wrapping
@@ -116,6 +120,7 @@ type Pipeline struct {
 	settings map[string]map[string]string
 	ries     []*RIEProcess
 	mappings []mapping
+	kafka    []KafkaMapping
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -195,6 +200,7 @@ func (c *Config) settings(fn string) (map[string]string, error) {
 			out[k] = fmt.Sprint(v)
 		}
 	}
+	localKafkaSettings(out)
 	for k, v := range c.Settings[fn] {
 		out[k] = v
 	}
@@ -259,17 +265,24 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	}
 	log := p.cfg.Logger.With("function", fn)
 	e := lambdawire.NewEnvFrom(env)
+	kafka := env["TRANSPORT"] == lambdawire.TransportKafka // the builders a kafka-tagged bootstrap's main calls
 	var inv localesm.Invoker
-	switch fn {
-	case "intake":
+	switch {
+	case fn == "intake":
 		inv, err = inProcess(lambdawire.Intake, e, awsCfg, log)
-	case "relay":
+	case fn == "relay" && kafka:
+		inv, err = inProcess(kafkarelay.Relay, e, awsCfg, log)
+	case fn == "relay":
 		inv, err = inProcess(lambdawire.Relay, e, awsCfg, log)
-	case "worker":
+	case fn == "worker" && kafka:
+		inv, err = inProcess(lambdawire.WorkerKafka, e, awsCfg, log)
+	case fn == "worker":
 		inv, err = inProcess(lambdawire.Worker, e, awsCfg, log)
-	case "projector":
+	case fn == "projector" && kafka:
+		inv, err = inProcess(lambdawire.ProjectorKafka, e, awsCfg, log)
+	case fn == "projector":
 		inv, err = inProcess(lambdawire.Projector, e, awsCfg, log)
-	case "sweeper":
+	case fn == "sweeper":
 		inv, err = inProcess(lambdawire.Sweeper, e, awsCfg, log)
 	default:
 		err = fmt.Errorf("unknown function")
@@ -323,7 +336,11 @@ func (p *Pipeline) buildMappings(ctx context.Context) error {
 	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (lambdawire.AWSConfig)
 	sqsClient := sqs.NewFromConfig(awsCfg)
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
+	s3Client := lambdawire.S3(awsCfg)
 	for _, fn := range Functions {
+		if err := p.buildKafkaMappings(fn, s3Client, sqsClient); err != nil {
+			return err
+		}
 		evs, err := p.cfg.events(fn)
 		if err != nil {
 			return err
@@ -352,13 +369,18 @@ func (p *Pipeline) buildMappings(ctx context.Context) error {
 
 // queueURL maps a queue ARN the template gives an event source to the URL
 // the deployment made for it.
-func (p *Pipeline) queueURL(arn string) (string, error) {
+func (p *Pipeline) queueURL(arn string) (string, error) { return p.deployedByARN(arn) }
+
+// deployedByARN maps the ARN of a queue or a bucket the template gives an
+// event source to its Ref, what the deployment made for it: the queue's
+// URL, the bucket's name.
+func (p *Pipeline) deployedByARN(arn string) (string, error) {
 	for logical, attrs := range p.cfg.Deployed.Attributes {
 		if attrs["Arn"] == arn {
 			return p.cfg.Deployed.Resources[logical], nil
 		}
 	}
-	return "", fmt.Errorf("pipeline: no deployed queue has ARN %s", arn)
+	return "", fmt.Errorf("pipeline: nothing deployed has ARN %s", arn)
 }
 
 func intProp(props map[string]any, key string) int {
