@@ -16,7 +16,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
-	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // serveStack is the stack `fifoworker local serve` starts unless --name
@@ -50,7 +50,7 @@ var errStackName = errors.New("not a stack name")
 // the environment:
 //   - --stack NAME: the env file of local stack NAME gives the AWS
 //     configuration (read as a function reads its environment:
-//     lambdawire.AWSConfig, no profile, no shared file) and the FIFOWORKER_*
+//     startup.Env.AWSConfig, no profile, no shared file) and the FIFOWORKER_*
 //     names of the resources; the process environment is read only for
 //     credentials the file lacks (withCredentials).
 //   - no --stack, and the environment names a resource (an opsOutputs
@@ -172,7 +172,7 @@ func connectAWS(vars map[string]string, log *slog.Logger) opener {
 func awsConfig(ctx context.Context, vars map[string]string, log *slog.Logger) (aws.Config, error) {
 	var cfg aws.Config
 	if vars != nil {
-		env := lambdawire.NewEnvFrom(vars)
+		env := startup.NewEnvFrom(vars)
 		cfg = env.AWSConfig() // its HTTP client is guarded already
 		if err := env.Err(); err != nil {
 			return aws.Config{}, fmt.Errorf("the stack's env file: %w", err)

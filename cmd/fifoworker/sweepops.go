@@ -17,6 +17,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -50,7 +51,7 @@ func (o awsOpener) sweeper(ctx context.Context, t sweepTarget, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	run, err := lambdawire.Sweeper(lambdawire.NewEnvFrom(t.Settings), cfg, log)
+	run, err := lambdawire.Sweeper(startup.NewEnvFrom(t.Settings), cfg, log)
 	if err != nil {
 		return nil, flagWords(err)
 	}

@@ -3,6 +3,9 @@
 // internal/lambdawire.Intake, which also names its settings.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.Intake) }
+func main() { startup.Main(lambdawire.Intake) }

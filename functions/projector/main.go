@@ -7,6 +7,9 @@
 // instead: the same projector on the events topic.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.Projector) }
+func main() { startup.Main(lambdawire.Projector) }

@@ -7,6 +7,9 @@
 // names its settings; the bootstrap links no SQS processor.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.ProjectorKafka) }
+func main() { startup.Main(lambdawire.ProjectorKafka) }

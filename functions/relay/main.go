@@ -7,6 +7,9 @@
 // and events topics.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.Relay) }
+func main() { startup.Main(lambdawire.Relay) }

@@ -9,8 +9,8 @@
 package main
 
 import (
-	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
-func main() { lambdawire.Main(kafkarelay.Relay) }
+func main() { startup.Main(kafkarelay.Relay) }

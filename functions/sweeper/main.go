@@ -5,6 +5,9 @@
 // {"dry_run": false}; its result is the run's report.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.Sweeper) }
+func main() { startup.Main(lambdawire.Sweeper) }

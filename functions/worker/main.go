@@ -8,6 +8,9 @@
 // commands topic.
 package main
 
-import "github.com/fifoworker/fifoworker/internal/lambdawire"
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
 
-func main() { lambdawire.Main(lambdawire.Worker) }
+func main() { startup.Main(lambdawire.Worker) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,55 +17,18 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/tasks"
 	"github.com/fifoworker/fifoworker/internal/app/worker"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
-
-// Builder builds a function's handler from its settings. The function's
-// main.go (through Main) and the local pipeline (in process, with the
-// settings template.yaml gives the function) call the same builder, so a
-// function runs the same code wherever it runs.
-type Builder[E, R any] func(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, E) (R, error), error)
-
-// Main is a function's main: settings and the AWS configuration from the
-// process environment (AWSConfig), the handler, lambda.Start. A function
-// that cannot be built fails its init with every problem named.
-func Main[E, R any](build Builder[E, R]) {
-	log := Logger()
-	env := NewEnv()
-	h, err := build(env, env.AWSConfig(), log)
-	if err == nil {
-		err = env.Err() // the AWS configuration's problems, had the builder not asked
-	}
-	if err != nil {
-		Fatal(log, err)
-	}
-	lambda.Start(h)
-}
-
-// S3 returns an S3 client; with an endpoint override (a local emulator on
-// 127.0.0.1, which has no virtual-host names) it addresses buckets by path.
-func S3(cfg aws.Config) *s3.Client {
-	local := localEndpoint(cfg, s3.ServiceID)
-	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
-}
-
-// DynamoDB returns a DynamoDB client. With an endpoint override (DynamoDB
-// Local) it does not check responses' CRC32: DynamoDB Local's error
-// responses carry none, and the SDK would warn of each conditional write
-// refused. The CLI's clients are built here too, for the same reason.
-func DynamoDB(cfg aws.Config) *dynamodb.Client {
-	local := localEndpoint(cfg, dynamodb.ServiceID)
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
-}
 
 // Intake is the jobs API (internal/app/intake), checking each spec with the
 // check of the task it names, from the tasks the worker runs
 // (internal/app/tasks.NewChecker: the checks alone, so intake needs none of
 // the tasks' resources). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
 // TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
-func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
 	claim := env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim)
@@ -85,11 +47,11 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		EmulatorWithoutChecksums: localEndpoint(cfg, s3.ServiceID),
 	})
 	if err != nil {
-		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
+		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
 	if err != nil {
-		return nil, env.refused(err, byField{"Table": "JOBS_TABLE"})
+		return nil, env.Refused(err, startup.Fields{"Table": "JOBS_TABLE"})
 	}
 	h, err := intake.New(intake.Config{
 		Store:        store,
@@ -102,7 +64,7 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 		Logger:       log,
 	})
 	if err != nil {
-		return nil, env.refused(err, byField{"TenantClaim": "TENANT_CLAIM", "ResultURLTTL": "RESULT_URL_TTL"})
+		return nil, env.Refused(err, startup.Fields{"TenantClaim": "TENANT_CLAIM", "ResultURLTTL": "RESULT_URL_TTL"})
 	}
 	return h.Handle, nil
 }
@@ -111,9 +73,9 @@ func Intake(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, e
 // (internal/app/outbox/sqsout). Settings:
 // COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, each a FIFO queue's (the relay's
 // own check: per-job order needs one), and TRANSPORT unset or "sqs" (see
-// CheckTransport).
-func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
-	CheckTransport(env, TransportSQS)
+// startup.CheckTransport).
+func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportSQS)
 	commands := env.String("COMMANDS_QUEUE_URL")
 	evts := env.String("EVENTS_QUEUE_URL")
 	if err := env.Err(); err != nil {
@@ -121,7 +83,7 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 	}
 	relay, err := sqsout.NewRelay(sqsout.Config{Client: sqs.NewFromConfig(cfg), CommandsURL: commands, EventsURL: evts, Logger: log})
 	if err != nil {
-		return nil, env.refused(err, byField{"CommandsURL": "COMMANDS_QUEUE_URL", "EventsURL": "EVENTS_QUEUE_URL"})
+		return nil, env.Refused(err, startup.Fields{"CommandsURL": "COMMANDS_QUEUE_URL", "EventsURL": "EVENTS_QUEUE_URL"})
 	}
 	return relay.Handle, nil
 }
@@ -130,9 +92,9 @@ func Relay(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, ev
 // (internal/app/projection), one lane per job (pkg/fifo), under the events queue's
 // quarantine. Settings: VIEWS_TABLE, TOTALS_TABLE, JOBS_TABLE (recovery
 // reads it), RECOVER_AFTER_RECEIVES (default 3), the quarantine's (see
-// quarantined), and TRANSPORT unset or "sqs" (see CheckTransport).
-func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	CheckTransport(env, TransportSQS)
+// quarantined), and TRANSPORT unset or "sqs" (see startup.CheckTransport).
+func Projector(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportSQS)
 	tables := readProjectorTables(env)
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
 	db := DynamoDB(cfg)
@@ -150,28 +112,28 @@ func Projector(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context
 type projectorTables struct{ views, totals, jobs string }
 
 // readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE and JOBS_TABLE.
-func readProjectorTables(env *Env) projectorTables {
+func readProjectorTables(env *startup.Env) projectorTables {
 	return projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), jobs: env.String("JOBS_TABLE")}
 }
 
 // projector returns the projector on t, recovering at recoverAfter
 // receives (0: the default), or every problem env has found, those its
 // caller read first included.
-func (t projectorTables) projector(env *Env, db *dynamodb.Client, log *slog.Logger, recoverAfter int) (*projection.Projector, error) {
+func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *slog.Logger, recoverAfter int) (*projection.Projector, error) {
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals}})
 	if err != nil {
-		return nil, env.refused(err, projectionTables)
+		return nil, env.Refused(err, projectionTables)
 	}
 	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: t.jobs})
 	if err != nil {
-		return nil, env.refused(err, byField{"Table": "JOBS_TABLE"})
+		return nil, env.Refused(err, startup.Fields{"Table": "JOBS_TABLE"})
 	}
 	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter})
 	if err != nil {
-		return nil, env.refused(err, byField{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
+		return nil, env.Refused(err, startup.Fields{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
 	}
 	return projector, nil
 }
@@ -184,9 +146,9 @@ func (t projectorTables) projector(env *Env, db *dynamodb.Client, log *slog.Logg
 // the commands queue's maxReceiveCount - 1), the spool's
 // (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates), the
 // quarantine's (see quarantined), and TRANSPORT unset or "sqs" (see
-// CheckTransport).
-func Worker(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	CheckTransport(env, TransportSQS)
+// startup.CheckTransport).
+func Worker(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportSQS)
 	s := readWorkerSettings(env)
 	// A command's receives up to MaxGenerations + 1 are takeovers the
 	// recovery policy decides on; the quarantine must not take them.
@@ -207,7 +169,7 @@ type workerSettings struct {
 
 // readWorkerSettings reads JOBS_TABLE, ARTICLES_TABLE, CANDIDATES_BUCKET
 // and MAX_GENERATIONS (default 3, 1 to 4).
-func readWorkerSettings(env *Env) workerSettings {
+func readWorkerSettings(env *startup.Env) workerSettings {
 	return workerSettings{
 		jobsTable:      env.String("JOBS_TABLE"),
 		articlesTable:  env.String("ARTICLES_TABLE"),
@@ -219,7 +181,7 @@ func readWorkerSettings(env *Env) workerSettings {
 // worker reads the spool's settings (see workerCandidates) and returns
 // the worker of s, or every problem env has found, those its caller read
 // first included.
-func (s workerSettings) worker(env *Env, cfg aws.Config, ddb *dynamodb.Client, log *slog.Logger) (*worker.Worker, error) {
+func (s workerSettings) worker(env *startup.Env, cfg aws.Config, ddb *dynamodb.Client, log *slog.Logger) (*worker.Worker, error) {
 	candidates := workerCandidates(env, S3(cfg), s.bucket, log)
 	if err := env.Err(); err != nil {
 		return nil, err
@@ -227,11 +189,11 @@ func (s workerSettings) worker(env *Env, cfg aws.Config, ddb *dynamodb.Client, l
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: s.jobsTable,
 		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
 	if err != nil {
-		return nil, env.refused(err, jobsSettings)
+		return nil, env.Refused(err, jobsSettings)
 	}
 	registry, err := tasks.NewRegistry(tasks.Config{Articles: ddb, ArticlesTable: s.articlesTable})
 	if err != nil {
-		return nil, env.refused(err, byField{"ArticlesTable": "ARTICLES_TABLE"})
+		return nil, env.Refused(err, startup.Fields{"ArticlesTable": "ARTICLES_TABLE"})
 	}
 	w, err := worker.New(worker.Config{
 		Jobs:       store,
@@ -247,17 +209,17 @@ func (s workerSettings) worker(env *Env, cfg aws.Config, ddb *dynamodb.Client, l
 
 // The variables behind the settings of more than one function's stores.
 var (
-	jobsSettings     = byField{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS"}
-	projectionTables = byField{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE"}
+	jobsSettings     = startup.Fields{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS"}
+	projectionTables = startup.Fields{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE"}
 )
 
 // consume returns the Process of a processor of cfg (a consumer's
 // quarantine, from quarantined) calling h and logging to log.
-func consume(env *Env, cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+func consume(env *startup.Env, cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	cfg.Handler, cfg.Logger = h, log
 	p, err := fifo.New(cfg)
 	if err != nil {
-		return nil, env.refused(err, byField{"QuarantineThreshold": "QUARANTINE_AFTER_RECEIVES"})
+		return nil, env.Refused(err, startup.Fields{"QuarantineThreshold": "QUARANTINE_AFTER_RECEIVES"})
 	}
 	return p.Process, nil
 }
@@ -269,7 +231,7 @@ func consume(env *Env, cfg fifo.Config, h fifo.Handler, log *slog.Logger) (func(
 // before it runs: at least least, and below the queue's maxReceiveCount
 // (the template test checks both). Parked and dropped messages are counted
 // in EMF records of the function's log.
-func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) fifo.Config {
+func quarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) fifo.Config {
 	table := env.String("QUARANTINE_TABLE")
 	queueARN := env.String(arnVar)
 	bucket := env.String("QUARANTINE_BUCKET")
@@ -292,20 +254,20 @@ func quarantined(env *Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger
 // newQuarantine is the quarantine of the queue queueARN (read from
 // arnVar), its holds in table and its large bodies in bucket; nil when
 // env has a problem it reports, each under its own variable.
-func newQuarantine(env *Env, db *dynamodb.Client, s3c *s3.Client, table, arnVar, queueARN, bucket string) *quarantine.Quarantine {
+func newQuarantine(env *startup.Env, db *dynamodb.Client, s3c *s3.Client, table, arnVar, queueARN, bucket string) *quarantine.Quarantine {
 	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
 	if err != nil {
-		env.refuse(err, byField{"Table": "QUARANTINE_TABLE"})
+		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
 		return nil
 	}
 	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: s3c, Bucket: bucket})
 	if err != nil {
-		env.refuse(err, byField{"Bucket": "QUARANTINE_BUCKET"})
+		env.Refuse(err, startup.Fields{"Bucket": "QUARANTINE_BUCKET"})
 		return nil
 	}
 	q, err := quarantine.New(quarantine.Config{Store: store, QueueARN: queueARN, Bodies: bodies})
 	if err != nil {
-		env.refuse(err, byField{"QueueARN": arnVar})
+		env.Refuse(err, startup.Fields{"QueueARN": arnVar})
 		return nil
 	}
 	return q

@@ -18,6 +18,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/dev/testenv"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -65,7 +66,7 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 	require.NoError(t, err)
 
 	var buf testenv.Buffer
-	run, err := Sweeper(NewEnvFrom(map[string]string{
+	run, err := Sweeper(startup.NewEnvFrom(map[string]string{
 		"JOBS_TABLE": res["JobsTable"], "CANDIDATES_BUCKET": res["CandidatesBucket"],
 		"VIEWS_TABLE": res["ViewsTable"], "TOTALS_TABLE": res["TotalsTable"],
 		"QUARANTINE_TABLE": res["QuarantineTable"], "COMMANDS_QUEUE_ARN": commands, "EVENTS_QUEUE_ARN": evts,

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // TestIntakeRefusesASpecTheWorkersTaskCannotRun: the intake function is
@@ -34,7 +35,7 @@ func TestIntakeRefusesASpecTheWorkersTaskCannotRun(t *testing.T) {
 		_, _ = w.Write([]byte(`{}`)) // GetItem's answer for an item that is not there
 	}))
 	t.Cleanup(table.Close)
-	env := NewEnvFrom(map[string]string{
+	env := startup.NewEnvFrom(map[string]string{
 		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		"AWS_ENDPOINT_URL": table.URL,
 		"JOBS_TABLE":       "jobs", "CANDIDATES_BUCKET": "candidates",

@@ -2,51 +2,19 @@ package lambdawire
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
-
-// The transports a bootstrap is built for: TRANSPORT's values.
-const (
-	TransportSQS   = "sqs"
-	TransportKafka = "kafka"
-)
-
-// CheckTransport records a problem unless TRANSPORT names built, the
-// transport of the builder calling it. template-kafka.yaml sets TRANSPORT
-// to "kafka" for every function; template.yaml sets none, which is
-// "sqs". A bootstrap is built for one transport (functions/<name>'s main
-// or main_kafka.go, by the kafka build tag), so one deployed with the
-// other transport's template refuses to start and names the build to
-// make, instead of failing on the first missing setting of its own
-// transport, or waiting for events that never come. Only the consumers
-// and the relays check it (internal/lambdawire/kafkarelay too): intake
-// and the sweeper are the same code on both transports.
-func CheckTransport(env *Env, built string) {
-	got := env.StringOr("TRANSPORT", TransportSQS)
-	if built == TransportKafka {
-		got = env.String("TRANSPORT")
-	}
-	switch {
-	case got == built, got == "":
-	case got != TransportSQS && got != TransportKafka:
-		env.Problem("TRANSPORT", fmt.Errorf("%q is neither %s nor %s", got, TransportSQS, TransportKafka))
-	case built == TransportSQS:
-		env.Problem("TRANSPORT", fmt.Errorf("%q, but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,kafka)", got))
-	default:
-		env.Problem("TRANSPORT", fmt.Errorf("%q, but this bootstrap's wiring is Kafka's: build it without the kafka tag", got))
-	}
-}
 
 // WorkerKafka consumes the commands topic: each record is a job.run
 // command keyed by its job's id, claimed, run and accepted as Worker does
 // (internal/app/worker's HandleRecord), one lane per partition and job
-// (pkg/kafka). Settings: TRANSPORT "kafka" (see CheckTransport), and the
+// (pkg/kafka). Settings: TRANSPORT "kafka" (see startup.CheckTransport), and the
 // worker's own, as Worker reads them: JOBS_TABLE, ARTICLES_TABLE,
 // CANDIDATES_BUCKET, MAX_GENERATIONS (default 3, 1 to 4), the spool's
 // (EPHEMERAL_STORAGE_MB, MAX_CANDIDATE_BYTES: see workerCandidates). No
@@ -64,8 +32,8 @@ func CheckTransport(env *Env, built string) {
 // At most ten lanes run at once (lanesPerBatch), whatever the mapping's
 // BatchSize: the cold start's spool check makes room for ten candidates
 // of MAX_CANDIDATE_BYTES, so that, as on SQS, no lane waits for room.
-func WorkerKafka(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
-	CheckTransport(env, TransportKafka)
+func WorkerKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportKafka)
 	w, err := readWorkerSettings(env).worker(env, cfg, DynamoDB(cfg), log)
 	if err != nil {
 		return nil, err
@@ -86,7 +54,7 @@ func workerProcessor(h kafka.Handler, log *slog.Logger) kafka.Config {
 // ProjectorKafka consumes the events topic into job views and tenant
 // totals as Projector does (internal/app/projection's HandleRecord), one
 // lane per partition and job (pkg/kafka). Settings: TRANSPORT "kafka"
-// (see CheckTransport), VIEWS_TABLE, TOTALS_TABLE and JOBS_TABLE (recovery
+// (see startup.CheckTransport), VIEWS_TABLE, TOTALS_TABLE and JOBS_TABLE (recovery
 // reads it). A record has no receive count, so a version gap recovers
 // from the job item at once (RecoverAfter does not apply, and the
 // template's RECOVER_AFTER_ATTEMPTS is not read).
@@ -98,8 +66,8 @@ func workerProcessor(h kafka.Handler, log *slog.Logger) kafka.Config {
 // partition until the mapping's MaximumRetryAttempts gives it to its
 // on-failure destination. The template's QUARANTINE_* and EVENTS_TOPIC
 // settings are for that later step and are not read.
-func ProjectorKafka(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
-	CheckTransport(env, TransportKafka)
+func ProjectorKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportKafka)
 	projector, err := readProjectorTables(env).projector(env, DynamoDB(cfg), log, 0)
 	if err != nil {
 		return nil, err

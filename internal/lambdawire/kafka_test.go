@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
@@ -31,12 +32,12 @@ var kafkaProjectorEnv = map[string]string{
 }
 
 func buildWorkerKafka(env map[string]string) error {
-	_, err := WorkerKafka(NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
+	_, err := WorkerKafka(startup.NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
 	return err
 }
 
 func buildProjectorKafka(env map[string]string) error {
-	_, err := ProjectorKafka(NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
+	_, err := ProjectorKafka(startup.NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
 	return err
 }
 
@@ -106,15 +107,15 @@ func TestKafkaConsumersNameEveryMisconfiguredSetting(t *testing.T) {
 func TestEachBuilderRefusesTheOtherTransport(t *testing.T) {
 	t.Parallel()
 	cfg, log := aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler)
-	for name, build := range map[string]func(*Env) error{
-		"Worker":    func(e *Env) error { _, err := Worker(e, cfg, log); return err },
-		"Projector": func(e *Env) error { _, err := Projector(e, cfg, log); return err },
-		"Relay":     func(e *Env) error { _, err := Relay(e, cfg, log); return err },
+	for name, build := range map[string]func(*startup.Env) error{
+		"Worker":    func(e *startup.Env) error { _, err := Worker(e, cfg, log); return err },
+		"Projector": func(e *startup.Env) error { _, err := Projector(e, cfg, log); return err },
+		"Relay":     func(e *startup.Env) error { _, err := Relay(e, cfg, log); return err },
 	} {
-		err := build(NewEnvFrom(map[string]string{"TRANSPORT": "kafka"}))
+		err := build(startup.NewEnvFrom(map[string]string{"TRANSPORT": "kafka"}))
 		require.ErrorContains(t, err, `TRANSPORT: "kafka", but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,kafka)`, name)
 		for _, ok := range []string{"", "sqs"} {
-			require.NotContains(t, build(NewEnvFrom(map[string]string{"TRANSPORT": ok})).Error(), "TRANSPORT", "%s with TRANSPORT %q", name, ok)
+			require.NotContains(t, build(startup.NewEnvFrom(map[string]string{"TRANSPORT": ok})).Error(), "TRANSPORT", "%s with TRANSPORT %q", name, ok)
 		}
 	}
 	for name, tc := range map[string]struct {

@@ -1,10 +1,13 @@
 package lambdawire
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // The consumers' quarantine settings: each missing or malformed one is
@@ -16,8 +19,8 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 	full := map[string]string{
 		"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "arn:aws:sqs:eu-west-1:123456789012:c.fifo",
 	}
-	env := NewEnvFrom(full)
-	got := quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)
+	env := startup.NewEnvFrom(full)
+	got := quarantined(env, cfg, DynamoDB(cfg), slog.New(slog.DiscardHandler), "COMMANDS_QUEUE_ARN", 5)
 	require.NotNil(t, got.Quarantine)
 	require.Equal(t, 5, got.QuarantineThreshold)
 	require.NotNil(t, got.Metrics)
@@ -34,21 +37,23 @@ func TestQuarantineSettingsAreEachNamed(t *testing.T) {
 				m[k] = v
 			}
 		}
-		env := NewEnvFrom(m)
-		require.NotPanics(t, func() { require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)) })
+		env := startup.NewEnvFrom(m)
+		require.NotPanics(t, func() {
+			require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), slog.New(slog.DiscardHandler), "COMMANDS_QUEUE_ARN", 5))
+		})
 		require.ErrorContains(t, env.Err(), want)
 	}
 
 	bad := map[string]string{"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_QUEUE_ARN": "commands.fifo"}
-	env = NewEnvFrom(bad)
-	require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5))
+	env = startup.NewEnvFrom(bad)
+	require.Zero(t, quarantined(env, cfg, DynamoDB(cfg), slog.New(slog.DiscardHandler), "COMMANDS_QUEUE_ARN", 5))
 	require.ErrorContains(t, env.Err(), `COMMANDS_QUEUE_ARN: "commands.fifo" is not a queue ARN`)
 
 	low := map[string]string{"QUARANTINE_AFTER_RECEIVES": "4"}
 	for k, v := range full {
 		low[k] = v
 	}
-	env = NewEnvFrom(low)
-	quarantined(env, cfg, DynamoDB(cfg), Logger(), "COMMANDS_QUEUE_ARN", 5)
+	env = startup.NewEnvFrom(low)
+	quarantined(env, cfg, DynamoDB(cfg), slog.New(slog.DiscardHandler), "COMMANDS_QUEUE_ARN", 5)
 	require.ErrorContains(t, env.Err(), `QUARANTINE_AFTER_RECEIVES="4" is not an integer in [5, 1000]`, "below the receives the consumer's recovery needs")
 }

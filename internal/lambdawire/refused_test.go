@@ -1,8 +1,6 @@
 package lambdawire
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/intake"
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
@@ -21,11 +20,11 @@ func TestAConstructorsRefusalNamesItsVariable(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
 	aws := map[string]string{"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
-	with := func(m map[string]string) *Env {
+	with := func(m map[string]string) *startup.Env {
 		for k, v := range aws {
 			m[k] = v
 		}
-		return NewEnvFrom(m)
+		return startup.NewEnvFrom(m)
 	}
 
 	env := with(map[string]string{"JOBS_TABLE": "jobs", "CANDIDATES_BUCKET": "candidates", "ARTICLES_TABLE": "articles", "TENANT_CLAIM": "ten\x01ant"})
@@ -64,36 +63,14 @@ func TestEachQuarantineRefusalNamesItsVariable(t *testing.T) {
 		{"bucket", "q", arn, "", "QUARANTINE_BUCKET: quarantine: invalid configuration: Bucket", quarantine.ErrInvalidConfig},
 		{"queue", "q", "arn:aws:sqs:eu-west-1:123456789012:", "b", "COMMANDS_QUEUE_ARN: quarantine: invalid configuration: QueueARN", quarantine.ErrInvalidConfig},
 	} {
-		env := NewEnvFrom(nil)
+		env := startup.NewEnvFrom(nil)
 		q := newQuarantine(env, DynamoDB(cfg), S3(cfg), tc.table, "COMMANDS_QUEUE_ARN", tc.arn, tc.bucket)
 		require.Nil(t, q, tc.name)
 		err := env.Err()
 		require.ErrorIs(t, err, tc.sentinel, tc.name)
 		require.ErrorContains(t, err, tc.want, tc.name)
 	}
-	env := NewEnvFrom(nil)
+	env := startup.NewEnvFrom(nil)
 	require.NotNil(t, newQuarantine(env, DynamoDB(cfg), S3(cfg), "q", "COMMANDS_QUEUE_ARN", arn, "b"))
 	require.NoError(t, env.Err())
-}
-
-// refuse names the variables whose fields the error names, each once and
-// in order, and every variable when it names none of their fields.
-func TestRefuseNamesTheVariablesOfTheFieldsNamed(t *testing.T) {
-	t.Parallel()
-	errBad := errors.New("pkg: invalid configuration")
-	fields := byField{"Tables.Views": "VIEWS_TABLE", "Tables.Totals": "TOTALS_TABLE", "MaxSize": "MAX_SIZE"}
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{fmt.Errorf("%w: Tables.Totals is empty", errBad), "TOTALS_TABLE: pkg"},
-		{fmt.Errorf("%w: MaxSize 0 is below Tables.Views", errBad), "MAX_SIZE or VIEWS_TABLE: pkg"},
-		{fmt.Errorf("%w: MaxSizes is not a field", errBad), "MAX_SIZE or TOTALS_TABLE or VIEWS_TABLE: pkg"},
-		{fmt.Errorf("%w: Client is nil", errBad), "MAX_SIZE or TOTALS_TABLE or VIEWS_TABLE: pkg"},
-	} {
-		env := NewEnvFrom(nil)
-		env.refuse(tc.err, fields)
-		require.ErrorIs(t, env.Err(), errBad)
-		require.ErrorContains(t, env.Err(), "lambdawire: misconfigured function: "+tc.want, tc.err.Error())
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 )
 
@@ -44,7 +45,7 @@ func SpoolBudget(mb int) int64 { return int64(mb) * 1_000_000 / 100 * spoolPerce
 // Settings under which fewer than a batch's lanes spool at once are a
 // problem of both, named at cold start (checkLanes). It returns nil when
 // env has a problem it reports.
-func workerCandidates(env *Env, api candidate.S3API, bucket string, log *slog.Logger) *candidate.Store {
+func workerCandidates(env *startup.Env, api candidate.S3API, bucket string, log *slog.Logger) *candidate.Store {
 	if env.String("EPHEMERAL_STORAGE_MB") == "" {
 		return nil
 	}
@@ -68,7 +69,7 @@ func workerCandidates(env *Env, api candidate.S3API, bucket string, log *slog.Lo
 	if err != nil {
 		// Not expected: the bounds above and checkLanes refuse every bad
 		// pair first. Named all the same, never a panic.
-		env.refuse(err, byField{"Bucket": "CANDIDATES_BUCKET", "MaxSize": "MAX_CANDIDATE_BYTES", "SpoolBudget": "EPHEMERAL_STORAGE_MB"})
+		env.Refuse(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET", "MaxSize": "MAX_CANDIDATE_BYTES", "SpoolBudget": "EPHEMERAL_STORAGE_MB"})
 		return nil
 	}
 	return store

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/s3mem"
 )
@@ -64,7 +65,7 @@ func TestWorkerSpoolSettingsAreCheckedAtColdStart(t *testing.T) {
 				env[k] = v
 			}
 		}
-		_, err := Worker(NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
+		_, err := Worker(startup.NewEnvFrom(env), aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler))
 		if tc.problem == "" {
 			require.NoError(t, err, "%+v", tc)
 			continue
@@ -85,7 +86,7 @@ func TestWorkerCandidatesFollowTheSettings(t *testing.T) {
 	key, err := candidate.NewKey("job-42", 1, "a", "txt")
 	require.NoError(t, err)
 
-	store := workerCandidates(NewEnvFrom(map[string]string{"EPHEMERAL_STORAGE_MB": "512", "MAX_CANDIDATE_BYTES": "1000"}), mem, "bucket", slog.New(slog.DiscardHandler))
+	store := workerCandidates(startup.NewEnvFrom(map[string]string{"EPHEMERAL_STORAGE_MB": "512", "MAX_CANDIDATE_BYTES": "1000"}), mem, "bucket", slog.New(slog.DiscardHandler))
 	w, err := store.Create(t.Context(), key)
 	require.NoError(t, err)
 	_, err = w.Write(make([]byte, 1000))
@@ -97,7 +98,7 @@ func TestWorkerCandidatesFollowTheSettings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs strings.Builder
 		tenth := SpoolBudget(512) / lanesPerBatch
-		store := workerCandidates(NewEnvFrom(map[string]string{"EPHEMERAL_STORAGE_MB": "512", "MAX_CANDIDATE_BYTES": fmt.Sprint(tenth)}),
+		store := workerCandidates(startup.NewEnvFrom(map[string]string{"EPHEMERAL_STORAGE_MB": "512", "MAX_CANDIDATE_BYTES": fmt.Sprint(tenth)}),
 			mem, "bucket", slog.New(slog.NewTextHandler(&logs, nil)))
 		for range lanesPerBatch {
 			r, err := store.Reserve(t.Context())
@@ -137,7 +138,7 @@ func TestTemplateSpoolDefaultsSpoolEveryLaneOfABatch(t *testing.T) {
 	require.EqualValues(t, lanesPerBatch, num(props["BatchSize"]))
 
 	var logs strings.Builder
-	env := NewEnvFrom(templateEnv(t, tpl, "WorkerFunction"))
+	env := startup.NewEnvFrom(templateEnv(t, tpl, "WorkerFunction"))
 	mem, err := s3mem.New(s3mem.Config{Buckets: []string{"b"}})
 	require.NoError(t, err)
 	require.NotNil(t, workerCandidates(env, mem, "b",

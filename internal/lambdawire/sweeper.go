@@ -11,6 +11,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -64,7 +65,7 @@ const DefaultRepairBudget = 45 * time.Second
 // each run reports how many groups of each queue are held
 // (quarantine.MetricHeldGroups, 0 included), the gauge the held-groups
 // alarms watch.
-func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
+func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
 	views := env.String("VIEWS_TABLE")
@@ -88,20 +89,20 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 	s3c := S3(cfg)
 	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
 	if err != nil {
-		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
+		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table,
 		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
 	if err != nil {
-		return nil, env.refused(err, jobsSettings)
+		return nil, env.Refused(err, jobsSettings)
 	}
 	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
 	if err != nil {
-		return nil, env.refused(err, projectionTables)
+		return nil, env.Refused(err, projectionTables)
 	}
 	cursors, err := sweeperCursors(s3c, bucket)
 	if err != nil {
-		return nil, env.refused(err, byField{"Bucket": "CANDIDATES_BUCKET"})
+		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
 	s, err := sweeper.New(sweeper.Config{
 		Jobs:          store,
@@ -123,13 +124,13 @@ func Sweeper(env *Env, cfg aws.Config, log *slog.Logger) (func(context.Context, 
 		Logger:        log,
 	})
 	if err != nil {
-		return nil, env.refused(err, sweeperSettings)
+		return nil, env.Refused(err, sweeperSettings)
 	}
 	return s.Run, nil
 }
 
 // sweeperSettings are the variables behind sweeper.Config's settings.
-var sweeperSettings = byField{
+var sweeperSettings = startup.Fields{
 	"Grace": "SWEEP_GRACE", "StuckAfter": "SWEEP_STUCK_AFTER", "RepairAfter": "SWEEP_REPAIR_AFTER",
 	"RecheckAfter": "SWEEP_RECHECK_AFTER", "RepairBudget": "SWEEP_REPAIR_BUDGET", "MaxItems": "SWEEP_MAX_ITEMS",
 	"Quarantine": "QUARANTINE_TABLE", "CommandsQueue": "COMMANDS_QUEUE_ARN", "EventsQueue": "EVENTS_QUEUE_ARN",
@@ -140,7 +141,7 @@ var sweeperSettings = byField{
 // commands and events queues, from QUARANTINE_TABLE, COMMANDS_QUEUE_ARN and
 // EVENTS_QUEUE_ARN: what the sweeper reads the holds from. No store
 // without QUARANTINE_TABLE; then no queue ARN is required.
-func sweeperQuarantine(env *Env, db *dynamodb.Client) (sweeper.Quarantine, string, string) {
+func sweeperQuarantine(env *startup.Env, db *dynamodb.Client) (sweeper.Quarantine, string, string) {
 	table := env.StringOr("QUARANTINE_TABLE", "")
 	if table == "" {
 		return nil, "", ""
@@ -160,7 +161,7 @@ func sweeperQuarantine(env *Env, db *dynamodb.Client) (sweeper.Quarantine, strin
 	}
 	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
 	if err != nil {
-		env.refuse(err, byField{"Table": "QUARANTINE_TABLE"})
+		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
 		return nil, "", ""
 	}
 	return holds, names[0], names[1]

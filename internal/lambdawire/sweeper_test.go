@@ -9,12 +9,13 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
-	_, err := Sweeper(NewEnvFrom(map[string]string{
+	_, err := Sweeper(startup.NewEnvFrom(map[string]string{
 		"MAX_GENERATIONS": "5", "SWEEP_GRACE": "soon", "SWEEP_STUCK_AFTER": "10ms", "SWEEP_MAX_ITEMS": "0",
 		"SWEEP_REPAIR_AFTER": "59s", "SWEEP_RECHECK_AFTER": "9m", "SWEEP_REPAIR_BUDGET": "-1s",
 	}), aws.Config{}, log)
@@ -34,23 +35,23 @@ func TestSweeperNamesEveryMisconfiguredSetting(t *testing.T) {
 		"JOBS_TABLE": "jobs", "CANDIDATES_BUCKET": "candidates", "VIEWS_TABLE": "views", "TOTALS_TABLE": "totals",
 		"SWEEP_GRACE": "1s", "SWEEP_REPAIR_AFTER": "1h", "SWEEP_RECHECK_AFTER": "1h",
 	}
-	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	_, err = Sweeper(startup.NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.ErrorContains(t, err, "SWEEP_RECHECK_AFTER: 1h0m0s is not beyond SWEEP_REPAIR_AFTER 1h0m0s")
 
 	set["SWEEP_RECHECK_AFTER"], set["SWEEP_REPAIR_BUDGET"] = "61m", "0s"
-	h, err := Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	h, err := Sweeper(startup.NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.NoError(t, err)
 	require.NotNil(t, h)
 
 	// With the quarantine's table, both queues are required: the holds
 	// are read by queue name.
 	set["QUARANTINE_TABLE"], set["EVENTS_QUEUE_ARN"] = "quarantine", "arn:aws:sqs:eu-west-1:123456789012:"
-	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	_, err = Sweeper(startup.NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.ErrorContains(t, err, "COMMANDS_QUEUE_ARN is not set")
 	require.ErrorContains(t, err, "EVENTS_QUEUE_ARN")
 	set["COMMANDS_QUEUE_ARN"] = "arn:aws:sqs:eu-west-1:123456789012:stack-commands.fifo"
 	set["EVENTS_QUEUE_ARN"] = "arn:aws:sqs:eu-west-1:123456789012:stack-events.fifo"
-	_, err = Sweeper(NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
+	_, err = Sweeper(startup.NewEnvFrom(set), aws.Config{Region: "eu-west-1"}, log)
 	require.NoError(t, err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // templateEnv is the environment template.yaml gives a function (Globals
@@ -80,12 +81,12 @@ func TestEveryFunctionBuildsFromTheTemplatesEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	cfg := aws.Config{Region: "eu-west-1"}
 	log := slog.New(slog.DiscardHandler)
-	build := map[string]func(*Env) error{
-		"IntakeFunction":    func(e *Env) error { _, err := Intake(e, cfg, log); return err },
-		"RelayFunction":     func(e *Env) error { _, err := Relay(e, cfg, log); return err },
-		"WorkerFunction":    func(e *Env) error { _, err := Worker(e, cfg, log); return err },
-		"ProjectorFunction": func(e *Env) error { _, err := Projector(e, cfg, log); return err },
-		"SweeperFunction":   func(e *Env) error { _, err := Sweeper(e, cfg, log); return err },
+	build := map[string]func(*startup.Env) error{
+		"IntakeFunction":    func(e *startup.Env) error { _, err := Intake(e, cfg, log); return err },
+		"RelayFunction":     func(e *startup.Env) error { _, err := Relay(e, cfg, log); return err },
+		"WorkerFunction":    func(e *startup.Env) error { _, err := Worker(e, cfg, log); return err },
+		"ProjectorFunction": func(e *startup.Env) error { _, err := Projector(e, cfg, log); return err },
+		"SweeperFunction":   func(e *startup.Env) error { _, err := Sweeper(e, cfg, log); return err },
 	}
 	require.ElementsMatch(t, tpl.OfType("AWS::Serverless::Function"), func() []string {
 		var names []string
@@ -96,7 +97,7 @@ func TestEveryFunctionBuildsFromTheTemplatesEnvironment(t *testing.T) {
 	}(), "a builder for every function of the template")
 	for fn, b := range build {
 		env := templateEnv(t, tpl, fn)
-		require.NoError(t, b(NewEnvFrom(env)), "%s with the template's environment %v", fn, env)
+		require.NoError(t, b(startup.NewEnvFrom(env)), "%s with the template's environment %v", fn, env)
 		// The check can fail: without any one of its variables, a function
 		// whose builder requires it does not build.
 		for k := range env {
@@ -106,7 +107,7 @@ func TestEveryFunctionBuildsFromTheTemplatesEnvironment(t *testing.T) {
 					without[k2] = v
 				}
 			}
-			if err := b(NewEnvFrom(without)); err != nil {
+			if err := b(startup.NewEnvFrom(without)); err != nil {
 				require.ErrorContains(t, err, k+" is not set", fn)
 			}
 		}
@@ -114,5 +115,5 @@ func TestEveryFunctionBuildsFromTheTemplatesEnvironment(t *testing.T) {
 	// And a variable the worker needs, removed from the template, is caught.
 	worker := templateEnv(t, tpl, "WorkerFunction")
 	delete(worker, "ARTICLES_TABLE")
-	require.ErrorContains(t, build["WorkerFunction"](NewEnvFrom(worker)), "ARTICLES_TABLE is not set")
+	require.ErrorContains(t, build["WorkerFunction"](startup.NewEnvFrom(worker)), "ARTICLES_TABLE is not set")
 }

@@ -92,7 +92,7 @@ var Functions = Rule{
 	Patterns: []string{"./functions/..."},
 	Flags:    pipeline.BuildFlags,
 	Env:      []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64"},
-	MayReach: append([]string{Module + "/internal/lambdawire", Module + "/internal/app/...", Module + "/internal/base/..."}, serviceLibraries...),
+	MayReach: append([]string{Module + "/internal/lambdawire/...", Module + "/internal/app/...", Module + "/internal/base/..."}, serviceLibraries...),
 	// Every test-support package of ours is named ...test (jobstest,
 	// projectiontest, awstest); testify and porcupine are the conformance
 	// suites' own.

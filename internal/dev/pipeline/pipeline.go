@@ -35,6 +35,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -259,13 +260,13 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: AWS configuration: %w", err)
 	}
-	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (lambdawire.AWSConfig)
+	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (startup.Env.AWSConfig)
 	if p.cfg.APIOptions != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, p.cfg.APIOptions(fn)...)
 	}
 	log := p.cfg.Logger.With("function", fn)
-	e := lambdawire.NewEnvFrom(env)
-	kafka := env["TRANSPORT"] == lambdawire.TransportKafka // the builders a kafka-tagged bootstrap's main calls
+	e := startup.NewEnvFrom(env)
+	kafka := env["TRANSPORT"] == startup.TransportKafka // the builders a kafka-tagged bootstrap's main calls
 	var inv localesm.Invoker
 	switch {
 	case fn == "intake":
@@ -294,7 +295,7 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	return nil
 }
 
-func inProcess[E, R any](build lambdawire.Builder[E, R], env *lambdawire.Env, cfg aws.Config, log *slog.Logger) (localesm.Invoker, error) {
+func inProcess[E, R any](build startup.Builder[E, R], env *startup.Env, cfg aws.Config, log *slog.Logger) (localesm.Invoker, error) {
 	h, err := build(env, cfg, log)
 	if err != nil {
 		return nil, err
@@ -333,7 +334,7 @@ func (p *Pipeline) buildMappings(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: AWS configuration: %w", err)
 	}
-	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (lambdawire.AWSConfig)
+	awsCfg.HTTPClient = sdkhttp.GuardRequestBodies(awsCfg.HTTPClient) // as the deployed functions' (startup.Env.AWSConfig)
 	sqsClient := sqs.NewFromConfig(awsCfg)
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
 	s3Client := lambdawire.S3(awsCfg)

@@ -10,14 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
-	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // Relay publishes the Jobs table's stream (internal/app/outbox) to the
 // commands and events topics (internal/app/outbox/kafkaout): each job's
 // records keyed by its id and in its order, from an idempotent producer
 // that waits for all in-sync replicas. Settings, template-kafka.yaml's:
-//   - TRANSPORT: "kafka" (lambdawire.CheckTransport);
+//   - TRANSPORT: "kafka" (startup.CheckTransport);
 //   - KAFKA_BOOTSTRAP_SERVERS: the brokers, host:port, comma-separated
 //     (spaces around each are dropped);
 //   - COMMANDS_TOPIC and EVENTS_TOPIC: two Kafka topic names;
@@ -31,8 +31,8 @@ import (
 //     connect without its user.
 //
 // Nothing is dialled before the first record.
-func Relay(env *lambdawire.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
-	lambdawire.CheckTransport(env, lambdawire.TransportKafka)
+func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	startup.CheckTransport(env, startup.TransportKafka)
 	brokers := strings.Split(env.String("KAFKA_BOOTSTRAP_SERVERS"), ",")
 	for i, b := range brokers {
 		brokers[i] = strings.TrimSpace(b)
@@ -60,7 +60,7 @@ func Relay(env *lambdawire.Env, cfg aws.Config, log *slog.Logger) (func(context.
 // producerAuth is KAFKA_SASL_MECHANISM as the producer's authentication:
 // template-kafka.yaml's values are the SASL mechanisms' names, which
 // kafkaout's Auth values are.
-func producerAuth(env *lambdawire.Env) kafkaout.Auth {
+func producerAuth(env *startup.Env) kafkaout.Auth {
 	switch m := kafkaout.Auth(env.StringOr("KAFKA_SASL_MECHANISM", "")); m {
 	case kafkaout.AuthNone, kafkaout.AuthMSKIAM:
 		return m

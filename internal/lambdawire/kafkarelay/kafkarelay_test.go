@@ -17,8 +17,8 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/outboxtest"
-	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -32,7 +32,7 @@ var full = map[string]string{
 var withCredentials = aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
 
 func build(env map[string]string, cfg aws.Config) error {
-	_, err := kafkarelay.Relay(lambdawire.NewEnvFrom(env), cfg, slog.New(slog.DiscardHandler))
+	_, err := kafkarelay.Relay(startup.NewEnvFrom(env), cfg, slog.New(slog.DiscardHandler))
 	return err
 }
 
@@ -101,7 +101,7 @@ func TestTheWiredRelayPublishesToItsTopics(t *testing.T) {
 	for _, a := range addrs {
 		require.Regexp(t, `^127\.0\.0\.1:\d+$`, a)
 	}
-	handle, err := kafkarelay.Relay(lambdawire.NewEnvFrom(with(map[string]string{"KAFKA_BOOTSTRAP_SERVERS": " " + addrs[0] + " "})), withCredentials, slog.New(slog.DiscardHandler))
+	handle, err := kafkarelay.Relay(startup.NewEnvFrom(with(map[string]string{"KAFKA_BOOTSTRAP_SERVERS": " " + addrs[0] + " "})), withCredentials, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -1,6 +1,8 @@
-package lambdawire
+package startup
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,4 +30,26 @@ func TestEnvOfAGoodConfigurationHasNoError(t *testing.T) {
 	require.Equal(t, 3, e.Int("N", 1, 1, 5))
 	require.Equal(t, 2*time.Minute, e.Duration("D", time.Minute, time.Second, time.Hour))
 	require.NoError(t, e.Err())
+}
+
+// Refuse names the variables whose fields the error names, each once and
+// in order, and every variable when it names none of their fields.
+func TestRefuseNamesTheVariablesOfTheFieldsNamed(t *testing.T) {
+	t.Parallel()
+	errBad := errors.New("pkg: invalid configuration")
+	fields := Fields{"Tables.Views": "VIEWS_TABLE", "Tables.Totals": "TOTALS_TABLE", "MaxSize": "MAX_SIZE"}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: Tables.Totals is empty", errBad), "TOTALS_TABLE: pkg"},
+		{fmt.Errorf("%w: MaxSize 0 is below Tables.Views", errBad), "MAX_SIZE or VIEWS_TABLE: pkg"},
+		{fmt.Errorf("%w: MaxSizes is not a field", errBad), "MAX_SIZE or TOTALS_TABLE or VIEWS_TABLE: pkg"},
+		{fmt.Errorf("%w: Client is nil", errBad), "MAX_SIZE or TOTALS_TABLE or VIEWS_TABLE: pkg"},
+	} {
+		env := NewEnvFrom(nil)
+		env.Refuse(tc.err, fields)
+		require.ErrorIs(t, env.Err(), errBad)
+		require.ErrorContains(t, env.Err(), "lambdawire: misconfigured function: "+tc.want, tc.err.Error())
+	}
 }

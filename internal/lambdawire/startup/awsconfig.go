@@ -1,4 +1,4 @@
-package lambdawire
+package startup
 
 import (
 	"context"
@@ -40,7 +40,7 @@ import (
 func (e *Env) AWSConfig() aws.Config {
 	for _, name := range unsupportedAWSSettings {
 		if v, ok := e.lookup(name); ok && v != "" {
-			e.errs = append(e.errs, fmt.Errorf("%s is set: the functions' AWS configuration does not support it (internal/lambdawire.AWSConfig)", name))
+			e.errs = append(e.errs, fmt.Errorf("%s is set: the functions' AWS configuration does not support it (internal/lambdawire/startup: Env.AWSConfig)", name))
 		}
 	}
 	cfg := aws.Config{
@@ -135,33 +135,47 @@ func (e *Env) first(names ...string) string {
 	return ""
 }
 
-// localEndpoint reports whether cfg sends the service's requests (sdkID,
-// e.g. dynamodb.ServiceID) to an endpoint of its own instead of AWS's: a
-// base endpoint (AWS_ENDPOINT_URL), or one a configuration source gives the
-// service (AWS_ENDPOINT_URL_<SERVICE>, from AWSConfig's endpointSource or
-// the SDK loader's environment and shared config, the sources the client
-// itself asks). Here that is a local emulator. It reads the configuration,
-// not this process's environment, so that a configuration built from other
-// settings (a function's in the local pipeline, the CLI's --stack) is
-// judged by what it says. The sources read settings and send no request,
-// so no caller's context is needed.
+// ServiceEndpoint is the endpoint cfg gives the service whose SDK id is
+// sdkID (e.g. dynamodb.ServiceID, "Secrets Manager"), if it gives one:
+// the one a configuration source names for the service
+// (AWS_ENDPOINT_URL_<SERVICE>, from AWSConfig's endpointSource or the SDK
+// loader's environment and shared config), unless a source says to ignore
+// those (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS), else the base endpoint
+// (AWS_ENDPOINT_URL): the SDK's clients resolve theirs that way
+// (internal/configsources.ResolveServiceBaseEndpoint, then each client's
+// resolveBaseEndpoint, v1.48.0). Here that is a local emulator. It reads
+// the configuration, not this process's environment, so that a
+// configuration built from other settings (a function's in the local
+// pipeline, the CLI's --stack) is judged by what it says. The sources
+// read settings and send no request, so no caller's context is needed.
 //
 //nolint:contextcheck // see above: the context it makes cancels nothing
-func localEndpoint(cfg aws.Config, sdkID string) bool {
-	if aws.ToString(cfg.BaseEndpoint) != "" {
-		return true
-	}
+func ServiceEndpoint(cfg aws.Config, sdkID string) (string, bool) {
 	type serviceEndpoint interface {
 		GetServiceBaseEndpoint(ctx context.Context, sdkID string) (string, bool, error)
 	}
+	type ignoreEndpoints interface {
+		GetIgnoreConfiguredEndpoints(ctx context.Context) (bool, bool, error)
+	}
+	ctx := context.Background()
+	ignored := false
 	for _, src := range cfg.ConfigSources {
-		if p, ok := src.(serviceEndpoint); ok {
-			if v, found, err := p.GetServiceBaseEndpoint(context.Background(), sdkID); err == nil && found && v != "" {
-				return true
+		if p, ok := src.(ignoreEndpoints); ok {
+			if v, found, err := p.GetIgnoreConfiguredEndpoints(ctx); err == nil && found {
+				ignored = v
+				break
 			}
 		}
 	}
-	return false
+	for _, src := range cfg.ConfigSources {
+		if p, ok := src.(serviceEndpoint); ok && !ignored {
+			if v, found, err := p.GetServiceBaseEndpoint(ctx, sdkID); err != nil || found {
+				return v, err == nil && v != ""
+			}
+		}
+	}
+	base := aws.ToString(cfg.BaseEndpoint)
+	return base, base != ""
 }
 
 // endpointSource gives the service clients their endpoints from

@@ -1,24 +1,8 @@
-// Package lambdawire wires the functions: for each one a Builder that reads
-// its settings (all at once, so that a misconfigured function names every
-// problem in one cold-start error) and builds its handler from pkg/, and
-// Main, which every functions/<name>/main.go calls. The local pipeline calls
-// the same builders with the settings template.yaml gives each function, so
-// a function runs the same code in Lambda, under the runtime interface
-// emulator and in process. It holds no logic of the pipeline.
-//
-// The worker and the projector have a builder per transport: Worker and
-// Projector consume SQS (template.yaml), WorkerKafka and ProjectorKafka
-// Kafka (template-kafka.yaml). A bootstrap is built for one of them: the
-// kafka build tag picks functions/<name>/main_kafka.go instead of main.go,
-// so the linker keeps only that transport's processor (pkg/fifo's or
-// pkg/kafka's); TRANSPORT in the environment says which a template
-// deploys, and a builder of the other refuses to start (CheckTransport).
-package lambdawire
+package startup
 
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -94,17 +78,17 @@ func (e *Env) Problem(name string, err error) {
 	e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
 }
 
-// byField maps a constructor's Config fields ("Table", "Tables.Views") to
+// Fields maps a constructor's Config fields ("Table", "Tables.Views") to
 // the environment variables they were read from.
-type byField map[string]string
+type Fields map[string]string
 
-// refuse records a constructor's refusal of settings read from the
+// Refuse records a constructor's refusal of settings read from the
 // environment under the variables behind it: those whose field the error
 // names (every constructor's error names its field), or, when it names
 // none of them, all of fields. A cold start thus names the variable to
 // fix, not only the Go field; errors.Is still finds the constructor's
 // ErrInvalidConfig.
-func (e *Env) refuse(err error, fields byField) {
+func (e *Env) Refuse(err error, fields Fields) {
 	msg := err.Error()
 	var named, all []string
 	for field, name := range fields {
@@ -120,18 +104,11 @@ func (e *Env) refuse(err error, fields byField) {
 	e.Problem(strings.Join(slices.Compact(named), " or "), err)
 }
 
-// refused is refuse, then every problem found (Err): a builder's answer to
+// Refused is Refuse, then every problem found (Err): a builder's answer to
 // a constructor's error.
-func (e *Env) refused(err error, fields byField) error {
-	e.refuse(err, fields)
+func (e *Env) Refused(err error, fields Fields) error {
+	e.Refuse(err, fields)
 	return e.Err()
-}
-
-// Refused is refused for the builders of other packages
-// (internal/lambdawire/kafkarelay): fields maps their constructor's Config
-// fields to the variables they were read from.
-func (e *Env) Refused(err error, fields map[string]string) error {
-	return e.refused(err, fields)
 }
 
 // namesField reports whether msg has field as a word of its own: not
@@ -160,17 +137,4 @@ func (e *Env) Err() error {
 		return nil
 	}
 	return fmt.Errorf("lambdawire: misconfigured function: %w", errors.Join(e.errs...))
-}
-
-// Logger is the functions' logger: JSON lines on stdout, which Lambda sends
-// to CloudWatch Logs.
-func Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
-}
-
-// Fatal logs err and exits: a function that cannot start must fail its
-// init, which Lambda reports, rather than run half-configured.
-func Fatal(log *slog.Logger, err error) {
-	log.Error("init failed", "error", err)
-	os.Exit(1)
 }

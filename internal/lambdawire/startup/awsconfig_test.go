@@ -1,10 +1,10 @@
-package lambdawire
+package startup
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"reflect"
@@ -162,7 +162,9 @@ func TestAWSConfigNamesEveryProblem(t *testing.T) {
 
 	// With the function's own settings, in one error.
 	e = NewEnvFrom(map[string]string{"COMMANDS_QUEUE_URL": "https://sqs/q.fifo"})
-	_, err = Relay(e, e.AWSConfig(), slog.New(slog.DiscardHandler))
+	e.AWSConfig()
+	e.String("EVENTS_QUEUE_URL")
+	err = e.Err()
 	require.ErrorContains(t, err, "EVENTS_QUEUE_URL is not set")
 	require.ErrorContains(t, err, "AWS_REGION is not set")
 }
@@ -175,7 +177,7 @@ func TestTheFunctionsDoNotLinkTheSDKsConfigLoader(t *testing.T) {
 	t.Parallel()
 	args := []string{"list", "-deps", "-tags", "lambda.norpc", "./functions/..."}
 	cmd := exec.CommandContext(context.Background(), "go", args...)
-	cmd.Dir = "../.."
+	cmd.Dir = "../../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 	out, err := cmd.Output()
 	var exit *exec.ExitError
@@ -195,5 +197,45 @@ func TestTheFunctionsDoNotLinkTheSDKsConfigLoader(t *testing.T) {
 		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
 	} {
 		require.NotContains(t, deps, pkg)
+	}
+}
+
+// ServiceEndpoint finds the endpoint each SDK client resolves from the
+// same configuration, AWSConfig's or the SDK loader's: a service's own,
+// the base one, none, and neither of the configured ones when they are
+// to be ignored. Not parallel: it sets the process environment, which the
+// SDK's loader reads.
+func TestServiceEndpointIsTheOneTheSDKsClientsResolve(t *testing.T) {
+	base := map[string]string{"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	with := func(extra map[string]string) map[string]string {
+		m := maps.Clone(base)
+		maps.Copy(m, extra)
+		return m
+	}
+	for name, env := range map[string]map[string]string{
+		"AWS":                  base,
+		"one endpoint for all": with(map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}),
+		"DynamoDB's own":       with(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
+		"S3's own beside all":  with(map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000"}),
+		"ignored":              with(map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}),
+		"not ignored":          with(map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "false"}),
+	} {
+		onlyEnv(t, env)
+		loaded, err := config.LoadDefaultConfig(t.Context())
+		require.NoError(t, err)
+		e := NewEnvFrom(env)
+		ours := e.AWSConfig()
+		require.NoError(t, e.Err())
+		for from, cfg := range map[string]aws.Config{"AWSConfig": ours, "the SDK's loader": loaded} {
+			for id, resolved := range map[string]*string{
+				dynamodb.ServiceID: dynamodb.NewFromConfig(cfg).Options().BaseEndpoint,
+				s3.ServiceID:       s3.NewFromConfig(cfg).Options().BaseEndpoint,
+				sqs.ServiceID:      sqs.NewFromConfig(cfg).Options().BaseEndpoint,
+			} {
+				got, ok := ServiceEndpoint(cfg, id)
+				require.Equal(t, aws.ToString(resolved), got, "%s, %s: %s", name, from, id)
+				require.Equal(t, resolved != nil, ok, "%s, %s: %s", name, from, id)
+			}
+		}
 	}
 }
