@@ -33,7 +33,7 @@ type mutant struct {
 	// than the pipeline's.
 	quarantineSim bool
 	// transport runs the pipeline's simulation on this transport only
-	// (-transport); empty: on both.
+	// (-transport); empty: on both, each seed on SQS then on Kafka.
 	transport string
 }
 
@@ -58,16 +58,18 @@ var mutants = []mutant{
 	{
 		// A message that fails does not stop the rest of its lane.
 		name: "fifo-lane-runs-on-after-a-failure", file: "pkg/fifo/quarantine.go", fn: "runQuarantinedLane",
-		old:    "\t\t\tcase !r.outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
-		new:    "\t\t\tcase !r.outcome.Acknowledged():",
-		within: 30,
+		old:       "\t\t\tcase !r.outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
+		new:       "\t\t\tcase !r.outcome.Acknowledged():",
+		transport: "sqs", // pkg/fifo: the SQS processor
+		within:    30,
 	},
 	{
 		// The quarantine's check does not report held groups.
 		name: "quarantine-check-ignores-holds", file: "pkg/quarantine/quarantine.go", fn: "Check",
-		old:    "if fh := fifoHold(h); fh.State != fifo.NotHeld {",
-		new:    "if fh := fifoHold(h); fh.State == fifo.Draining {",
-		within: 10,
+		old:       "if fh := fifoHold(h); fh.State != fifo.NotHeld {",
+		new:       "if fh := fifoHold(h); fh.State == fifo.Draining {",
+		transport: "sqs", // the quarantine runs on SQS only
+		within:    10,
 	},
 	{
 		// A view takes any snapshot, older ones included.

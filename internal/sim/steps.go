@@ -294,7 +294,10 @@ func (w *World) poison() {
 // forge sends a command naming an existing job with another tenant: the
 // worker refuses it for good (the claim's condition has the tenant), and
 // the quarantine holds the job's group, with the job's own later commands
-// parked behind it, until the operator discards it.
+// parked behind it, until the operator discards it. With Kafka, half of
+// them have a null key (refused for good too), and the record holds its
+// partition until its retries run out and it goes to the on-failure
+// destination, which the operator discards it from.
 func (w *World) forge() {
 	j := w.pick()
 	if j == nil {
@@ -305,14 +308,18 @@ func (w *World) forge() {
 		Type: jobs.MessageRun, CommandID: jobs.OutboxID(j.ID, 0), JobID: j.ID, IntentID: j.IntentID,
 		Tenant: other, Version: 0, IssuedAt: w.clock.Now(),
 	})
-	w.inject(true, j.ID, string(body), fmt.Sprintf("forged-%d", len(w.hostile)+1), true)
+	group := j.ID
+	if w.kafka != nil && w.rng.IntN(2) == 0 {
+		group = "" // a record with a null key: its partition's null-key lane
+	}
+	w.inject(true, group, string(body), fmt.Sprintf("forged-%d", len(w.hostile)+1), true)
 	w.stats.Hostile++
 	w.logf("hostile: a command for %s naming tenant %s", j.ID, other)
 }
 
 // corrupt sends an event that is not JSON into a job's events group: the
 // projector refuses it for good, and the quarantine holds the group until
-// the operator discards it.
+// the operator discards it (with Kafka, as for forge).
 func (w *World) corrupt() {
 	j := w.pick()
 	if j == nil {
