@@ -21,8 +21,8 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 .PHONY: demo
-demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator)
-	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie)
+demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator; TRANSPORT=kafka: template-kafka.yaml on the stack's Kafka broker)
+	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie) --transport $(TRANSPORT)
 
 .PHONY: serve
 serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and their mappings on a fresh local stack; prints tokens; Ctrl-C stops it all

@@ -19,37 +19,65 @@ import (
 type demoOptions struct {
 	RIE  bool // the built bootstraps under the runtime interface emulator
 	Jobs int  // how many bulk jobs to submit, across tenants
+	// Transport is the template's: "sqs" (or "", template.yaml) or "kafka"
+	// (template-kafka.yaml, on the stack's Kafka broker).
+	Transport string
+	// Name is the local stack's (default "demo").
+	Name string
 }
+
+// demoTemplates are the demo's template by transport.
+var demoTemplates = map[string]string{"": "template.yaml", "sqs": "template.yaml", "kafka": "template-kafka.yaml"}
 
 func (c *cli) demoCmd() *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "run the whole pipeline on sample jobs on the local AWS stack (exit 0 only when every invariant held)",
-		Long: `Run the five functions of template.yaml on a fresh local stack named "demo", stopped
-afterwards: sample jobs across tenants, end to end. The last line is the summary as
-JSON. Exit status: 0 only when every invariant held, 1 otherwise, 2 a usage error.`,
+		Long: `Run the five functions of template.yaml (--transport kafka: template-kafka.yaml, on the
+stack's Kafka broker) on a fresh local stack named "demo" (--name), stopped afterwards:
+sample jobs across tenants, end to end. The last line is the summary as JSON, whose
+"transport" says which, and "skipped" what was not checked on it. Exit status: 0 only
+when every invariant held, 1 otherwise, 2 a usage error.`,
 		Args: noArgs,
 		RunE: c.choose(o, nil),
 	}
 	cmd.Flags().BoolVar(&o.RIE, "rie", os.Getenv("RIE") == "1", "run the built bootstraps under the runtime interface emulator (make demo RIE=1)")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 300, "how many bulk jobs to submit, across tenants")
+	cmd.Flags().StringVar(&o.Transport, "transport", "", `the commands' and events' transport: sqs (template.yaml; "" too) or kafka (template-kafka.yaml; make demo TRANSPORT=kafka)`)
+	cmd.Flags().StringVar(&o.Name, "name", "", `the local stack's name ("": demo)`)
 	return cmd
 }
 
-func (o *demoOptions) Validate() error { return nil }
+func (o *demoOptions) Validate() error {
+	if _, ok := demoTemplates[o.Transport]; !ok {
+		return fmt.Errorf("--transport %q: it is sqs or kafka", o.Transport)
+	}
+	return nil
+}
 
-// Run runs internal/dev/demo on a fresh stack named "demo".
+// Run runs internal/dev/demo on a fresh stack named "demo" (or --name).
 func (o *demoOptions) Run(ctx context.Context, c *cli) error {
-	fmt.Fprintf(c.stdout, "fifoworker demo: the five functions of template.yaml on a local stack (worker timeout %ds, commands visibility %ds)\n",
-		demo.WorkerTimeout, demo.Visibility)
-	stack := localstack.Options{Name: "demo"}
-	d := deployFlags{Template: "template.yaml", StackName: "fifoworker"}
+	template := demoTemplates[o.Transport]
+	if o.Transport == "kafka" {
+		fmt.Fprintf(c.stdout, "fifoworker demo: the five functions of %s on a local stack, on its Kafka broker (worker timeout %ds; a timed-out batch is retried by its mapping)\n",
+			template, demo.WorkerTimeout)
+	} else {
+		fmt.Fprintf(c.stdout, "fifoworker demo: the five functions of %s on a local stack (worker timeout %ds, commands visibility %ds)\n",
+			template, demo.WorkerTimeout, demo.Visibility)
+	}
+	stack, logs := localstack.Options{Name: o.Name}, filepath.Join(localstack.DefaultCacheDir(), "demo-logs")
+	if stack.Name == "" {
+		stack.Name = "demo"
+	} else {
+		logs += "-" + stack.Name // another demo's logs are not overwritten
+	}
+	d := deployFlags{Template: template, StackName: "fifoworker"}
 	return withFreshStack(ctx, stack, d, demo.Prepare, c.stderr, func(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, res *localdeploy.Result) error {
 		root, _ := os.Getwd()
 		sum, err := demo.Run(ctx, demo.Options{
 			State: s, Template: tpl, Deployed: res, StackName: d.StackName, Jobs: o.Jobs, RIE: o.RIE,
-			Root: root, LogDir: filepath.Join(localstack.DefaultCacheDir(), "demo-logs"), Out: c.stdout,
+			Root: root, LogDir: logs, Out: c.stdout,
 		})
 		line, _ := json.Marshal(sum)
 		if err != nil {

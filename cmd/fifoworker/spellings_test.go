@@ -70,6 +70,8 @@ func TestOldSpellingsParseToTheSameOptions(t *testing.T) {
 		{"demo", &demoOptions{RIE: rie, Jobs: 300}},
 		{"demo --rie", &demoOptions{RIE: true, Jobs: 300}},
 		{"demo --jobs 20 -rie=false", &demoOptions{Jobs: 20}},
+		{"demo --transport kafka", &demoOptions{RIE: rie, Jobs: 300, Transport: "kafka"}},
+		{"demo --rie --transport kafka --name demo-k", &demoOptions{RIE: true, Jobs: 300, Transport: "kafka", Name: "demo-k"}},
 		{"local up", &localUpOptions{Local: starting("dev")}},
 		{"local up --name cold", &localUpOptions{Local: starting("cold")}},
 		{"local up --name=s1 --region us-east-1 --sqs-port 9324 --dynamodb-port=8000 --s3-port 9000 --cache /tmp/c", &localUpOptions{

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
 
@@ -304,4 +305,17 @@ func groupLag(ctx context.Context, m KafkaMapping) (int64, error) {
 		lag += end.Offset - from
 	})
 	return lag, errors.Join(errs...)
+}
+
+// TemplateTransport is the transport tpl's functions are built for: the
+// TRANSPORT its Globals give every function ("kafka" in
+// template-kafka.yaml), or "sqs" when it gives none (template.yaml).
+func TemplateTransport(tpl *samtemplate.Template) string {
+	globals, _ := tpl.Globals["Function"].(map[string]any)
+	env, _ := globals["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	if t, ok := vars["TRANSPORT"].(string); ok && t != "" {
+		return t
+	}
+	return "sqs"
 }

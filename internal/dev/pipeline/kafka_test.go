@@ -97,3 +97,15 @@ func TestKafkaFunctionsReachTheLocalBrokerWithoutAuthentication(t *testing.T) {
 		}
 	}
 }
+
+// A template's transport is its functions' TRANSPORT: template.yaml sets
+// none (SQS), template-kafka.yaml "kafka"; the demo builds the bootstraps
+// for it before anything runs.
+func TestTemplateTransportIsTheFunctionsTransport(t *testing.T) {
+	t.Parallel()
+	for file, want := range map[string]string{"template.yaml": "sqs", "template-kafka.yaml": "kafka"} {
+		tpl, err := samtemplate.Load("../../../" + file)
+		require.NoError(t, err)
+		require.Equal(t, want, TemplateTransport(tpl), file)
+	}
+}
