@@ -91,6 +91,33 @@
 // no duplicate can arrive. A hold that is held again loses its TTL and
 // starts a new range.
 //
+// # Kafka
+//
+// KafkaQuarantine (NewKafka) is the kafka.Quarantine of one topic, on the
+// same Store and rules: the topic is the store's queue, a key of it (the
+// processor's lane key, KafkaGroup: the key itself, or "sha256:" and its
+// hash for one a DynamoDB string cannot hold) its group. A parked record's
+// sequence key is KafkaSeq of its partition and offset: the partition in
+// the high digits, so a hold's records (all of one partition: a park of
+// another partition's records under a held or draining hold is refused,
+// ErrOtherPartition) sort by offset, and a key's records in two partitions
+// never share a key. Its item keeps the record's key, value and headers as
+// binary (Parked.Kafka; the value in the BodyStore, under BodyKey, when the
+// record is over the inline budget) with its value's MD5 and its nonce. A
+// redriven copy carries its identity in its CopyHeader header, in the form
+// the SQS copy's deduplication id carries it, and is trusted on the same
+// proof: its parked record still parked, with the copy's nonce and value.
+// A copy that matches nothing is an ordinary record.
+//
+// A Kafka record has no receive count. A key's hold counts the failed
+// attempts of its most recent failing record instead (HoldRecord.Attempts:
+// the record's sequence key, its failures, the last cause), written by
+// Store.Failed: one conditional write, no read, because the processor
+// passes the hold its one Check per batch read. A key that has failed
+// without being held has a released hold that only counts (listed by no
+// operator, with a TTL like any released hold); every other write keeps the
+// count, a new hold of the key included.
+//
 // # The DynamoDB table
 //
 // One table (template.yaml's QuarantineTable) holds every queue's holds
@@ -102,12 +129,15 @@
 //	hold       "hold"                  queue, group, state, epoch, parked, cause, from, through,
 //	                                   next (the oldest sequence key still parked),
 //	                                   held_at and updated_at (Unix ms), version;
-//	                                   held_queue while not released; expires_at once released
+//	                                   held_queue while not released; expires_at once released;
+//	                                   fail_seq, fail_count, fail_cause once a Kafka record failed
 //	message    "m#" + sequence key     queue, group, status, message_id, body or body_key, body_md5,
 //	                                   body_size, attributes (a map of data_type, string_value,
 //	                                   binary_value), deduplication_id, receive_count, cause,
 //	                                   parked_at and updated_at (Unix ms);
-//	                                   expires_at once done or discarded
+//	                                   expires_at once done or discarded;
+//	                                   for a Kafka record, kafka (true), record_key and value (B),
+//	                                   headers (a list of name and value, each B)
 //
 // The hold's sort key sorts below every message's, so a Query above
 // "m#" + after lists a group's messages in sequence order. HeldIndex is a

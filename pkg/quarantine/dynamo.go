@@ -26,6 +26,7 @@ type DynamoAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -79,6 +80,11 @@ const (
 	attrNext      = "next"
 	attrVersion   = "version" // the hold record's, raised by each write: the condition of the next
 	attrUpdatedAt = "updated_at"
+	// a hold's Attempts (Kafka): the record's sequence key, its failed
+	// attempts, the last cause
+	attrFailSeq   = "fail_seq"
+	attrFailCount = "fail_count"
+	attrFailCause = "fail_cause"
 
 	attrStatus       = "status"
 	attrMessageID    = "message_id"
@@ -91,6 +97,14 @@ const (
 	attrDedupID      = "deduplication_id"
 	attrReceiveCount = "receive_count"
 	attrParkedAt     = "parked_at"
+	// a parked Kafka record's: a marker (BOOL true), its key and value (B),
+	// its headers (a list of maps of name and value, each B)
+	attrKafka       = "kafka"
+	attrRecordKey   = "record_key"
+	attrValue       = "value"
+	attrHeaders     = "headers"
+	attrHeaderName  = "name"
+	attrHeaderValue = "value"
 
 	// the fields of one message attribute in attrAttributes
 	attrDataType    = "data_type"
@@ -266,6 +280,9 @@ func (s *DynamoStore) Park(ctx context.Context, queue, group string, items []Par
 				return fail(err)
 			}
 			reread = false
+		}
+		if err := parkConflict(cur.rec, cur.ok, items); err != nil {
+			return fail(err)
 		}
 		var fresh []Parked
 		for _, p := range items {
@@ -582,6 +599,108 @@ func (s *DynamoStore) BeginRedrive(ctx context.Context, queue, group string, now
 		if round == maxRounds {
 			return fail(fmt.Errorf("the hold kept changing: %w", werr))
 		}
+	}
+}
+
+// Failed implements Store: one UpdateItem of the hold record, which sets
+// its Attempts (and, for a group without a record, creates it released),
+// on the condition that its state and Attempts are as f.Seen and
+// f.SeenHeld say; no read. A refusal returns the record as it is, and the
+// update is computed from it and tried again. It raises the record's
+// version, so that a Park or an unpark computed from the record before it
+// is refused and computed again, keeping the count.
+func (s *DynamoStore) Failed(ctx context.Context, queue, group string, f Failure, now time.Time) (Attempts, error) {
+	if err := ctx.Err(); err != nil {
+		return Attempts{}, err
+	}
+	fail := func(err error) (Attempts, error) {
+		return Attempts{}, fmt.Errorf("quarantine: count a failed attempt of %s of group %q of %s: %w", SeqNumber(f.Sequence), group, queue, err)
+	}
+	if err := checkFailure(queue, group, f); err != nil {
+		return fail(err)
+	}
+	pk, err := partition(queue, group)
+	if err != nil {
+		return fail(err)
+	}
+	now = millis(now)
+	for round := 1; ; round++ {
+		next := attemptsAfter(f.Seen, f)
+		_, werr := s.api.UpdateItem(ctx, s.failedUpdate(pk, queue, group, f, next, now))
+		if werr == nil {
+			return next, nil
+		}
+		var refused *types.ConditionalCheckFailedException
+		var conflict *types.TransactionConflictException
+		switch {
+		case errors.As(werr, &refused):
+			f.Seen, f.SeenHeld = Attempts{}, false
+			if len(refused.Item) > 0 {
+				h, derr := decodeHold(refused.Item)
+				if derr != nil {
+					return fail(derr)
+				}
+				f.Seen, f.SeenHeld = h.rec.Attempts, h.rec.State != StateReleased
+			}
+		case errors.As(werr, &conflict): // a transaction on the hold was under way
+			if err := backoff.Sleep(ctx, backoff.Delay(retryBase, retryLimit, round)); err != nil {
+				return fail(err)
+			}
+		default:
+			return fail(werr)
+		}
+		if round == maxRounds {
+			return fail(fmt.Errorf("the hold kept changing: %w", werr))
+		}
+	}
+}
+
+// failedUpdate is the UpdateItem that writes next, the Attempts after f,
+// on the condition that the hold at pk is as f says it was read: held or
+// draining (SeenHeld), else released or absent (then it is created
+// released, and its tombstone's TTL moves on); and counting f.Seen of
+// f's record, or none of it.
+func (s *DynamoStore) failedUpdate(pk, queue, group string, f Failure, next Attempts, now time.Time) *dynamodb.UpdateItemInput {
+	names := map[string]string{
+		"#pk": KeyHold, "#q": attrQueue, "#g": attrGroup, "#st": attrState, "#e": attrEpoch, "#pa": attrParked,
+		"#ha": AttrHeldAt, "#u": attrUpdatedAt, "#v": attrVersion, "#fs": attrFailSeq, "#fc": attrFailCount, "#fca": attrFailCause,
+	}
+	values := map[string]types.AttributeValue{
+		":q": str(queue), ":g": str(group), ":released": str(string(StateReleased)), ":zero": num(0), ":one": num(1),
+		":now": num(now.UnixMilli()), ":fs": str(next.Sequence), ":fc": num(next.Failed),
+	}
+	set := "SET #q = if_not_exists(#q, :q), #g = if_not_exists(#g, :g), #st = if_not_exists(#st, :released), " +
+		"#e = if_not_exists(#e, :zero), #pa = if_not_exists(#pa, :zero), #ha = if_not_exists(#ha, :now), " +
+		"#u = if_not_exists(#u, :now), #v = if_not_exists(#v, :zero) + :one, #fs = :fs, #fc = :fc"
+	state := "(attribute_not_exists(#pk) OR #st = :released)"
+	if f.SeenHeld {
+		state = "#st IN (:held, :draining)"
+		values[":held"], values[":draining"] = str(string(StateHeld)), str(string(StateDraining))
+		delete(names, "#pk") // DynamoDB refuses a name the expressions do not use
+	} else {
+		set += ", #exp = :exp"
+		names["#exp"], values[":exp"] = AttrExpiresAt, num(expiry(now))
+	}
+	counted := "NOT (#fs = :fs)" // absent, or another record's
+	if f.Seen.Sequence == f.Sequence && f.Seen.Failed > 0 {
+		counted = "#fs = :fs AND #fc = :seen"
+		values[":seen"] = num(f.Seen.Failed)
+	}
+	update := set
+	if next.Cause != "" {
+		update += ", #fca = :fca"
+		values[":fca"] = str(next.Cause)
+	} else {
+		update += " REMOVE #fca"
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 itemKey(pk, SortHold),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(state + " AND " + counted),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 }
 
@@ -910,6 +1029,11 @@ func holdItem(h *HoldRecord, version int64) map[string]types.AttributeValue {
 	putStr(item, attrFrom, h.From)
 	putStr(item, attrThrough, h.Through)
 	putStr(item, attrNext, h.Next)
+	if h.Attempts.Sequence != "" {
+		item[attrFailSeq] = str(h.Attempts.Sequence)
+		item[attrFailCount] = num(h.Attempts.Failed)
+		putStr(item, attrFailCause, h.Attempts.Cause)
+	}
 	if h.State == StateReleased {
 		item[AttrExpiresAt] = num(expiry(h.UpdatedAt))
 	} else {
@@ -932,6 +1056,11 @@ func decodeHold(item map[string]types.AttributeValue) (storedHold, error) {
 		Next:      d.OptString(attrNext),
 		HeldAt:    d.Millis(AttrHeldAt),
 		UpdatedAt: d.Millis(attrUpdatedAt),
+		Attempts: Attempts{
+			Sequence: d.OptString(attrFailSeq),
+			Failed:   d.OptInt(attrFailCount),
+			Cause:    d.OptString(attrFailCause),
+		},
 	}}
 	h.version = d.Int(attrVersion)
 	err := d.Err()
@@ -980,10 +1109,69 @@ func messageItem(p *Parked) map[string]types.AttributeValue {
 		}
 		item[attrAttributes] = &types.AttributeValueMemberM{Value: attrs}
 	}
+	if p.Kafka != nil {
+		putKafka(item, p.Kafka)
+	}
 	if p.Status != StatusParked {
 		item[AttrExpiresAt] = num(expiry(p.UpdatedAt))
 	}
 	return item
+}
+
+// putKafka puts a parked Kafka record's key, value and headers in its
+// item, as binary: Kafka's bytes need not be UTF-8, which a DynamoDB string
+// must be.
+func putKafka(item map[string]types.AttributeValue, k *KafkaRecord) {
+	item[attrKafka] = &types.AttributeValueMemberBOOL{Value: true}
+	putBin(item, attrRecordKey, k.Key)
+	putBin(item, attrValue, k.Value)
+	if len(k.Headers) == 0 {
+		return
+	}
+	hs := make([]types.AttributeValue, len(k.Headers))
+	for i, h := range k.Headers {
+		m := map[string]types.AttributeValue{}
+		putBin(m, attrHeaderName, []byte(h.Key))
+		putBin(m, attrHeaderValue, h.Value)
+		hs[i] = &types.AttributeValueMemberM{Value: m}
+	}
+	item[attrHeaders] = &types.AttributeValueMemberL{Value: hs}
+}
+
+func putBin(item map[string]types.AttributeValue, name string, v []byte) {
+	if len(v) > 0 {
+		item[name] = &types.AttributeValueMemberB{Value: v}
+	}
+}
+
+// kafkaRecord reads a parked Kafka record's key, value and headers from
+// its item; nil for an SQS message's.
+func kafkaRecord(item map[string]types.AttributeValue, d *ddbitem.Decoder) (*KafkaRecord, error) {
+	if marker, ok := item[attrKafka].(*types.AttributeValueMemberBOOL); !ok || !marker.Value {
+		return nil, nil
+	}
+	k := &KafkaRecord{Key: d.OptBinary(attrRecordKey), Value: d.OptBinary(attrValue)}
+	av, ok := item[attrHeaders]
+	if !ok {
+		return k, nil
+	}
+	list, ok := av.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, fmt.Errorf("attribute %s: a %s, not a list", attrHeaders, ddbitem.TypeName(av))
+	}
+	for i, e := range list.Value {
+		m, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("attribute %s[%d]: a %s, not a map", attrHeaders, i, ddbitem.TypeName(e))
+		}
+		hd := ddbitem.New(m.Value)
+		h := KafkaHeader{Key: string(hd.OptBinary(attrHeaderName)), Value: hd.OptBinary(attrHeaderValue)}
+		if err := hd.Err(); err != nil {
+			return nil, fmt.Errorf("attribute %s[%d]: %w", attrHeaders, i, err)
+		}
+		k.Headers = append(k.Headers, h)
+	}
+	return k, nil
 }
 
 func decodeMessage(item map[string]types.AttributeValue) (Parked, error) {
@@ -1007,7 +1195,11 @@ func decodeMessage(item map[string]types.AttributeValue) (Parked, error) {
 		UpdatedAt:       d.Millis(attrUpdatedAt),
 	}
 	p.Attributes = messageAttributes(d, attrAttributes)
-	err := d.Err()
+	k, err := kafkaRecord(item, d)
+	p.Kafka = k
+	if err == nil {
+		err = d.Err()
+	}
 	switch {
 	case err != nil:
 	case p.Status != StatusParked && p.Status != StatusDone && p.Status != StatusDiscarded:

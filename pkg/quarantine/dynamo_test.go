@@ -59,6 +59,10 @@ func (f *batchOnly) TransactWriteItems(context.Context, *dynamodb.TransactWriteI
 	return nil, errNotHere
 }
 
+func (f *batchOnly) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errNotHere
+}
+
 func (f *batchOnly) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return nil, errNotHere
 }

@@ -68,6 +68,9 @@ func (m *MemoryStore) Park(ctx context.Context, queue, group string, items []Par
 		}
 	}
 	h, ok := m.holds[k]
+	if err := parkConflict(h, ok, items); err != nil {
+		return HoldRecord{}, err
+	}
 	if nothingToHold(h, ok, fresh) {
 		return h, nil
 	}
@@ -162,6 +165,24 @@ func (m *MemoryStore) BeginRedrive(ctx context.Context, queue, group string, now
 	return h, nil
 }
 
+// Failed implements Store. It reads what it counts: f.Seen and f.SeenHeld
+// change nothing.
+func (m *MemoryStore) Failed(ctx context.Context, queue, group string, f Failure, now time.Time) (Attempts, error) {
+	if err := ctx.Err(); err != nil {
+		return Attempts{}, err
+	}
+	if err := checkFailure(queue, group, f); err != nil {
+		return Attempts{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := holdKey{queue, group}
+	h, ok := m.holds[k]
+	h = failedHold(h, ok, queue, group, f, now)
+	m.holds[k] = h
+	return h.Attempts, nil
+}
+
 // Hold implements Store.
 func (m *MemoryStore) Hold(ctx context.Context, queue, group string) (HoldRecord, error) {
 	if err := ctx.Err(); err != nil {
@@ -220,6 +241,13 @@ func clone(p Parked) Parked {
 	for name, a := range p.Attributes {
 		a.BinaryValue = slices.Clone(a.BinaryValue)
 		p.Attributes[name] = a
+	}
+	if p.Kafka != nil {
+		k := KafkaRecord{Key: slices.Clone(p.Kafka.Key), Value: slices.Clone(p.Kafka.Value), Headers: slices.Clone(p.Kafka.Headers)}
+		for i := range k.Headers {
+			k.Headers[i].Value = slices.Clone(k.Headers[i].Value)
+		}
+		p.Kafka = &k
 	}
 	return p
 }

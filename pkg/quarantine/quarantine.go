@@ -349,6 +349,11 @@ func ParseCopy(m *events.SQSMessage) (Copy, bool) {
 	if !ok {
 		return Copy{}, false
 	}
+	return parseCopy(rest)
+}
+
+// parseCopy reads a copy's identity, "<epoch>.<nonce>.<sequence key>".
+func parseCopy(rest string) (Copy, bool) {
 	parts := strings.Split(rest, ".")
 	if len(parts) != 3 {
 		return Copy{}, false

@@ -3,6 +3,7 @@ package quarantine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,6 +54,33 @@ type HoldRecord struct {
 	Next      string
 	HeldAt    time.Time
 	UpdatedAt time.Time
+	// Attempts count the failed attempts of the group's most recent
+	// failing record (Store.Failed), whatever the state: a Kafka key's
+	// count, in place of SQS's receive count. Zero on SQS.
+	Attempts Attempts
+}
+
+// Attempts count the failed attempts of one record of a group.
+type Attempts struct {
+	// Sequence is the record's sequence key; "" when nothing failed.
+	Sequence string
+	// Failed is how many of its attempts failed.
+	Failed int64
+	// Cause is why the last of them failed.
+	Cause string
+}
+
+// Failure is a failed attempt Store.Failed records: of the record
+// Sequence, because of Cause. Seen and SeenHeld are the group's hold's
+// Attempts, and whether it was held or draining, as the caller last read
+// them (Read): a store may write on the condition that they are still
+// so, and must read the record anew and write again when they are not,
+// so that its result never depends on them.
+type Failure struct {
+	Sequence string
+	Cause    string
+	Seen     Attempts
+	SeenHeld bool
 }
 
 // MessageAttribute is one of a parked message's message attributes.
@@ -89,6 +117,26 @@ type Parked struct {
 	Status       Status
 	ParkedAt     time.Time
 	UpdatedAt    time.Time
+	// Kafka is what a parked Kafka record keeps (its sequence is
+	// KafkaSeq of its partition and offset; Body, Attributes, MessageID
+	// and DeduplicationID are empty); nil for an SQS message.
+	Kafka *KafkaRecord
+}
+
+// KafkaRecord is a parked Kafka record's key, value and headers, byte for
+// byte, so that its redriven copy is the record again.
+type KafkaRecord struct {
+	Key []byte
+	// Value is the record's value; nil when it is kept in the BodyStore
+	// under the Parked's BodyKey (or is null or empty).
+	Value   []byte
+	Headers []KafkaHeader
+}
+
+// KafkaHeader is one header of a parked Kafka record.
+type KafkaHeader struct {
+	Key   string
+	Value []byte
 }
 
 // ItemKey names a parked message.
@@ -123,6 +171,39 @@ func SeqNumber(key string) string {
 	return n
 }
 
+// kafkaOffsetWidth is how many of a Kafka record's sequence key's digits
+// are its offset (an int64 has at most 19); the partition is in the digits
+// before them.
+const kafkaOffsetWidth = 19
+
+// KafkaSeq returns the sequence key of the Kafka record at partition and
+// offset: the partition in the high digits, the offset in the low 19.
+// Within a partition it sorts as the offset does; and a key's records in
+// two partitions (the topic's partition count changed) never share a key,
+// so a released hold's tombstone at an offset of the old partition is
+// never taken for the record at that offset of the new one. It refuses a
+// negative partition or offset.
+func KafkaSeq(partition, offset int64) (string, error) {
+	if partition < 0 || offset < 0 {
+		return "", fmt.Errorf("quarantine: Kafka partition %d, offset %d: neither may be negative", partition, offset)
+	}
+	return fmt.Sprintf("%0*d%0*d", seqWidth-kafkaOffsetWidth, partition, kafkaOffsetWidth, offset), nil
+}
+
+// KafkaPosition returns the partition and offset of a Kafka record's
+// sequence key (KafkaSeq); ok is false for a key no KafkaSeq returns.
+func KafkaPosition(seq string) (partition, offset int64, ok bool) {
+	if len(seq) != seqWidth {
+		return 0, 0, false
+	}
+	p, err1 := strconv.ParseInt(seq[:seqWidth-kafkaOffsetWidth], 10, 64)
+	o, err2 := strconv.ParseInt(seq[seqWidth-kafkaOffsetWidth:], 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || o < 0 || strings.TrimLeft(seq, "0123456789") != "" {
+		return 0, 0, false
+	}
+	return p, o, true
+}
+
 // Errors of the stores.
 var (
 	// ErrNoHold: the group has no hold (or only a released one) where the
@@ -134,4 +215,9 @@ var (
 	ErrConflict = errors.New("quarantine: the hold changed")
 	// ErrNotParked: no parked message has that sequence number.
 	ErrNotParked = errors.New("quarantine: no such parked message")
+	// ErrOtherPartition: Kafka records of a held key's partition are parked
+	// under its hold, never those of another partition, whose offsets are
+	// of another sequence (the topic's partition count changed); nothing
+	// was written.
+	ErrOtherPartition = errors.New("quarantine: the records are of another partition than the key's hold")
 )

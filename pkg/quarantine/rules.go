@@ -26,6 +26,45 @@ func checkPark(queue, group string, items []Parked) error {
 		if p.Group != "" && p.Group != group {
 			return fmt.Errorf("quarantine: park: item %d belongs to group %q, not %q", i, p.Group, group)
 		}
+		if err := checkKafkaItem(items, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkKafkaItem checks that items[i] is a Kafka record if and only if
+// items[0] is, and then of items[0]'s partition: one Park is one lane.
+func checkKafkaItem(items []Parked, i int) error {
+	p := items[i]
+	if (p.Kafka == nil) != (items[0].Kafka == nil) {
+		return fmt.Errorf("quarantine: park: item %d is a Kafka record and item 0 is not, or the other way round", i)
+	}
+	if p.Kafka == nil {
+		return nil
+	}
+	part, _, ok := KafkaPosition(p.Sequence)
+	first, _, _ := KafkaPosition(items[0].Sequence)
+	switch {
+	case !ok:
+		return fmt.Errorf("quarantine: park: item %d: sequence %q is not a Kafka record's (KafkaSeq)", i, p.Sequence)
+	case part != first:
+		return fmt.Errorf("quarantine: park: item %d is of partition %d, item 0 of partition %d", i, part, first)
+	}
+	return nil
+}
+
+// parkConflict says why items (checked by checkPark) may not be parked
+// under hold h (ok: it exists), or nil: Kafka records of another partition
+// than a held or draining hold's, whose offsets are of another sequence.
+func parkConflict(h HoldRecord, ok bool, items []Parked) error {
+	if !ok || h.State == StateReleased || len(items) == 0 || items[0].Kafka == nil {
+		return nil
+	}
+	held, _, _ := KafkaPosition(h.From)
+	part, _, _ := KafkaPosition(items[0].Sequence)
+	if held != part {
+		return fmt.Errorf("quarantine: park: records of partition %d, and the key is %s from partition %d: %w", part, h.State, held, ErrOtherPartition)
 	}
 	return nil
 }
@@ -45,7 +84,7 @@ func parkedHold(h HoldRecord, ok bool, queue, group string, fresh []Parked, hold
 	if restart {
 		// The epoch goes on from the released hold's, so that a copy of
 		// an earlier epoch still in flight is never taken for a current one.
-		h = HoldRecord{Queue: queue, Group: group, State: StateHeld, Epoch: h.Epoch, HeldAt: now, Cause: cause}
+		h = HoldRecord{Queue: queue, Group: group, State: StateHeld, Epoch: h.Epoch, HeldAt: now, Cause: cause, Attempts: h.Attempts}
 	}
 	if hold {
 		h.State, h.Cause = StateHeld, cause
@@ -136,6 +175,37 @@ func redrivenHold(h HoldRecord, oldest string, now time.Time) HoldRecord {
 // parked message: h has messages parked but names none next.
 func needsOldest(h HoldRecord) bool {
 	return h.Next == "" && h.Parked > 0
+}
+
+// checkFailure validates a Failed call's arguments.
+func checkFailure(queue, group string, f Failure) error {
+	if queue == "" || group == "" {
+		return errors.New("quarantine: failed without a queue or a group")
+	}
+	if _, err := SeqKey(f.Sequence); err != nil || len(f.Sequence) != seqWidth {
+		return fmt.Errorf("quarantine: failed: sequence %q is not a sequence key", f.Sequence)
+	}
+	return nil
+}
+
+// failedHold is hold h (ok: it exists) after the failed attempt f: its
+// Attempts one more when they count f's record, else f's first; a group
+// without a record gets a released one, which holds nothing and counts.
+func failedHold(h HoldRecord, ok bool, queue, group string, f Failure, now time.Time) HoldRecord {
+	if !ok {
+		h = HoldRecord{Queue: queue, Group: group, State: StateReleased, HeldAt: now, UpdatedAt: now}
+	}
+	h.Attempts = attemptsAfter(h.Attempts, f)
+	return h
+}
+
+// attemptsAfter is a after the failed attempt f.
+func attemptsAfter(a Attempts, f Failure) Attempts {
+	n := int64(1)
+	if a.Sequence == f.Sequence && a.Failed > 0 {
+		n = a.Failed + 1
+	}
+	return Attempts{Sequence: f.Sequence, Failed: n, Cause: clip(f.Cause, maxCause)}
 }
 
 func sortHolds(hs []HoldRecord) {

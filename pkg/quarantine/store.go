@@ -61,6 +61,19 @@ type Store interface {
 	// released one.
 	BeginRedrive(ctx context.Context, queue, group string, now time.Time) (HoldRecord, error)
 
+	// Failed records the failed attempt f of the group's record
+	// f.Sequence in its hold's Attempts, and returns them afterwards: one
+	// more when they counted that record, else its first (its cause
+	// clipped to 1024 bytes). A group without a record gets a released
+	// one, which holds nothing and only counts; a hold's other fields, its
+	// state and UpdatedAt included, are left as they are. It may write on
+	// the condition that the hold is as f.Seen and f.SeenHeld say, and
+	// then reads it anew and writes again when it is not: one conditional
+	// write, no read, when the caller's read is current. A write whose
+	// answer was lost and that the client sent again may count the attempt
+	// twice (the record is then parked an attempt early, never late).
+	Failed(ctx context.Context, queue, group string, f Failure, now time.Time) (Attempts, error)
+
 	// Hold returns the group's hold, released ones included (ErrNoHold when
 	// there is no record).
 	Hold(ctx context.Context, queue, group string) (HoldRecord, error)

@@ -227,6 +227,11 @@ func (r *keyRecorder) TransactWriteItems(_ context.Context, in *dynamodb.Transac
 	return nil, errRecorded
 }
 
+func (r *keyRecorder) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	r.note(in.Key)
+	return nil, errRecorded
+}
+
 func (r *keyRecorder) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return nil, errors.New("keyRecorder: no Query here")
 }

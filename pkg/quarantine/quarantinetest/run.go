@@ -57,6 +57,14 @@ var suite = []struct {
 	{"QueuesAndGroupsAreIndependent", testIsolation},
 	{"ConcurrentParksCountEachMessageOnce", testConcurrentParks},
 	{"ConcurrentUnparksReleaseOnce", testConcurrentUnparks},
+	{"KafkaRecordsRoundTrip", testKafkaRoundTrip},
+	{"KafkaHoldKeepsItsPartition", testKafkaPartitions},
+	{"KafkaParkRejectsInvalidArguments", testKafkaParkInvalid},
+	{"FailedCountsTheAttemptsOfOneRecord", testFailedCounts},
+	{"FailedNeverDependsOnAStaleRead", testFailedWithAStaleRead},
+	{"FailedKeepsTheHoldAndEveryWriteKeepsTheCount", testFailedKeepsTheHold},
+	{"FailedRejectsInvalidArgumentsAndCancellation", testFailedRefusals},
+	{"ConcurrentFailuresCountEachOnce", testConcurrentFailures},
 }
 
 // Start is the time of a test's first write.
