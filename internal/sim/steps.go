@@ -380,11 +380,7 @@ func (w *World) redrive(all bool) {
 				continue
 			}
 			if q == w.commands && (all || w.rng.IntN(2) == 0) {
-				for _, in := range w.intents {
-					if in.poison && in.jobID == h.Group && w.journal.peek(context.Background(), in.jobID) == nil {
-						w.post(in, in.spec)
-					}
-				}
+				w.fixEarly(h.Group)
 			}
 			discard := h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0)
 			stopAfter := -1
