@@ -168,9 +168,10 @@
 //     exactly that old still runs), BisectBatchOnFunctionError, and
 //     on-failure records in AWS's shapes: KafkaSQSDestination sends one
 //     record per span given up with each partition's recordsInfo;
-//     KafkaTopicDestination produces one message per record, keyed as the
-//     record, with its recordInfo and the event that holds it, and refuses
-//     the source topic
+//     KafkaS3Destination writes that record with the span's event as its
+//     payload; KafkaTopicDestination produces one message per record, keyed
+//     as the record, with its recordInfo and the event that holds it, and
+//     refuses the source topic
 //     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html,
 //     https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html).
 //     The mapping commits past records given up only once the destination
@@ -214,8 +215,8 @@
 //
 // Not implemented for Kafka: pollers and scaling (provisioned or on-demand:
 // a mapping is one group member, run several for more), filter criteria,
-// schema registries, authentication (SourceAccessConfigurations), SNS and
-// S3 destinations, and finding an MSK cluster's brokers from its ARN
+// schema registries, authentication (SourceAccessConfigurations), SNS
+// destinations, and finding an MSK cluster's brokers from its ARN
 // (BootstrapServers is required for MSK too). With an invoker that runs
 // one invocation at a time (RIE), a batch waiting to retry holds the
 // invoker's only slot.

@@ -17,8 +17,9 @@ import (
 // that alone make an event larger than MaxRequestSize. The mapping commits
 // past them only once Send has returned nil, and calls Send again (with
 // the same records) until it does, so a destination must tolerate
-// duplicates. KafkaSQSDestination and KafkaTopicDestination are Lambda's
-// two destinations that fit a local stack (SNS and S3 are not built).
+// duplicates. KafkaSQSDestination, KafkaS3Destination and
+// KafkaTopicDestination are Lambda's destinations that fit a local stack
+// (SNS is not built).
 type KafkaOnFailureDestination interface {
 	Send(ctx context.Context, f KafkaFailure) error
 }
