@@ -24,11 +24,13 @@ import (
 var kafkaWorkerEnv = map[string]string{
 	"TRANSPORT": "kafka", "JOBS_TABLE": "jobs", "ARTICLES_TABLE": "articles", "CANDIDATES_BUCKET": "candidates",
 	"MAX_GENERATIONS": "3", "EPHEMERAL_STORAGE_MB": "1536", "MAX_CANDIDATE_BYTES": "134217728",
+	"COMMANDS_TOPIC": "commands", "QUARANTINE_TABLE": "quarantine", "QUARANTINE_BUCKET": "candidates", "QUARANTINE_AFTER_ATTEMPTS": "6",
 }
 
 // kafkaProjectorEnv is every setting ProjectorKafka reads, each valid.
 var kafkaProjectorEnv = map[string]string{
 	"TRANSPORT": "kafka", "VIEWS_TABLE": "views", "TOTALS_TABLE": "totals", "JOBS_TABLE": "jobs",
+	"EVENTS_TOPIC": "events", "QUARANTINE_TABLE": "quarantine", "QUARANTINE_BUCKET": "candidates", "QUARANTINE_AFTER_ATTEMPTS": "6",
 }
 
 func buildWorkerKafka(env map[string]string) error {
@@ -44,8 +46,7 @@ func buildProjectorKafka(env map[string]string) error {
 // The Kafka consumers read the tables' and the bucket's settings the SQS
 // ones do, and no queue's: each is required, named when missing or out of
 // its bounds (MAX_GENERATIONS at exactly 1 and 4, refused at 0 and 5), and
-// every problem is named at once. No quarantine setting is read: the
-// Kafka quarantine is not built yet.
+// every problem is named at once, the quarantine's among them.
 func TestKafkaConsumersNameEveryMisconfiguredSetting(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -64,7 +65,7 @@ func TestKafkaConsumersNameEveryMisconfiguredSetting(t *testing.T) {
 				delete(env, k)
 				err := tc.build(env)
 				switch k {
-				case "MAX_GENERATIONS", "MAX_CANDIDATE_BYTES":
+				case "MAX_GENERATIONS", "MAX_CANDIDATE_BYTES", "QUARANTINE_AFTER_ATTEMPTS":
 					require.NoError(t, err, "%s has a default", k)
 				default:
 					required++
@@ -76,7 +77,7 @@ func TestKafkaConsumersNameEveryMisconfiguredSetting(t *testing.T) {
 			none := map[string]string{}
 			err := tc.build(none)
 			for k := range tc.full {
-				if k != "MAX_GENERATIONS" && k != "MAX_CANDIDATE_BYTES" {
+				if k != "MAX_GENERATIONS" && k != "MAX_CANDIDATE_BYTES" && k != "QUARANTINE_AFTER_ATTEMPTS" {
 					require.ErrorContains(t, err, k+" is not set", "every problem at once")
 				}
 			}
@@ -160,7 +161,7 @@ func TestTheKafkaWorkerRunsAtMostTenLanesAtOnce(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
-		p, err := kafka.New(workerProcessor(handler, slog.New(slog.DiscardHandler)))
+		p, err := kafka.New(workerProcessor(kafka.Config{Handler: handler}))
 		require.NoError(t, err)
 		ev := events.KafkaEvent{Records: map[string][]events.KafkaRecord{}}
 		for i := range 11 {

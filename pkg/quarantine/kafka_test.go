@@ -1,10 +1,13 @@
 package quarantine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -407,4 +410,21 @@ func TestNewKafkaRefusesAnInvalidConfig(t *testing.T) {
 	}
 	_, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: store, Topic: strings.Repeat("t", 249)})
 	require.NoError(t, err, "249 characters is a topic name")
+}
+
+// A Kafka batch that parked or dropped records writes one EMF line under
+// the topic's name, which the held-groups alarm's dimension uses too; one
+// that did neither writes nothing.
+func TestLoggedKafkaBatchMetricsCountsParkedAndDroppedRecords(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	hook := quarantine.LoggedKafkaBatchMetrics(slog.New(slog.NewJSONHandler(&buf, nil)), "fifoworker-commands")
+	hook(kafka.BatchMetrics{Records: []kafka.RecordMetrics{{Outcome: kafka.Succeeded}, {Outcome: kafka.Failed}}})
+	require.Empty(t, buf.String())
+	hook(kafka.BatchMetrics{Records: []kafka.RecordMetrics{{Outcome: kafka.Parked}, {Outcome: kafka.Parked}, {Outcome: kafka.Dropped}}})
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc), buf.String())
+	require.Equal(t, "fifoworker-commands", doc["Queue"])
+	require.EqualValues(t, 2, doc["MessagesParked"])
+	require.EqualValues(t, 1, doc["MessagesDropped"])
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/base/emf"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the quarantine's
@@ -56,6 +57,17 @@ func LoggedBatchMetrics(log *slog.Logger, queue string) func(fifo.BatchMetrics) 
 	}
 }
 
+// LoggedKafkaBatchMetrics is LoggedBatchMetrics for kafka.Config's
+// Metrics: the records a Kafka batch parked or dropped, under the dimension
+// Queue = topic (the name the held-groups gauge and its alarm use too).
+func LoggedKafkaBatchMetrics(log *slog.Logger, topic string) func(kafka.BatchMetrics) {
+	return func(m kafka.BatchMetrics) {
+		if r, ok := countsRecord(topic, m.Count(kafka.Parked), m.Count(kafka.Dropped)); ok {
+			r.Log(context.Background(), log, "quarantine: metrics")
+		}
+	}
+}
+
 // LogHeldGroups logs the number of held groups of queue, counted at now,
 // as an EMF record (see LoggedBatchMetrics): the caller's clock stamps it,
 // as HeldGroups', so a gauge and the run that measured it agree.
@@ -72,7 +84,12 @@ func HeldGroups(w io.Writer, queue string, held int, now time.Time) error {
 // anything: a batch that did neither writes no record. Both counts are
 // written, 0 included.
 func batchRecord(queue string, m fifo.BatchMetrics) (emf.Record, bool) {
-	parked, dropped := m.Count(fifo.Parked), m.Count(fifo.Dropped)
+	return countsRecord(queue, m.Count(fifo.Parked), m.Count(fifo.Dropped))
+}
+
+// countsRecord is the record of a batch that parked and dropped so many,
+// and whether it did either.
+func countsRecord(queue string, parked, dropped int) (emf.Record, bool) {
 	if parked == 0 && dropped == 0 {
 		return emf.Record{}, false
 	}

@@ -1,0 +1,63 @@
+package lambdawire
+
+import (
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+)
+
+// kafkaQuarantined returns the Kafka processor's Config that puts a
+// consumer under its topic's quarantine (pkg/quarantine's KafkaQuarantine),
+// for consumeKafka to complete: QUARANTINE_TABLE, the topic in topicVar
+// (COMMANDS_TOPIC or EVENTS_TOPIC: the mapping names the topic it reads,
+// and the quarantine refuses any other), QUARANTINE_BUCKET (large values,
+// under quarantine/<topic>/) and QUARANTINE_AFTER_ATTEMPTS, the attempt at
+// which a record is parked before it runs (at least least, default least;
+// at most the mapping's MaximumRetryAttempts + 1, which the template's
+// tests check). Parked and dropped records are counted in EMF records of
+// the function's log, under the dimension Queue = the topic.
+func kafkaQuarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, topicVar string, least int) kafka.Config {
+	table := env.String("QUARANTINE_TABLE")
+	topic := env.String(topicVar)
+	bucket := env.String("QUARANTINE_BUCKET")
+	after := env.Int("QUARANTINE_AFTER_ATTEMPTS", least, least, 1000)
+	if table == "" || topic == "" || bucket == "" {
+		return kafka.Config{} // env.Err reports it
+	}
+	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
+	if err != nil {
+		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
+		return kafka.Config{}
+	}
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: S3(cfg), Bucket: bucket})
+	if err != nil {
+		env.Refuse(err, startup.Fields{"Bucket": "QUARANTINE_BUCKET"})
+		return kafka.Config{}
+	}
+	q, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: store, Topic: topic, Bodies: bodies})
+	if err != nil {
+		env.Refuse(err, startup.Fields{"Topic": topicVar})
+		return kafka.Config{}
+	}
+	return kafka.Config{Quarantine: q, QuarantineThreshold: after, Metrics: quarantine.LoggedKafkaBatchMetrics(log, topic)}
+}
+
+// consumeKafka returns the Process of a Kafka processor of cfg (a
+// consumer's quarantine, from kafkaQuarantined) calling h and logging to
+// log, or every problem env has found.
+func consumeKafka(env *startup.Env, cfg kafka.Config, h kafka.Handler, log *slog.Logger) (*kafka.Processor, error) {
+	if err := env.Err(); err != nil {
+		return nil, err
+	}
+	cfg.Handler, cfg.Logger = h, log
+	p, err := kafka.New(cfg)
+	if err != nil {
+		return nil, env.Refused(err, startup.Fields{"QuarantineThreshold": "QUARANTINE_AFTER_ATTEMPTS"})
+	}
+	return p, nil
+}
