@@ -118,9 +118,9 @@
 //     refusal, is made by one pure function that both stores call, so the
 //     DynamoDB store and the in-memory store cannot drift; jobstest.Run
 //     holds them to the same behaviour.
-//   - The item has one decoder, FromItem, which the stores and every other
-//     reader use; FromStreamImage converts a Lambda stream image to SDK
-//     attribute values and hands it to FromItem, so the relay, the
+//   - The item has one decoder (jobitem.Decode), which FromItem (the SDK's
+//     attribute values, as the stores read them) and FromStreamImage (a
+//     Lambda stream image) share, so the stores, the relay, the
 //     projector's recovery and the sweeper read items and images alike.
 //
 // # Generations and the commands queue
@@ -162,6 +162,13 @@
 // checks versions for gaps sees none. The nudge also fences whatever still
 // runs under the ended lease, as a takeover would: the holder's version is
 // no longer current.
+//
+// The job's model (Job, Status, Message, the message types, OutboxID,
+// ValidateID, ErrInvalid, ErrNotJob) and that decoder are the job item's,
+// in pkg/jobs/jobitem, which this package gives under its own names
+// (jobs.Job is jobitem.Job): a reader of the table's stream that needs
+// nothing else (the relay) imports jobitem alone, and so links no
+// DynamoDB client nor the SDK's DynamoDB types.
 //
 // A store is built from its configuration: NewDynamoStore(DynamoConfig) or
 // NewMemoryStore(Config), both with the same settings (Config, whose zero

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/base/backoff"
 	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // DynamoDBAPI is the part of the DynamoDB client DynamoStore calls:
@@ -172,7 +173,7 @@ func (s *DynamoStore) liveShard(ctx context.Context, shard string, after LivePos
 		TableName:                aws.String(s.table),
 		IndexName:                aws.String(LiveIndex),
 		KeyConditionExpression:   aws.String("#s = :s AND #u < :u"),
-		ExpressionAttributeNames: map[string]string{"#s": attrLiveShard, "#u": attrUpdatedAt},
+		ExpressionAttributeNames: map[string]string{"#s": attrLiveShard, "#u": jobitem.AttrUpdatedAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":s": str(shard), ":u": num(last + 1),
 		},
@@ -197,7 +198,7 @@ func (s *DynamoStore) liveShard(ctx context.Context, shard string, after LivePos
 		}
 		for _, item := range page.Items {
 			d := ddbitem.New(item)
-			p := LivePosition{ID: d.OptString(attrJobID), UpdatedAt: d.OptInt(attrUpdatedAt)}
+			p := LivePosition{ID: d.OptString(jobitem.AttrJobID), UpdatedAt: d.OptInt(jobitem.AttrUpdatedAt)}
 			if err := d.Err(); err != nil {
 				return nil, fmt.Errorf("jobs: %w", err)
 			}
@@ -241,7 +242,7 @@ func (s *DynamoStore) GetMany(ctx context.Context, ids []string) (map[string]Job
 	for chunk := range slices.Chunk(unique, maxBatchGet) {
 		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
 		for _, id := range chunk {
-			keys = append(keys, map[string]types.AttributeValue{attrJobID: str(id)})
+			keys = append(keys, map[string]types.AttributeValue{jobitem.AttrJobID: str(id)})
 		}
 		if err := s.batchGet(ctx, keys, out, bad); err != nil {
 			return nil, fmt.Errorf("jobs: get many: %w", err)
@@ -267,7 +268,7 @@ func (s *DynamoStore) batchGet(ctx context.Context, keys []map[string]types.Attr
 			j, err := FromItem(item)
 			if err != nil {
 				// The key is the one attribute every item has, as a string.
-				id, _ := item[attrJobID].(*types.AttributeValueMemberS)
+				id, _ := item[jobitem.AttrJobID].(*types.AttributeValueMemberS)
 				if id == nil {
 					return err
 				}
@@ -311,7 +312,7 @@ func (s *DynamoStore) Get(ctx context.Context, id string) (Job, error) {
 func (s *DynamoStore) get(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            map[string]types.AttributeValue{attrJobID: str(key)},
+		Key:            map[string]types.AttributeValue{jobitem.AttrJobID: str(key)},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -423,18 +424,18 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	e := &expression{names: map[string]string{}, values: map[string]types.AttributeValue{}}
 	g := st.guard
 	cond := []string{
-		e.name(attrStatus) + " = " + e.value(str(string(g.status))),
-		e.name(attrGeneration) + " = " + e.value(num(g.generation)),
-		e.name(attrVersion) + " = " + e.value(num(g.version)),
+		e.name(jobitem.AttrStatus) + " = " + e.value(str(string(g.status))),
+		e.name(jobitem.AttrGeneration) + " = " + e.value(num(g.generation)),
+		e.name(jobitem.AttrVersion) + " = " + e.value(num(g.version)),
 	}
 	if g.owner != "" {
-		cond = append(cond, e.name(attrLeaseOwner)+" = "+e.value(str(g.owner)))
+		cond = append(cond, e.name(jobitem.AttrLeaseOwner)+" = "+e.value(str(g.owner)))
 	}
 	if g.tenant != "" {
-		cond = append(cond, e.name(attrTenant)+" = "+e.value(str(g.tenant)))
+		cond = append(cond, e.name(jobitem.AttrTenant)+" = "+e.value(str(g.tenant)))
 	}
 	if !g.expiredBefore.IsZero() {
-		cond = append(cond, e.name(attrLeaseExpiresAt)+" < "+e.value(millis(g.expiredBefore)))
+		cond = append(cond, e.name(jobitem.AttrLeaseExpiresAt)+" < "+e.value(millis(g.expiredBefore)))
 	}
 	var sets []string
 	for _, av := range patchValues(&st.patch) {
@@ -454,7 +455,7 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),
-		Key:                                 map[string]types.AttributeValue{attrJobID: str(id)},
+		Key:                                 map[string]types.AttributeValue{jobitem.AttrJobID: str(id)},
 		ConditionExpression:                 aws.String(strings.Join(cond, " AND ")),
 		UpdateExpression:                    aws.String(update),
 		ExpressionAttributeNames:            e.names,
@@ -476,7 +477,7 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	job, marker := newJob(&req, nil, now, &s.cfg)
 	job = normalize(job)
 	notExists := "attribute_not_exists(#k)"
-	keyName := map[string]string{"#k": attrJobID}
+	keyName := map[string]string{"#k": jobitem.AttrJobID}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
 			TableName: aws.String(s.table), Item: jobItem(&job),
@@ -576,7 +577,7 @@ func (s *DynamoStore) resolveCreate(ctx context.Context, req *CreateRequest, job
 // written). A marker another create wrote meanwhile fails the condition.
 func overwrite(put *types.Put, m *intentMarker) {
 	put.ConditionExpression = aws.String("attribute_not_exists(#k) OR (#job = :job AND #created = :created)")
-	put.ExpressionAttributeNames = map[string]string{"#k": attrJobID, "#job": attrCreatedJobID, "#created": attrCreatedAt}
+	put.ExpressionAttributeNames = map[string]string{"#k": jobitem.AttrJobID, "#job": attrCreatedJobID, "#created": jobitem.AttrCreatedAt}
 	put.ExpressionAttributeValues = map[string]types.AttributeValue{":job": str(m.JobID), ":created": millis(m.CreatedAt)}
 }
 

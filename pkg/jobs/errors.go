@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // Error categories. Every error a Store returns for a refused transition
@@ -29,8 +31,9 @@ var (
 	ErrIntentConflict = errors.New("intent conflict: the intent already created a job with another spec")
 	// ErrJobExists: the requested job id belongs to another intent.
 	ErrJobExists = errors.New("job id taken by another intent")
-	// ErrInvalid: the request is malformed; nothing was sent.
-	ErrInvalid = errors.New("invalid request")
+	// ErrInvalid: the request is malformed; nothing was sent
+	// (jobitem.ErrInvalid, which jobitem.ValidateID's refusals match too).
+	ErrInvalid = jobitem.ErrInvalid
 )
 
 // StaleError is returned when a fenced write names a generation or version

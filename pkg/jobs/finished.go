@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/fifoworker/fifoworker/internal/base/ddbitem"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // The finished index: template.yaml's JobsTable has a sparse global
@@ -136,7 +137,7 @@ func (s *DynamoStore) finishedShard(ctx context.Context, shard, after, bound str
 		}
 		for _, item := range page.Items {
 			d := ddbitem.New(item)
-			f := FinishedJob{ID: d.OptString(attrJobID), Key: d.OptString(attrFinishedKey)}
+			f := FinishedJob{ID: d.OptString(jobitem.AttrJobID), Key: d.OptString(attrFinishedKey)}
 			if err := d.Err(); err != nil {
 				return nil, fmt.Errorf("jobs: %w", err)
 			}

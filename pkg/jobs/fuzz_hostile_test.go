@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -159,4 +160,66 @@ func valueJSON(av types.AttributeValue) any {
 		return map[string]any{"BS": v.Value}
 	}
 	return nil
+}
+
+// streamItem is the item, as the SDK would return it, that a stream image
+// (or a map within one, at path) shows: the reference FromItem is held to
+// by the fuzz tests, written apart from the decoder's own conversion
+// (ddbitem.Image, the other way).
+func streamItem(image map[string]events.DynamoDBAttributeValue, path string) (map[string]types.AttributeValue, error) {
+	if image == nil {
+		return nil, nil
+	}
+	item := make(map[string]types.AttributeValue, len(image))
+	for name, av := range image {
+		v, err := streamValue(av, path+name)
+		if err != nil {
+			return nil, err
+		}
+		item[name] = v
+	}
+	return item, nil
+}
+
+// streamValue converts the attribute value at path, of any of DynamoDB's
+// types, to the SDK's.
+func streamValue(av events.DynamoDBAttributeValue, path string) (types.AttributeValue, error) {
+	switch av.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: av.String()}, nil
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: av.Number()}, nil
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: av.Binary()}, nil
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: av.Boolean()}, nil
+	case events.DataTypeNull:
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: av.StringSet()}, nil
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: av.NumberSet()}, nil
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: av.BinarySet()}, nil
+	case events.DataTypeMap:
+		m, err := streamItem(av.Map(), path+".")
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = map[string]types.AttributeValue{}
+		}
+		return &types.AttributeValueMemberM{Value: m}, nil
+	case events.DataTypeList:
+		list := make([]types.AttributeValue, 0, len(av.List()))
+		for i, e := range av.List() {
+			v, err := streamValue(e, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		return &types.AttributeValueMemberL{Value: list}, nil
+	}
+	return nil, fmt.Errorf("jobs: attribute %s: unknown DynamoDB data type %d", path, av.DataType())
 }

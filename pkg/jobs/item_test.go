@@ -139,33 +139,6 @@ func TestStreamImageDecodesLikeTheItem(t *testing.T) {
 	})
 }
 
-func TestStreamValueConvertsEveryType(t *testing.T) {
-	t.Parallel()
-	image := map[string]events.DynamoDBAttributeValue{
-		"s": events.NewStringAttribute("x"), "n": events.NewNumberAttribute("-1.5e3"), "b": events.NewBinaryAttribute([]byte{0, 1}),
-		"bool": events.NewBooleanAttribute(true), "null": events.NewNullAttribute(),
-		"ss": events.NewStringSetAttribute([]string{"a", "b"}), "ns": events.NewNumberSetAttribute([]string{"1", "2"}),
-		"bs": events.NewBinarySetAttribute([][]byte{{1}, {2}}),
-		"m":  events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"k": events.NewStringAttribute("v")}),
-		"em": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{}),
-		"l":  events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewNumberAttribute("1"), events.NewListAttribute(nil)}),
-	}
-	item, err := streamItem(image, "")
-	require.NoError(t, err)
-	require.Equal(t, map[string]types.AttributeValue{
-		"s": &types.AttributeValueMemberS{Value: "x"}, "n": &types.AttributeValueMemberN{Value: "-1.5e3"},
-		"b": &types.AttributeValueMemberB{Value: []byte{0, 1}}, "bool": &types.AttributeValueMemberBOOL{Value: true},
-		"null": &types.AttributeValueMemberNULL{Value: true},
-		"ss":   &types.AttributeValueMemberSS{Value: []string{"a", "b"}}, "ns": &types.AttributeValueMemberNS{Value: []string{"1", "2"}},
-		"bs": &types.AttributeValueMemberBS{Value: [][]byte{{1}, {2}}},
-		"m":  &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}},
-		"em": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
-		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{
-			&types.AttributeValueMemberN{Value: "1"}, &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-		}},
-	}, item)
-}
-
 // streamImage is the stream image of an item: what Lambda would deliver
 // for it. (It encodes; FromStreamImage is the only decoder.)
 func streamImage(t require.TestingT, item map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {

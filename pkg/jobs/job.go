@@ -6,106 +6,61 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/fifoworker/fifoworker/internal/base/ids"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
-// Status is where a job is in its life: pending → running → completed,
-// failed or cancelled. The last three are final: nothing changes a final job.
-type Status string
+// The job's model is the job item's (pkg/jobs/jobitem, which a reader of
+// the table's stream imports alone: it reaches no DynamoDB client); this
+// package gives it under its own names. Each is documented there.
+type (
+	// Status is where a job is in its life: pending → running → completed,
+	// failed or cancelled. The last three are final (Status.Final).
+	Status = jobitem.Status
+	// Job is one item of the Jobs table.
+	Job = jobitem.Job
+	// Result is an accepted candidate object.
+	Result = jobitem.Result
+	// Failure says why a job failed or was cancelled.
+	Failure = jobitem.Failure
+	// Message is the command or event a transition wrote into the item's
+	// outbox attribute.
+	Message = jobitem.Message
+)
 
 // The statuses of a job.
 const (
-	StatusPending   Status = "pending"
-	StatusRunning   Status = "running"
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
+	StatusPending   = jobitem.StatusPending
+	StatusRunning   = jobitem.StatusRunning
+	StatusCompleted = jobitem.StatusCompleted
+	StatusFailed    = jobitem.StatusFailed
+	StatusCancelled = jobitem.StatusCancelled
 )
 
-// Final reports whether no transition leaves s.
-func (s Status) Final() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
-}
-
-// Job is one item of the Jobs table. Times have millisecond precision, the
-// precision they are stored with.
-type Job struct {
-	ID       string
-	IntentID string // the client's idempotency key
-	Tenant   string
-	Status   Status
-	// Generation is the current authorised processing generation: 0 before
-	// the first claim, +1 on every claim, takeover and cancellation.
-	Generation int64
-	// Version is 0 at creation and +1 on every transition; the outbox id
-	// derives from it.
-	Version        int64
-	LeaseOwner     string    // attempt id of the generation's holder (kept after the job ends)
-	LeaseExpiresAt time.Time // zero before the first claim
-	Result         Result    // zero unless completed
-	Progress       int64     // items processed by the current generation
-	Outbox         Message   // what the last transition emitted
-	Spec           map[string]string
-	Error          Failure   // zero unless failed or cancelled
-	CreatedAt      time.Time //
-	UpdatedAt      time.Time //
-	ExpiresAt      time.Time // TTL, stored in epoch seconds; zero until the job is final
-}
-
-// Result is an accepted candidate object.
-type Result struct {
-	Key    string // S3 key of the candidate
-	SHA256 string // lower-case hex
-	Size   int64
-}
-
-// Failure says why a job failed or was cancelled.
-type Failure struct {
-	Code    string
-	Message string
-}
-
-// Message is the command or event a transition wrote into the item's outbox
-// attribute. The relay publishes it from the table's stream; the message body
-// is built from it, the new image (snapshot) and the old image (delta).
-type Message struct {
-	ID      string            // OutboxID(job id, Version): the SQS deduplication id
-	Type    string            // MessageRun, EventStarted, ...
-	Version int64             // the job version that emitted it
-	Payload map[string]string // the transition's own facts, see the Payload* keys
-}
-
-// Message types. The command is emitted by creation, an event by every
-// later transition, so versions 1, 2, ... of a job each have exactly one
-// event and a consumer can detect a gap. The one transition after creation
-// whose outbox holds a command is the nudge (Store.Nudge): the relay
-// publishes its version twice, as the command and as the event
-// EventRequeued, so the events stay gapless.
+// Message types: the command version 0 and every nudge emit, and the
+// events of the later transitions (jobitem's doc says which).
 const (
-	MessageRun     = "job.run"       // command: run the job (version 0, and every nudge)
-	EventStarted   = "job.started"   // a claim or a takeover
-	EventProgress  = "job.progress"  // a renewal
-	EventCompleted = "job.completed" // an accepted result
-	EventFailed    = "job.failed"    // a failure, or a takeover beyond the recovery policy
-	EventCancelled = "job.cancelled"
-	// EventRequeued is the event the relay publishes for a nudge's version,
-	// next to its run command; no item's outbox holds it.
-	EventRequeued = "job.requeued"
+	MessageRun     = jobitem.MessageRun
+	EventStarted   = jobitem.EventStarted
+	EventProgress  = jobitem.EventProgress
+	EventCompleted = jobitem.EventCompleted
+	EventFailed    = jobitem.EventFailed
+	EventCancelled = jobitem.EventCancelled
+	EventRequeued  = jobitem.EventRequeued
 )
 
 // Payload keys.
 const (
-	PayloadAttemptID         = "attempt_id"          // the attempt whose request made the transition
-	PayloadPreviousAttemptID = "previous_attempt_id" // takeover: whose lease expired
-	PayloadResultKey         = "result_key"
-	PayloadCode              = "code"
-	PayloadReason            = "reason"
+	PayloadAttemptID         = jobitem.PayloadAttemptID
+	PayloadPreviousAttemptID = jobitem.PayloadPreviousAttemptID
+	PayloadResultKey         = jobitem.PayloadResultKey
+	PayloadCode              = jobitem.PayloadCode
+	PayloadReason            = jobitem.PayloadReason
 )
 
 // Failure codes written by the package itself.
@@ -115,21 +70,12 @@ const (
 )
 
 // OutboxID is the id of the message emitted by version v of a job, for
-// example "job-42/v3". It is unique per job and deterministic, so a
-// re-published message deduplicates.
-func OutboxID(jobID string, version int64) string {
-	return jobID + "/v" + strconv.FormatInt(version, 10)
-}
+// example "job-42/v3" (jobitem.OutboxID).
+func OutboxID(jobID string, version int64) string { return jobitem.OutboxID(jobID, version) }
 
 // ValidateID reports whether id can be a job id: 1 to 128 characters from
-// [A-Za-z0-9_-]. Job ids become parts of S3 keys and FIFO group ids, and the
-// rule keeps them apart from the table's intent markers ("intent#…").
-func ValidateID(id string) error {
-	if p := ids.Problem(id); p != "" {
-		return fmt.Errorf("%w: job id %q %s: ids are [A-Za-z0-9_-]{1,128}", ErrInvalid, id, p)
-	}
-	return nil
-}
+// [A-Za-z0-9_-] (jobitem.ValidateID).
+func ValidateID(id string) error { return jobitem.ValidateID(id) }
 
 // validateAttemptID applies the job id rule to attempt ids: they become
 // parts of candidate keys too.

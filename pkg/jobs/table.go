@@ -4,12 +4,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // AttrExpiresAt (N, Unix seconds) is the Jobs table's time-to-live
 // attribute: a final job's item and its intent marker expire at it, and
 // DynamoDB's TTL deletes them. Turn TTL on for it when creating the table.
-const AttrExpiresAt = attrExpiresAt
+const AttrExpiresAt = jobitem.AttrExpiresAt
 
 // Table returns the shape of a Jobs table named name, as CreateTable takes
 // it: what the DynamoStore relies on and nothing else. Its key is job_id
@@ -28,15 +30,15 @@ func Table(name string) *dynamodb.CreateTableInput {
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrJobID), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(jobitem.AttrJobID), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrLiveShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrUpdatedAt), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(jobitem.AttrUpdatedAt), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(attrFinishedShard), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrFinishedKey), AttributeType: types.ScalarAttributeTypeS},
 		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(attrJobID), KeyType: types.KeyTypeHash}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(jobitem.AttrJobID), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			keysOnlyIndex(LiveIndex, attrLiveShard, attrUpdatedAt),
+			keysOnlyIndex(LiveIndex, attrLiveShard, jobitem.AttrUpdatedAt),
 			keysOnlyIndex(FinishedIndex, attrFinishedShard, attrFinishedKey),
 		},
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fifoworker/fifoworker/internal/base/checksum"
-	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // ErrMalformed is wrapped by every decoding error: the body can never
@@ -25,7 +25,7 @@ const MaxBody = 64 << 10
 // Command is the body of a job.run message on the commands queue. Its
 // group is the job id and its deduplication id the command id.
 type Command struct {
-	Type      string    `json:"type"`       // jobs.MessageRun
+	Type      string    `json:"type"`       // jobitem.MessageRun
 	CommandID string    `json:"command_id"` // the outbox id of the version that issued it, e.g. "job-42/v0"
 	JobID     string    `json:"job_id"`
 	IntentID  string    `json:"intent_id"`
@@ -39,14 +39,14 @@ type Command struct {
 // the previous version. Its group is the job id and its deduplication id
 // the event id.
 type Event struct {
-	Type       string      `json:"type"`     // jobs.EventStarted, ...
-	EventID    string      `json:"event_id"` // jobs.OutboxID(JobID, Version)
-	JobID      string      `json:"job_id"`
-	Tenant     string      `json:"tenant"`
-	Version    int64       `json:"version"`
-	Generation int64       `json:"generation"`
-	Status     jobs.Status `json:"status"`
-	Progress   int64       `json:"progress"`
+	Type       string         `json:"type"`     // jobitem.EventStarted, ...
+	EventID    string         `json:"event_id"` // jobitem.OutboxID(JobID, Version)
+	JobID      string         `json:"job_id"`
+	Tenant     string         `json:"tenant"`
+	Version    int64          `json:"version"`
+	Generation int64          `json:"generation"`
+	Status     jobitem.Status `json:"status"`
+	Progress   int64          `json:"progress"`
 	// Delta is Progress minus the previous version's progress. A takeover
 	// restarts the count, so a delta can be negative; the sum of a job's
 	// deltas is always its current progress.
@@ -79,8 +79,8 @@ func (k Kind) String() string {
 // Message is one message the relay publishes, on any transport.
 type Message struct {
 	Kind            Kind
-	Type            string // the body's type: jobs.MessageRun for a command, the event's type (job.started, ...)
-	OutboxID        string // jobs.OutboxID(JobID, Version), e.g. "job-42/v3": the body's command or event id
+	Type            string // the body's type: jobitem.MessageRun for a command, the event's type (job.started, ...)
+	OutboxID        string // jobitem.OutboxID(JobID, Version), e.g. "job-42/v3": the body's command or event id
 	GroupID         string // the job id: the FIFO message group, the Kafka record key
 	DeduplicationID string // the outbox id, shortened by DedupID past SQS's 128 characters
 	Body            []byte
@@ -100,17 +100,17 @@ const eventRequeued = "job.requeued"
 // transition emits its event, and a nudge (a later run command) both the
 // command and a job.requeued event of the same version. No messages and no
 // error: cur carries no message (an item that is not a job).
-func FromTransition(cur *jobs.Job, prev *jobs.Job) ([]Message, error) {
+func FromTransition(cur *jobitem.Job, prev *jobitem.Job) ([]Message, error) {
 	out := cur.Outbox
 	if out.ID == "" {
 		return nil, nil
 	}
-	if out.Version != cur.Version || out.ID != jobs.OutboxID(cur.ID, cur.Version) {
+	if out.Version != cur.Version || out.ID != jobitem.OutboxID(cur.ID, cur.Version) {
 		return nil, fmt.Errorf("outbox: job %s v%d carries message %q of version %d", cur.ID, cur.Version, out.ID, out.Version)
 	}
 	var msgs []Message
 	eventType := out.Type
-	if out.Type == jobs.MessageRun {
+	if out.Type == jobitem.MessageRun {
 		cmd, err := encode(KindCommand, out.Type, cur, Command{
 			Type: out.Type, CommandID: out.ID, JobID: cur.ID, IntentID: cur.IntentID, Tenant: cur.Tenant,
 			Version: cur.Version, IssuedAt: cur.UpdatedAt.UTC(),
@@ -135,7 +135,7 @@ func FromTransition(cur *jobs.Job, prev *jobs.Job) ([]Message, error) {
 	return append(msgs, ev), err
 }
 
-func encode(kind Kind, typ string, cur *jobs.Job, body any) (Message, error) {
+func encode(kind Kind, typ string, cur *jobitem.Job, body any) (Message, error) {
 	m := Message{Kind: kind, Type: typ, OutboxID: cur.Outbox.ID, GroupID: cur.ID, DeduplicationID: DedupID(cur.Outbox.ID),
 		JobID: cur.ID, Version: cur.Version}
 	var err error
@@ -152,11 +152,11 @@ func DecodeCommand(body string) (Command, error) {
 		return Command{}, err
 	}
 	switch {
-	case c.Type != jobs.MessageRun:
-		return Command{}, fmt.Errorf("%w: command type %q is not %q", ErrMalformed, c.Type, jobs.MessageRun)
-	case jobs.ValidateID(c.JobID) != nil:
-		return Command{}, fmt.Errorf("%w: %w", ErrMalformed, jobs.ValidateID(c.JobID))
-	case c.CommandID != jobs.OutboxID(c.JobID, c.Version):
+	case c.Type != jobitem.MessageRun:
+		return Command{}, fmt.Errorf("%w: command type %q is not %q", ErrMalformed, c.Type, jobitem.MessageRun)
+	case jobitem.ValidateID(c.JobID) != nil:
+		return Command{}, fmt.Errorf("%w: %w", ErrMalformed, jobitem.ValidateID(c.JobID))
+	case c.CommandID != jobitem.OutboxID(c.JobID, c.Version):
 		return Command{}, fmt.Errorf("%w: command id %q is not job %s's message of version %d", ErrMalformed, c.CommandID, c.JobID, c.Version)
 	case c.Tenant == "":
 		return Command{}, fmt.Errorf("%w: command %s has no tenant", ErrMalformed, c.CommandID)
@@ -173,13 +173,13 @@ func DecodeEvent(body string) (Event, error) {
 		return Event{}, err
 	}
 	switch {
-	case !strings.HasPrefix(e.Type, "job.") || e.Type == jobs.MessageRun:
+	case !strings.HasPrefix(e.Type, "job.") || e.Type == jobitem.MessageRun:
 		return Event{}, fmt.Errorf("%w: event type %q is not a job event", ErrMalformed, e.Type)
-	case jobs.ValidateID(e.JobID) != nil:
-		return Event{}, fmt.Errorf("%w: %w", ErrMalformed, jobs.ValidateID(e.JobID))
+	case jobitem.ValidateID(e.JobID) != nil:
+		return Event{}, fmt.Errorf("%w: %w", ErrMalformed, jobitem.ValidateID(e.JobID))
 	case e.Version < 1:
 		return Event{}, fmt.Errorf("%w: event %q has version %d; events start at version 1", ErrMalformed, e.EventID, e.Version)
-	case e.EventID != jobs.OutboxID(e.JobID, e.Version):
+	case e.EventID != jobitem.OutboxID(e.JobID, e.Version):
 		return Event{}, fmt.Errorf("%w: event id %q is not job %s's message of version %d", ErrMalformed, e.EventID, e.JobID, e.Version)
 	case e.Tenant == "":
 		return Event{}, fmt.Errorf("%w: event %s has no tenant", ErrMalformed, e.EventID)
@@ -191,7 +191,7 @@ func DecodeEvent(body string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: event %s has a negative generation or result size", ErrMalformed, e.EventID)
 	}
 	switch e.Status {
-	case jobs.StatusPending, jobs.StatusRunning, jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusCancelled:
+	case jobitem.StatusPending, jobitem.StatusRunning, jobitem.StatusCompleted, jobitem.StatusFailed, jobitem.StatusCancelled:
 	default:
 		return Event{}, fmt.Errorf("%w: event %s has unknown status %q", ErrMalformed, e.EventID, e.Status)
 	}
@@ -199,7 +199,7 @@ func DecodeEvent(body string) (Event, error) {
 }
 
 // tenantRule is the rule the job store holds every tenant to (jobs.Store
-// refuses any other with jobs.ErrInvalid, and so does the projection's
+// refuses any other with jobitem.ErrInvalid, and so does the projection's
 // store): the relay only ever writes such a tenant. A body with another
 // would be refused by the store on every receive, as if that could pass;
 // the decoders refuse it for good instead.

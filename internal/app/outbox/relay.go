@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // Sink publishes messages for a Relay on one transport: SQS FIFO queues
@@ -186,16 +186,16 @@ func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
 	case rec.EventName == string(events.DynamoDBOperationTypeModify) && len(rec.Change.OldImage) == 0:
 		return nil, fmt.Errorf("outbox: MODIFY record without an old image: the stream's view type must be NEW_AND_OLD_IMAGES")
 	}
-	cur, err := jobs.FromStreamImage(rec.Change.NewImage)
-	if errors.Is(err, jobs.ErrNotJob) {
+	cur, err := jobitem.FromStreamImage(rec.Change.NewImage)
+	if errors.Is(err, jobitem.ErrNotJob) {
 		return nil, nil // an intent marker
 	}
 	if err != nil {
 		return nil, err
 	}
-	var prev *jobs.Job
+	var prev *jobitem.Job
 	if len(rec.Change.OldImage) > 0 {
-		old, err := jobs.FromStreamImage(rec.Change.OldImage)
+		old, err := jobitem.FromStreamImage(rec.Change.OldImage)
 		if err != nil {
 			return nil, err
 		}

@@ -104,7 +104,7 @@ var Functions = Rule{
 // serviceLibraries are the libraries' packages the service runs: not
 // their tests' helpers, nor localesm, which runs functions locally.
 var serviceLibraries = []string{
-	Module + "/pkg/fifo", Module + "/pkg/lanes", Module + "/pkg/kafka", Module + "/pkg/jobs", Module + "/pkg/candidate", Module + "/pkg/quarantine", Module + "/pkg/task",
+	Module + "/pkg/fifo", Module + "/pkg/lanes", Module + "/pkg/kafka", Module + "/pkg/jobs", Module + "/pkg/jobs/jobitem", Module + "/pkg/candidate", Module + "/pkg/quarantine", Module + "/pkg/task",
 }
 
 // Violation is one package of a rule (or one of its test packages) that

@@ -106,7 +106,7 @@ func TestTheKafkaTagPicksEachFunctionsKafkaMain(t *testing.T) {
 // Every function built with the kafka tag, as template-kafka.yaml's build
 // makes them, reaches no test code, the in-process broker the tests run
 // (kfake) included, nor the SDK's configuration loader (the relay signs
-// MSK IAM with the credentials lambdawire.AWSConfig reads); and the Kafka
+// MSK IAM with the credentials startup.Env.AWSConfig reads); and the Kafka
 // relay, the one that produces, does reach the Kafka client.
 func TestTheKafkaBootstrapsReachNoTestCode(t *testing.T) {
 	t.Parallel()
@@ -114,7 +114,6 @@ func TestTheKafkaBootstrapsReachNoTestCode(t *testing.T) {
 	r := layers.Functions
 	r.Name = "kafka-bootstraps-reach-no-test-code"
 	r.Flags = kafkaBuildFlags(t)
-	r.MayReach = append(slices.Clone(r.MayReach), layers.Module+"/internal/lambdawire/kafkarelay")
 	r.Refuse = append(slices.Clone(r.Refuse), "github.com/twmb/franz-go/pkg/kfake/...",
 		"github.com/aws/aws-sdk-go-v2/config", "github.com/aws/aws-sdk-go-v2/service/sts")
 	r.Why = "a function built for Kafka carries no test code, no local broker and no configuration loader"
@@ -170,4 +169,45 @@ func goListFormat(t *testing.T, root string, flags []string, format string, patt
 	}
 	require.NoError(t, err, "go %v", args)
 	return strings.Fields(string(out))
+}
+
+// The Kafka relay, the one bootstrap that carries franz-go, links only
+// what it runs, so that it stays within the 10 MB goal: a package's
+// initialisation is linked whether or not its functions are called, so
+// reaching a package costs its init's code and data (the DynamoDB types
+// alone, through their schemas, 0.26 MB of an arm64 bootstrap). It reaches
+// the start-up code (settings, AWS configuration, Main) but not the other
+// functions' builders (internal/lambdawire) nor any AWS service client or
+// its types: it calls none, and reads the stream image it relays without
+// the DynamoDB types. docs/BENCHMARKS.md has the sizes.
+func TestTheKafkaRelayReachesNoOtherBuilderNorAnyServiceClient(t *testing.T) {
+	t.Parallel()
+	v, err := layers.Check(t.Context(), moduleRoot(t), "", kafkaRelayRule(t))
+	require.NoError(t, err)
+	require.Empty(t, joinViolations(v), kafkaRelayRule(t).Why)
+}
+
+func kafkaRelayRule(t *testing.T) layers.Rule {
+	r := layers.Functions
+	r.Name = "kafka-relay-reaches-only-what-it-runs"
+	r.Patterns = []string{"./functions/relay"}
+	r.Flags = kafkaBuildFlags(t)
+	r.Refuse = append(slices.Clone(r.Refuse), layers.Module+"/internal/lambdawire",
+		"github.com/aws/aws-sdk-go-v2/service/...")
+	r.Why = "the Kafka relay calls no AWS service and runs no other function's builder: each package it reaches adds its initialisation to the bootstrap"
+	return r
+}
+
+// The rule can fail: the DynamoDB types reached from the start-up code,
+// through go list -overlay, are reported.
+func TestAServiceClientInTheKafkaRelayIsReported(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	overlay := writeOverlay(t, filepath.Join(root, "internal", "lambdawire", "startup", "injected.go"),
+		"package startup\n\nimport _ \"github.com/aws/aws-sdk-go-v2/service/dynamodb/types\"\n")
+	v, err := layers.Check(t.Context(), root, overlay, kafkaRelayRule(t))
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(v, func(x layers.Violation) bool {
+		return x.From == "functions/relay" && x.Reaches == "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	}), "the injected import is not reported; got:\n%s", joinViolations(v))
 }
