@@ -48,6 +48,7 @@ func traceHeaders(t *testing.T, ctx context.Context) []string {
 			}
 			require.Len(t, e.MessageSystemAttributes, 1)
 			require.Equal(t, "String", aws.ToString(a.DataType), "SQS takes the trace header as a String")
+			require.NotEmpty(t, aws.ToString(a.StringValue), "SQS refuses an empty AWSTraceHeader: no header is no attribute")
 			got = append(got, aws.ToString(a.StringValue))
 		}
 	}
