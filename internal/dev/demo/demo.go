@@ -433,10 +433,12 @@ func SeedArticles(ctx context.Context, ddb *dynamodb.Client, table string, count
 	return flush()
 }
 
-// request builds an HTTP API request as API Gateway hands it to intake
-// after its JWT authorizer verified the caller: the tenant claim is what
-// the local stack's identity provides. tenant "" is an anonymous request.
-func request(method, path, tenant, key, body string) events.APIGatewayV2HTTPRequest {
+// APIRequest builds an HTTP API request as API Gateway hands it to intake
+// after its JWT authorizer verified the caller (the tenant claim "tenant",
+// template.yaml's TenantClaim, as the local stack's identity provides it),
+// with key as its Idempotency-Key when not "". tenant "" is an anonymous
+// request.
+func APIRequest(method, path, tenant, key, body string) events.APIGatewayV2HTTPRequest {
 	req := events.APIGatewayV2HTTPRequest{
 		Version: "2.0", RouteKey: "$default", RawPath: path, Body: body,
 		Headers: map[string]string{"content-type": "application/json"},
@@ -494,7 +496,7 @@ func (d *demoRun) post(ctx context.Context, tenant, intent string, pageSize int,
 
 // postSpec is post with the spec's JSON.
 func (d *demoRun) postSpec(ctx context.Context, tenant, intent, spec string, fresh bool) (string, int, error) {
-	resp, retried, err := d.send(ctx, request(http.MethodPost, "/jobs", tenant, intent, `{"spec":`+spec+`}`))
+	resp, retried, err := d.send(ctx, APIRequest(http.MethodPost, "/jobs", tenant, intent, `{"spec":`+spec+`}`))
 	if err != nil {
 		return "", 0, err
 	}
@@ -533,9 +535,9 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 		req  events.APIGatewayV2HTTPRequest
 		want int
 	}{
-		{"no identity", request(http.MethodPost, "/jobs", "", "intent-x", `{"spec":{}}`), http.StatusUnauthorized},
-		{"malformed JSON", request(http.MethodPost, "/jobs", "t-2", "intent-y", `{"spec":`), http.StatusBadRequest},
-		{"another tenant's job", request(http.MethodGet, "/jobs/"+id, "t-2", "", ""), http.StatusNotFound},
+		{"no identity", APIRequest(http.MethodPost, "/jobs", "", "intent-x", `{"spec":{}}`), http.StatusUnauthorized},
+		{"malformed JSON", APIRequest(http.MethodPost, "/jobs", "t-2", "intent-y", `{"spec":`), http.StatusBadRequest},
+		{"another tenant's job", APIRequest(http.MethodGet, "/jobs/"+id, "t-2", "", ""), http.StatusNotFound},
 	} {
 		resp, _, err := d.send(ctx, bad.req)
 		if err != nil || resp.StatusCode != bad.want {
@@ -549,7 +551,7 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 	if err != nil || status != http.StatusAccepted {
 		return answerErr("the job to cancel", status, err)
 	}
-	resp, _, err := d.send(ctx, request(http.MethodDelete, "/jobs/"+cancelID, "t-3", "", ""))
+	resp, _, err := d.send(ctx, APIRequest(http.MethodDelete, "/jobs/"+cancelID, "t-3", "", ""))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return answerErr("DELETE /jobs/"+cancelID, resp.StatusCode, err)
 	}

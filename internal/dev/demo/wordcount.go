@@ -36,7 +36,7 @@ func (d *demoRun) submitWordCount(ctx context.Context, articles map[string]int) 
 		role: "word count: the second task", articles: articles[wordCountTenant]})
 	d.say("POST /jobs  {\"spec\":%s}  → 202 %s (the job names its task)", spec, id)
 
-	resp, _, err := d.send(ctx, request(http.MethodPost, "/jobs", wordCountTenant, "intent-z", `{"spec":{"task":"translate"}}`))
+	resp, _, err := d.send(ctx, APIRequest(http.MethodPost, "/jobs", wordCountTenant, "intent-z", `{"spec":{"task":"translate"}}`))
 	if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, intake.CodeUnknownTask) {
 		return answerErr("bad request (a task the service does not run), which wants 400 unknown_task,", resp.StatusCode, err)
 	}
