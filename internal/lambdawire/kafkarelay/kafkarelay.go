@@ -24,51 +24,89 @@ import (
 //   - KAFKA_SASL_MECHANISM: unset for none (plain Kafka, the local
 //     broker's), AWS_MSK_IAM for Amazon MSK's IAM access control (over
 //     TLS, each session signed with the function's credentials, cfg's),
-//     or SCRAM-SHA-512, which is not wired yet: its user is in the Secrets
-//     Manager secret KAFKA_SECRET_ARN names, and reading it needs the
-//     SDK's Secrets Manager client, which this module does not require
-//     yet. Such a function fails its init, saying so, rather than
-//     connect without its user.
+//     or SCRAM-SHA-512 (a self-managed cluster's SASL_SSL listener) with
+//   - KAFKA_SECRET_ARN: the Secrets Manager secret of the SCRAM user,
+//     {"username", "password"}, read once at init (readSCRAMUser).
 //
-// Nothing is dialled before the first record.
+// Every setting is checked before the secret is read. Nothing is dialled
+// before the first record.
 func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	startup.CheckTransport(env, startup.TransportKafka)
-	brokers := strings.Split(env.String("KAFKA_BOOTSTRAP_SERVERS"), ",")
-	for i, b := range brokers {
-		brokers[i] = strings.TrimSpace(b)
-	}
+	settings := readProducerSettings(env)
 	commands := env.String("COMMANDS_TOPIC")
 	evts := env.String("EVENTS_TOPIC")
-	auth := producerAuth(env)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	producer, err := kafkaout.NewProducer(kafkaout.ProducerConfig{Brokers: brokers, Auth: auth, Credentials: cfg.Credentials, Logger: log})
+	pc, err := settings.config(env, cfg, log)
 	if err != nil {
-		return nil, env.Refused(err, map[string]string{
+		return nil, err
+	}
+	producer, err := kafkaout.NewProducer(pc)
+	if err != nil {
+		return nil, env.Refused(err, startup.Fields{
 			"Brokers": "KAFKA_BOOTSTRAP_SERVERS", "Auth": "KAFKA_SASL_MECHANISM", "Credentials": "KAFKA_SASL_MECHANISM",
+			"Username": "KAFKA_SECRET_ARN", "Password": "KAFKA_SECRET_ARN",
 		})
 	}
 	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: producer, CommandsTopic: commands, EventsTopic: evts, Logger: log})
 	if err != nil {
 		producer.Close()
-		return nil, env.Refused(err, map[string]string{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC"})
+		return nil, env.Refused(err, startup.Fields{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC"})
 	}
 	return relay.Handle, nil
 }
 
-// producerAuth is KAFKA_SASL_MECHANISM as the producer's authentication:
-// template-kafka.yaml's values are the SASL mechanisms' names, which
-// kafkaout's Auth values are.
-func producerAuth(env *startup.Env) kafkaout.Auth {
+// producerSettings are the producer's settings, as read from the
+// environment: the secret is not read yet.
+type producerSettings struct {
+	brokers []string
+	auth    kafkaout.Auth
+	secret  string // KAFKA_SECRET_ARN, with SCRAM only
+}
+
+// readProducerSettings reads KAFKA_BOOTSTRAP_SERVERS, KAFKA_SASL_MECHANISM
+// (template-kafka.yaml's values are the SASL mechanisms' names, which
+// kafkaout's Auth values are) and, with SCRAM-SHA-512, KAFKA_SECRET_ARN,
+// which must then be a secret's ARN.
+func readProducerSettings(env *startup.Env) producerSettings {
+	s := producerSettings{brokers: strings.Split(env.String("KAFKA_BOOTSTRAP_SERVERS"), ",")}
+	for i, b := range s.brokers {
+		s.brokers[i] = strings.TrimSpace(b)
+	}
 	switch m := kafkaout.Auth(env.StringOr("KAFKA_SASL_MECHANISM", "")); m {
 	case kafkaout.AuthNone, kafkaout.AuthMSKIAM:
-		return m
+		s.auth = m
 	case kafkaout.AuthSCRAMSHA512:
-		env.Problem("KAFKA_SASL_MECHANISM", fmt.Errorf("%s is not wired yet: its user is in the secret KAFKA_SECRET_ARN names, "+
-			"and reading it needs github.com/aws/aws-sdk-go-v2/service/secretsmanager, which go.mod does not require", m))
+		s.auth = m
+		if s.secret = env.String("KAFKA_SECRET_ARN"); s.secret != "" {
+			if _, err := parseSecretARN(s.secret); err != nil {
+				env.Problem("KAFKA_SECRET_ARN", err)
+			}
+		}
 	default:
 		env.Problem("KAFKA_SASL_MECHANISM", fmt.Errorf("%q is none of %s, %s (or unset: no authentication)", m, kafkaout.AuthMSKIAM, kafkaout.AuthSCRAMSHA512))
 	}
-	return kafkaout.AuthNone
+	return s
+}
+
+// config is the producer's configuration: with SCRAM, its user read from
+// the secret (an error under KAFKA_SECRET_ARN, with every problem env has
+// found).
+//
+//nolint:contextcheck // the init has no context: the read has its own bound
+func (s producerSettings) config(env *startup.Env, cfg aws.Config, log *slog.Logger) (kafkaout.ProducerConfig, error) {
+	pc := kafkaout.ProducerConfig{Brokers: s.brokers, Auth: s.auth, Credentials: cfg.Credentials, Logger: log}
+	if s.auth != kafkaout.AuthSCRAMSHA512 {
+		return pc, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), secretTimeout)
+	defer cancel()
+	user, err := readSCRAMUser(ctx, cfg, s.secret)
+	if err != nil {
+		env.Problem("KAFKA_SECRET_ARN", err)
+		return pc, env.Err()
+	}
+	pc.Username, pc.Password = user.Username, user.Password
+	return pc, nil
 }

@@ -75,8 +75,10 @@ func TestRelayNamesEveryMisconfiguredSetting(t *testing.T) {
 			[]string{"COMMANDS_TOPIC or EVENTS_TOPIC: outbox: invalid configuration: EventsTopic \"fifoworker-commands\" is CommandsTopic too"}},
 		"an unknown mechanism": {map[string]string{"KAFKA_SASL_MECHANISM": "PLAIN"}, withCredentials,
 			[]string{`KAFKA_SASL_MECHANISM: "PLAIN" is none of AWS_MSK_IAM, SCRAM-SHA-512 (or unset: no authentication)`}},
-		"SCRAM, not wired yet": {map[string]string{"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "KAFKA_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka"}, withCredentials,
-			[]string{"KAFKA_SASL_MECHANISM: SCRAM-SHA-512 is not wired yet"}},
+		"SCRAM without its secret": {map[string]string{"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "COMMANDS_TOPIC": ""}, withCredentials,
+			[]string{"KAFKA_SECRET_ARN is not set", "COMMANDS_TOPIC is not set"}},
+		"SCRAM with a secret that is not one": {map[string]string{"KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "KAFKA_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:parameter:kafka", "EVENTS_TOPIC": ""}, withCredentials,
+			[]string{`KAFKA_SECRET_ARN: kafkarelay: SCRAM secret: "arn:aws:secretsmanager:eu-west-1:123456789012:parameter:kafka" is not a Secrets Manager secret's ARN`, "EVENTS_TOPIC is not set"}},
 		"MSK IAM without credentials": {map[string]string{"KAFKA_SASL_MECHANISM": "AWS_MSK_IAM"}, aws.Config{Region: "eu-west-1"},
 			[]string{"KAFKA_SASL_MECHANISM: outbox: invalid configuration: Credentials is nil"}},
 	} {
