@@ -20,6 +20,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -113,6 +114,12 @@ type quarantineTarget struct {
 	NeedBucket                 bool   // check the bucket (discard archives there)
 	// Progress, when set, is told of each copy a redrive sends.
 	Progress func(quarantine.RedriveProgress)
+	// Kafka: Queue is a topic's name (QueueURL is empty), and a redrive
+	// produces its copies to Brokers (none: no redrive) with SASL
+	// mechanism SASL ("" for none).
+	Kafka   bool
+	Brokers []string
+	SASL    string
 }
 
 // awsOpener opens the resources with the SDK's standard configuration.
@@ -141,9 +148,21 @@ func (o awsOpener) quarantineOperator(ctx context.Context, t quarantineTarget) (
 	if err != nil {
 		return nil, err
 	}
-	queues := sqs.NewFromConfig(cfg)
-	if err := checkQueue(ctx, queues, t.QueueURL, t.QueueHint); err != nil {
-		return nil, err
+	var op quarantine.OperatorConfig
+	if t.Kafka {
+		if len(t.Brokers) > 0 {
+			records, err := newKafkaRecords(t.Brokers, t.SASL, kafkaout.ProducerConfig{Credentials: cfg.Credentials})
+			if err != nil {
+				return nil, err
+			}
+			op.Records = records
+		}
+	} else {
+		queues := sqs.NewFromConfig(cfg)
+		if err := checkQueue(ctx, queues, t.QueueURL, t.QueueHint); err != nil {
+			return nil, err
+		}
+		op.QueueURL, op.Sender = t.QueueURL, queues
 	}
 	db := lambdawire.DynamoDB(cfg)
 	if err := checkTable(ctx, db, t.Table, t.TableHint); err != nil {
@@ -153,7 +172,7 @@ func (o awsOpener) quarantineOperator(ctx context.Context, t quarantineTarget) (
 	if err != nil {
 		return nil, err
 	}
-	op := quarantine.OperatorConfig{Store: store, Queue: t.Queue, QueueURL: t.QueueURL, Sender: queues, Progress: t.Progress}
+	op.Store, op.Queue, op.Progress = store, t.Queue, t.Progress
 	if t.Bucket != "" {
 		s3c := lambdawire.S3(cfg)
 		if t.NeedBucket {

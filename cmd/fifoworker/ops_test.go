@@ -27,6 +27,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
 
 // fakeOpener gives the commands memory stores and records what they asked
@@ -41,6 +42,7 @@ type fakeOpener struct {
 
 	quarantine *quarantine.MemoryStore
 	sender     *fakeSender
+	records    *quarantinetest.Records // a Kafka redrive's copies
 	bodies     *fakeBodies
 	qErr       error
 	qAsked     *quarantineTarget
@@ -71,6 +73,9 @@ func (f *fakeOpener) quarantineOperator(_ context.Context, t quarantineTarget) (
 		return nil, f.qErr
 	}
 	op := quarantine.OperatorConfig{Store: f.quarantine, Queue: t.Queue, QueueURL: t.QueueURL, Sender: f.sender, Poll: time.Millisecond, Progress: t.Progress}
+	if t.Kafka { // the copies to f.records, as a topic's (quarantine_kafka_test.go)
+		op.Sender, op.Records = nil, f.records
+	}
 	if t.Bucket != "" {
 		op.Bodies = f.bodies
 	}
@@ -190,6 +195,7 @@ func newTestOps(t *testing.T) *testOps {
 		jobs:       js,
 		quarantine: quarantine.NewMemoryStore(),
 		sender:     &fakeSender{},
+		records:    &quarantinetest.Records{},
 		bodies:     &fakeBodies{m: map[string]string{}},
 	}
 	o := &testOps{open: f, clock: c, vars: map[string]string{}}

@@ -18,7 +18,16 @@ import (
 
 const quarantineExit = `A group id that begins with "-" goes after "--". Exit status: 0 done, 1 failed
 (a missing table or queue, a group that is not held, a redrive that did not
-release its group), 2 a usage error.`
+release its group), 2 a usage error.
+
+On a Kafka deployment (template-kafka.yaml), --transport kafka, or
+FIFOWORKER_TRANSPORT=kafka: the quarantine is a topic's (the commands topic
+unless --queue events; --topic, or FIFOWORKER_COMMANDS_TOPIC and
+FIFOWORKER_EVENTS_TOPIC), a group is a key of it (a job id), and --seq is an
+offset in the partition the key is held on. A redrive produces its copies to
+that partition, so it needs the brokers: --brokers, or KAFKA_BOOTSTRAP_SERVERS,
+and --sasl-mechanism AWS_MSK_IAM (or KAFKA_SASL_MECHANISM) for MSK IAM, signed
+with the AWS configuration's credentials.`
 
 func (c *cli) quarantineCmd() *cobra.Command {
 	return group("quarantine", "the groups held on a queue: list, show, redrive, discard",
@@ -34,6 +43,12 @@ type queueFlags struct {
 	Table    string // the quarantine table
 	Bucket   string // where large bodies and archives are kept
 	JSON     bool
+
+	// On Kafka (see quarantineExit).
+	Transport string // sqs or kafka; "": FIFOWORKER_TRANSPORT, else sqs
+	Topic     string
+	Brokers   string // host:port,..., for a redrive's copies
+	SASL      string // the brokers' SASL mechanism: AWS_MSK_IAM, or "" for none
 }
 
 func bindQueue(cmd *cobra.Command, f *queueFlags) {
@@ -44,12 +59,23 @@ func bindQueue(cmd *cobra.Command, f *queueFlags) {
 	fs.StringVar(&f.Table, "table", "", "the quarantine table `NAME` (default: FIFOWORKER_QUARANTINE_TABLE_NAME)")
 	fs.StringVar(&f.Bucket, "bucket", "", "the bucket `NAME` where large bodies and archives are kept (default: FIFOWORKER_CANDIDATES_BUCKET_NAME)")
 	fs.BoolVar(&f.JSON, "json", false, "one JSON document on stdout, for scripts")
+	fs.StringVar(&f.Transport, "transport", "", "the deployment's transport, `sqs|kafka` (default: FIFOWORKER_TRANSPORT, else sqs)")
+	fs.StringVar(&f.Topic, "topic", "", "on Kafka, the topic's `NAME` (default: FIFOWORKER_COMMANDS_TOPIC or FIFOWORKER_EVENTS_TOPIC)")
+	fs.StringVar(&f.Brokers, "brokers", "", "on Kafka, the brokers a redrive produces to, `host:port,...` (default: KAFKA_BOOTSTRAP_SERVERS)")
+	fs.StringVar(&f.SASL, "sasl-mechanism", "", "on Kafka, the brokers' SASL `mechanism`: AWS_MSK_IAM, or none (default: KAFKA_SASL_MECHANISM)")
+	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]cobra.Completion{"sqs", "kafka"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("queue", cobra.FixedCompletions([]cobra.Completion{"commands", "events"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// output is the template's output that names the queue.
-func (f *queueFlags) output() string {
-	if f.Queue == "events" {
+// output is the template's output that names the queue, or the topic on
+// Kafka.
+func (f *queueFlags) output(kafka bool) string {
+	switch {
+	case kafka && f.Queue == "events":
+		return "EventsTopic"
+	case kafka:
+		return "CommandsTopic"
+	case f.Queue == "events":
 		return "EventsQueueUrl"
 	}
 	return "CommandsQueueUrl"
@@ -59,7 +85,26 @@ func (f *queueFlags) Validate() error {
 	if f.Queue != "commands" && f.Queue != "events" {
 		return fmt.Errorf("--queue %q: commands or events", f.Queue)
 	}
+	if f.Transport != "" && f.Transport != "sqs" && f.Transport != "kafka" {
+		return fmt.Errorf("--transport %q: sqs or kafka", f.Transport)
+	}
 	return nil
+}
+
+// kafka reports whether the quarantine is a Kafka topic's: --transport,
+// else FIFOWORKER_TRANSPORT.
+func (f *queueFlags) kafka(env opsEnv) (bool, error) {
+	t := f.Transport
+	if t == "" {
+		t = env.getenv("FIFOWORKER_TRANSPORT")
+	}
+	switch t {
+	case "", "sqs":
+		return false, nil
+	case "kafka":
+		return true, nil
+	}
+	return false, usageError(fmt.Errorf("FIFOWORKER_TRANSPORT %q: sqs or kafka", t))
 }
 
 // operator opens the quarantine f names (with its bucket checked when
@@ -70,13 +115,23 @@ func (f *queueFlags) operator(ctx context.Context, c *cli, needBucket bool, prog
 	if err != nil {
 		return nil, quarantineTarget{}, err
 	}
-	output := f.output()
-	t := quarantineTarget{QueueHint: env.hint(f.QueueURL, "queue-url", output), NeedBucket: needBucket, Progress: progress}
-	if t.QueueURL, err = env.resource(f.QueueURL, output, "queue-url"); err != nil {
-		return nil, t, err
+	kafka, err := f.kafka(env)
+	if err != nil {
+		return nil, quarantineTarget{}, err
 	}
-	if t.Queue, err = quarantine.QueueName(t.QueueURL); err != nil {
-		return nil, t, err
+	output := f.output(kafka)
+	t := quarantineTarget{QueueHint: env.hint(f.QueueURL, "queue-url", output), NeedBucket: needBucket, Progress: progress}
+	if kafka {
+		if err := f.kafkaTarget(env, &t, output); err != nil {
+			return nil, t, err
+		}
+	} else {
+		if t.QueueURL, err = env.resource(f.QueueURL, output, "queue-url"); err != nil {
+			return nil, t, err
+		}
+		if t.Queue, err = quarantine.QueueName(t.QueueURL); err != nil {
+			return nil, t, err
+		}
 	}
 	if t.Table, err = env.resource(f.Table, "QuarantineTableName", "table"); err != nil {
 		return nil, t, err
@@ -89,6 +144,39 @@ func (f *queueFlags) operator(ctx context.Context, c *cli, needBucket bool, prog
 	}
 	op, err := env.open.quarantineOperator(ctx, t)
 	return op, t, err
+}
+
+// kafkaTarget fills in t, of the Kafka topic output names: the topic, and
+// the brokers and their SASL mechanism when given (a redrive needs them).
+func (f *queueFlags) kafkaTarget(env opsEnv, t *quarantineTarget, output string) error {
+	var err error
+	t.Kafka, t.QueueHint = true, env.hint(f.Topic, "topic", output)
+	if t.Queue, err = env.resource(f.Topic, output, "topic"); err != nil {
+		return err
+	}
+	brokers := f.Brokers
+	if brokers == "" {
+		brokers = env.getenv("KAFKA_BOOTSTRAP_SERVERS")
+	}
+	for b := range strings.SplitSeq(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			t.Brokers = append(t.Brokers, b)
+		}
+	}
+	t.SASL = f.SASL
+	if t.SASL == "" {
+		t.SASL = env.getenv("KAFKA_SASL_MECHANISM")
+	}
+	return nil
+}
+
+// group is the store's group of the id an operator gives: on Kafka, the
+// key's (quarantine.KafkaGroup: the key itself for a job id).
+func (t quarantineTarget) group(id string) string {
+	if t.Kafka {
+		return quarantine.KafkaGroup(id)
+	}
+	return id
 }
 
 // notHeld says in the operator's words that group is not held on queue.
@@ -142,6 +230,9 @@ func (o *quarantineListOptions) Run(ctx context.Context, c *cli) error {
 	if err != nil {
 		return err
 	}
+	if t.Kafka {
+		return printKafkaHolds(c.stdout, t.Queue, holds, o.JSON)
+	}
 	return printHolds(c.stdout, t.Queue, holds, o.JSON)
 }
 
@@ -173,9 +264,12 @@ func (o *quarantineShowOptions) Run(ctx context.Context, c *cli) error {
 	if o.All {
 		status = ""
 	}
-	h, items, err := op.Show(ctx, o.Group, status, 0)
+	h, items, err := op.Show(ctx, t.group(o.Group), status, 0)
 	if err != nil {
 		return notHeld(err, o.Group, t.Queue)
+	}
+	if t.Kafka {
+		return printKafkaShow(c.stdout, o.Group, h, items, o.JSON)
 	}
 	return printShow(c.stdout, h, items, o.JSON)
 }
@@ -214,18 +308,21 @@ func (o *quarantineRedriveOptions) Run(ctx context.Context, c *cli) error {
 	if err != nil {
 		return err
 	}
+	if t.Kafka && len(t.Brokers) == 0 {
+		return usageError(errors.New("a redrive on Kafka produces its copies: pass --brokers or set KAFKA_BOOTSTRAP_SERVERS"))
+	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rep, err := op.Redrive(wctx, o.Group, !o.NoWait)
+	rep, err := op.Redrive(wctx, t.group(o.Group), !o.NoWait)
 	timedOut := errors.Is(err, context.DeadlineExceeded)
 	if err != nil && !timedOut {
 		return notHeld(err, o.Group, t.Queue)
 	}
 	note := o.notReleased(&rep, timedOut)
 	if o.JSON {
-		err = printJSON(c.stdout, map[string]any{"group": rep.Group, "epoch": rep.Epoch, "sent": rep.Sent, "state": rep.State, "parked": rep.Parked, "cause": rep.Cause})
+		err = printJSON(c.stdout, map[string]any{"group": o.Group, "epoch": rep.Epoch, "sent": rep.Sent, "state": rep.State, "parked": rep.Parked, "cause": rep.Cause})
 	} else {
-		fmt.Fprintf(c.stdout, "group %s: %d sent under epoch %d; now %s, %d parked", rep.Group, rep.Sent, rep.Epoch, rep.State, rep.Parked)
+		fmt.Fprintf(c.stdout, "group %s: %d sent under epoch %d; now %s, %d parked", o.Group, rep.Sent, rep.Epoch, rep.State, rep.Parked)
 		if note != "" {
 			fmt.Fprintf(c.stdout, " (%s)", note)
 		}
@@ -292,7 +389,13 @@ func (o *quarantineDiscardOptions) Run(ctx context.Context, c *cli) error {
 			return errors.New("not confirmed: nothing discarded (--yes skips the question)")
 		}
 	}
-	keys, h, err := op.Discard(ctx, o.Group, o.Seq)
+	seq := o.Seq
+	if t.Kafka && seq != "" {
+		if seq, err = kafkaSeqNumber(ctx, op, t.group(o.Group), seq); err != nil {
+			return notHeld(err, o.Group, t.Queue)
+		}
+	}
+	keys, h, err := op.Discard(ctx, t.group(o.Group), seq)
 	if err != nil {
 		return notHeld(err, o.Group, t.Queue)
 	}
@@ -300,7 +403,7 @@ func (o *quarantineDiscardOptions) Run(ctx context.Context, c *cli) error {
 		return printJSON(c.stdout, map[string]any{"group": o.Group, "discarded": len(keys), "archives": keys, "state": h.State, "parked": h.Parked})
 	}
 	fmt.Fprintf(c.stdout, "group %s: %d discarded, archived under s3://%s/%s; now %s, %d parked\n",
-		o.Group, len(keys), t.Bucket, strings.TrimSuffix(quarantine.ArchiveKey(t.Queue, o.Group, ""), ".json"), h.State, h.Parked)
+		o.Group, len(keys), t.Bucket, strings.TrimSuffix(quarantine.ArchiveKey(t.Queue, t.group(o.Group), ""), ".json"), h.State, h.Parked)
 	return nil
 }
 

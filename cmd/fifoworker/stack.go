@@ -29,6 +29,7 @@ const serveStack = "serve"
 var opsOutputs = []string{
 	"JobsTableName", "ViewsTableName", "TotalsTableName", "QuarantineTableName",
 	"CandidatesBucketName", "CommandsQueueUrl", "EventsQueueUrl",
+	"CommandsTopic", "EventsTopic", // template-kafka.yaml's
 }
 
 // bindStackFlag binds --stack, a flag of every operator's command.

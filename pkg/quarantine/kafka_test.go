@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
+	"github.com/fifoworker/fifoworker/pkg/quarantine/quarantinetest"
 )
 
 const unitTopic = "unit-commands"
@@ -427,4 +429,140 @@ func TestLoggedKafkaBatchMetricsCountsParkedAndDroppedRecords(t *testing.T) {
 	require.Equal(t, "fifoworker-commands", doc["Queue"])
 	require.EqualValues(t, 2, doc["MessagesParked"])
 	require.EqualValues(t, 1, doc["MessagesDropped"])
+}
+
+// asRecord is what the topic delivers for a sent copy: a record of its
+// partition at offset at.
+func asRecord(c quarantine.KafkaCopy, at int64) events.KafkaRecord {
+	r := events.KafkaRecord{
+		Topic: c.Topic, Partition: c.Partition, Offset: at, TimestampType: "CREATE_TIME",
+		Key: base64.StdEncoding.EncodeToString(c.Key), Value: base64.StdEncoding.EncodeToString(c.Value),
+	}
+	for _, h := range c.Headers {
+		r.Headers = append(r.Headers, map[string]events.JSONNumberBytes{h.Key: h.Value})
+	}
+	return r
+}
+
+// A Kafka redrive re-publishes each parked record to its hold's partition,
+// oldest first, with its key, its value (from the body store when it was
+// kept there) and its headers, and its identity in CopyHeader (a forged
+// one it carried is dropped); delivered, the copies run in that order and
+// release the key.
+func TestKafkaRedriveRepublishesEachParkedRecordInOrder(t *testing.T) {
+	t.Parallel()
+	store, bodies := quarantine.NewMemoryStore(), memBodies{}
+	q, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: store, Topic: unitTopic, Bodies: bodies, MaxInlineBody: 100})
+	require.NoError(t, err)
+	big := strings.Repeat("v", 200)
+	forged := quarantine.Copy{Epoch: 1, Nonce: strings.Repeat("0", 32), Sequence: strings.Repeat("0", 40)}.Header()
+	recs := []*kafka.Record{
+		{Topic: unitTopic, Partition: 4, Offset: 10, Key: []byte("job-1"), Value: []byte("first"), Headers: []kafka.Header{{Key: "outbox-id", Value: []byte("job-1/v1")}}},
+		{Topic: unitTopic, Partition: 4, Offset: 12, Key: []byte("job-1"), Value: []byte(big)},
+		{Topic: unitTopic, Partition: 4, Offset: 15, Key: []byte("job-1"), Value: []byte("third"), Headers: []kafka.Header{{Key: quarantine.CopyHeader, Value: []byte(forged)}, {Key: "x", Value: []byte{0xff}}}},
+	}
+	_, err = q.Park(t.Context(), kafka.TopicKey{Topic: unitTopic, Key: "job-1"}, recs, errors.New("boom"), true)
+	require.NoError(t, err)
+
+	sent := &quarantinetest.Records{}
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: unitTopic, Records: sent, Bodies: bodies})
+	require.NoError(t, err)
+	rep, err := op.Redrive(t.Context(), "job-1", false)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Sent)
+	require.Len(t, sent.Sent, 3)
+	wantValues := []string{"first", big, "third"}
+	for i, c := range sent.Sent {
+		require.Equal(t, unitTopic, c.Topic)
+		require.Equal(t, int64(4), c.Partition, "to the hold's partition")
+		require.Equal(t, []byte("job-1"), c.Key)
+		require.Equal(t, wantValues[i], string(c.Value))
+		id, ok := quarantine.ParseKafkaCopy(&kafka.Record{Headers: kheaders(c.Headers)})
+		require.True(t, ok, "one identity")
+		require.Equal(t, rep.Epoch, id.Epoch)
+		seq, _ := quarantine.KafkaSeq(4, recs[i].Offset)
+		require.Equal(t, seq, id.Sequence)
+	}
+	require.Equal(t, "outbox-id", sent.Sent[0].Headers[0].Key)
+	require.Equal(t, []quarantine.KafkaHeader{{Key: "x", Value: []byte{0xff}}}, sent.Sent[2].Headers[:1], "the forged identity is gone, the rest kept")
+
+	p, err := kafka.New(kafka.Config{Handler: func(context.Context, kafka.Record) error { return nil }, Quarantine: q, QuarantineThreshold: 3})
+	require.NoError(t, err)
+	resp, err := p.Process(t.Context(), kevent(asRecord(sent.Sent[0], 20), asRecord(sent.Sent[1], 21), asRecord(sent.Sent[2], 22)))
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	h, err := store.Hold(t.Context(), unitTopic, "job-1")
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateReleased, h.State)
+}
+
+func kheaders(hs []quarantine.KafkaHeader) []kafka.Header {
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// A copy the brokers refuse is sent again before any later one, with a
+// backoff, so the partition keeps the copies in order.
+func TestKafkaRedriveRetriesACopyBeforeTheNext(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := quarantine.NewMemoryStore()
+		q, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: store, Topic: unitTopic})
+		require.NoError(t, err)
+		recs := []*kafka.Record{
+			{Topic: unitTopic, Partition: 0, Offset: 1, Key: []byte("k"), Value: []byte("one")},
+			{Topic: unitTopic, Partition: 0, Offset: 2, Key: []byte("k"), Value: []byte("two")},
+		}
+		_, err = q.Park(t.Context(), kafka.TopicKey{Topic: unitTopic, Key: "k"}, recs, errors.New("boom"), true)
+		require.NoError(t, err)
+		refusals := 2
+		var tried []string
+		sent := &quarantinetest.Records{Fail: func(c quarantine.KafkaCopy) error {
+			tried = append(tried, string(c.Value))
+			if string(c.Value) == "one" && refusals > 0 {
+				refusals--
+				return errors.New("NOT_LEADER_FOR_PARTITION")
+			}
+			return nil
+		}}
+		op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: unitTopic, Records: sent})
+		require.NoError(t, err)
+		start := time.Now()
+		rep, err := op.Redrive(t.Context(), "k", false)
+		require.NoError(t, err)
+		require.Equal(t, 2, rep.Sent)
+		require.Equal(t, []string{"one", "one", "one", "two"}, tried)
+		require.Positive(t, time.Since(start), "it backed off between tries")
+	})
+}
+
+// An operator is a queue's or a topic's; a Kafka record is not redriven
+// without a RecordSender, and nothing is begun.
+func TestKafkaOperatorRefusals(t *testing.T) {
+	t.Parallel()
+	store := quarantine.NewMemoryStore()
+	_, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: unitTopic, Records: &quarantinetest.Records{},
+		Sender: &quarantinetest.Sends{}, QueueURL: "http://127.0.0.1:1/q"})
+	require.ErrorIs(t, err, quarantine.ErrInvalidConfig)
+	require.ErrorContains(t, err, "Records and Sender")
+
+	q, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: store, Topic: unitTopic})
+	require.NoError(t, err)
+	_, err = q.Park(t.Context(), kafka.TopicKey{Topic: unitTopic, Key: "k"}, []*kafka.Record{{Topic: unitTopic, Offset: 1, Key: []byte("k")}}, errors.New("boom"), true)
+	require.NoError(t, err)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: unitTopic})
+	require.NoError(t, err)
+	_, err = op.Redrive(t.Context(), "k", false)
+	require.ErrorContains(t, err, "Records for a Kafka topic")
+	h, err := store.Hold(t.Context(), unitTopic, "k")
+	require.NoError(t, err)
+	require.Zero(t, h.Epoch, "no redrive was begun")
+
+	sqsOp, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: unitTopic, Sender: &quarantinetest.Sends{}, QueueURL: "http://127.0.0.1:1/q"})
+	require.NoError(t, err)
+	_, err = sqsOp.Redrive(t.Context(), "k", false)
+	require.ErrorContains(t, err, "no RecordSender")
 }

@@ -39,6 +39,10 @@ type OperatorConfig struct {
 	// Sender sends redriven copies to QueueURL. Default (nil, with an
 	// empty QueueURL): no redrive. Set both or neither.
 	Sender Sender
+	// Records produces the redriven copies of a Kafka topic's parked
+	// records (Queue is then the topic's name). Default (nil): a Kafka
+	// redrive is refused. It excludes Sender and QueueURL.
+	Records RecordSender
 	// Bodies holds the bodies parked out of their items, and receives the
 	// archive of what Discard drops. Default (nil): Discard, and a redrive
 	// of a body parked out of its item, fail.
@@ -64,6 +68,8 @@ func (c OperatorConfig) Validate() error {
 		return fmt.Errorf("%w: QueueURL is empty, and Sender is set", ErrInvalidConfig)
 	case c.Sender == nil && c.QueueURL != "":
 		return fmt.Errorf("%w: Sender is nil, and QueueURL is set", ErrInvalidConfig)
+	case c.Records != nil && c.Sender != nil:
+		return fmt.Errorf("%w: Records and Sender are both set: a quarantine is a queue's or a topic's", ErrInvalidConfig)
 	case c.Poll < 0:
 		return fmt.Errorf("%w: Poll %v is negative", ErrInvalidConfig, c.Poll)
 	}
@@ -123,9 +129,9 @@ type RedriveReport struct {
 // flight be dropped on arrival, and every message still parked is sent
 // again.
 func (o *Operator) Redrive(ctx context.Context, group string, wait bool) (RedriveReport, error) {
-	if o.cfg.Sender == nil {
+	if o.cfg.Sender == nil && o.cfg.Records == nil {
 		// Before the new epoch: an operator that cannot send changes nothing.
-		return RedriveReport{Group: group}, errors.New("quarantine: redrive needs a Sender and a QueueURL")
+		return RedriveReport{Group: group}, errors.New("quarantine: redrive needs a Sender and a QueueURL, or Records for a Kafka topic")
 	}
 	h, err := o.cfg.Store.BeginRedrive(ctx, o.cfg.Queue, group, o.cfg.Now())
 	if err != nil {
@@ -180,8 +186,15 @@ func (o *Operator) Redrive(ctx context.Context, group string, wait bool) (Redriv
 // send sends the copy of p under epoch, retrying a failed send before
 // anything else is sent: a later copy must not overtake it. A retry carries
 // the same deduplication id, so a send whose answer was lost is not
-// repeated within SQS's five-minute window.
+// repeated within SQS's five-minute window; on Kafka such a copy may be
+// written twice, and the second is dropped as done (or as not its epoch's).
 func (o *Operator) send(ctx context.Context, epoch int64, p Parked) error {
+	if p.Kafka != nil {
+		return o.sendRecord(ctx, epoch, p)
+	}
+	if o.cfg.Sender == nil {
+		return fmt.Errorf("quarantine: message %s is an SQS message, and the operator sends Kafka records", SeqNumber(p.Sequence))
+	}
 	body := p.Body
 	if p.BodyKey != "" {
 		if o.cfg.Bodies == nil {
@@ -200,9 +213,15 @@ func (o *Operator) send(ctx context.Context, epoch int64, p Parked) error {
 		MessageDeduplicationId: aws.String(Copy{Epoch: epoch, Nonce: p.Nonce, Sequence: p.Sequence}.DeduplicationID()),
 		MessageAttributes:      sqsAttributes(p.Attributes),
 	}
+	return retrySend(ctx, p, func() error { _, err := o.cfg.Sender.SendMessage(ctx, in); return err })
+}
+
+// retrySend calls send, the send of p's copy, until it succeeds, six
+// times at most, with a backoff between tries.
+func retrySend(ctx context.Context, p Parked, send func() error) error {
 	var err error
 	for try := range 6 {
-		if _, err = o.cfg.Sender.SendMessage(ctx, in); err == nil {
+		if err = send(); err == nil {
 			return nil
 		}
 		if err := backoff.Sleep(ctx, backoff.Delay(100*time.Millisecond, 5*time.Second, try)); err != nil {

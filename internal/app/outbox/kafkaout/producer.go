@@ -107,12 +107,17 @@ func (c ProducerConfig) Validate() error {
 // record. The caller closes it; in Lambda it lives as long as the
 // execution environment.
 func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
+	return newClient(cfg, DefaultClientID)
+}
+
+// newClient is a client with NewProducer's settings and options more,
+// named id unless cfg names it.
+func newClient(cfg ProducerConfig, id string, more ...kgo.Opt) (*kgo.Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	id := cfg.ClientID
-	if id == "" {
-		id = DefaultClientID
+	if cfg.ClientID != "" {
+		id = cfg.ClientID
 	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -126,7 +131,7 @@ func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
 	if mech := mechanism(cfg); mech != nil {
 		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}), kgo.SASL(mech))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, more...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkaout: the producer: %w", err)
 	}
