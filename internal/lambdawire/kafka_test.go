@@ -178,15 +178,21 @@ func TestTheKafkaWorkerRunsAtMostTenLanesAtOnce(t *testing.T) {
 	})
 }
 
-// Each Kafka consumer builds from exactly the settings template-kafka.yaml
-// gives its function, and a variable the template forgets is named.
-func TestTheKafkaConsumersBuildFromTheKafkaTemplatesEnvironment(t *testing.T) {
+// Each function of this package builds from exactly the settings
+// template-kafka.yaml gives it, the Kafka consumers and intake and the
+// sweeper, whose bootstraps are the same on both transports (the relay's
+// is internal/lambdawire/kafkarelay's test), and a variable the template
+// forgets is named.
+func TestTheFunctionsBuildFromTheKafkaTemplatesEnvironment(t *testing.T) {
 	t.Parallel()
 	tpl, err := samtemplate.Load("../../template-kafka.yaml")
 	require.NoError(t, err)
+	cfg, log := aws.Config{Region: "eu-west-1"}, slog.New(slog.DiscardHandler)
 	for fn, build := range map[string]func(map[string]string) error{
 		"WorkerFunction":    buildWorkerKafka,
 		"ProjectorFunction": buildProjectorKafka,
+		"IntakeFunction":    func(env map[string]string) error { _, err := Intake(startup.NewEnvFrom(env), cfg, log); return err },
+		"SweeperFunction":   func(env map[string]string) error { _, err := Sweeper(startup.NewEnvFrom(env), cfg, log); return err },
 	} {
 		env := templateEnv(t, tpl, fn)
 		require.NoError(t, build(env), "%s with template-kafka.yaml's environment %v", fn, env)

@@ -60,11 +60,14 @@ const DefaultRepairBudget = 45 * time.Second
 // repair-lag alarm watches) with the dimension FunctionName, Lambda's
 // AWS_LAMBDA_FUNCTION_NAME (no metrics without it), and how many of its
 // gauges it could not measure (sweeper.MetricUnmeasured, 0 included). With
-// QUARANTINE_TABLE, COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN (both then
-// required), a stuck job whose commands group is held is not nudged, and
-// each run reports how many groups of each queue are held
-// (quarantine.MetricHeldGroups, 0 included), the gauge the held-groups
-// alarms watch.
+// QUARANTINE_TABLE and the commands' and events' sources (both then
+// required: see sweeperQuarantine), a stuck job whose commands are held
+// is not nudged, and each run reports how many groups (keys, on Kafka)
+// of each source are held (quarantine.MetricHeldGroups, 0 included), the
+// gauge the held-groups alarms watch. The sweeper is the same bootstrap
+// on both transports: its repairs and nudges go through the Jobs table
+// (a nudge's command reaches the worker through the relay, on either
+// transport), and only the holds' names differ.
 func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	table := env.String("JOBS_TABLE")
 	bucket := env.String("CANDIDATES_BUCKET")
@@ -86,6 +89,7 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
+	settings := sweeperSettings(startup.Transport(env))
 	s3c := S3(cfg)
 	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
 	if err != nil {
@@ -124,35 +128,58 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 		Logger:        log,
 	})
 	if err != nil {
-		return nil, env.Refused(err, sweeperSettings)
+		return nil, env.Refused(err, settings)
 	}
 	return s.Run, nil
 }
 
-// sweeperSettings are the variables behind sweeper.Config's settings.
-var sweeperSettings = startup.Fields{
-	"Grace": "SWEEP_GRACE", "StuckAfter": "SWEEP_STUCK_AFTER", "RepairAfter": "SWEEP_REPAIR_AFTER",
-	"RecheckAfter": "SWEEP_RECHECK_AFTER", "RepairBudget": "SWEEP_REPAIR_BUDGET", "MaxItems": "SWEEP_MAX_ITEMS",
-	"Quarantine": "QUARANTINE_TABLE", "CommandsQueue": "COMMANDS_QUEUE_ARN", "EventsQueue": "EVENTS_QUEUE_ARN",
-	"FunctionName": "AWS_LAMBDA_FUNCTION_NAME",
+// sweeperSettings are the variables behind sweeper.Config's settings,
+// the holds' sources' those of transport's template.
+func sweeperSettings(transport string) startup.Fields {
+	fields := startup.Fields{
+		"Grace": "SWEEP_GRACE", "StuckAfter": "SWEEP_STUCK_AFTER", "RepairAfter": "SWEEP_REPAIR_AFTER",
+		"RecheckAfter": "SWEEP_RECHECK_AFTER", "RepairBudget": "SWEEP_REPAIR_BUDGET", "MaxItems": "SWEEP_MAX_ITEMS",
+		"Quarantine": "QUARANTINE_TABLE", "FunctionName": "AWS_LAMBDA_FUNCTION_NAME",
+	}
+	sources := sweeperSources[transport]
+	fields["CommandsQueue"], fields["EventsQueue"] = sources[0], sources[1]
+	return fields
 }
 
-// sweeperQuarantine returns the quarantine's store and the names of the
-// commands and events queues, from QUARANTINE_TABLE, COMMANDS_QUEUE_ARN and
-// EVENTS_QUEUE_ARN: what the sweeper reads the holds from. No store
-// without QUARANTINE_TABLE; then no queue ARN is required.
+// sweeperSources are the variables naming the commands' and the events'
+// sources, by transport: SQS's queues' ARNs, Kafka's topics.
+var sweeperSources = map[string][2]string{
+	startup.TransportSQS:   {"COMMANDS_QUEUE_ARN", "EVENTS_QUEUE_ARN"},
+	startup.TransportKafka: {"COMMANDS_TOPIC", "EVENTS_TOPIC"},
+}
+
+// sweeperQuarantine returns the quarantine's store and the names the
+// commands and the events are held under, which the sweeper reads the
+// holds by: with TRANSPORT unset or "sqs" (template.yaml), the queues'
+// names, from COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN (a queue's
+// quarantine holds its groups under its name, pkg/quarantine's
+// QueueName); with "kafka" (template-kafka.yaml), the topics themselves,
+// COMMANDS_TOPIC and EVENTS_TOPIC (a topic's quarantine holds its keys,
+// here the job ids, under the topic: pkg/quarantine's KafkaQuarantine).
+// No store without QUARANTINE_TABLE; then no source is required.
 func sweeperQuarantine(env *startup.Env, db *dynamodb.Client) (sweeper.Quarantine, string, string) {
+	transport := startup.Transport(env)
 	table := env.StringOr("QUARANTINE_TABLE", "")
-	if table == "" {
+	if table == "" || transport == "" {
 		return nil, "", ""
 	}
+	if transport == startup.TransportSQS && env.StringOr("TRANSPORT", "") == "" && env.StringOr("COMMANDS_QUEUE_ARN", "") == "" &&
+		env.StringOr("COMMANDS_TOPIC", "") != "" {
+		env.String("TRANSPORT") // named beside the queues: template-kafka.yaml's sweeper without its TRANSPORT
+	}
 	var names [2]string
-	for i, v := range []string{"COMMANDS_QUEUE_ARN", "EVENTS_QUEUE_ARN"} {
-		arn := env.String(v)
-		if arn == "" {
+	for i, v := range sweeperSources[transport] {
+		name := env.String(v)
+		if name == "" || transport == startup.TransportKafka {
+			names[i] = name
 			continue
 		}
-		name, err := quarantine.QueueName(arn)
+		name, err := quarantine.QueueName(name)
 		if err != nil {
 			env.Problem(v, err)
 			continue
