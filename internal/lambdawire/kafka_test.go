@@ -25,12 +25,14 @@ var kafkaWorkerEnv = map[string]string{
 	"TRANSPORT": "kafka", "JOBS_TABLE": "jobs", "ARTICLES_TABLE": "articles", "CANDIDATES_BUCKET": "candidates",
 	"MAX_GENERATIONS": "3", "EPHEMERAL_STORAGE_MB": "1536", "MAX_CANDIDATE_BYTES": "134217728",
 	"COMMANDS_TOPIC": "commands", "QUARANTINE_TABLE": "quarantine", "QUARANTINE_BUCKET": "candidates", "QUARANTINE_AFTER_ATTEMPTS": "6",
+	"TOPIC_PARTITIONS": "6",
 }
 
 // kafkaProjectorEnv is every setting ProjectorKafka reads, each valid.
 var kafkaProjectorEnv = map[string]string{
 	"TRANSPORT": "kafka", "VIEWS_TABLE": "views", "TOTALS_TABLE": "totals", "JOBS_TABLE": "jobs",
 	"EVENTS_TOPIC": "events", "QUARANTINE_TABLE": "quarantine", "QUARANTINE_BUCKET": "candidates", "QUARANTINE_AFTER_ATTEMPTS": "6",
+	"TOPIC_PARTITIONS": "6",
 }
 
 func buildWorkerKafka(env map[string]string) error {

@@ -19,14 +19,23 @@ import (
 // under quarantine/<topic>/) and QUARANTINE_AFTER_ATTEMPTS, the attempt at
 // which a record is parked before it runs (at least least, default least;
 // at most the mapping's MaximumRetryAttempts + 1, which the template's
-// tests check). Parked and dropped records are counted in EMF records of
-// the function's log, under the dimension Queue = the topic.
+// tests check), and TOPIC_PARTITIONS, the partitions the topic was created
+// with (template-kafka.yaml's TopicPartitions): a record the relay
+// partitioned over another count (the topic's partitions were added to,
+// so its key may have moved) holds its key instead of running
+// (kafka.Config.PartitionCount). Parked and dropped records are counted in
+// EMF records of the function's log, under the dimension Queue = the
+// topic.
 func kafkaQuarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, topicVar string, least int) kafka.Config {
 	table := env.String("QUARANTINE_TABLE")
 	topic := env.String(topicVar)
 	bucket := env.String("QUARANTINE_BUCKET")
 	after := env.Int("QUARANTINE_AFTER_ATTEMPTS", least, least, 1000)
-	if table == "" || topic == "" || bucket == "" {
+	partitions := 0
+	if env.String("TOPIC_PARTITIONS") != "" {
+		partitions = env.Int("TOPIC_PARTITIONS", 1, 1, maxPartitions)
+	}
+	if table == "" || topic == "" || bucket == "" || partitions == 0 {
 		return kafka.Config{} // env.Err reports it
 	}
 	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
@@ -44,8 +53,12 @@ func kafkaQuarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log
 		env.Refuse(err, startup.Fields{"Topic": topicVar})
 		return kafka.Config{}
 	}
-	return kafka.Config{Quarantine: q, QuarantineThreshold: after, Metrics: quarantine.LoggedKafkaBatchMetrics(log, topic)}
+	return kafka.Config{Quarantine: q, QuarantineThreshold: after, PartitionCount: partitions, Metrics: quarantine.LoggedKafkaBatchMetrics(log, topic)}
 }
+
+// maxPartitions bounds TOPIC_PARTITIONS: far above any topic's (MSK
+// advises at most a few thousand partitions per broker).
+const maxPartitions = 100_000
 
 // consumeKafka returns the Process of a Kafka processor of cfg (a
 // consumer's quarantine, from kafkaQuarantined) calling h and logging to
@@ -57,7 +70,7 @@ func consumeKafka(env *startup.Env, cfg kafka.Config, h kafka.Handler, log *slog
 	cfg.Handler, cfg.Logger = h, log
 	p, err := kafka.New(cfg)
 	if err != nil {
-		return nil, env.Refused(err, startup.Fields{"QuarantineThreshold": "QUARANTINE_AFTER_ATTEMPTS"})
+		return nil, env.Refused(err, startup.Fields{"QuarantineThreshold": "QUARANTINE_AFTER_ATTEMPTS", "PartitionCount": "TOPIC_PARTITIONS"})
 	}
 	return p, nil
 }

@@ -27,12 +27,13 @@ func TestKafkaQuarantineSettingsAreEachNamed(t *testing.T) {
 	t.Parallel()
 	cfg := aws.Config{Region: "eu-west-1"}
 	log := slog.New(slog.DiscardHandler)
-	full := map[string]string{"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_TOPIC": "commands"}
+	full := map[string]string{"QUARANTINE_TABLE": "q", "QUARANTINE_BUCKET": "b", "COMMANDS_TOPIC": "commands", "TOPIC_PARTITIONS": "6"}
 	env := startup.NewEnvFrom(full)
 	got := kafkaQuarantined(env, cfg, DynamoDB(cfg), log, "COMMANDS_TOPIC", 5)
 	require.NoError(t, env.Err())
 	require.IsType(t, &quarantine.KafkaQuarantine{}, got.Quarantine)
 	require.Equal(t, 5, got.QuarantineThreshold, "the least is the default")
+	require.Equal(t, 6, got.PartitionCount)
 	require.NotNil(t, got.Metrics)
 
 	for name := range full {
@@ -57,6 +58,18 @@ func TestKafkaQuarantineSettingsAreEachNamed(t *testing.T) {
 		if problem == "" {
 			require.NoError(t, env.Err(), v)
 			require.Equal(t, v, strconv.Itoa(got.QuarantineThreshold))
+		} else {
+			require.ErrorContains(t, env.Err(), problem, v)
+		}
+	}
+	for v, problem := range map[string]string{"0": `TOPIC_PARTITIONS="0" is not an integer in [1, 100000]`, "1": "", "100000": "", "100001": "[1, 100000]", "x": "TOPIC_PARTITIONS"} {
+		m := maps.Clone(full)
+		m["TOPIC_PARTITIONS"] = v
+		env := startup.NewEnvFrom(m)
+		got := kafkaQuarantined(env, cfg, DynamoDB(cfg), log, "COMMANDS_TOPIC", 5)
+		if problem == "" {
+			require.NoError(t, env.Err(), v)
+			require.Equal(t, v, strconv.Itoa(got.PartitionCount))
 		} else {
 			require.ErrorContains(t, env.Err(), problem, v)
 		}

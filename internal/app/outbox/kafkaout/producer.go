@@ -102,12 +102,14 @@ func (c ProducerConfig) Validate() error {
 // each partition's batches in order), acks from all in-sync replicas, no
 // linger (the relay waits for each round's acknowledgements, so lingering
 // would only delay them), record keys hashed to partitions with murmur2
-// as Kafka's own client does (kgo's default partitioner), and the
-// authentication cfg.Auth names. It connects to nothing until the first
+// as Kafka's own client does (kgo's default partitioner), each keyed record
+// carrying the partition count it was partitioned over in its
+// kafka.PartitionCountHeader (countingPartitioner), and the authentication
+// cfg.Auth names. It connects to nothing until the first
 // record. The caller closes it; in Lambda it lives as long as the
 // execution environment.
 func NewProducer(cfg ProducerConfig) (*kgo.Client, error) {
-	return newClient(cfg, DefaultClientID)
+	return newClient(cfg, DefaultClientID, kgo.RecordPartitioner(countingPartitioner{inner: kgo.StickyKeyPartitioner(nil)}))
 }
 
 // newClient is a client with NewProducer's settings and options more,
