@@ -144,8 +144,8 @@ bench-stack: ## the rest of make bench, on the stack the environment names: a CP
 		| awk -f bench/profile-by-package.awk | tee -a bench/pipeline-profile.txt
 	@echo "# requests per job on each path, counted by SDK middleware"
 	$(BENCH_GO_TEST) -run '^TestRequestsPerJob' -v ./test/ | grep -E 'requests path=|^(--- |ok|FAIL)' | tee bench/requests.txt
-	@echo "# cold start per function: bootstrap size and init under the RIE"
-	$(BENCH_GO_TEST) -run '^TestEachFunctionAnswersItsSampleUnderTheRIE$$' -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
+	@echo "# cold start per function of each transport: bootstrap size and init under the RIE"
+	$(BENCH_GO_TEST) -run '^(TestEachFunctionAnswersItsSampleUnderTheRIE|TestEachKafkaFunctionStartsUnderTheRIE)$$' -parallel 1 -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
 
 .PHONY: tools
 tools: $(GOLANGCI_LINT) $(BENCHSTAT) ## install the pinned tools into the cache
