@@ -104,10 +104,11 @@ func requireNothingLeftOnKafka(t *testing.T, p *pipeline.Pipeline, s3c *s3.Clien
 // the running example's takeover (worker A's invocation reaches its
 // deadline, the commands mapping's retries take over once A's lease has
 // ended), each result selected and read back, the projection converged
-// (every write to a view watched: none goes back), the totals right, and
-// at the end every consumer group's lag 0 and nothing given up. The
-// poison job is skipped, and says so: the quarantine is not built for
-// Kafka. Not parallel: it sets the endpoint variables of this process.
+// (every write to a view watched: none goes back), the totals right, the
+// poison job's key held by the commands topic's quarantine, its three
+// records parked and redriven in order, and at the end every consumer
+// group's lag 0 and nothing given up. Not parallel: it sets the endpoint
+// variables of this process.
 func TestPipelineOnKafka(t *testing.T) {
 	k := deployKafka(t, "kafka-e2e", func(tpl *samtemplate.Template) { withViewsStream(t, tpl) })
 	watch := watchViews(t, awstest.Streams(t), k.deployed.Attributes["ViewsTable"]["StreamArn"])
@@ -126,8 +127,11 @@ func TestPipelineOnKafka(t *testing.T) {
 
 	require.True(t, sum.OK, "%+v", sum)
 	require.Equal(t, "kafka", sum.Transport)
-	require.Equal(t, []string{"quarantine"}, sum.Skipped)
-	require.Equal(t, 15, sum.Jobs, "the running example, the cancelled job, the word count and 12")
+	require.Empty(t, sum.Skipped)
+	require.Equal(t, 16, sum.Jobs, "the running example, the cancelled job, the word count, the poison job and 12")
+	require.Equal(t, 1, sum.GroupsHeld, "the poison job's key held on the commands topic")
+	require.Equal(t, 3, sum.Redriven)
+	require.True(t, sum.OrderKept)
 	require.Equal(t, 1, sum.StaleAcceptsRejected, "worker A's late accept is refused")
 	require.GreaterOrEqual(t, sum.OrphansSwept, 1, "A's candidate is swept")
 	require.Equal(t, 1, sum.WordCounted)
@@ -201,9 +205,6 @@ func TestHostileRecordsOnKafka(t *testing.T) {
 	log, batches := &testenv.Buffer{}, &kafkaBatches{}
 	p, err := pipeline.Build(t.Context(), pipeline.Config{
 		Template: k.tpl, Deployed: k.deployed, StackName: k.stack, Region: k.state.Region, Endpoints: k.state.Env(),
-		// The sweeper's wiring reads the quarantine's queues with its
-		// table, which template-kafka.yaml does not give it (as the demo).
-		Settings:     map[string]map[string]string{"sweeper": {"QUARANTINE_TABLE": ""}},
 		Logger:       slog.New(slog.NewJSONHandler(log, nil)),
 		OnKafkaBatch: batches.record,
 	})

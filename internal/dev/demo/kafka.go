@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // The demo on Kafka (template-kafka.yaml) runs the same scenario and holds
@@ -35,30 +37,57 @@ import (
 //     topic below its group's commit, told by their outbox-id header (the
 //     event id): a record is committed past only once completed or given
 //     up, and none was given up when the buckets are empty.
-//   - The poison job is not run: it shows the quarantine holding a group,
-//     and the quarantine is not built for Kafka yet (issue 17 point 3). The
-//     summary says so (Skipped: "quarantine"), and its four fields stay
-//     zero, which is what ok requires then.
+//   - The poison job's records are produced to the commands topic keyed by
+//     the job's id; the topic's quarantine holds the key, and the redrive
+//     produces the parked records' copies to the key's partition
+//     (poisonKafka).
 
 // kafkaTransport is template-kafka.yaml's TRANSPORT.
 const kafkaTransport = "kafka"
 
-// skippedOnKafka are the parts of the demo not run on Kafka.
-var skippedOnKafka = []string{"quarantine"}
-
-// sweeperSettings are the demo's settings of the sweeper: a grace of a
-// second, so that worker A's orphan is swept within the demo. On Kafka the
-// sweeper runs without the quarantine's table: its wiring reads the held
-// groups of COMMANDS_QUEUE_ARN's and EVENTS_QUEUE_ARN's queues, which
-// template-kafka.yaml does not give it (it gives the topics), and refuses
-// to start without them; with no quarantine on Kafka there is nothing
-// held to read.
-func (d *demoRun) sweeperSettings() map[string]string {
-	s := map[string]string{"SWEEP_GRACE": "1s"}
-	if d.kafka() {
-		s["QUARANTINE_TABLE"] = ""
+// poisonKafka is the commands topic's source of the poison job: records
+// keyed by the job's id, to the key's partition as the relay's producer
+// puts them (murmur2), each with the outbox-id header of its copy's id,
+// held under the key (quarantine.KafkaGroup); the redrive produces its
+// copies to the hold's partition (kafkaout.NewRedriveProducer).
+func (d *demoRun) poisonKafka(id string) (poisonSource, error) {
+	i := slices.IndexFunc(d.p.KafkaMappings(), func(m pipeline.KafkaMapping) bool { return m.Function == "worker" })
+	if i < 0 {
+		return poisonSource{}, fmt.Errorf("demo: the template has no Kafka mapping of the worker")
 	}
-	return s
+	m := d.p.KafkaMappings()[i]
+	producer, err := kgo.NewClient(kgo.SeedBrokers(m.Brokers...))
+	if err != nil {
+		return poisonSource{}, err
+	}
+	redrive, err := kafkaout.NewRedriveProducer(kafkaout.ProducerConfig{Brokers: m.Brokers})
+	if err != nil {
+		producer.Close()
+		return poisonSource{}, err
+	}
+	return poisonSource{queue: m.Topic, group: quarantine.KafkaGroup(id),
+		close: func() { producer.Close(); redrive.Close() },
+		send: func(ctx context.Context, body []byte, dedup string) error {
+			rec := &kgo.Record{Topic: m.Topic, Key: []byte(id), Value: body,
+				Headers: []kgo.RecordHeader{{Key: kafkaout.HeaderOutboxID, Value: []byte(dedup)}}}
+			return producer.ProduceSync(ctx, rec).FirstErr()
+		},
+		operator: func(store quarantine.Store) (*quarantine.Operator, error) {
+			return quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: m.Topic, Records: copies{redrive}, Poll: 200 * time.Millisecond})
+		},
+	}, nil
+}
+
+// copies produces a redrive's copies, each to the partition it names,
+// waited for.
+type copies struct{ cl *kgo.Client }
+
+func (c copies) SendRecord(ctx context.Context, cp quarantine.KafkaCopy) error {
+	rec := &kgo.Record{Topic: cp.Topic, Partition: int32(cp.Partition), Key: cp.Key, Value: cp.Value} //nolint:gosec // a partition of the topic, from the hold
+	for _, h := range cp.Headers {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return c.cl.ProduceSync(ctx, rec).FirstErr()
 }
 
 // onKafkaBatch counts, for the progress lines, the events the projector's

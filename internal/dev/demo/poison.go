@@ -23,21 +23,61 @@ import (
 // parked behind it, in order, instead of running. The demo then fixes the
 // cause (it creates the job through the API) and redrives the group: the
 // three messages run in their original order, the first runs the job, the
-// two others find it completed, and the hold is released.
+// two others find it completed, and the hold is released. On Kafka the same
+// with records: produced to the commands topic keyed by the job's id, held
+// under that key (quarantine.KafkaGroup), and redriven as copies to the
+// key's partition (poisonKafka).
 const poisonIntent = "export-intent-poison"
 
-func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
-	id := jobs.DeriveJobID("t-1", poisonIntent)
+// poisonSource is what the poison job asks of its transport: the
+// quarantine's name of the commands queue or topic and of the job's group
+// or key, a command sent straight to it (dedup: the copy's id, SQS's
+// deduplication id or Kafka's outbox-id header), and the operator that
+// redrives a group there.
+type poisonSource struct {
+	queue, group string
+	send         func(ctx context.Context, body []byte, dedup string) error
+	operator     func(store quarantine.Store) (*quarantine.Operator, error)
+	close        func()
+}
+
+// poisonSQS is the commands queue's.
+func (d *demoRun) poisonSQS(id string) (poisonSource, error) {
 	queueURL := d.res.Resources["CommandsQueue"]
 	queue, err := quarantine.QueueName(queueURL)
 	if err != nil {
+		return poisonSource{}, err
+	}
+	client := d.state.SQSClient()
+	return poisonSource{queue: queue, group: id, close: func() {},
+		send: func(ctx context.Context, body []byte, dedup string) error {
+			_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
+				QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)),
+				MessageGroupId: aws.String(id), MessageDeduplicationId: aws.String(dedup),
+			})
+			return err
+		},
+		operator: func(store quarantine.Store) (*quarantine.Operator, error) {
+			return quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: queue, QueueURL: queueURL, Sender: client, Poll: 200 * time.Millisecond})
+		},
+	}, nil
+}
+
+func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
+	id := jobs.DeriveJobID("t-1", poisonIntent)
+	source, err := d.poisonSQS(id)
+	if d.kafka() {
+		source, err = d.poisonKafka(id)
+	}
+	if err != nil {
 		return err
 	}
+	defer source.close()
+	queue, group := source.queue, source.group
 	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: d.ddb, Table: d.res.Resources["QuarantineTable"]})
 	if err != nil {
 		return err
 	}
-	client := d.state.SQSClient()
 	for i, dedup := range []string{id + "/early-1", id + "/early-2"} {
 		body, err := json.Marshal(outbox.Command{
 			Type: jobs.MessageRun, CommandID: jobs.OutboxID(id, 0), JobID: id, IntentID: poisonIntent, Tenant: "t-1",
@@ -46,14 +86,11 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 		if err != nil {
 			return err
 		}
-		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
-			QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body)),
-			MessageGroupId: aws.String(id), MessageDeduplicationId: aws.String(dedup),
-		}); err != nil {
+		if err := source.send(ctx, body, dedup); err != nil {
 			return fmt.Errorf("demo: send the poison command: %w", err)
 		}
 		want := int64(i + 1)
-		h, err := d.waitHold(ctx, store, queue, id, func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateHeld && h.Parked == want })
+		h, err := d.waitHold(ctx, store, queue, group, func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateHeld && h.Parked == want })
 		if err != nil {
 			return err
 		}
@@ -72,20 +109,20 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	}
 	d.submitted = append(d.submitted, demoJob{id: id, tenant: "t-1", intent: poisonIntent, role: "poison: held, parked, redriven", articles: articles["t-1"]})
 	d.sum.Jobs = len(d.submitted)
-	h, err := d.waitHold(ctx, store, queue, id, func(h quarantine.HoldRecord) bool { return h.Parked == 3 })
+	h, err := d.waitHold(ctx, store, queue, group, func(h quarantine.HoldRecord) bool { return h.Parked == 3 })
 	if err != nil {
 		return err
 	}
 	d.sum.Parked = int(h.Parked)
 	d.say("poison: fixed (POST /jobs created %s); its own command is parked too: %d parked", id, h.Parked)
 
-	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: store, Queue: queue, QueueURL: queueURL, Sender: client, Poll: 200 * time.Millisecond})
+	op, err := source.operator(store)
 	if err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	rep, err := op.Redrive(rctx, id, true)
+	rep, err := op.Redrive(rctx, group, true)
 	if err != nil {
 		return fmt.Errorf("demo: redrive %s: %w", id, err)
 	}
@@ -96,7 +133,7 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	}
 	// Order kept: the copies were processed in their original order, each
 	// after the one before it had been recorded done.
-	items, err := store.Messages(ctx, queue, id, "", "", 0)
+	items, err := store.Messages(ctx, queue, group, "", "", 0)
 	if err != nil {
 		return err
 	}
