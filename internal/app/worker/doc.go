@@ -25,7 +25,8 @@
 //   - The claim decides whether a command runs. A final job (completed,
 //     failed, cancelled, or failed by this very claim under the recovery
 //     policy) acknowledges the command; a live lease of another attempt
-//     fails the message, so its group waits and the command comes back; a
+//     fails the message, so its group waits and the command comes back (on
+//     Kafka, a lease that ends in time is waited for first: On Kafka); a
 //     command for no job, or for a job of another tenant, is permanent. The
 //     command's tenant is part of the claim's condition
 //     (jobs.ClaimRequest.Tenant), so a command naming another tenant is
@@ -82,7 +83,7 @@
 //	no spool room before ctx ends (candidate.ErrSpoolBusy) error; nothing claimed
 //	room after a wait, < ClaimMargin left (ErrSpoolBusy)   error; room given back, nothing claimed
 //	claim: job final (ErrFinal, *FinalError)               nil
-//	claim: lease held by another attempt (ErrLeaseHeld)    error
+//	claim: lease held by another attempt (ErrLeaseHeld)    error (Kafka: after one wait, if its lease ends in time)
 //	claim: no such job, or the job of another tenant       fifo.Permanent
 //	       (ErrNotFound; nothing written)
 //	spec names no task of the registry                     Fail(unknown_task) → nil (refused: nil; failed: error)
@@ -106,7 +107,7 @@
 //
 // HandleRecord takes the command from a Kafka record published by the
 // relay under its job's id (internal/app/transport says what each
-// transport carries) and runs the same code as Handle. Three things
+// transport carries) and runs the same code as Handle. Four things
 // differ:
 //   - The record's key must be the command's job, always: the key picks
 //     the record's partition and its lane (pkg/kafka), so a record under
@@ -121,9 +122,33 @@
 //   - A record carries no receive count. The worker reads none on either
 //     transport: the recovery policy counts takeovers in the job store,
 //     whatever delivered the command. On SQS the quarantine counts
-//     receives (QUARANTINE_AFTER_RECEIVES); on Kafka it is not built yet,
+//     receives (QUARANTINE_AFTER_RECEIVES); on Kafka it counts a keyed
+//     record's failed attempts (QUARANTINE_AFTER_ATTEMPTS, docs/KAFKA.md),
 //     and the event source mapping's MaximumRetryAttempts and on-failure
 //     destination bound a failing record (internal/lambdawire.WorkerKafka).
+//   - A claim refused on another attempt's lease waits for it, once, when
+//     it ends in time, and claims again. Kafka has no visibility timeout:
+//     when an invocation times out or crashes, the mapping retries its
+//     batch at once (AWS documents no wait before a retry), while the dead
+//     attempt's lease runs on to its deadline plus LeaseSkew; without the
+//     wait each retry would find the lease live and fail the record again,
+//     and a simple crash would use up the retries (or the quarantine's
+//     attempts) and park a healthy job's command or send it to the
+//     on-failure destination. The rule: the worker waits (Config.Sleep,
+//     measured on Config.Now) when the lease's end (LeaseHeldError.Until)
+//     plus LeaseEndSlack is at most its context's deadline minus
+//     ClaimMargin, the least time a late claim must have, as for a lane
+//     given spool room late; then it claims again, a takeover. A lease
+//     that ends later, or a second refusal (another attempt took the job
+//     over meanwhile), fails the record as before. The wait holds the
+//     lane's spool room and ends with the context (its error, nothing
+//     claimed). A claim made with little more than the margin left can
+//     still time out and be taken over by the next retry, a generation
+//     spent instead of the retries. On SQS the worker never waits: the
+//     visibility timeout is that wait, and the lease has normally ended
+//     when the message comes back (a visibility timeout shorter than the
+//     lease is a misconfiguration); a lane waiting past its message's
+//     visibility timeout would have the message received again beside it.
 //
 // # Adding a task
 //

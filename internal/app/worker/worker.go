@@ -14,6 +14,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/transport"
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 	"github.com/fifoworker/fifoworker/internal/base/ids"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/fifo"
@@ -76,12 +77,26 @@ type Config struct {
 	// fifo.Config.Now). Leases come from the context's deadline, never from
 	// this clock. Nil means time.Now.
 	Now func() time.Time
+	// Sleep waits d, or until ctx ends and then returns its error: a Kafka
+	// record's wait for another attempt's lease to end (see the package
+	// documentation, "On Kafka"). Nil means a timer the end of ctx cuts
+	// short (backoff.Sleep); a simulation gives one that moves its clock.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // DefaultClaimMargin is Config.ClaimMargin's default: pkg/fifo's least
 // time for a message to start (fifo.DefaultDeadlineMargin). A lane given
 // spool room late is a message starting late, and is held to the same rule.
 const DefaultClaimMargin = fifo.DefaultDeadlineMargin
+
+// LeaseEndSlack is how long after another attempt's lease ends a Kafka
+// record's claim that waited for it is made again. The store judges a
+// lease in whole milliseconds on this process's clock (live while its
+// end's millisecond is not before now's), and the end it reports is the
+// one it judges, the holder's clock skew already in it (jobs.LeaseEnd):
+// one millisecond would do; 10 ms leaves room for the rounding and costs
+// the task nothing worth having.
+const LeaseEndSlack = 10 * time.Millisecond
 
 // Validate reports the first field that cannot work, wrapping
 // ErrInvalidConfig.
@@ -122,6 +137,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = backoff.Sleep
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -155,7 +173,7 @@ func AttemptID(requestID, messageID string) (string, error) {
 // can never succeed, and any other error to have the command received
 // again. See the package documentation for every outcome.
 func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
-	return w.handle(ctx, transport.FromSQS(&msg), fifo.Permanent)
+	return w.handle(ctx, transport.FromSQS(&msg), rules{permanent: fifo.Permanent})
 }
 
 // HandleRecord runs the command in rec, a Kafka record keyed by its job's
@@ -165,14 +183,27 @@ func (w *Worker) Handle(ctx context.Context, msg events.SQSMessage) error {
 // included (ErrGroupMismatch). The attempt id names the record
 // (transport.Delivery.Ref). The worker reads no delivery count on either
 // transport, so a Kafka record, which has none, changes nothing else: the
-// jobs store's recovery policy (MaxGenerations) bounds the takeovers.
+// jobs store's recovery policy (MaxGenerations) bounds the takeovers. One
+// thing differs: a claim refused on another attempt's lease that ends in
+// time is made again once it has ended (see the package documentation,
+// "On Kafka").
 func (w *Worker) HandleRecord(ctx context.Context, rec kafka.Record) error {
-	return w.handle(ctx, transport.FromRecord(&rec), kafka.Permanent)
+	return w.handle(ctx, transport.FromRecord(&rec), rules{permanent: kafka.Permanent, waitForLease: true})
 }
 
-// handle runs the command d delivered; permanent is the transport's mark
-// of an error no delivery again can fix.
-func (w *Worker) handle(ctx context.Context, d transport.Delivery, permanent func(error) error) error {
+// rules is what the transport that delivered a command changes in handle.
+type rules struct {
+	// permanent is the transport's mark of an error no delivery again can
+	// fix.
+	permanent func(error) error
+	// waitForLease: a claim refused on a lease that ends while this
+	// invocation can still start waits for it and claims again (claim).
+	waitForLease bool
+}
+
+// handle runs the command d delivered, under the rules of its transport.
+func (w *Worker) handle(ctx context.Context, d transport.Delivery, r rules) error {
+	permanent := r.permanent
 	start := w.cfg.Now()
 	log := w.log.With(slog.String("message_id", d.ID), slog.String("group_id", d.Key))
 	cmd, err := outbox.DecodeCommand(d.Body)
@@ -217,7 +248,7 @@ func (w *Worker) handle(ctx context.Context, d transport.Delivery, permanent fun
 	// The command's tenant is part of the claim's condition: a command
 	// naming another tenant than its job's finds no job, and neither takes
 	// a lease nor uses up a generation.
-	job, err := w.cfg.Jobs.Claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant})
+	job, err := w.claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant}, r, log)
 	switch {
 	case errors.Is(err, jobs.ErrFinal):
 		// Done already, or ended by this very claim under the recovery
@@ -239,6 +270,35 @@ func (w *Worker) handle(ctx context.Context, d transport.Delivery, permanent fun
 
 	a := &attempt{w: w, log: log, job: job, id: attemptID, lease: lease, version: job.Version, start: start, room: room}
 	return a.run(ctx)
+}
+
+// claim claims the job. Under the rules of a transport that waits for a
+// lease (Kafka's), a claim refused on another attempt's lease is made
+// again, once, after that lease has ended, if the invocation can still
+// start then: the lease's end plus LeaseEndSlack is at most the context's
+// deadline minus ClaimMargin, the rule a lane given spool room late is
+// held to. Kafka has no visibility timeout: the mapping retries a failed
+// record at once, so without the wait a dead attempt's lease, which runs
+// LeaseSkew past its deadline, would refuse every retry until it ends. A
+// second refusal, or a lease that ends later, is returned as it is.
+func (w *Worker) claim(ctx context.Context, req jobs.ClaimRequest, r rules, log *slog.Logger) (jobs.Job, error) {
+	job, err := w.cfg.Jobs.Claim(ctx, req)
+	var held *jobs.LeaseHeldError
+	if !r.waitForLease || !errors.As(err, &held) {
+		return job, err
+	}
+	deadline, _ := ctx.Deadline() // handle refused a context without one (jobs.LeaseEnd)
+	retry := held.Until.Add(LeaseEndSlack)
+	if retry.After(deadline.Add(-w.cfg.ClaimMargin)) {
+		return job, err
+	}
+	wait := retry.Sub(w.cfg.Now())
+	log.InfoContext(ctx, "worker: another attempt holds the job; waiting for its lease to end to claim again",
+		slog.Any("reason", err), slog.Duration("wait", wait))
+	if err := w.cfg.Sleep(ctx, wait); err != nil {
+		return jobs.Job{}, fmt.Errorf("worker: waiting %v for the lease of %s to end: %w", wait, held.Owner, err)
+	}
+	return w.cfg.Jobs.Claim(ctx, req)
 }
 
 // reserve takes room for the attempt's candidate in the spool budget,
