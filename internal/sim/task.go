@@ -116,5 +116,14 @@ func (w *World) newWorker() (*worker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Tasks: tasks, Now: w.clock.Now})
+	return worker.New(worker.Config{Jobs: w.jobs, Candidates: w.candidates, Tasks: tasks, Now: w.clock.Now, Sleep: w.sleep})
+}
+
+// sleep is the worker's wait for another attempt's lease to end
+// (worker.Config.Sleep; on Kafka only): the invocation spends the time,
+// and the simulated clock moves on by it.
+func (w *World) sleep(ctx context.Context, d time.Duration) error {
+	w.logf("  %s waits %s for a lease to end", invocationOf(ctx).id, d)
+	w.clock.Advance(d)
+	return ctx.Err()
 }
