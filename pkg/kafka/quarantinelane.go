@@ -110,6 +110,12 @@ func (b *batch) runQuarantinedLane(head int) {
 			// the hold it would sort among records it did not follow.
 			r.outcome, rest = Failed, SkippedAfterFailure
 			r.err = fmt.Errorf("%w: partition %d, the key is %s from partition %d", ErrKeyMovedPartition, rec.Partition, hold.State, hold.Partition)
+		case current && d.Of < hold.Next:
+			// Check saw its record parked, but an earlier copy of it ran in
+			// this batch (a copy written twice: the brokers' answer was
+			// lost and the redrive sent it again): nothing older waits.
+			r.outcome = Dropped
+			r.note = fmt.Sprintf("a second copy of offset %d, which ran in this batch", d.Of)
 		case current && !runnable:
 			// Its parked record stays parked, for the next redrive to send
 			// again after the older one.
