@@ -74,7 +74,9 @@
 // once; an invocation that crashes, loses its answer or outlives its
 // deadline has its batch delivered again, so the running example's
 // takeover comes from the invocation's timeout and the mapping's retry
-// instead of a visibility timeout; one seed in four runs compacted topics
+// instead of a visibility timeout (the retry's worker waits for a lease
+// that ends while it can still start, spending simulated time:
+// worker.Config.Sleep); one seed in four runs compacted topics
 // (compaction, below the active segment, removes records with a later
 // record of their key), one in three a transactional relay (each stream
 // record's messages in a transaction whose marker takes an offset, and a
