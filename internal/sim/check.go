@@ -76,6 +76,7 @@ func (w *World) drain() {
 			busy = w.consumeKafka(w.kafka.projector) || busy
 		}
 		w.redriveFailed(true)
+		w.redrive(true)
 		return
 	}
 	for busy := true; busy && w.err == nil; {
@@ -128,10 +129,18 @@ func (w *World) unsettled() []string {
 		if q.Len() > 0 {
 			out = append(out, fmt.Sprintf("%d messages in %s", q.Len(), q.Name))
 		}
-		holds, _ := w.qmem.Holds(context.Background(), q.Name)
-		for _, h := range holds {
-			out = append(out, fmt.Sprintf("%s group %s %s (%d parked: %s)", q.Name, h.Group, h.State, h.Parked, h.Cause))
-		}
+		out = append(out, w.heldGroups(q.Name)...)
+	}
+	return out
+}
+
+// heldGroups names the groups (or keys) of a queue (or topic) the
+// quarantine holds.
+func (w *World) heldGroups(name string) []string {
+	var out []string
+	holds, _ := w.qmem.Holds(context.Background(), name)
+	for _, h := range holds {
+		out = append(out, fmt.Sprintf("%s group %s %s (%d parked: %s)", name, h.Group, h.State, h.Parked, h.Cause))
 	}
 	return out
 }
@@ -198,21 +207,7 @@ func (w *World) checkEnd() {
 		for _, m := range q.All() {
 			groups[m.Group] = true
 		}
-		for _, g := range sortedKeys(groups) {
-			h, err := w.qmem.Hold(ctx, q.Name, g)
-			if errors.Is(err, quarantine.ErrNoHold) {
-				continue
-			}
-			if err != nil || h.State != quarantine.StateReleased || h.Parked != 0 {
-				w.violate("%s group %s: hold %+v (%v)", q.Name, g, h, err)
-				continue
-			}
-			w.stats.Released++
-			parked, err := w.qmem.Messages(ctx, q.Name, g, quarantine.StatusParked, "", 0)
-			if err != nil || len(parked) > 0 {
-				w.violate("%s group %s still has %d parked messages (%v)", q.Name, g, len(parked), err)
-			}
-		}
+		w.checkReleased(ctx, q.Name, groups)
 	}
 	// Past the grace period, the sweeper has left only the results.
 	for _, k := range w.s3.Keys(bucket, candidate.Prefix) {
@@ -223,6 +218,26 @@ func (w *World) checkEnd() {
 	for k := range results {
 		if _, ok := w.s3.Object(bucket, k); !ok {
 			w.violate("result %s is gone", k)
+		}
+	}
+}
+
+// checkReleased checks that every hold of the groups (or keys) of a queue
+// (or topic) is released with nothing parked.
+func (w *World) checkReleased(ctx context.Context, name string, groups map[string]bool) {
+	for _, g := range sortedKeys(groups) {
+		h, err := w.qmem.Hold(ctx, name, g)
+		if errors.Is(err, quarantine.ErrNoHold) {
+			continue
+		}
+		if err != nil || h.State != quarantine.StateReleased || h.Parked != 0 {
+			w.violate("%s group %s: hold %+v (%v)", name, g, h, err)
+			continue
+		}
+		w.stats.Released++
+		parked, err := w.qmem.Messages(ctx, name, g, quarantine.StatusParked, "", 0)
+		if err != nil || len(parked) > 0 {
+			w.violate("%s group %s still has %d parked messages (%v)", name, g, len(parked), err)
 		}
 	}
 }

@@ -281,7 +281,7 @@ func (f *faultS3) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, op
 }
 
 // faultQuarantine is the quarantine store as the processors reach it:
-// Read, Park and Done go through the fault plan.
+// Read, Park, Done and Failed go through the fault plan.
 type faultQuarantine struct {
 	quarantine.Store
 	w *World
@@ -308,6 +308,14 @@ func (f *faultQuarantine) Park(ctx context.Context, queue, group string, items [
 func (f *faultQuarantine) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (quarantine.HoldRecord, error) {
 	return call(f.w, ctx, "quarantine", "done "+group, 0, func(ctx context.Context) (quarantine.HoldRecord, error) {
 		return f.Store.Done(ctx, queue, group, seq, epoch, now)
+	})
+}
+
+// Failed counts a Kafka record's failed attempt (pkg/kafka's quarantine;
+// the SQS one reads the receive count instead).
+func (f *faultQuarantine) Failed(ctx context.Context, queue, group string, fl quarantine.Failure, now time.Time) (quarantine.Attempts, error) {
+	return call(f.w, ctx, "quarantine", "failed "+group, 0, func(ctx context.Context) (quarantine.Attempts, error) {
+		return f.Store.Failed(ctx, queue, group, fl, now)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // Transport is what carries the commands and the events from the relay to
@@ -79,8 +80,11 @@ type kafkaWorld struct {
 	compacted bool
 	// hostile holds the records no redrive can fix (a command naming
 	// another tenant, an event that is not JSON): the operator discards
-	// them from the on-failure destination.
+	// them from the quarantine or the on-failure destination.
 	hostile map[*LogRecord]bool
+	// copyOf: each redriven copy the quarantine's operator produced, and
+	// the parked record it stands for.
+	copyOf map[*LogRecord]*LogRecord
 }
 
 // mapping is a Kafka event source mapping as Lambda runs one: a consumer
@@ -180,31 +184,59 @@ func sameLane(a, b *LogRecord) bool {
 // projector's mappings, each running its handler under pkg/kafka's
 // Processor.
 func (w *World) newKafka(worker, projector kafka.Handler) error {
-	k := &kafkaWorld{hostile: map[*LogRecord]bool{}}
+	k := &kafkaWorld{hostile: map[*LogRecord]bool{}, copyOf: map[*LogRecord]*LogRecord{}}
 	partitions := []int{1, 2, 3, 4, 6}[w.rng.IntN(5)]
 	k.txn = w.rng.IntN(3) == 0
 	k.compacted = w.rng.IntN(4) == 0
-	commands, cerr := NewTopic(TopicConfig{Name: commandsTopic, Partitions: partitions, Now: w.clock.Now})
-	evts, eerr := NewTopic(TopicConfig{Name: eventsTopic, Partitions: partitions, Now: w.clock.Now})
-	if err := errors.Join(cerr, eerr); err != nil {
+	commands, cerr := NewTopic(TopicConfig{Name: commandsTopic, Partitions: partitions, Compacted: k.compacted, Now: w.clock.Now})
+	evts, eerr := NewTopic(TopicConfig{Name: eventsTopic, Partitions: partitions, Compacted: k.compacted, Now: w.clock.Now})
+	if err := errors.Join(cerr, eerr, checkKafkaThresholds()); err != nil {
 		return err
 	}
 	k.commands, k.events = commands, evts
+	w.kafka = k
+	w.qmem = quarantine.NewMemoryStore()
+	w.qstore = &faultQuarantine{Store: w.qmem, w: w}
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: w.s3, Bucket: bucket})
+	if err != nil {
+		return err
+	}
 	var werr, perr error
-	k.worker, werr = w.newMapping("worker", commands, workerTimeout, worker)
-	k.projector, perr = w.newMapping("projector", evts, projectorTimeout, projector)
+	k.worker, werr = w.newMapping("worker", commands, workerTimeout, worker, commandsQuarantineAfter, bodies)
+	k.projector, perr = w.newMapping("projector", evts, projectorTimeout, projector, eventsQuarantineAfter, bodies)
 	if err := errors.Join(werr, perr); err != nil {
 		return err
 	}
 	if w.cfg.Break == BreakCommitFence {
 		k.worker.group.unfenced, k.projector.group.unfenced = true, true
 	}
-	w.kafka = k
 	w.logf("kafka: %d partitions a topic, transactional relay %v, compacted topics %v", partitions, k.txn, k.compacted)
 	return nil
 }
 
-func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka.Handler) (*mapping, error) {
+// checkKafkaThresholds holds the simulated deployment to what
+// template-kafka.yaml's tests hold the real one to: the commands'
+// quarantine threshold leaves a takeover its attempts (at least
+// MaxGenerations + 2, lambdawire's least for the worker), and each is at
+// most MaximumRetryAttempts + 1, so that the quarantine parks a record
+// that fails in its handler before the mapping gives it up.
+func checkKafkaThresholds() error {
+	switch {
+	case commandsQuarantineAfter < maxGenerations+2:
+		return fmt.Errorf("sim: the commands' quarantine threshold %d is below MaxGenerations + 2 (%d)", commandsQuarantineAfter, maxGenerations+2)
+	case max(commandsQuarantineAfter, eventsQuarantineAfter) > maxRetryAttempts+1:
+		return fmt.Errorf("sim: a quarantine threshold (%d, %d) is above MaximumRetryAttempts + 1 (%d)", commandsQuarantineAfter, eventsQuarantineAfter, maxRetryAttempts+1)
+	}
+	return nil
+}
+
+// newMapping builds the mapping of a function on topic t: its handler h
+// runs under pkg/kafka's Processor with the topic's quarantine
+// (pkg/quarantine's KafkaQuarantine on the world's quarantine store,
+// parking a key's record at its threshold-th attempt) and the topic's
+// partition count, as lambdawire's kafkaQuarantined wires it; the
+// topic's operator redrives through a RecordSender onto the topic.
+func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka.Handler, threshold int, bodies quarantine.BodyStore) (*mapping, error) {
 	g, err := NewGroup(GroupConfig{Name: kind, Topic: t, Consumers: kafkaPollers})
 	if err != nil {
 		return nil, err
@@ -218,13 +250,80 @@ func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka
 	}
 	// Handlers run one at a time, as the SQS processors' do: the world's
 	// fibers need exactly one goroutine running.
-	m.proc, err = kafka.New(kafka.Config{Handler: w.onRecord(m, h), Concurrency: 1, Now: w.clock.Now, Metrics: w.kafkaOutcomes})
-	return m, err
+	q, err := quarantine.NewKafka(quarantine.KafkaConfig{Store: w.qstore, Topic: t.Name, Bodies: bodies, Now: w.clock.Now})
+	if err != nil {
+		return nil, err
+	}
+	m.proc, err = kafka.New(kafka.Config{Handler: w.onRecord(m, h), Concurrency: 1, Now: w.clock.Now, Metrics: w.kafkaOutcomes,
+		Quarantine: q, QuarantineThreshold: threshold, PartitionCount: t.Partitions()})
+	if err != nil {
+		return nil, err
+	}
+	op := quarantine.OperatorConfig{Store: w.qstore, Queue: t.Name, Records: recordSender{w, t}, Now: w.clock.Now, Bodies: bodies}
+	if err := op.Validate(); err != nil {
+		return nil, err
+	}
+	w.sources = append(w.sources, source{name: t.Name, commands: t.Name == commandsTopic, operator: op})
+	return m, nil
 }
 
 // kafkaOutcomes is the Kafka processors' metrics hook.
 func (w *World) kafkaOutcomes(m kafka.BatchMetrics) {
+	w.stats.Parked += m.Count(kafka.Parked)
+	w.stats.Dropped += m.Count(kafka.Dropped)
 	w.stats.SkippedDeadline += m.Count(kafka.SkippedDeadline)
+}
+
+// recordSender is topic t as the quarantine's operator produces the
+// redriven copies to it (quarantine.RecordSender): each to the partition
+// its hold is on, under its key, with its headers. A send may be slow,
+// never refused (the redrive's retry would wait in real time).
+type recordSender struct {
+	w *World
+	t *Topic
+}
+
+var _ quarantine.RecordSender = recordSender{}
+
+func (s recordSender) SendRecord(ctx context.Context, c quarantine.KafkaCopy) error {
+	s.w.slow(ctx, "send a copy to "+c.Topic)
+	hs := make([]kafka.Header, len(c.Headers))
+	for i, h := range c.Headers {
+		hs[i] = kafka.Header{Key: h.Key, Value: h.Value}
+	}
+	origin := s.w.copiedRecord(s.t, hs)
+	if origin == nil {
+		s.w.violate("operator: a copy for %s-%d names no record the topic holds: %v", c.Topic, c.Partition, hs)
+		return errors.New("sim: a copy of no record")
+	}
+	r, err := s.t.ProduceTo(int(c.Partition), c.Key, c.Value, hs...)
+	if err != nil {
+		return err
+	}
+	s.w.kafka.copyOf[r] = origin
+	s.w.logf("  operator: copy of %s-%d offset %d sent as offset %d", origin.Topic, origin.Partition, origin.Offset, r.Offset)
+	return nil
+}
+
+// copiedRecord is the record of t a copy with headers hs stands for (its
+// quarantine.CopyHeader names it), nil if none.
+func (w *World) copiedRecord(t *Topic, hs []kafka.Header) *LogRecord {
+	c, ok := quarantine.ParseKafkaCopy(&kafka.Record{Headers: hs})
+	if !ok {
+		return nil
+	}
+	p, off, ok := quarantine.KafkaPosition(c.Sequence)
+	if !ok || p >= int64(t.Partitions()) {
+		return nil
+	}
+	return t.Partition(int(p)).Appended(off)
+}
+
+// partitionCount is the header the relay's producer stamps each record
+// with, as internal/app/outbox/kafkaout's does: the partition count it
+// partitioned over, which the consumers' Config.PartitionCount checks.
+func (k *kafkaWorld) partitionCount() kafka.Header {
+	return kafka.Header{Key: kafka.PartitionCountHeader, Value: []byte(strconv.Itoa(k.commands.Partitions()))}
 }
 
 // topicOf is the topic the relay publishes a message of kind to.
@@ -240,7 +339,7 @@ func (k *kafkaWorld) topicOf(command bool) *Topic {
 // that have nothing in flight and are not waiting to be retried, and run
 // it in one invocation. It reports whether it started one.
 func (w *World) consumeKafka(m *mapping) bool {
-	w.expire(m)
+	w.expire(context.Background(), m)
 	now := w.clock.Now()
 	var owners []string
 	fetchable := map[string][]int{}
@@ -308,6 +407,9 @@ func eventRecord(r *LogRecord) events.KafkaRecord {
 		Value:   base64.StdEncoding.EncodeToString(r.Value),
 		Headers: []map[string]events.JSONNumberBytes{},
 	}
+	for _, h := range r.Headers {
+		rec.Headers = append(rec.Headers, map[string]events.JSONNumberBytes{h.Key: h.Value})
+	}
 	if r.Key != nil {
 		rec.Key = base64.StdEncoding.EncodeToString(r.Key)
 	}
@@ -346,11 +448,11 @@ func (w *World) answerKafka(ctx context.Context, m *mapping, b *kbatch) {
 	case w.clock.Now().After(inv.deadline):
 		w.stats.TimedOut++
 		w.logf("%s %s ends past its deadline: timed out, its batch is retried", m.kind, inv.id)
-		w.failBatch(m, b)
+		w.failBatch(ctx, m, b)
 		return
 	case inv.dead:
 		w.logf("%s %s crashed: its batch is retried", m.kind, inv.id)
-		w.failBatch(m, b)
+		w.failBatch(ctx, m, b)
 		return
 	case inv.dropAnswer:
 		// The mapping learns nothing until the invocation's timeout
@@ -371,7 +473,7 @@ func (w *World) answerKafka(ctx context.Context, m *mapping, b *kbatch) {
 	w.logf("%s %s ends: failed %v", m.kind, inv.id, resp.BatchItemFailures)
 	b.ended = true
 	for _, kp := range b.parts {
-		w.endPart(m, b, kp, commits[kafka.TopicPartition(m.topic.Name, int64(kp.p))], completed)
+		w.endPart(ctx, m, b, kp, commits[kafka.TopicPartition(m.topic.Name, int64(kp.p))], completed)
 	}
 }
 
@@ -404,7 +506,7 @@ func (w *World) completedOf(m *mapping, b *kbatch, resp kafka.EventResponse) (ma
 // commits the contiguous completed prefix, which a rebalance since the
 // fetch makes Kafka refuse; a commit that did not pass the batch's first
 // record is a failed attempt.
-func (w *World) endPart(m *mapping, b *kbatch, kp kpart, commit int64, completed map[kafka.ItemIdentifier]bool) {
+func (w *World) endPart(ctx context.Context, m *mapping, b *kbatch, kp kpart, commit int64, completed map[kafka.ItemIdentifier]bool) {
 	current := m.inflight[kp.p] == b
 	if current {
 		delete(m.inflight, kp.p)
@@ -415,7 +517,7 @@ func (w *World) endPart(m *mapping, b *kbatch, kp kpart, commit int64, completed
 		w.logf("  %s-%d: the commit of offset %d is refused: %v", m.topic.Name, kp.p, commit, err)
 		return
 	}
-	w.checkCommit(m, kp, old, commit)
+	w.checkCommit(ctx, m, kp, old, commit)
 	if !current {
 		return
 	}
@@ -427,20 +529,20 @@ func (w *World) endPart(m *mapping, b *kbatch, kp kpart, commit int64, completed
 		m.failures[kp.p] = 1
 		m.retryAt[kp.p] = w.clock.Now().Add(retryWait(1))
 	default:
-		w.retry(m, kp, completed)
+		w.retry(ctx, m, kp, completed)
 	}
 }
 
 // failBatch is a function error, a crash or a timeout: nothing of the batch
 // is committed, and each of its partitions still owned is retried.
-func (w *World) failBatch(m *mapping, b *kbatch) {
+func (w *World) failBatch(ctx context.Context, m *mapping, b *kbatch) {
 	b.ended = true
 	for _, kp := range b.parts {
 		if m.inflight[kp.p] != b {
 			continue // moved in a rebalance: the new owner goes on
 		}
 		delete(m.inflight, kp.p)
-		w.retry(m, kp, nil)
+		w.retry(ctx, m, kp, nil)
 	}
 }
 
@@ -449,7 +551,7 @@ func (w *World) failBatch(m *mapping, b *kbatch) {
 // on-failure destination (Lambda sends the failed records there) and the
 // partition is committed past the batch; otherwise it waits, then is
 // fetched again from its committed offset.
-func (w *World) retry(m *mapping, kp kpart, completed map[kafka.ItemIdentifier]bool) {
+func (w *World) retry(ctx context.Context, m *mapping, kp kpart, completed map[kafka.ItemIdentifier]bool) {
 	p := kp.p
 	m.failures[p]++
 	w.stats.KafkaRetries++
@@ -472,7 +574,7 @@ func (w *World) retry(m *mapping, kp kpart, completed map[kafka.ItemIdentifier]b
 		w.fail(fmt.Errorf("the owner's commit past a batch given up: %w", err))
 		return
 	}
-	w.checkCommit(m, kp, old, end)
+	w.checkCommit(ctx, m, kp, old, end)
 	m.failures[p], m.retryAt[p] = 0, time.Time{}
 }
 
@@ -486,7 +588,7 @@ func retryWait(n int) time.Duration {
 
 // expire has the mapping time out the invocations in flight past their
 // deadline, as Lambda does: their batches are retried.
-func (w *World) expire(m *mapping) {
+func (w *World) expire(ctx context.Context, m *mapping) {
 	now := w.clock.Now()
 	for p := range m.topic.Partitions() {
 		b := m.inflight[p]
@@ -495,7 +597,7 @@ func (w *World) expire(m *mapping) {
 		}
 		w.stats.TimedOut++
 		w.logf("%s %s timed out: the mapping retries its batch", m.kind, b.inv.id)
-		w.failBatch(m, b)
+		w.failBatch(ctx, m, b)
 	}
 }
 
@@ -516,6 +618,11 @@ func (w *World) onRecord(m *mapping, h kafka.Handler) kafka.Handler {
 			return err
 		}
 		m.done[r] = true
+		if o := w.kafka.copyOf[r]; o != nil {
+			m.done[o] = true // a copy stands for its parked record
+			w.logf("  %s-%d offset %d processed (the copy of offset %d)", r.Topic, r.Partition, r.Offset, o.Offset)
+			return nil
+		}
 		w.logf("  %s-%d offset %d processed", r.Topic, r.Partition, r.Offset)
 		return nil
 	}
@@ -523,15 +630,23 @@ func (w *World) onRecord(m *mapping, h kafka.Handler) kafka.Handler {
 
 // checkStart checks a record about to start in the batch of ctx's
 // invocation: within the batch, its lane's records start in offset order,
-// none passed over; and every earlier record of its lane in the partition
-// was completed by some invocation, or given up on (the on-failure
-// destination), or compacted or aborted away. A redelivery starts a lane
-// over from the committed offset, so the first check is per batch, and the
-// second spans batches, ownerships and zombies.
+// none passed over but those the quarantine completes without running
+// (passable); and every earlier record of its lane in the partition
+// ran to completion (itself, or its redriven copy), or was given up on (the
+// on-failure destination) or discarded by the operator, or compacted or
+// aborted away. A record the quarantine parked has not run: a held key's
+// later records wait for its copy. A redriven copy is checked where the
+// record it stands for is: it runs only after every earlier record of its
+// key did. A redelivery starts a lane over from the committed offset, so
+// the first check is per batch, and the second spans batches, ownerships,
+// zombies and redrives.
 func (w *World) checkStart(ctx context.Context, m *mapping, r *LogRecord) {
 	lane := laneOf(r)
 	if b := m.running[invocationOf(ctx)]; b != nil {
 		recs, i := b.lanes[lane], b.next[lane]
+		for i < len(recs) && recs[i] != r && w.passable(ctx, recs[i]) {
+			i++
+		}
 		if i >= len(recs) || recs[i] != r {
 			due := int64(-1)
 			if i < len(recs) {
@@ -541,28 +656,90 @@ func (w *World) checkStart(ctx context.Context, m *mapping, r *LogRecord) {
 				m.kind, b.inv.id, r.Topic, r.Partition, r.Offset, r.Key, due)
 			return
 		}
-		b.next[lane]++
+		b.next[lane] = i + 1
 	} else {
 		w.violate("%s: %s-%d offset %d started outside a batch the mapping sent", m.kind, r.Topic, r.Partition, r.Offset)
 		return
 	}
-	for _, o := range m.topic.Partition(r.Partition).All() {
-		if o.Offset >= r.Offset {
+	at, what := r, "started"
+	if o := w.kafka.copyOf[r]; o != nil {
+		at, what = o, fmt.Sprintf("started as the copy at offset %d", r.Offset)
+	}
+	for _, o := range m.topic.Partition(at.Partition).All() {
+		if o.Offset >= at.Offset {
 			break
 		}
-		if sameLane(o, r) && !m.settled(o) {
-			w.violate("%s: %s-%d offset %d (key %q) started before offset %d of its key, which no invocation completed",
-				m.kind, r.Topic, r.Partition, r.Offset, r.Key, o.Offset)
+		if sameLane(o, at) && w.kafka.copyOf[o] == nil && !w.ran(ctx, m, o) {
+			w.violate("%s: %s-%d offset %d (key %q) %s before offset %d of its key, which has not run (%s)",
+				m.kind, at.Topic, at.Partition, at.Offset, at.Key, what, o.Offset, w.parkedState(ctx, o))
 			return
 		}
 	}
 }
 
-// settled reports whether a record needs nothing more: completed, given up
-// on, or gone from the log without having been visible to a consumer
-// (aborted) or after a later record of its key (compacted).
-func (m *mapping) settled(r *LogRecord) bool {
-	return m.done[r] || m.excused[r] || r.Compacted || r.Aborted
+// passable reports whether the processor may complete record r of a batch
+// without running it: a redriven copy (dropped when stale), or a record
+// the quarantine has (parked now or before, and dropped when delivered
+// again).
+func (w *World) passable(ctx context.Context, r *LogRecord) bool {
+	if w.kafka.copyOf[r] != nil {
+		return true
+	}
+	_, ok := w.kafkaItem(ctx, r)
+	return ok
+}
+
+// ran reports whether record r of the log (not a copy) needs nothing more
+// before a later record of its key runs: it, or its copy, completed; it was
+// given up on, or discarded from the quarantine; or it is gone from the
+// log without having been visible to a consumer (aborted), or after a
+// later record of its key (compacted) and before the quarantine parked it.
+func (w *World) ran(ctx context.Context, m *mapping, r *LogRecord) bool {
+	if m.done[r] || m.excused[r] || r.Aborted {
+		return true
+	}
+	switch st, ok := w.kafkaItem(ctx, r); {
+	case ok:
+		return st == quarantine.StatusDiscarded || st == quarantine.StatusDone
+	default:
+		return r.Compacted
+	}
+}
+
+// kafkaItem is the status of r's item in the quarantine's store, read
+// without faults, and whether it has one: the quarantine parked it.
+func (w *World) kafkaItem(ctx context.Context, r *LogRecord) (quarantine.Status, bool) {
+	if r.Key == nil {
+		return "", false // null-key lanes are not quarantined
+	}
+	seq, err := quarantine.KafkaSeq(int64(r.Partition), r.Offset)
+	if err != nil {
+		return "", false
+	}
+	k := quarantine.ItemKey{Group: quarantine.KafkaGroup(string(r.Key)), Sequence: seq}
+	_, items, err := w.qmem.Read(context.WithoutCancel(ctx), r.Topic, nil, []quarantine.ItemKey{k})
+	p, ok := items[k]
+	if err != nil || !ok {
+		return "", false
+	}
+	return p.Status, true
+}
+
+// parkedState names r's item in the quarantine, for a violation's message.
+func (w *World) parkedState(ctx context.Context, r *LogRecord) string {
+	if st, ok := w.kafkaItem(ctx, r); ok {
+		return "the quarantine has it " + string(st)
+	}
+	return "the quarantine does not have it"
+}
+
+// settled reports whether the mapping may commit past record r: it ran to
+// completion, was given up on, or is gone from the log (aborted,
+// compacted); or the quarantine has it (parked, which the processor
+// completes, and then done or discarded); or it is a redriven copy, which
+// the processor completes without running when it is stale.
+func (w *World) settled(ctx context.Context, m *mapping, r *LogRecord) bool {
+	return m.done[r] || m.excused[r] || r.Compacted || r.Aborted || w.passable(ctx, r)
 }
 
 // checkCommit checks a commit of kp's batch that landed over committed
@@ -570,7 +747,7 @@ func (m *mapping) settled(r *LogRecord) bool {
 // the partition meanwhile: a member whose ownership ended cannot commit),
 // the committed offset never goes back, and it never passes a record that
 // is not settled.
-func (w *World) checkCommit(m *mapping, kp kpart, old, commit int64) {
+func (w *World) checkCommit(ctx context.Context, m *mapping, kp kpart, old, commit int64) {
 	p := kp.p
 	switch {
 	case old != kp.from:
@@ -585,7 +762,7 @@ func (w *World) checkCommit(m *mapping, kp kpart, old, commit int64) {
 		if r.Offset >= commit {
 			break
 		}
-		if r.Offset >= old && !m.settled(r) {
+		if r.Offset >= old && !w.settled(ctx, m, r) {
 			w.violate("group %s committed %s-%d up to offset %d, past offset %d (key %q), which no invocation completed",
 				m.group.Name, m.topic.Name, p, commit, r.Offset, r.Key)
 			return
@@ -640,10 +817,13 @@ func (w *World) compact() {
 }
 
 // kafkaFault is a step of the Kafka transport's own: the operator at the
-// on-failure destinations, a rebalance, or compaction.
+// quarantine or at the on-failure destinations, a rebalance, or
+// compaction.
 func (w *World) kafkaFault() {
 	switch w.rng.IntN(4) {
-	case 0, 1:
+	case 0:
+		w.redrive(false)
+	case 1:
 		w.redriveFailed(false)
 	case 2:
 		w.rebalance()
@@ -657,12 +837,17 @@ func (w *World) kafkaFault() {
 }
 
 // redriveFailed has the operator go through the on-failure destinations
-// (all of them, or some records): a record no redrive can fix is
+// (all of them, or some records): a record no redrive can fix, or a
+// quarantine's redriven copy (its record is still the quarantine's), is
 // discarded, any other re-published to its topic, under its key, after
-// the cause of an early command is fixed (with all, always). This stands
-// in for the quarantine the destination feeds in the pipeline (issue 17
-// point 3), which is not built: meanwhile a failed record's later records
-// of its key ran without it, as after SQS's dead-letter queue.
+// the cause of an early command is fixed (with all, always). The
+// destination is the backstop behind the quarantine, as SQS's dead-letter
+// queue is: it gets what the quarantine could not take (a record without a
+// key, whose lane is not quarantined; a record whose parking failed
+// through an outage of the quarantine's store until the mapping's retries
+// ran out; a record whose crashes or timeouts the quarantine does not
+// count). Meanwhile a given-up record's later records of its key ran
+// without it.
 func (w *World) redriveFailed(all bool) {
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
 		for _, f := range m.onFailure {
@@ -670,7 +855,9 @@ func (w *World) redriveFailed(all bool) {
 				continue
 			}
 			r := f.rec
-			if w.kafka.hostile[r] {
+			if w.kafka.hostile[r] || w.kafka.copyOf[r] != nil {
+				// A redriven copy stands for a record the quarantine still
+				// has: its redrive sends the copy again.
 				f.state = failDiscarded
 				w.stats.Discarded++
 				w.logf("operator: discards %s-%d offset %d from %s's on-failure destination", r.Topic, r.Partition, r.Offset, m.kind)
@@ -680,7 +867,11 @@ func (w *World) redriveFailed(all bool) {
 				w.fixEarly(string(r.Key))
 			}
 			f.state = failRedriven
-			c := m.topic.Produce(r.Key, r.Value)
+			c, err := m.topic.Produce(r.Key, r.Value, r.Headers...)
+			if err != nil {
+				w.fail(fmt.Errorf("the operator's redrive from %s's on-failure destination: %w", m.kind, err))
+				return
+			}
 			w.stats.Redrives++
 			w.logf("operator: redrives %s-%d offset %d as %s-%d offset %d", r.Topic, r.Partition, r.Offset, c.Topic, c.Partition, c.Offset)
 		}
@@ -700,7 +891,8 @@ func (w *World) fixEarly(id string) {
 // inject sends a message the relay did not publish (an early command, a
 // hostile or forged one) into the commands or the events, with group as its
 // group or key (none for a null key with Kafka); hostile marks one no
-// redrive can fix.
+// redrive can fix. A compacted topic refuses a record without a key, as
+// Kafka's brokers do: the producer gets the error, and nothing is written.
 func (w *World) inject(command bool, group, body, dedup string, hostile bool) {
 	if hostile {
 		w.hostile[dedup] = true
@@ -717,11 +909,46 @@ func (w *World) inject(command bool, group, body, dedup string, hostile bool) {
 	if group != "" {
 		key = []byte(group)
 	}
-	r := w.kafka.topicOf(command).Produce(key, []byte(body))
+	r, err := w.kafka.topicOf(command).Produce(key, []byte(body))
+	if err != nil {
+		w.stats.RefusedNullKeys++
+		w.logf("  → refused: %v", err)
+		return
+	}
 	if hostile {
 		w.kafka.hostile[r] = true
 	}
 	w.logf("  → %s-%d offset %d", r.Topic, r.Partition, r.Offset)
+}
+
+// copiesPending reports whether the mapping of topic name may still have
+// redriven copies to process: it lags, or has a batch in flight. (An SQS
+// queue's copies are received before the settling phase redrives: never.)
+func (w *World) copiesPending(name string) bool {
+	if w.kafka == nil {
+		return false
+	}
+	m := w.kafka.worker
+	if name != commandsTopic {
+		m = w.kafka.projector
+	}
+	return m.group.Lag() > 0 || len(m.inflight) > 0
+}
+
+// isHostile reports whether the parked message p is one no redrive can
+// fix: an SQS message by its deduplication id, a Kafka record by its
+// place in its topic.
+func (w *World) isHostile(p quarantine.Parked) bool {
+	if p.Kafka == nil || w.kafka == nil {
+		return w.hostile[p.DeduplicationID]
+	}
+	part, off, ok := quarantine.KafkaPosition(p.Sequence)
+	t := w.kafka.topicOf(p.Queue == commandsTopic)
+	if !ok || part >= int64(t.Partitions()) {
+		return false
+	}
+	r := t.Partition(int(part)).Appended(off)
+	return r != nil && w.kafka.hostile[r]
 }
 
 // nextKafkaWake is when something of the Kafka transport can move again:
@@ -746,7 +973,8 @@ func (w *World) nextKafkaWake() (time.Time, bool) {
 }
 
 // kafkaUnsettled says what of the Kafka transport still moves: a group's
-// lag, a batch in flight, a record in an on-failure destination.
+// lag, a batch in flight, a record in an on-failure destination, a key
+// the quarantine holds.
 func (w *World) kafkaUnsettled() []string {
 	var out []string
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
@@ -763,27 +991,36 @@ func (w *World) kafkaUnsettled() []string {
 				out = append(out, fmt.Sprintf("%s-%d offset %d in %s's on-failure destination", f.rec.Topic, f.rec.Partition, f.rec.Offset, m.kind))
 			}
 		}
+		out = append(out, w.heldGroups(m.topic.Name)...)
 	}
 	return out
 }
 
 // checkLogEnd checks the settled Kafka transport: every group's lag is 0,
-// no batch is in flight, every record of every partition was completed,
-// or given up on and then redriven or discarded, or compacted or aborted
-// away, and no on-failure destination holds a record.
+// no batch is in flight, every record of every partition ran to completion
+// (itself, or the redriven copy of it the quarantine parked), or was given
+// up on and then redriven or discarded, or discarded from the quarantine,
+// or compacted or aborted away; every key the quarantine held is released
+// with nothing parked, and no on-failure destination holds a record.
 func (w *World) checkLogEnd() {
+	ctx := context.Background()
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
 		if lag := m.group.Lag(); lag != 0 {
 			w.violate("group %s lags %d at the end", m.group.Name, lag)
 		}
+		groups := map[string]bool{}
 		for p := range m.topic.Partitions() {
 			for _, r := range m.topic.Partition(p).All() {
-				if !m.settled(r) {
-					w.violate("%s-%d offset %d (key %q) was committed but never completed", r.Topic, r.Partition, r.Offset, r.Key)
+				if w.kafka.copyOf[r] == nil && !w.ran(ctx, m, r) {
+					w.violate("%s-%d offset %d (key %q) was committed but never completed (%s)", r.Topic, r.Partition, r.Offset, r.Key, w.parkedState(ctx, r))
 				}
 				w.stats.Aborted += boolInt(r.Aborted)
+				if r.Key != nil {
+					groups[quarantine.KafkaGroup(string(r.Key))] = true
+				}
 			}
 		}
+		w.checkReleased(ctx, m.topic.Name, groups)
 		for _, f := range m.onFailure {
 			if f.state == failParked {
 				w.violate("%s-%d offset %d is still in %s's on-failure destination", f.rec.Topic, f.rec.Partition, f.rec.Offset, m.kind)

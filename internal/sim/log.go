@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 // ErrIllegalGeneration is a consumer group's refusal of an offset commit
@@ -17,6 +19,14 @@ import (
 // land.
 var ErrIllegalGeneration = errors.New("sim: offset commit of a stale generation")
 
+// ErrNullKeyOnCompactedTopic is a broker's refusal of a record without a
+// key produced to a compacted topic (cleanup.policy=compact): Kafka's log
+// validator refuses the batch ("Compacted topic cannot accept message
+// without key"), the producer gets INVALID_RECORD, and nothing is
+// appended. Compaction keeps a key's latest record, so a record with no
+// key has no place on such a topic.
+var ErrNullKeyOnCompactedTopic = errors.New("sim: a record without a key on a compacted topic (INVALID_RECORD)")
+
 // LogRecord is a record a partition of a Topic holds.
 type LogRecord struct {
 	Topic     string
@@ -24,6 +34,7 @@ type LogRecord struct {
 	Offset    int64
 	// Key is nil for a null key.
 	Key, Value []byte
+	Headers    []kafka.Header
 	Time       time.Time
 	// Compacted: compaction removed it (a later record of its key stays).
 	Compacted bool
@@ -51,10 +62,12 @@ type Partition struct {
 //   - Offsets rise by one per record; an offset can hold no record (Skip: a
 //     transaction marker, an aborted write; Compact: a record compacted
 //     away), and a fetch passes over it.
-//   - Compaction keeps each key's latest record.
+//   - Compaction keeps each key's latest record; a compacted topic
+//     refuses a record without a key (ErrNullKeyOnCompactedTopic).
 type Topic struct {
-	Name  string
-	parts []*Partition
+	Name      string
+	compacted bool
+	parts     []*Partition
 	// unkeyed counts the records produced without a key: they go to each
 	// partition in turn.
 	unkeyed int
@@ -67,6 +80,9 @@ type TopicConfig struct {
 	Name string
 	// Partitions is how many partitions the topic has, at least 1.
 	Partitions int
+	// Compacted: the topic's cleanup.policy is compact, and Produce
+	// refuses a record without a key. Default false: delete.
+	Compacted bool
 	// Now is the topic's clock, the records' timestamps (nil: time.Now);
 	// the world gives it its simulated clock's.
 	Now func() time.Time
@@ -98,7 +114,7 @@ func NewTopic(cfg TopicConfig) (*Topic, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Topic{Name: cfg.Name}
+	t := &Topic{Name: cfg.Name, compacted: cfg.Compacted}
 	for n := range cfg.Partitions {
 		t.parts = append(t.parts, &Partition{topic: cfg.Name, n: n, now: cfg.Now})
 	}
@@ -149,16 +165,33 @@ func (t *Topic) PartitionOf(key []byte) int {
 
 // Produce appends a record to its key's partition; a record without a key
 // goes to the next partition in turn (Kafka's default spreads them; which
-// partition does not matter, only that the choice replays).
-func (t *Topic) Produce(key, value []byte) *LogRecord {
-	n := 0
+// partition does not matter, only that the choice replays), or, on a
+// compacted topic, is refused (ErrNullKeyOnCompactedTopic).
+func (t *Topic) Produce(key, value []byte, headers ...kafka.Header) (*LogRecord, error) {
 	if key == nil {
-		n = t.unkeyed % len(t.parts)
+		if t.compacted {
+			return nil, fmt.Errorf("produce to %s: %w", t.Name, ErrNullKeyOnCompactedTopic)
+		}
 		t.unkeyed++
-	} else {
-		n = t.PartitionOf(key)
+		return t.ProduceTo((t.unkeyed-1)%len(t.parts), key, value, headers...)
 	}
-	return t.parts[n].Append(key, value)
+	return t.ProduceTo(t.PartitionOf(key), key, value, headers...)
+}
+
+// ProduceTo appends a record to partition n, whatever its key: what a
+// producer does that names the partition (the quarantine's redrive sends
+// a copy to its hold's partition). A compacted topic refuses a record
+// without a key.
+func (t *Topic) ProduceTo(n int, key, value []byte, headers ...kafka.Header) (*LogRecord, error) {
+	switch {
+	case key == nil && t.compacted:
+		return nil, fmt.Errorf("produce to %s-%d: %w", t.Name, n, ErrNullKeyOnCompactedTopic)
+	case n < 0 || n >= len(t.parts):
+		return nil, fmt.Errorf("produce to %s-%d: the topic has %d partitions (UNKNOWN_TOPIC_OR_PARTITION)", t.Name, n, len(t.parts))
+	}
+	r := t.parts[n].Append(key, value)
+	r.Headers = headers
+	return r, nil
 }
 
 // Partitions is the topic's partition count.
@@ -226,7 +259,10 @@ func (p *Partition) Appended(off int64) *LogRecord {
 func (p *Partition) All() []*LogRecord { return p.all }
 
 // Compact removes each record below offset before that has a later record
-// of its key in the partition, and returns them in offset order.
+// of its key in the partition, and returns them in offset order. A record
+// without a key has no key to be superseded by, and stays: a compacted
+// topic holds none (Produce refuses them), and one appended to the
+// partition directly is not taken for a record of one shared key.
 func (p *Partition) Compact(before int64) []*LogRecord {
 	latest := map[string]int64{}
 	for _, r := range p.recs {
@@ -234,7 +270,7 @@ func (p *Partition) Compact(before int64) []*LogRecord {
 	}
 	var removed []*LogRecord
 	p.recs = slices.DeleteFunc(p.recs, func(r *LogRecord) bool {
-		if r.Offset >= before || latest[string(r.Key)] == r.Offset {
+		if r.Key == nil || r.Offset >= before || latest[string(r.Key)] == r.Offset {
 			return false
 		}
 		r.Compacted = true

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fifoworker/fifoworker/internal/sim"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 func newTopic(t *testing.T, partitions int) *sim.Topic {
@@ -192,15 +193,70 @@ func TestProduceKeepsAKeyInItsPartition(t *testing.T) {
 	tp := newTopic(t, 3)
 	for i := range 30 {
 		key := []byte(fmt.Sprintf("job-%d", i%4))
-		r := tp.Produce(key, []byte("v"))
+		r, err := tp.Produce(key, []byte("v"))
+		require.NoError(t, err)
 		require.Equal(t, tp.PartitionOf(key), r.Partition)
 		require.Same(t, r, tp.Partition(r.Partition).At(r.Offset))
 	}
 	var parts []int
 	for range 4 {
-		parts = append(parts, tp.Produce(nil, []byte("v")).Partition)
+		r, err := tp.Produce(nil, []byte("v"))
+		require.NoError(t, err)
+		parts = append(parts, r.Partition)
 	}
 	require.Equal(t, []int{0, 1, 2, 0}, parts)
+}
+
+// A compacted topic refuses a record without a key, as Kafka's brokers do
+// (INVALID_RECORD: compaction keeps a key's latest record, and a record
+// with no key has none): nothing is appended, anywhere. A keyed record,
+// and a record without a key on a topic that is not compacted, are taken.
+func TestACompactedTopicRefusesARecordWithoutAKey(t *testing.T) {
+	t.Parallel()
+	tp, err := sim.NewTopic(sim.TopicConfig{Name: "commands", Partitions: 2, Compacted: true})
+	require.NoError(t, err)
+	r, err := tp.Produce(nil, []byte("v"))
+	require.ErrorIs(t, err, sim.ErrNullKeyOnCompactedTopic)
+	require.Nil(t, r)
+	r, err = tp.ProduceTo(1, nil, []byte("v"))
+	require.ErrorIs(t, err, sim.ErrNullKeyOnCompactedTopic)
+	require.Nil(t, r)
+	require.Equal(t, []int64{0, 0}, []int64{tp.Partition(0).End(), tp.Partition(1).End()}, "nothing appended")
+	_, err = tp.Produce([]byte("k"), []byte("v"))
+	require.NoError(t, err)
+	_, err = newTopic(t, 2).Produce(nil, []byte("v"))
+	require.NoError(t, err, "a topic that is not compacted takes it")
+}
+
+// ProduceTo puts a record in the partition it names, whatever its key
+// hashes to, with its headers; a partition the topic lacks is refused.
+func TestProduceToNamesThePartition(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 3)
+	key := []byte("job-1")
+	other := (tp.PartitionOf(key) + 1) % 3
+	r, err := tp.ProduceTo(other, key, []byte("v"), kafka.Header{Key: "h", Value: []byte("x")})
+	require.NoError(t, err)
+	require.Equal(t, other, r.Partition)
+	require.Equal(t, []kafka.Header{{Key: "h", Value: []byte("x")}}, r.Headers)
+	for _, n := range []int{-1, 3} {
+		_, err = tp.ProduceTo(n, key, nil)
+		require.Error(t, err, n)
+	}
+	_, err = tp.ProduceTo(2, key, nil)
+	require.NoError(t, err, "the last partition is the topic's")
+}
+
+// Compaction never takes records without a key for records of one shared
+// key: each stays.
+func TestCompactionLeavesRecordsWithoutAKey(t *testing.T) {
+	t.Parallel()
+	p := newTopic(t, 1).Partition(0)
+	n0 := p.Append(nil, []byte("1"))
+	n1 := p.Append(nil, []byte("2"))
+	p.Append([]byte("a"), nil)
+	require.Empty(t, p.Compact(p.End()))
+	require.False(t, n0.Compacted || n1.Compacted)
 }
 
 // An aborted record keeps its offset and is never fetched, as a

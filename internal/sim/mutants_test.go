@@ -147,6 +147,16 @@ var mutants = []mutant{
 		within:    10,
 	},
 	{
+		// A held key's record runs instead of being parked behind the
+		// record its key is held for: only a draining key's records are
+		// parked.
+		name: "kafka-held-key-runs-its-later-records", file: "pkg/kafka/quarantinelane.go", fn: "runQuarantinedLane",
+		old:       "case !runnable && hold.State != NotHeld:",
+		new:       "case !runnable && hold.State == Draining:",
+		transport: "kafka",
+		within:    30,
+	},
+	{
 		// A partition's records go to a pool without key lanes: each
 		// record is a lane of its own, so a job's later record runs
 		// though its earlier one failed.

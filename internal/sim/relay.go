@@ -147,7 +147,11 @@ func (w *World) publish(r *record) bool {
 			return false
 		}
 		if w.kafka != nil {
-			lr := w.kafka.topicOf(m.Kind == outbox.KindCommand).Produce([]byte(m.GroupID), m.Body)
+			lr, err := w.kafka.topicOf(m.Kind == outbox.KindCommand).Produce([]byte(m.GroupID), m.Body, w.kafka.partitionCount())
+			if err != nil {
+				w.fail(fmt.Errorf("the relay's produce: %w", err))
+				return false
+			}
 			written = append(written, lr)
 			w.logf("relay: %s %s → %s-%d offset %d", m.Kind, id, lr.Topic, lr.Partition, lr.Offset)
 			continue

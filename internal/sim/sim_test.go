@@ -93,6 +93,8 @@ func unreached(tr sim.Transport, total sim.Stats) []string {
 			"records delivered again": total.RecordsRedelivered, "retries": total.KafkaRetries, "batches given up": total.GaveUp,
 			"records sent to the on-failure destination": total.OnFailure, "records compacted away": total.Compacted,
 			"records of aborted transactions": total.Aborted,
+			"parked":                          total.Parked, "dropped": total.Dropped, "released holds": total.Released,
+			"records without a key refused by a compacted topic": total.RefusedNullKeys,
 		})
 	}
 	var out []string

@@ -365,21 +365,29 @@ func (w *World) fixPoison() {
 	}
 }
 
-// redrive has the operator redrive held groups (all of them, or some),
-// first fixing the cause of an early command (with all, always). Without
-// all, a redrive may be interrupted after a few copies.
+// redrive has the operator redrive held groups, or held keys of a topic
+// (all of them, or some), first discarding what no redrive can fix and
+// fixing the cause of an early command (with all, always). Without all, a
+// redrive may be interrupted after a few copies; with all (the settling
+// phase), a draining key of a topic is redriven again only once its
+// copies can have been processed.
 func (w *World) redrive(all bool) {
-	for _, q := range []*Queue{w.commands, w.evts} {
-		holds, err := w.qmem.Holds(context.Background(), q.Name)
+	for _, q := range w.sources {
+		holds, err := w.qmem.Holds(context.Background(), q.name)
 		if err != nil {
-			w.violate("holds of %s: %v", q.Name, err)
+			w.violate("holds of %s: %v", q.name, err)
 			return
 		}
 		for _, h := range holds {
 			if !all && w.rng.IntN(2) == 0 {
 				continue
 			}
-			if q == w.commands && (all || w.rng.IntN(2) == 0) {
+			if all && h.State == quarantine.StateDraining && w.copiesPending(q.name) {
+				// Its copies are still on their way: a new epoch would drop
+				// them, and the redrive of the next round theirs.
+				continue
+			}
+			if q.commands && (all || w.rng.IntN(2) == 0) {
 				w.fixEarly(h.Group)
 			}
 			discard := h.State == quarantine.StateHeld && (all || w.rng.IntN(2) == 0)
@@ -412,7 +420,7 @@ func (w *World) redrive(all bool) {
 				}
 				rep, err := op.Redrive(ctx, h.Group, false)
 				w.stats.Redrives++
-				w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.Name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
+				w.logf("operator: redrive %s %s: epoch %d, %d sent, %s, err %v", q.name, h.Group, rep.Epoch, rep.Sent, rep.State, err)
 			})
 		}
 	}
@@ -420,22 +428,22 @@ func (w *World) redrive(all bool) {
 
 // operator is q's quarantine operator, telling progress (nil: no one) of
 // each copy it sends. Its settings were checked when the world was made.
-func (w *World) operator(q *Queue, progress func(quarantine.RedriveProgress)) (*quarantine.Operator, error) {
-	cfg := w.operators[q]
+func (w *World) operator(q source, progress func(quarantine.RedriveProgress)) (*quarantine.Operator, error) {
+	cfg := q.operator
 	cfg.Progress = progress
 	return quarantine.NewOperator(cfg)
 }
 
 // discardHostile has the operator discard the held group's parked
 // messages that no redrive can fix.
-func (w *World) discardHostile(ctx context.Context, q *Queue, group string) {
-	parked, err := w.qmem.Messages(ctx, q.Name, group, quarantine.StatusParked, "", 0)
+func (w *World) discardHostile(ctx context.Context, q source, group string) {
+	parked, err := w.qmem.Messages(ctx, q.name, group, quarantine.StatusParked, "", 0)
 	if err != nil {
 		w.violate("parked messages of %s: %v", group, err)
 		return
 	}
 	for _, p := range parked {
-		if !w.hostile[p.DeduplicationID] {
+		if !w.isHostile(p) {
 			continue
 		}
 		seq := quarantine.SeqNumber(p.Sequence)
@@ -445,7 +453,7 @@ func (w *World) discardHostile(ctx context.Context, q *Queue, group string) {
 			return
 		}
 		_, h, err := op.Discard(ctx, group, seq)
-		w.logf("operator: discard %s %s %s (%s): %s, err %v", q.Name, group, seq, p.DeduplicationID, h.State, err)
+		w.logf("operator: discard %s %s %s (%s): %s, err %v", q.name, group, seq, p.DeduplicationID, h.State, err)
 		if err == nil {
 			w.stats.Discarded++
 		}

@@ -141,6 +141,8 @@ type Stats struct {
 	Rebalances, MidBatchRebalances, FencedCommits int
 	RecordsRedelivered, KafkaRetries, GaveUp      int
 	OnFailure, Compacted, Aborted                 int
+	// RefusedNullKeys: records without a key a compacted topic refused.
+	RefusedNullKeys int
 }
 
 // Add adds o to s.
@@ -149,12 +151,12 @@ func (s *Stats) Add(o Stats) {
 		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
 		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack,
-		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted}
+		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted, &s.RefusedNullKeys}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
 		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack,
-		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted}
+		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted, o.RefusedNullKeys}
 	for i := range a {
 		*a[i] += b[i]
 	}
@@ -209,7 +211,9 @@ type World struct {
 	projector *fifo.Processor
 	sweeper   *sweeper.Sweeper
 	intake    *intake.Handler
-	operators map[*Queue]quarantine.OperatorConfig
+	// sources are the queues or topics the quarantine serves, commands
+	// first, each with its operator's settings.
+	sources []source
 
 	// What happened.
 	jobIDs        []string       // every job, in the order it was created
@@ -320,13 +324,13 @@ func newWorld(cfg Config) (*World, error) {
 		err = w.newKafka(wk.HandleRecord, p.HandleRecord)
 	} else {
 		err = w.newSQS(cfg, wk.Handle, p.Handle)
-		// A stuck job whose commands group is held is left to the
-		// operator's redrive, not nudged.
-		sweep.Quarantine, sweep.CommandsQueue, sweep.EventsQueue = w.qstore, w.commands.Name, w.evts.Name
 	}
 	if err != nil {
 		return nil, err
 	}
+	// A stuck job whose commands group (or key) is held is left to the
+	// operator's redrive, not nudged.
+	sweep.Quarantine, sweep.CommandsQueue, sweep.EventsQueue = w.qstore, w.sources[0].name, w.sources[1].name
 	if w.sweeper, err = sweeper.New(sweep); err != nil {
 		return nil, err
 	}
@@ -369,15 +373,15 @@ func (w *World) newSQS(cfg Config, worker, projector fifo.Handler) error {
 	if cfg.Break == BreakQuarantineCheck {
 		commandsQ, eventsQ = blind{commandsQ}, blind{eventsQ}
 	}
-	w.operators = map[*Queue]quarantine.OperatorConfig{}
 	for _, q := range []*Queue{w.commands, w.evts} {
-		w.operators[q] = quarantine.OperatorConfig{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
+		op := quarantine.OperatorConfig{Store: qstore, Queue: q.Name, QueueURL: q.URL, Sender: slowSender{w, q}, Now: w.clock.Now,
 			Bodies: bodies}
 		// Checked here, where a bad one is Run's error; the operator
 		// itself is made for each command (World.operator).
-		if err := w.operators[q].Validate(); err != nil {
+		if err := op.Validate(); err != nil {
 			return err
 		}
+		w.sources = append(w.sources, source{name: q.Name, commands: q == w.commands, operator: op})
 	}
 	var err error
 	if w.workerFn, err = w.processor(w.tracked(w.commands, worker), commandsQ, commandsQuarantineAfter); err != nil {
@@ -385,6 +389,14 @@ func (w *World) newSQS(cfg Config, worker, projector fifo.Handler) error {
 	}
 	w.projector, err = w.processor(w.tracked(w.evts, projector), eventsQ, eventsQuarantineAfter)
 	return err
+}
+
+// source is a queue or a topic the quarantine serves, as its operator
+// sees it.
+type source struct {
+	name     string // the queue's or the topic's
+	commands bool   // the worker's (an early command's cause can be fixed)
+	operator quarantine.OperatorConfig
 }
 
 // logf adds a line to the trace.
