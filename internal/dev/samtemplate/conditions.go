@@ -3,8 +3,10 @@ package samtemplate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // ErrUnsupported is returned for a condition or a value that the
@@ -80,16 +82,64 @@ func (t *Template) truth(v any, ref RefFunc, depth int) (bool, error) {
 			}
 		}
 		return and, nil
+	case "Fn::Contains":
+		// A rule's function (conditions have no lists to search): whether
+		// the string is a member of the list.
+		if len(args) != 2 {
+			return false, fmt.Errorf("Fn::Contains takes [list, string], not %v", arg)
+		}
+		list, err := t.stringList(args[0], ref)
+		if err != nil {
+			return false, err
+		}
+		s, err := t.scalar(args[1], ref)
+		return slices.Contains(list, s), err
 	}
 	return false, fmt.Errorf("%w: %s in a condition", ErrUnsupported, fn)
+}
+
+// stringList is a list of strings: a literal list of scalars, or a Ref to a
+// list parameter (CommaDelimitedList or List<...>), whose value
+// CloudFormation splits at each comma and trims of spaces; an empty
+// value is the list of one empty string.
+func (t *Template) stringList(v any, ref RefFunc) ([]string, error) {
+	if items, ok := v.([]any); ok {
+		out := make([]string, len(items))
+		for i, item := range items {
+			s, err := t.scalar(item, ref)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	fn, arg, ok := single(v)
+	name, _ := arg.(string)
+	if p, found := t.Parameters[name]; ok && fn == "Ref" && found && isListType(p.Type) {
+		raw, err := ref(name)
+		if err != nil {
+			return nil, err
+		}
+		out := strings.Split(raw, ",")
+		for i := range out {
+			out[i] = strings.TrimSpace(out[i])
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: %v as a list", ErrUnsupported, v)
+}
+
+func isListType(typ string) bool {
+	return typ == "CommaDelimitedList" || strings.HasPrefix(typ, "List<")
 }
 
 // RefusedBy returns the name of the first rule (in name order) that
 // refuses a deployment whose parameters ref gives, "" when every rule
 // lets it through: as CloudFormation does, a rule whose RuleCondition
 // holds (or that has none) refuses it unless each of its Assertions'
-// Assert holds. Rules use the conditions' functions; the functions only
-// rules have (Fn::Contains, Fn::EachMemberIn, ...) are ErrUnsupported.
+// Assert holds. Rules use the conditions' functions and Fn::Contains; the
+// other functions only rules have (Fn::EachMemberIn, ...) are ErrUnsupported.
 func (t *Template) RefusedBy(ref RefFunc) (string, error) {
 	names := make([]string, 0, len(t.Rules))
 	for name := range t.Rules {

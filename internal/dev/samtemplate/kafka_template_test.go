@@ -124,8 +124,9 @@ func TestKafkaChecksCatchEachBreak(t *testing.T) {
 	}
 }
 
-// A deployment that names no cluster for its source is refused by the
-// template's Rules before anything is created.
+// A deployment that names no cluster for its source, or asks for the VPC
+// endpoints without the route tables the S3 gateway endpoint is made on,
+// is refused by the template's Rules before anything is created.
 func TestKafkaTemplateRefusesASourceWithoutItsCluster(t *testing.T) {
 	t.Parallel()
 	tpl := loadKafkaTemplate(t)
@@ -141,6 +142,15 @@ func TestKafkaTemplateRefusesASourceWithoutItsCluster(t *testing.T) {
 	delete(selfManaged, "KafkaSecretArn")
 	_, err = kafkaDeploymentOf(tpl, selfManaged)
 	require.ErrorContains(t, err, `"SelfManagedNeedsItsSecret"`)
+	for _, tables := range []string{"", "rtb-0a,", "rtb-0a, "} {
+		noTables := kafkaDeployments[0].values()
+		noTables["RouteTableIds"] = tables
+		_, err = kafkaDeploymentOf(tpl, noTables)
+		require.ErrorContains(t, err, `"EndpointsNeedRouteTables"`, "RouteTableIds %q", tables)
+		noTables["CreateVpcEndpoints"] = "false"
+		_, err = kafkaDeploymentOf(tpl, noTables)
+		require.NoError(t, err, "no endpoints made, RouteTableIds %q", tables)
+	}
 }
 
 // kafkaRetryProblem's bounds, each at exactly its value: the threshold at

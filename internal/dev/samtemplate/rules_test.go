@@ -72,3 +72,55 @@ Resources:
 	_, err = odd.RefusedBy(deployedWith(odd, nil))
 	require.ErrorIs(t, err, samtemplate.ErrUnsupported, "a rule-only function cannot be decided here")
 }
+
+// Fn::Contains, the rule function template-kafka.yaml uses: a list
+// parameter's value is split at commas and trimmed, as CloudFormation
+// does, so an empty value is the list of one empty string.
+func TestRulesDecideFnContains(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  Make: {Type: String, Default: "true"}
+  Tables: {Type: CommaDelimitedList, Default: ""}
+Rules:
+  EndpointsNeedTables:
+    RuleCondition: !Equals [!Ref Make, "true"]
+    Assertions:
+      - Assert: !Not [{"Fn::Contains": [!Ref Tables, ""]}]
+  Literal:
+    Assertions:
+      - Assert: {"Fn::Contains": [[a, b], b]}
+Resources:
+  R: {Type: AWS::SNS::Topic}
+`))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		values map[string]string
+		want   string
+	}{
+		{nil, "EndpointsNeedTables"},
+		{map[string]string{"Tables": "rtb-1"}, ""},
+		{map[string]string{"Tables": "rtb-1, rtb-2"}, ""},
+		{map[string]string{"Tables": "rtb-1,"}, "EndpointsNeedTables"},
+		{map[string]string{"Tables": "rtb-1, "}, "EndpointsNeedTables"},
+		{map[string]string{"Make": "false"}, ""},
+	} {
+		refused, err := tpl.RefusedBy(deployedWith(tpl, c.values))
+		require.NoError(t, err, "%v", c.values)
+		require.Equal(t, c.want, refused, "%v", c.values)
+	}
+
+	str, err := samtemplate.Parse([]byte(`
+Parameters:
+  One: {Type: String, Default: ""}
+Rules:
+  R:
+    Assertions:
+      - Assert: {"Fn::Contains": [!Ref One, ""]}
+Resources:
+  R: {Type: AWS::SNS::Topic}
+`))
+	require.NoError(t, err)
+	_, err = str.RefusedBy(deployedWith(str, nil))
+	require.ErrorIs(t, err, samtemplate.ErrUnsupported, "a String parameter is no list")
+}
