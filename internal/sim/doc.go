@@ -82,20 +82,41 @@
 // record's messages in a transaction whose marker takes an offset, and a
 // refused send or commit aborts what it wrote), so offsets hold no record
 // and a fetch passes over them; hostile records have a null key half the
-// time. There is no quarantine on Kafka yet (issue 17 point 3): the
-// on-failure destination is the simulation's own list, from which the
-// operator redrives a record (re-published under its key, after fixing an
-// early command's cause) or discards a hostile one; meanwhile a failed
-// record's later records of its key have run without it, as after SQS's
-// dead-letter queue. A Kafka record has no receive count: the projector
+// time. A compacted topic refuses a null-key record, as Kafka's brokers do
+// (INVALID_RECORD: the producer gets the error, nothing is appended): the
+// simulation models the refusal (ErrNullKeyOnCompactedTopic), so such a
+// hostile record never reaches a consumer, and compaction never takes
+// null-key records for records of one key.
+//
+// Each mapping runs the real Kafka quarantine, as lambdawire wires it:
+// quarantine.NewKafka on the quarantine's MemoryStore (through the fault
+// plan, its Failed count included), QuarantineThreshold 6 for both (the
+// worker's at least MaxGenerations+2; both at most MaximumRetryAttempts+1,
+// checked when the world is built) and the topic's PartitionCount, which
+// the relay stamps on each record (kafka.PartitionCountHeader). A keyed
+// record that fails for good or at its sixth attempt is parked with the
+// rest of its lane, its key held and its partition committed past it. The
+// operator redrives held keys through quarantine.Operator with a
+// RecordSender that produces each copy to the topic, under its key, in the
+// hold's partition, after discarding what no redrive can fix. The
+// on-failure destination, the simulation's own list, stays the backstop:
+// it gets what the quarantine could not take (a null-key record, a record
+// whose parking failed through a store outage until its retries ran out,
+// a record whose crashes and timeouts the quarantine does not count), and
+// the operator redrives a record from it (re-published under its key,
+// after fixing an early command's cause) or discards a hostile one or a
+// redriven copy (its record is still the quarantine's); a record given up
+// there has had its later records of its key run without it, as after
+// SQS's dead-letter queue. The partition count never changes, so no key
+// moves partition. A Kafka record has no receive count: the projector
 // recovers at its first gap.
 //
 // After the chaos phase the faults stop, the causes of the poison
 // messages are fixed, and the pipeline runs until nothing moves: every
 // request delivered, every record published, every queue drained, every
 // held group redriven (a draining one only once its copies are
-// processed), the sweeper run past its thresholds, every projection at its
-// final job.
+// processed; on Kafka, once its mapping has nothing left to fetch), the
+// sweeper run past its thresholds, every projection at its final job.
 //
 // Invariants, checked as things happen and at the end:
 //   - Every write the job store applied was current when it landed: a
@@ -131,20 +152,28 @@
 // With Kafka the invariants about the jobs, the results, the stream and
 // the projection are the same; the queues' are replaced by the log's:
 //   - In a batch, a lane's records (a partition and a key, or the
-//     partition's null-key lane) start in offset order, none passed over.
-//     A redelivery starts a lane over from the committed offset, so this
-//     holds per batch; across batches, ownerships and zombies, a record
-//     starts only after every earlier record of its key in its partition
-//     was completed by some invocation, or went to the on-failure
-//     destination, or was compacted or aborted away.
+//     partition's null-key lane) start in offset order, none passed over
+//     but those the quarantine completes without running (a record it
+//     has, a redriven copy). A redelivery starts a lane over from the
+//     committed offset, so this holds per batch; across batches,
+//     ownerships, zombies and redrives, a record starts only after every
+//     earlier record of its key in its partition ran to completion
+//     (itself, or its redriven copy), or went to the on-failure
+//     destination, or was discarded by the operator, or was aborted away,
+//     or compacted away before the quarantine had it: a held key's later
+//     records never run before the parked record's copy did.
+//   - A redriven copy runs only in order: it is checked where the record
+//     it stands for is, after every earlier record of its key.
 //   - A commit that lands was fetched from the committed offset it lands
 //     over (no member whose ownership ended commits: BreakCommitFence,
 //     the fence disabled, is caught), never moves the committed offset
 //     back, and never passes a record that is not completed, given up on,
-//     compacted or aborted.
+//     compacted, aborted, or the quarantine's (parked, done or discarded).
 //   - At the end every group's lag is 0 (no record at or after a committed
 //     offset; an offset holding no record is no lag), no batch is in
-//     flight, every record of every partition is settled so, and the
-//     on-failure destinations hold nothing: each record in them was
-//     redriven, and its copy completed, or discarded.
+//     flight, every record of every partition ran, or was given up on,
+//     discarded, aborted or compacted away, every key the quarantine held
+//     is released with nothing parked, and the on-failure destinations
+//     hold nothing: each record in them was redriven, and its copy
+//     completed, or discarded.
 package sim
