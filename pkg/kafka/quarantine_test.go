@@ -416,6 +416,18 @@ func TestQuarantineCopyOutOfOrderHoldsTheKeyAgain(t *testing.T) {
 		require.Equal(t, []string{"t-0/21", "t-0/22", "t-0/23", "t-0/24"}, r.started)
 		require.Equal(t, []string{"done t-0/21", "done t-0/22", "done t-0/23"}, q.Calls("a"))
 	})
+	t.Run("a copy written twice, its first run in this batch", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{view: kafka.QuarantineView{
+			Holds:   map[kafka.TopicKey]kafka.Hold{tk("a"): draining(3, 1)},
+			Records: dispositions(t, map[string]kafka.Disposition{"t-0/21": copyOf(3, 1), "t-0/22": copyOf(3, 1), "t-0/23": copyOf(3, 2)}),
+		}, after: map[string]kafka.Hold{"t-0/21": draining(3, 2), "t-0/23": {}}}
+		r := runQuarantine(t, q, records(t, "t-0/21:a", "t-0/22:a", "t-0/23:a"), nil)
+		require.Empty(t, r.resp.BatchItemFailures)
+		require.Equal(t, []string{"t-0/21", "t-0/23"}, r.started, "the second copy of offset 1 is dropped, the key not held again")
+		require.Equal(t, []string{"done t-0/21", "done t-0/23"}, q.Calls("a"))
+		require.Equal(t, kafka.Dropped, r.outcomes()["t-0/22"])
+	})
 	t.Run("the re-hold fails", func(t *testing.T) {
 		t.Parallel()
 		q := &fakeQuarantine{view: view(1), script: failing("park", "error")}
