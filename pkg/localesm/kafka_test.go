@@ -426,8 +426,11 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 		for range 4 {
 			k.produce(0, nil, []byte("v"))
 		}
+		// The first invocation reports offset 1, its retry offset 2: the
+		// retry's progress (offset 1) is committed, not given up.
 		h := func(context.Context, events.KafkaEvent) (json.RawMessage, error) {
-			return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":2}}]}`), nil
+			offset := min(len(log.batches()), 2)
+			return fmt.Appendf(nil, `{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":%d}}]}`, offset), nil
 		}
 		// Bisection is on: it splits failed invocations, never a partial
 		// batch response.
@@ -435,10 +438,15 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 			MaximumRetryAttempts: new(1), OnFailure: dest, MaximumBatchingWindow: NoBatchingWindow}, &log, h))
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(2, 3)}, log.batches())
-		require.Equal(t, []map[kafkaTP]int64{{{testTopic, 0}: 2}, {{testTopic, 0}: 4}}, k.commits("g"))
+		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(1, 2, 3)}, log.batches())
+		require.Equal(t, []map[kafkaTP]int64{{{testTopic, 0}: 1}, {{testTopic, 0}: 2}, {{testTopic, 0}: 4}}, k.commits("g"))
 		sent := dest.failures()
 		require.Len(t, sent, 1)
+		var given []int64
+		for _, r := range sent[0].Records {
+			given = append(given, r.Offset)
+		}
+		require.Equal(t, []int64{2, 3}, given, "offset 1 finished on the last retry: it is not given up")
 		require.Equal(t, "2", sent[0].Record.KafkaBatchInfo.RecordsInfo[testTopic+"-0"].FirstRecordOffset)
 		require.Equal(t, "3", sent[0].Record.KafkaBatchInfo.RecordsInfo[testTopic+"-0"].LastRecordOffset)
 		require.Equal(t, 2, sent[0].Record.RequestContext.ApproximateInvokeCount)
@@ -834,11 +842,14 @@ func TestKafkaPausesAPartitionThatWaits(t *testing.T) {
 		k.produce(0, nil, []byte("1"))
 		synctest.Wait()
 		require.False(t, paused(), "one record waits: under BatchSize")
-		for i := range 5 {
-			k.produce(0, nil, fmt.Appendf(nil, "%d", i+2))
+		k.produce(0, nil, []byte("2"))
+		synctest.Wait()
+		require.True(t, paused(), "exactly a batch's worth waits: fetching stops")
+		for i := range 4 {
+			k.produce(0, nil, fmt.Appendf(nil, "%d", i+3))
 		}
 		synctest.Wait()
-		require.True(t, paused(), "a batch's worth waits: fetching stops")
+		require.True(t, paused())
 		close(release)
 		synctest.Wait()
 		require.False(t, paused())
