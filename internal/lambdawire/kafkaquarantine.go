@@ -18,8 +18,10 @@ import (
 // and the quarantine refuses any other), QUARANTINE_BUCKET (large values,
 // under quarantine/<topic>/) and QUARANTINE_AFTER_ATTEMPTS, the attempt at
 // which a record is parked before it runs (at least least, default least;
-// at most the mapping's MaximumRetryAttempts + 1, which the template's
-// tests check), and TOPIC_PARTITIONS, the partitions the topic was created
+// at most the mapping's MaximumRetryAttempts + 1, the bound
+// kafka.Config.QuarantineThreshold explains, which this function cannot
+// check; template-kafka.yaml keeps it at most MaximumRetryAttempts, one
+// invocation spare, and its tests hold that), and TOPIC_PARTITIONS, the partitions the topic was created
 // with (template-kafka.yaml's TopicPartitions): a record the relay
 // partitioned over another count (the topic's partitions were added to,
 // so its key may have moved) holds its key instead of running

@@ -86,7 +86,9 @@ type Config struct {
 	// ResponseReserve is how long before the context's deadline the
 	// handlers' context expires. Default (0): DefaultResponseReserve. It
 	// must not be negative, nor exceed the deadline margin: a record could
-	// then start with an expired context.
+	// then start with an expired context. With a Quarantine, counting the
+	// failure of a record whose handler ran into that expiry
+	// (Quarantine.Failed) may take the first half of the reserve.
 	ResponseReserve time.Duration
 
 	// DeadLetter takes the records that failed with a permanent error
@@ -109,12 +111,18 @@ type Config struct {
 	// parked before it runs: a record whose QuarantineThreshold-1 attempts
 	// failed (Quarantine.Failed counts them) is parked at once after the
 	// last of them, and its partition goes on. Required with Quarantine (no
-	// default), and only with it: at least MinQuarantineThreshold, and at
-	// most the event source mapping's MaximumRetryAttempts + 1 (the
-	// invocations Lambda makes of a record), so that the mapping gives no
-	// record up to its on-failure destination before the quarantine parks
-	// it; the processor cannot read the mapping, so that bound is the
-	// deployment's to keep (template-kafka.yaml's tests check it).
+	// default), and only with it: at least MinQuarantineThreshold. The
+	// processor cannot read the event source mapping, so the upper bound
+	// is the deployment's to keep: at most the mapping's
+	// MaximumRetryAttempts + 1 (the invocations Lambda makes of a record),
+	// so that the mapping gives no record that fails in its handler up to
+	// its on-failure destination before the quarantine parks it (the
+	// (threshold-1)th failure parks it, at the latest in invocation
+	// MaximumRetryAttempts, and the last invocation parks it before it
+	// runs if that park failed). template-kafka.yaml is stricter: its
+	// thresholds are at most MaximumRetryAttempts, one invocation spare
+	// for a second failed park or an attempt not counted, and its tests
+	// (internal/dev/samtemplate) hold that.
 	QuarantineThreshold int
 
 	// PartitionCount is the partition count of the topics the processor

@@ -284,7 +284,12 @@
 // destination. QuarantineThreshold must be at most the mapping's
 // MaximumRetryAttempts + 1 (the invocations Lambda makes of a record), so
 // that the quarantine parks every record that fails in its handler before
-// the mapping gives it up; template-kafka.yaml's tests hold the two.
+// the mapping gives it up, a failed park included (the last invocation
+// parks it before it runs). template-kafka.yaml keeps its thresholds at
+// most MaximumRetryAttempts, one invocation spare, and its tests hold that.
+// A handler that runs into its deadline is counted: it returns when its
+// context ends, and the count is written in the first half of
+// ResponseReserve.
 //
 // # A key that moves partition
 //

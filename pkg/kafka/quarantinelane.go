@@ -1,10 +1,13 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
 )
 
 // The processor's side of the Quarantine: one Check per batch, then each
@@ -180,8 +183,10 @@ func (b *batch) countFailure(i int, key TopicKey, hold Hold) Hold {
 	failed := func(err error) {
 		r.err = errors.Join(r.err, fmt.Errorf("kafka: count the failed attempt: %w", err))
 	}
+	ctx, cancel := b.countContext()
+	defer cancel()
 	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Failed(b.handlerCx, key, hold, &b.records[i], r.err)
+		got, err = b.p.cfg.Quarantine.Failed(ctx, key, hold, &b.records[i], r.err)
 		return err
 	}, failed)
 	if err != nil {
@@ -194,6 +199,24 @@ func (b *batch) countFailure(i int, key TopicKey, hold Hold) Hold {
 		r.park, r.parkCause = true, b.thresholdCause(i, hold)
 	}
 	return hold
+}
+
+// countContext is the context a failed attempt is counted under. A
+// handler that ran into its deadline returns when the handlers' context
+// ends, ResponseReserve before the invocation's deadline: counted under that
+// context, its failure would be refused, and such a record would never be
+// parked (the mapping would give it up while its key's later records run).
+// So the count is detached from the handlers' context (its values kept)
+// and ends half the reserve before the invocation's deadline: the other
+// half is left for the response. Without a deadline it is the handlers'
+// context. The caller cancels it: nothing of it outlives Process.
+func (b *batch) countContext() (context.Context, context.CancelFunc) {
+	handlers, ok := b.handlerCx.Deadline()
+	if !ok {
+		return b.handlerCx, func() {}
+	}
+	reserve := cmp.Or(b.p.cfg.ResponseReserve, lanes.DefaultResponseReserve)
+	return context.WithDeadline(context.WithoutCancel(b.handlerCx), handlers.Add(reserve/2))
 }
 
 // thresholdCause is why record i is parked at the threshold: its attempts
