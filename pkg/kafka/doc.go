@@ -128,13 +128,13 @@
 //
 // The response is
 //
-//	{"batchItemFailures": [{"itemIdentifier": {"partition": "orders-0", "offset": 42}}]}
+//	{"batchItemFailures": [{"itemIdentifier": {"topic-partition": "orders-0", "offset": 42}}]}
 //
 // an itemIdentifier object, not a string as for SQS and Kinesis:
-// "partition" holds the KafkaEvent's records key, the topic, a hyphen and
-// the partition number in decimal (TopicPartition), not the bare
-// partition number; "offset" is a JSON number. An empty list tells Lambda
-// the whole batch succeeded.
+// "topic-partition" holds the KafkaEvent's records key, the topic, a
+// hyphen and the partition number in decimal (TopicPartition), not the
+// bare partition number; "offset" is a JSON number. An empty list tells
+// Lambda the whole batch succeeded.
 //
 // What AWS documents, checked 2026-12: "Configuring error handling controls
 // for Kafka event sources"
@@ -149,16 +149,27 @@
 // Without a partial response, Lambda commits a batch's offsets after it
 // succeeds and retries the whole batch when the function returns an error
 // (https://docs.aws.amazon.com/lambda/latest/dg/with-msk-process.html).
-// The itemIdentifier's shape is not in the part of the AWS page that could
-// be read here: it is taken from Powertools for AWS Lambda (Python), whose
-// Kafka batch support (pull request 7941, 2026-01) builds
-// {"partition": f"{topic}-{partition}", "offset": offset} (its
-// KafkaItemIdentifier: partition str, offset int); the open
-// aws-lambda-rust-runtime pull request 1164 uses the same shape.
+// The same page's PartialBatchResponse section gives the schema this
+// package writes,
+//
+//	{"batchItemFailures": [{"itemIdentifier": {"topic-partition": "topic-partition_number", "offset": 100}}]}
+//
+// and its Python and Node.js examples build "topic-partition" as
+// f"{topic}-{partition}" and "offset" as a number. Its "Important" note:
+// "If you return an empty valid JSON or null, the event source mapping
+// will consider a batch as successfully processed. Any invalid
+// topic-partition_number or offset returned that was not present in the
+// invoked event will be treated as failure and entire batch will be
+// retried." (Powertools for AWS Lambda (Python), pull request 7941, sends
+// the same value under "partition" instead; pkg/localesm's mapping accepts
+// both keys, this package writes AWS's.)
 //
 // What AWS does not document: what Lambda commits and redelivers for a
-// Kafka partial response. Read literally, "retry only the failed records"
-// would commit past a record that was not reported. For Kinesis and
+// Kafka partial response. The page says the handler's identifiers allow
+// "Lambda to retry just those specific items", and elsewhere "retry only
+// the failed records"; neither says where the partition's committed
+// offset goes, and read literally they would commit past a record that
+// was not reported. For Kinesis and
 // DynamoDB Streams AWS does document it: the lowest reported sequence
 // number becomes the checkpoint and every record from it is retried
 // (https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-batchfailurereporting.html),
@@ -296,7 +307,15 @@
 // A key's partition is murmur2(key) modulo the topic's partition count, so
 // adding partitions moves most keys to another partition, where their new
 // records could run before their older ones still waiting in the old
-// partition. That is detected and refused, never run out of order:
+// partition. A record runs only if it carries the count the consumer is
+// configured with, or none; so under docs/KAFKA.md's procedure ("A key
+// that moves partition": the consumers keep the old count until the
+// records stamped with it are consumed, and only then get the new one) a
+// relay's record never runs before an older record of its key, provided no
+// relay stamps a key's record with the old count after another stamped one
+// of the key with the new count (relay environments learn the new count
+// from the brokers' metadata, each in its own time: a stale one could,
+// and that case is not closed). The checks:
 //
 //   - The relay's producer writes the partition count its partitioner used
 //     into each record (PartitionCountHeader), and a consumer configured
@@ -314,8 +333,9 @@
 //     them. A redrive sends each copy to its hold's partition, so a held key
 //     drains where it was held, whatever the count.
 //
-// docs/KAFKA.md gives the operator's procedure once a topic's partitions
-// changed.
+// Deploying the new count before the old partitions are consumed breaks
+// that: a key's record stamped with the new count, on its new partition,
+// would run while an older one waits in the old partition.
 //
 // # The commit
 //

@@ -252,9 +252,11 @@ func callQuarantine(f func() error, failed func(error)) (err error) {
 // draining, those up to the next copy that runs. It returns the hold after
 // parking, and what the rest of the lane becomes when parking failed.
 func (b *batch) park(i int, key TopicKey, hold Hold, cause error, holdIt bool) (Hold, Outcome) {
+	// after is the hold as far as choosing the records goes (its state and
+	// epoch); the hold afterwards is the one Park returns.
 	after := hold
 	if holdIt {
-		after = Hold{State: Held, Epoch: hold.Epoch, Partition: b.records[i].Partition, Attempts: hold.Attempts}
+		after = Hold{State: Held}
 	}
 	var idx []int
 	var recs []*Record
