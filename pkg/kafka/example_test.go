@@ -38,7 +38,7 @@ func Example() {
 	commit, _ := kafka.CommitOffsets(ev, completed)
 	fmt.Println("commit orders-0 at", commit["orders-0"])
 	// Output:
-	// {"batchItemFailures":[{"itemIdentifier":{"partition":"orders-0","offset":9}}]}
+	// {"batchItemFailures":[{"itemIdentifier":{"topic-partition":"orders-0","offset":9}}]}
 	// commit orders-0 at 9
 }
 
@@ -77,5 +77,5 @@ func ExampleProcessor_Process() {
 	b, _ := json.Marshal(resp)
 	fmt.Println(string(b))
 	// Output:
-	// {"batchItemFailures":[{"itemIdentifier":{"partition":"commands-0","offset":10}},{"itemIdentifier":{"partition":"commands-0","offset":12}}]}
+	// {"batchItemFailures":[{"itemIdentifier":{"topic-partition":"commands-0","offset":10}},{"itemIdentifier":{"topic-partition":"commands-0","offset":12}}]}
 }

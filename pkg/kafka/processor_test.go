@@ -384,8 +384,8 @@ func TestTheResponseHasTheItemIdentifierShape(t *testing.T) {
 	body, err := json.Marshal(resp)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"batchItemFailures":[
-		{"itemIdentifier":{"partition":"my.topic-3","offset":42}},
-		{"itemIdentifier":{"partition":"my.topic-3","offset":43}}]}`, string(body))
+		{"itemIdentifier":{"topic-partition":"my.topic-3","offset":42}},
+		{"itemIdentifier":{"topic-partition":"my.topic-3","offset":43}}]}`, string(body))
 }
 
 func TestLogsOneLinePerRecordAndOnePerBatch(t *testing.T) {

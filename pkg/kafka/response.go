@@ -24,9 +24,10 @@ var (
 
 // ItemIdentifier names one record of a batch in a partial batch response:
 // its topic-partition (the event's records key: the topic, a hyphen, the
-// partition number), under the JSON name "partition", and its offset.
+// partition number), under the JSON name "topic-partition" of AWS's schema
+// (see the package documentation), and its offset.
 type ItemIdentifier struct {
-	TopicPartition string `json:"partition"`
+	TopicPartition string `json:"topic-partition"`
 	Offset         int64  `json:"offset"`
 }
 

@@ -114,7 +114,7 @@ func TestTheResponseHasTheDocumentedJSONShape(t *testing.T) {
 	require.NoError(t, err)
 	b, err := json.Marshal(got)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":{"partition":"mytopic-0","offset":1}}]}`, string(b))
+	require.JSONEq(t, `{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"mytopic-0","offset":1}}]}`, string(b))
 	none, err := kafka.Response(batch(rec("mytopic", 0, 1)), done(id("mytopic-0", 1)))
 	require.NoError(t, err)
 	b, err = json.Marshal(none)

@@ -154,8 +154,10 @@
 //     CREATE_TIME or LOG_APPEND_TIME.
 //   - A function error or a timeout fails the batch whole (an invocation
 //     that could not be made is tried again without using up a retry).
-//     With ReportBatchItemFailures the response is kafka.EventResponse; "an
-//     empty valid JSON or null" is a success, and "any invalid
+//     With ReportBatchItemFailures the response is kafka.EventResponse,
+//     each itemIdentifier {"topic-partition": "topic-0", "offset": 5} as
+//     AWS's schema has it; "an empty valid JSON or null" is a success, and
+//     "any invalid
 //     topic-partition_number or offset returned that was not present in the
 //     invoked event will be treated as failure and entire batch will be
 //     retried"
@@ -179,6 +181,14 @@
 //     behind a Kafka mapping.
 //
 // Where AWS documents no rule, the Kafka mapping has chosen one:
+//   - An itemIdentifier may name its topic-partition under "partition"
+//     instead of AWS's "topic-partition": Powertools for AWS Lambda
+//     (Python) sends that key (its pull request 7941), and a function
+//     written with it is taken to work against Lambda, so the mapping
+//     does not fail its batches where Lambda would not. Both keys with the
+//     same value are one identifier; both disagreeing, or neither, is a
+//     malformed response, which fails the batch whole like an identifier
+//     not in the event.
 //   - A partial batch response commits, per partition, exactly up to the
 //     lowest offset reported there (kafka.CommitOffsets over the records
 //     held: the first one not finished), and the retry carries every

@@ -329,8 +329,8 @@ func TestKafkaWholeBatchFailuresCommitNothing(t *testing.T) {
 			<-ctx.Done()
 			return nil, nil
 		}},
-		{"an offset not in the batch", true, OutcomeInvalidResponse, respond(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":1}},{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":9}}]}`)},
-		{"a partition not in the batch", true, OutcomeInvalidResponse, respond(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-7","offset":1}}]}`)},
+		{"an offset not in the batch", true, OutcomeInvalidResponse, respond(`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":1}},{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":9}}]}`)},
+		{"a partition not in the batch", true, OutcomeInvalidResponse, respond(`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-7","offset":1}}]}`)},
 		{"a string itemIdentifier", true, OutcomeInvalidResponse, respond(`{"batchItemFailures":[{"itemIdentifier":"fifoworker-commands-0-1"}]}`)},
 		{"not an object", true, OutcomeInvalidResponse, respond(`[1]`)},
 	}
@@ -367,7 +367,7 @@ func TestKafkaWholeBatchFailuresCommitNothing(t *testing.T) {
 			var log kafkaLog
 			k.produce(0, nil, []byte("v"))
 			runKafka(t, k, testKafkaConfig(KafkaConfig{MaximumBatchingWindow: NoBatchingWindow}, &log,
-				respond(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":0}}]}`)))
+				respond(`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":0}}]}`)))
 			synctest.Wait()
 			require.Equal(t, []map[kafkaTP]int64{{{testTopic, 0}: 1}}, k.commits("g"))
 			require.Equal(t, OutcomeSuccess, log.settled()[0].Outcome)
@@ -430,7 +430,7 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 		// retry's progress (offset 1) is committed, not given up.
 		h := func(context.Context, events.KafkaEvent) (json.RawMessage, error) {
 			offset := min(len(log.batches()), 2)
-			return fmt.Appendf(nil, `{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":%d}}]}`, offset), nil
+			return fmt.Appendf(nil, `{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":%d}}]}`, offset), nil
 		}
 		// Bisection is on: it splits failed invocations, never a partial
 		// batch response.
@@ -533,7 +533,7 @@ func TestKafkaOffsetGapsNeverStall(t *testing.T) {
 		k.produce(0, nil, []byte("6"))
 		h := func(context.Context, events.KafkaEvent) (json.RawMessage, error) {
 			if len(log.batches()) == 1 {
-				return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":5}}]}`), nil
+				return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":5}}]}`), nil
 			}
 			return nil, nil
 		}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -242,12 +243,15 @@ type kafkaItem struct {
 	offset int64
 }
 
-// parseKafkaItemFailures reads a Kafka partial batch response:
-// {"batchItemFailures":[{"itemIdentifier":{"partition":"topic-0","offset":5}}]}
+// parseKafkaItemFailures reads a Kafka partial batch response in AWS's
+// schema, {"batchItemFailures":[{"itemIdentifier":{"topic-partition":"topic-0","offset":5}}]}
 // (kafka.EventResponse), with the rules batchItemIdentifiers keeps for
-// every source. Each itemIdentifier must be an object with a non-empty
-// string "partition" and an integer "offset", keys matched exactly;
-// other keys are ignored.
+// every source. Each itemIdentifier must be an object with an integer
+// "offset" and its topic-partition as a non-empty string under
+// "topic-partition", AWS's key, or "partition", the key Powertools for AWS
+// Lambda (Python) sends, or under both with the same value; keys are
+// matched exactly and others ignored. Both keys disagreeing, or neither,
+// is a malformed response.
 func parseKafkaItemFailures(payload []byte) ([]kafkaItem, error) {
 	raws, err := batchItemIdentifiers(payload)
 	if err != nil {
@@ -257,11 +261,11 @@ func parseKafkaItemFailures(payload []byte) ([]kafkaItem, error) {
 	for i, raw := range raws {
 		var id map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &id); err != nil || id == nil {
-			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is not an object {partition, offset}", ErrInvalidResponse, i)
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier is not an object {topic-partition, offset}", ErrInvalidResponse, i)
 		}
-		var tp string
-		if err := json.Unmarshal(id["partition"], &tp); err != nil || tp == "" {
-			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier.partition is not a non-empty string", ErrInvalidResponse, i)
+		tp, err := itemTopicPartition(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: batchItemFailures[%d].itemIdentifier: %w", ErrInvalidResponse, i, err)
 		}
 		offset, err := jsonInteger(id["offset"])
 		if err != nil {
@@ -270,6 +274,30 @@ func parseKafkaItemFailures(payload []byte) ([]kafkaItem, error) {
 		items = append(items, kafkaItem{tp: tp, offset: offset})
 	}
 	return items, nil
+}
+
+// itemTopicPartition is an itemIdentifier's topic-partition, under
+// "topic-partition", "partition" or both alike.
+func itemTopicPartition(id map[string]json.RawMessage) (string, error) {
+	var found []string
+	for _, key := range []string{"topic-partition", "partition"} {
+		raw, ok := id[key]
+		if !ok {
+			continue
+		}
+		var tp string
+		if err := json.Unmarshal(raw, &tp); err != nil || tp == "" {
+			return "", fmt.Errorf("%s is not a non-empty string", key)
+		}
+		found = append(found, tp)
+	}
+	switch {
+	case len(found) == 0:
+		return "", errors.New(`neither "topic-partition" nor "partition" is set`)
+	case len(found) == 2 && found[0] != found[1]:
+		return "", fmt.Errorf(`"topic-partition" %q and "partition" %q disagree`, found[0], found[1])
+	}
+	return found[0], nil
 }
 
 // jsonInteger reads a JSON number that is a whole int64. A string of

@@ -110,7 +110,12 @@ func TestParseKafkaItemFailures(t *testing.T) {
 		`{}`:                         nil,
 		`{"batchItemFailures":null}`: nil,
 		`{"batchItemFailures":[]}`:   nil,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":5}},{"itemIdentifier":{"partition":"t-1","offset":0,"extra":true}}]}`: {
+		// AWS's documented key.
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":5}},{"itemIdentifier":{"topic-partition":"t-1","offset":0,"extra":true}}]}`: {
+			{tp: "t-0", offset: 5}, {tp: "t-1", offset: 0},
+		},
+		// Powertools for AWS Lambda (Python)'s key, and both keys agreeing.
+		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":5}},{"itemIdentifier":{"partition":"t-1","topic-partition":"t-1","offset":0}}]}`: {
 			{tp: "t-0", offset: 5}, {tp: "t-1", offset: 0},
 		},
 	}
@@ -126,13 +131,20 @@ func TestParseKafkaItemFailures(t *testing.T) {
 		`{"batchItemFailures":[{"itemIdentifier":null}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":"t-0-5"}]}`, // the string form middy documents is not Lambda's
 		`{"batchItemFailures":[{"itemIdentifier":{"offset":5}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0"}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"Partition":"t-0","offset":5}}]}`, // keys match exactly
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0"}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"Topic-Partition":"t-0","offset":5}}]}`, // keys match exactly
+		`{"batchItemFailures":[{"itemIdentifier":{"Partition":"t-0","offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic_partition":"t-0","offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"","offset":5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"partition":"","offset":5}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":0,"offset":5}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":"5"}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":5.5}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":null}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":0,"offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"partition":0,"offset":5}}]}`,                             // the bare partition number
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":"t-1","offset":5}}]}`, // the two keys disagree
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":0,"offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":null,"offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":"5"}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":5.5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":null}}]}`,
 	} {
 		_, err := parseKafkaItemFailures([]byte(payload))
 		require.ErrorIs(t, err, ErrInvalidResponse, payload)
@@ -160,7 +172,7 @@ func TestDecideKafka(t *testing.T) {
 		return []byte(`{"batchItemFailures":[` + strings.Join(items, ",") + `]}`)
 	}
 	item := func(tp string, off int64) string {
-		return fmt.Sprintf(`{"itemIdentifier":{"partition":%q,"offset":%d}}`, tp, off)
+		return fmt.Sprintf(`{"itemIdentifier":{"topic-partition":%q,"offset":%d}}`, tp, off)
 	}
 	cases := []struct {
 		name    string

@@ -71,7 +71,7 @@ func TestKafkaGapsOnKfakeNeverStall(t *testing.T) {
 	var log kafkaLog
 	h := func(_ context.Context, ev events.KafkaEvent) (json.RawMessage, error) {
 		if len(log.batches()) == 1 {
-			return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":{"partition":"fifoworker-commands-0","offset":9}}]}`), nil
+			return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":9}}]}`), nil
 		}
 		return nil, nil
 	}
