@@ -406,8 +406,10 @@ func givenUp(t *testing.T, s3c *s3.Client, bucket string) givenUpRecords {
 		require.Equal(t, localesm.ConditionRetryAttemptsExhausted, rec.RequestContext.Condition, key)
 		fn := rec.RequestContext.FunctionARN[strings.LastIndex(rec.RequestContext.FunctionARN, ":")+1:]
 		out.invocations[fn] = rec.RequestContext.ApproximateInvokeCount
+		var escaped string // the event as an escaped JSON string, as AWS's S3 example has it
+		require.NoError(t, json.Unmarshal(rec.Payload, &escaped), key)
 		var event events.KafkaEvent
-		require.NoError(t, json.Unmarshal(rec.Payload, &event), key)
+		require.NoError(t, json.Unmarshal([]byte(escaped), &event), key)
 		if out.records[fn] == nil {
 			out.records[fn] = map[string][]int64{}
 		}

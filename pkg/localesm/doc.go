@@ -171,7 +171,7 @@
 //     on-failure records in AWS's shapes: KafkaSQSDestination sends one
 //     record per span given up with each partition's recordsInfo;
 //     KafkaS3Destination writes that record with the span's event as its
-//     payload; KafkaTopicDestination produces one message per record, keyed
+//     payload, an escaped JSON string as AWS's S3 example has it; KafkaTopicDestination produces one message per record, keyed
 //     as the record, with its recordInfo and the event that holds it, and
 //     refuses the source topic
 //     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html,

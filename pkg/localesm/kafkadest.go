@@ -77,8 +77,10 @@ type KafkaOnFailureRecord struct {
 	Version         string                    `json:"version"`
 	Timestamp       string                    `json:"timestamp"`
 	KafkaBatchInfo  KafkaBatchInfo            `json:"KafkaBatchInfo"`
-	// Payload is the event holding the record, for a Kafka-topic
-	// destination only.
+	// Payload is, for a Kafka-topic destination, the event holding the
+	// record; for an S3 destination, the event holding the span's records
+	// as an escaped JSON string (a JSON string whose text is the event),
+	// as AWS's S3 example has it. SQS gets none.
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 

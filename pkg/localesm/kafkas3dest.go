@@ -56,18 +56,20 @@ func (c KafkaS3Config) Validate() error {
 // KafkaS3Destination is a Kafka mapping's on-failure destination in an S3
 // bucket, template-kafka.yaml's (KafkaFailuresBucket). For each span
 // given up it writes one object: the on-failure record (the metadata an
-// SQS destination gets too) whose payload is the event holding every
-// record of the span, since for S3 "Lambda also sends the entire
-// invocation record along with the metadata" (AWS's "Capturing discarded
-// batches for Amazon MSK and self-managed Apache Kafka event sources").
+// SQS destination gets too) whose "payload" is the event holding every
+// record of the span as an escaped JSON string. AWS's "Capturing
+// discarded batches for Amazon MSK and self-managed Apache Kafka event
+// sources" (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html,
+// checked 2026-12) documents that layout: for S3 "Lambda sends the entire
+// invocation record along with the metadata", and "the payload field
+// contains the original invocation record as an escaped JSON string"
+// ("payload": "<Whole Event>" in its example).
 //
-// AWS documents neither the object's key nor its exact layout for Kafka
-// (docs/KAFKA.md says what was not seen working); these are this
-// package's: the key is ObjectKey's, and the payload is the record's
-// "payload", as a Kafka-topic destination's message carries it. The key is
-// the same each time the mapping sends the same span again (until Send
-// succeeds), so a retried write replaces the object rather than adding
-// one.
+// AWS does not document the object's key for Kafka (for streams it gives
+// aws/lambda/<ESM-UUID>/<shardID>/...; docs/KAFKA.md says what was not
+// seen working): the key is this package's, ObjectKey's. It is the same
+// each time the mapping sends the same span again (until Send succeeds),
+// so a retried write replaces the object rather than adding one.
 type KafkaS3Destination struct {
 	cfg KafkaS3Config
 }
@@ -91,7 +93,7 @@ func (d *KafkaS3Destination) Send(ctx context.Context, f KafkaFailure) error {
 	if err != nil {
 		return err
 	}
-	rec.Payload = payload
+	rec.Payload = jsonString(string(payload)) // the event as an escaped JSON string, as AWS's S3 example has it
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("localesm: encode on-failure record: %w", err)

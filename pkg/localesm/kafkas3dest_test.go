@@ -78,8 +78,12 @@ func TestKafkaS3DestinationWritesTheRecordWithItsEvent(t *testing.T) {
 	require.Equal(t, "7", got.KafkaBatchInfo.RecordsInfo["st-commands-0"].FirstRecordOffset)
 	require.Equal(t, "8", got.KafkaBatchInfo.RecordsInfo["st-commands-0"].LastRecordOffset)
 	require.Equal(t, "2", got.KafkaBatchInfo.RecordsInfo["st-commands-3"].FirstRecordOffset)
+	// AWS's example: "the payload field contains the original invocation
+	// record as an escaped JSON string".
+	var escaped string
+	require.NoError(t, json.Unmarshal(got.Payload, &escaped), "payload is a JSON string: %.40s", got.Payload)
 	var payload, want events.KafkaEvent
-	require.NoError(t, json.Unmarshal(got.Payload, &payload))
+	require.NoError(t, json.Unmarshal([]byte(escaped), &payload))
 	require.NoError(t, json.Unmarshal(event, &want))
 	require.Equal(t, want, payload, "the event the span's records were invoked with")
 	require.Len(t, payload.Records["st-commands-0"], 2)
