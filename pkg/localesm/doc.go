@@ -136,7 +136,7 @@
 //   - A batch holds up to BatchSize records (default 100, at most 10,000)
 //     and may hold several partitions, each partition's records in offset
 //     order. It is invoked when it is full, when the next record would
-//     make its event longer than MaxRequestSize (6 MiB), or
+//     make its event longer than MaxRequestSize (6 MiB less a byte), or
 //     MaximumBatchingWindow (default 500 ms) after its oldest record was
 //     fetched: "A batching window begins as soon as the first record
 //     arrives"

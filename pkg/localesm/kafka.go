@@ -36,10 +36,11 @@ const (
 	// of 0).
 	NoBatchingWindow time.Duration = -1
 	// MaxRequestSize is the largest event, in bytes, a mapping sends:
-	// Lambda's 6 MB quota for a synchronous invocation's request (its
-	// error reads "Request must be smaller than 6291456 bytes"). A Kafka
-	// batch closes before its event would cross it.
-	MaxRequestSize = 6 << 20
+	// one byte under Lambda's 6 MB quota for a synchronous invocation's
+	// request, whose error reads "Request must be smaller than 6291456
+	// bytes" (6 MiB itself is refused). A Kafka batch closes before its
+	// event would cross it.
+	MaxRequestSize = 6<<20 - 1
 	// maxKafkaFunctionTimeout is the longest timeout Lambda allows a
 	// function behind a Kafka event source mapping: 14 minutes, not 15.
 	maxKafkaFunctionTimeout = 14 * time.Minute

@@ -861,7 +861,9 @@ func TestKafkaPausesAPartitionThatWaits(t *testing.T) {
 	})
 }
 
-// TestKafkaEventOfExactlyMaxRequestSize is invoked; one byte more is not.
+// TestKafkaEventOfExactlyMaxRequestSize is invoked; one byte more, an
+// event of 6,291,456 bytes, is not: Lambda's error reads "Request must be
+// smaller than 6291456 bytes".
 func TestKafkaEventOfExactlyMaxRequestSize(t *testing.T) {
 	t.Parallel()
 	src := kafkaSource{eventSource: EventSourceSelfManagedKafka, bootstrap: "127.0.0.1:9092"}
@@ -881,7 +883,7 @@ func TestKafkaEventOfExactlyMaxRequestSize(t *testing.T) {
 	for _, tc := range []struct {
 		size    int
 		outcome Outcome
-	}{{MaxRequestSize, OutcomeSuccess}, {MaxRequestSize + 1, OutcomeTooLarge}} {
+	}{{6291456 - 1, OutcomeSuccess}, {6291456, OutcomeTooLarge}} {
 		synctest.Test(t, func(t *testing.T) {
 			k := newFakeKafka(testTopic, 1)
 			var log kafkaLog
@@ -891,7 +893,8 @@ func TestKafkaEventOfExactlyMaxRequestSize(t *testing.T) {
 			synctest.Wait()
 			require.Equal(t, tc.outcome, log.settled()[0].Outcome, "an event of %d bytes", tc.size)
 			if tc.outcome == OutcomeSuccess {
-				require.Equal(t, []int{MaxRequestSize}, sizing.got())
+				require.Equal(t, []int{tc.size}, sizing.got())
+				require.Equal(t, MaxRequestSize, tc.size)
 			}
 		})
 	}
