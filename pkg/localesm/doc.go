@@ -196,7 +196,20 @@
 //     for Kinesis and DynamoDB Streams, and for Kafka only "retry only the
 //     failed records". It is the reading that loses nothing under either;
 //     a record that ran and is redelivered costs a fenced store's refusal.
-//     The retry uses up a retry and is not topped up with newer records.
+//     The retry is not topped up with newer records.
+//   - MaximumRetryAttempts counts each partition's attempts at its
+//     committed offset: a partition whose commit a partial batch response
+//     moved forward starts its count again (the record at its new commit
+//     has failed once), one whose commit stayed uses up a retry, and a
+//     partition whose retries ran out is given up alone while the others
+//     of its span go on. So a record is given up after its own first
+//     attempt and MaximumRetryAttempts retries (two attempts when it is
+//     0 and the commit moved), as internal/sim counts. AWS documents no
+//     rule. Under the other reading, one count for the whole batch, a
+//     record that starts failing late in a batch already retried would
+//     be given up after fewer of its own attempts: a quarantine whose
+//     threshold is MaximumRetryAttempts + 1 (pkg/kafka) could then lose
+//     the record to the on-failure destination before parking it.
 //   - One invocation per partition at a time: a partition's records join
 //     no batch while a batch holding it runs, retries and waits between
 //     them included. AWS says Lambda reads each partition sequentially and

@@ -738,23 +738,51 @@ func (r *kafkaRun) attempt(ctx context.Context, b *kafkaBatch, cur kafkaSpan) ([
 		r.settle(ctx, result)
 		first, second := cur.bisect()
 		return []kafkaSpan{first, second}, true
-	case cfg.maxRetries() != retryForever && cur.retries >= cfg.maxRetries():
+	default:
 		result.Committed = r.finish(ctx, b, done)
-		cur.parts = rest
-		committed, ok := r.giveUp(ctx, b, cur, ConditionRetryAttemptsExhausted)
-		if ok {
-			result.Discarded = offsetsOf(rest)
+		retry, exhausted := r.countRetries(rest, d.done)
+		if len(exhausted) > 0 {
+			given := cur
+			given.parts = exhausted
+			committed, ok := r.giveUp(ctx, b, given, ConditionRetryAttemptsExhausted)
+			if !ok {
+				r.settle(ctx, result)
+				return nil, false
+			}
+			result.Discarded = offsetsOf(exhausted)
 			maps.Copy(result.Committed, committed)
 		}
 		r.settle(ctx, result)
-		return nil, ok
-	default:
-		result.Committed = r.finish(ctx, b, done)
-		r.settle(ctx, result)
-		cur.parts = rest
-		cur.retries++
+		if len(retry) == 0 {
+			return nil, true
+		}
+		cur.parts = retry
 		return []kafkaSpan{cur}, true
 	}
+}
+
+// countRetries counts a failed attempt against each partition of rest,
+// what is left of a span after it: the partitions whose
+// MaximumRetryAttempts ran out are exhausted, the others are retried.
+// A partition whose commit moved forward in the attempt (done > 0) starts
+// its count again: the record at its new committed offset has failed
+// once, in the attempt just made. That is how internal/sim counts; AWS
+// does not document it (see the package documentation).
+func (r *kafkaRun) countRetries(rest []kafkaPart, done map[kafkaTP]int) (retry, exhausted []kafkaPart) {
+	limit := r.m.cfg.maxRetries()
+	for _, p := range rest {
+		switch {
+		case done[p.tp] > 0:
+			p.retries = 1
+		case limit != retryForever && p.retries >= limit:
+			exhausted = append(exhausted, p)
+			continue
+		default:
+			p.retries++
+		}
+		retry = append(retry, p)
+	}
+	return retry, exhausted
 }
 
 // oversized handles a record whose event alone is over MaxRequestSize,
@@ -910,10 +938,10 @@ func cut(parts []kafkaPart, done map[kafkaTP]int) (finished, rest []kafkaPart) {
 	for _, p := range parts {
 		n := done[p.tp]
 		if n > 0 {
-			finished = append(finished, kafkaPart{tp: p.tp, recs: p.recs[:n]})
+			finished = append(finished, kafkaPart{tp: p.tp, recs: p.recs[:n], retries: p.retries})
 		}
 		if n < len(p.recs) {
-			rest = append(rest, kafkaPart{tp: p.tp, recs: p.recs[n:]})
+			rest = append(rest, kafkaPart{tp: p.tp, recs: p.recs[n:], retries: p.retries})
 		}
 	}
 	return finished, rest

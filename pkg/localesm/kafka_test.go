@@ -417,6 +417,9 @@ func TestKafkaRetriesThenOnFailure(t *testing.T) {
 
 // TestKafkaPartialResponseThenRetriesRunOut: what is given up is the retry
 // span only; what came before the lowest reported offset stays committed.
+// The retries run out at offset 2, the commit having stopped there: its
+// first failure (the second invocation, which moved the commit from 1 to
+// 2) and one retry.
 func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -426,8 +429,8 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 		for range 4 {
 			k.produce(0, nil, []byte("v"))
 		}
-		// The first invocation reports offset 1, its retry offset 2: the
-		// retry's progress (offset 1) is committed, not given up.
+		// The first invocation reports offset 1, the next ones offset 2:
+		// the progress (offset 1) is committed, not given up.
 		h := func(context.Context, events.KafkaEvent) (json.RawMessage, error) {
 			offset := min(len(log.batches()), 2)
 			return fmt.Appendf(nil, `{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":%d}}]}`, offset), nil
@@ -438,7 +441,7 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 			MaximumRetryAttempts: new(1), OnFailure: dest, MaximumBatchingWindow: NoBatchingWindow}, &log, h))
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(1, 2, 3)}, log.batches())
+		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(1, 2, 3), tp0(2, 3)}, log.batches())
 		require.Equal(t, []map[kafkaTP]int64{{{testTopic, 0}: 1}, {{testTopic, 0}: 2}, {{testTopic, 0}: 4}}, k.commits("g"))
 		sent := dest.failures()
 		require.Len(t, sent, 1)
@@ -449,7 +452,7 @@ func TestKafkaPartialResponseThenRetriesRunOut(t *testing.T) {
 		require.Equal(t, []int64{2, 3}, given, "offset 1 finished on the last retry: it is not given up")
 		require.Equal(t, "2", sent[0].Record.KafkaBatchInfo.RecordsInfo[testTopic+"-0"].FirstRecordOffset)
 		require.Equal(t, "3", sent[0].Record.KafkaBatchInfo.RecordsInfo[testTopic+"-0"].LastRecordOffset)
-		require.Equal(t, 2, sent[0].Record.RequestContext.ApproximateInvokeCount)
+		require.Equal(t, 3, sent[0].Record.RequestContext.ApproximateInvokeCount)
 		require.Empty(t, sent[0].Record.ResponseContext.FunctionError, "the function answered")
 	})
 }

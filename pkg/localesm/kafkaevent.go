@@ -110,6 +110,10 @@ func base64OrNil(b []byte) *string {
 type kafkaPart struct {
 	tp   kafkaTP
 	recs []*kafkaRecord
+	// retries counts the retries used at the partition's committed
+	// offset: a bisection uses none, and a commit moving forward starts
+	// the count again (see the package documentation).
+	retries int
 }
 
 // kafkaSpan is records invoked together: a batch, what is left of one
@@ -118,7 +122,6 @@ type kafkaPart struct {
 type kafkaSpan struct {
 	parts       []kafkaPart
 	invocations int // invocations so far that included every record of the span
-	retries     int // retries used so far; a bisection uses none
 	// requestID and status are the last invocation's, for an on-failure
 	// record: "" and nil before the first.
 	requestID string
@@ -138,16 +141,16 @@ func (s kafkaSpan) len() int {
 // each partition make the first half and the rest the second. When each
 // partition has one record, which would leave the first half empty, the
 // first ⌊k/2⌋ partitions make the first half instead. The halves keep the
-// span's invocations and retries.
+// span's invocations, and each partition its retries.
 func (s kafkaSpan) bisect() (first, second kafkaSpan) {
-	first = kafkaSpan{invocations: s.invocations, retries: s.retries, requestID: s.requestID, status: s.status}
+	first = kafkaSpan{invocations: s.invocations, requestID: s.requestID, status: s.status}
 	second = first
 	for _, p := range s.parts {
 		half := len(p.recs) / 2
 		if half > 0 {
-			first.parts = append(first.parts, kafkaPart{tp: p.tp, recs: p.recs[:half]})
+			first.parts = append(first.parts, kafkaPart{tp: p.tp, recs: p.recs[:half], retries: p.retries})
 		}
-		second.parts = append(second.parts, kafkaPart{tp: p.tp, recs: p.recs[half:]})
+		second.parts = append(second.parts, kafkaPart{tp: p.tp, recs: p.recs[half:], retries: p.retries})
 	}
 	if len(first.parts) == 0 {
 		k := len(s.parts) / 2

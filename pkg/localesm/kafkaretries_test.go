@@ -1,0 +1,90 @@
+package localesm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+)
+
+// reportAfterFirst is a handler that, in each partition of failing,
+// completes the first record of the event and reports the next one (a
+// partition's last record completes); in each partition of stuck it
+// reports the first record.
+func reportAfterFirst(failing, stuck []string) kafkaHandler {
+	return func(_ context.Context, ev events.KafkaEvent) (json.RawMessage, error) {
+		var items []string
+		for tp, recs := range ev.Records {
+			switch {
+			case slices.Contains(stuck, tp):
+				items = append(items, fmt.Sprintf(`{"itemIdentifier":{"topic-partition":%q,"offset":%d}}`, tp, recs[0].Offset))
+			case slices.Contains(failing, tp) && len(recs) > 1:
+				items = append(items, fmt.Sprintf(`{"itemIdentifier":{"topic-partition":%q,"offset":%d}}`, tp, recs[1].Offset))
+			}
+		}
+		return json.RawMessage(`{"batchItemFailures":[` + strings.Join(items, ",") + `]}`), nil
+	}
+}
+
+// runReporting runs a mapping of k with partial batch responses, one
+// retry and an on-failure destination, until it has nothing left to do.
+// Call it inside a synctest bubble.
+func runReporting(t *testing.T, k *fakeKafka, h kafkaHandler) (*kafkaLog, *fakeDestination) {
+	t.Helper()
+	log, dest := &kafkaLog{}, &fakeDestination{}
+	runKafka(t, k, testKafkaConfig(KafkaConfig{ReportBatchItemFailures: true, MaximumRetryAttempts: new(1), OnFailure: dest,
+		MaximumBatchingWindow: NoBatchingWindow}, log, h))
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	return log, dest
+}
+
+// TestKafkaRetryCountRestartsWhenTheCommitMoves: MaximumRetryAttempts
+// counts a partition's attempts at its committed offset, as the
+// simulation (internal/sim) counts them; a partial batch response that
+// moves the commit forward starts the count again. Each invocation here
+// completes one record and reports the next: every record fails once and
+// succeeds on its first retry, so nothing is given up, though the span
+// was invoked four times under a bound of one retry.
+func TestKafkaRetryCountRestartsWhenTheCommitMoves(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 1)
+		for range 4 {
+			k.produce(0, nil, []byte("v"))
+		}
+		log, dest := runReporting(t, k, reportAfterFirst([]string{testTopic + "-0"}, nil))
+		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(1, 2, 3), tp0(2, 3), tp0(3)}, log.batches())
+		require.Empty(t, dest.failures(), "no record failed more than once")
+		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4}, k.committed("g"))
+	})
+}
+
+// TestKafkaRetryCountIsEachPartitions: in a batch of two partitions, one
+// moving forward at every invocation does not restart the count of the
+// other, stuck at its first record: that one is given up after
+// MaximumRetryAttempts retries, alone, and the first runs on.
+func TestKafkaRetryCountIsEachPartitions(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 2)
+		for range 4 {
+			k.produce(0, nil, []byte("v"))
+		}
+		k.produce(1, nil, []byte("poison"))
+		_, dest := runReporting(t, k, reportAfterFirst([]string{testTopic + "-0"}, []string{testTopic + "-1"}))
+		sent := dest.failures()
+		require.Len(t, sent, 1)
+		require.Len(t, sent[0].Records, 1)
+		require.Equal(t, testTopic+"-1", sent[0].Records[0].TopicPartition, "only the stuck partition is given up")
+		require.Equal(t, 2, sent[0].Record.RequestContext.ApproximateInvokeCount, "its first attempt and one retry")
+		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4, {testTopic, 1}: 1}, k.committed("g"))
+	})
+}
