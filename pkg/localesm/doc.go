@@ -167,7 +167,10 @@
 //   - MaximumRetryAttempts (-1, the default, retries until success; Lambda
 //     caps -1 at 10 when an on-failure destination is set),
 //     MaximumRecordAge (a record older is given up instead of invoked, one
-//     exactly that old still runs), BisectBatchOnFunctionError, and
+//     exactly that old still runs; only a partition's leading run of old
+//     records, since timestamps need not increase and giving up an old
+//     record behind a young one would put it out of order),
+//     BisectBatchOnFunctionError, and
 //     on-failure records in AWS's shapes: KafkaSQSDestination sends one
 //     record per span given up with each partition's recordsInfo;
 //     KafkaS3Destination writes that record with the span's event as its

@@ -807,9 +807,13 @@ func (r *kafkaRun) oversized(ctx context.Context, b *kafkaBatch, cur kafkaSpan) 
 	return nil, ok
 }
 
-// expire gives up the records of cur older than MaximumRecordAge, and
-// returns the rest; false when ctx was cancelled first. A record exactly
-// MaximumRecordAge old is still invoked.
+// expire gives up, in each partition of cur, the leading run of records
+// older than MaximumRecordAge, and returns the rest; false when ctx was
+// cancelled first. A record exactly MaximumRecordAge old is still
+// invoked. Timestamps in a partition need not increase (a producer sets
+// CREATE_TIME), so the first record not expired ends the run: an old
+// record after it runs with it rather than be given up ahead of it, out
+// of order.
 func (r *kafkaRun) expire(ctx context.Context, b *kafkaBatch, cur kafkaSpan) (kafkaSpan, bool) {
 	age := r.m.cfg.MaximumRecordAge
 	if age == 0 {
@@ -818,14 +822,12 @@ func (r *kafkaRun) expire(ctx context.Context, b *kafkaBatch, cur kafkaSpan) (ka
 	now := r.m.cfg.Now()
 	var old, young []kafkaPart
 	for _, p := range cur.parts {
-		o, y := kafkaPart{tp: p.tp}, kafkaPart{tp: p.tp}
-		for _, rec := range p.recs {
-			if now.Sub(rec.rec.Timestamp) > age {
-				o.recs = append(o.recs, rec)
-			} else {
-				y.recs = append(y.recs, rec)
-			}
+		n := 0
+		for n < len(p.recs) && now.Sub(p.recs[n].rec.Timestamp) > age {
+			n++
 		}
+		o, y := p, p
+		o.recs, y.recs = p.recs[:n], p.recs[n:]
 		if len(o.recs) > 0 {
 			old = append(old, o)
 		}

@@ -88,3 +88,29 @@ func TestKafkaRetryCountIsEachPartitions(t *testing.T) {
 		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4, {testTopic, 1}: 1}, k.committed("g"))
 	})
 }
+
+// TestKafkaRecordAgeGivesUpOnlyALeadingRun: timestamps in a partition need
+// not increase. Of [old, young, old] only the first is given up before
+// the young one runs: the second old record is invoked with it rather
+// than given up out of order, ahead of a record before it.
+func TestKafkaRecordAgeGivesUpOnlyALeadingRun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 1)
+		var log kafkaLog
+		dest := &fakeDestination{}
+		now := time.Now()
+		old := now.Add(-time.Minute - time.Millisecond)
+		k.produceAt(0, old, nil, []byte("old"))
+		k.produceAt(0, now, nil, []byte("young"))
+		k.produceAt(0, old, nil, []byte("old again"))
+		runKafka(t, k, testKafkaConfig(KafkaConfig{MaximumRecordAge: time.Minute, OnFailure: dest, MaximumBatchingWindow: NoBatchingWindow, Now: time.Now}, &log, succeed))
+		synctest.Wait()
+		require.Equal(t, []map[string][]int64{tp0(1, 2)}, log.batches())
+		sent := dest.failures()
+		require.Len(t, sent, 1)
+		require.Len(t, sent[0].Records, 1)
+		require.EqualValues(t, 0, sent[0].Records[0].Offset)
+		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 3}, k.committed("g"))
+	})
+}
