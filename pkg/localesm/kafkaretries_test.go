@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // reportAfterFirst is a handler that, in each partition of failing,
@@ -113,4 +114,22 @@ func TestKafkaRecordAgeGivesUpOnlyALeadingRun(t *testing.T) {
 		require.EqualValues(t, 0, sent[0].Records[0].Offset)
 		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 3}, k.committed("g"))
 	})
+}
+
+// TestKafkaTakeDropsARecordFetchedAgain: a poll that repeats records the
+// partition has already taken in buffers each offset once, in order: the
+// buffer never hands a record to two batches, whatever the consumer
+// returns.
+func TestKafkaTakeDropsARecordFetchedAgain(t *testing.T) {
+	t.Parallel()
+	tp := kafkaTP{testTopic, 0}
+	r := &kafkaRun{parts: map[kafkaTP]*kafkaPartition{tp: {epoch: 1, next: -1}}}
+	r.take([]*kgo.Record{kafkaRec(0, 0, nil, nil), kafkaRec(0, 1, nil, nil)})
+	r.take([]*kgo.Record{kafkaRec(0, 0, nil, nil), kafkaRec(0, 1, nil, nil), kafkaRec(0, 2, nil, nil)})
+	var got []int64
+	for _, rec := range r.parts[tp].buf {
+		got = append(got, rec.rec.Offset)
+	}
+	require.Equal(t, []int64{0, 1, 2}, got)
+	require.EqualValues(t, 3, r.parts[tp].next)
 }
