@@ -14,7 +14,8 @@ import (
 
 // Stack is the local stack this test run was given through the variables
 // localstack's State.Env writes (what `fifoworker local run` sets for its
-// command): the endpoints, the region and the runtime interface emulator.
+// command): the endpoints, the region, the runtime interface emulator and
+// the Kafka broker (KAFKA_BOOTSTRAP_SERVERS).
 // It fails the test, as awstest's clients do, without an endpoint.
 func Stack(t testing.TB) *localstack.State {
 	t.Helper()
@@ -24,6 +25,6 @@ func Stack(t testing.TB) *localstack.State {
 	return &localstack.State{
 		Name: os.Getenv("FIFOWORKER_STACK"), Region: os.Getenv("AWS_REGION"), External: os.Getenv("AWS_ENDPOINT_URL"),
 		SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"), DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), S3: os.Getenv("AWS_ENDPOINT_URL_S3"),
-		RIE: os.Getenv("FIFOWORKER_RIE"),
+		RIE: os.Getenv("FIFOWORKER_RIE"), Kafka: os.Getenv(localstack.KafkaBootstrapVar),
 	}
 }
