@@ -76,8 +76,10 @@ func TestKafkaGapsOnKfakeNeverStall(t *testing.T) {
 		return nil, nil
 	}
 	runOnKfake(t, addrs, testKafkaConfig(KafkaConfig{ReportBatchItemFailures: true, MaximumBatchingWindow: time.Second}, &log, h))
-	waitFor(t, 30*time.Second, "offset 12 to be committed", func() bool {
-		return kfakeCommitted(t, producer, "g")[kafkaTP{testTopic, 0}] == 12
+	// The mapping records a settle after the broker took its commit: wait
+	// for both, or the log may not hold the second yet.
+	waitFor(t, 30*time.Second, "offset 12 to be committed and both batches settled", func() bool {
+		return kfakeCommitted(t, producer, "g")[kafkaTP{testTopic, 0}] == 12 && len(log.settled()) >= 2
 	})
 	require.Equal(t, []map[string][]int64{tp0(2, 4, 5, 9, 11), tp0(9, 11)}, log.batches())
 	commits := log.settled()
