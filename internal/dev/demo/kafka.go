@@ -25,10 +25,12 @@ import (
 //     worker A's accept gets no answer before its invocation's deadline,
 //     so A reports the command failed (or, stuck, times out and the batch
 //     is bisected); the mapping retries the partition from it (one
-//     invocation per partition at a time), each retry finds A's lease held
-//     (it ends at A's deadline plus the clock skew), and the first retry
-//     after it ended claims generation 2, within the mapping's
-//     MaximumRetryAttempts (7: 8 invocations, about 10 s of backoff).
+//     invocation per partition at a time); the retry finds A's lease held
+//     (it ends at A's deadline plus the clock skew) and, since that end
+//     comes before the retry's own last moment to start, waits it out and
+//     claims generation 2 (internal/app/worker: the lease wait on Kafka);
+//     a lease ending later fails the retry, and a later one, within the
+//     mapping's MaximumRetryAttempts (7: 8 invocations), takes over.
 //   - "No queue holds a message" becomes: every consumer group's lag is 0
 //     (each committed past every record of its topic), no on-failure
 //     bucket holds a record given up, and the relay's stream failure
