@@ -201,14 +201,16 @@
 //     a record that ran and is redelivered costs a fenced store's refusal.
 //     The retry is not topped up with newer records.
 //   - MaximumRetryAttempts counts each partition's attempts at its
-//     committed offset: a partition whose commit a partial batch response
-//     moved forward starts its count again (the record at its new commit
-//     has failed once), one whose commit stayed uses up a retry, and a
-//     partition whose retries ran out is given up alone while the others
-//     of its span go on. So a record is given up after its own first
-//     attempt and MaximumRetryAttempts retries (two attempts when it is
-//     0 and the commit moved), as internal/sim counts. AWS documents no
-//     rule. Under the other reading, one count for the whole batch, a
+//     committed offset: whenever the commit moved forward since the last
+//     count, whatever moved it (a partial batch response, a bisected half
+//     that succeeded, an expiry), the count starts again at 0 for the
+//     record now first, which has just failed its first attempt; one whose
+//     commit stayed uses up a retry; and a partition whose retries ran out
+//     is given up alone while the others of its span go on. So a record is
+//     given up after its own first attempt and MaximumRetryAttempts
+//     retries (one attempt, no retry, when it is 0: AWS says the count
+//     excludes the first invocation), as internal/sim counts. AWS
+//     documents no rule for when the count restarts. Under the other reading, one count for the whole batch, a
 //     record that starts failing late in a batch already retried would
 //     be given up after fewer of its own attempts: a quarantine whose
 //     threshold is MaximumRetryAttempts + 1 (pkg/kafka) could then lose

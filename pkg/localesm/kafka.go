@@ -740,7 +740,7 @@ func (r *kafkaRun) attempt(ctx context.Context, b *kafkaBatch, cur kafkaSpan) ([
 		return []kafkaSpan{first, second}, true
 	default:
 		result.Committed = r.finish(ctx, b, done)
-		retry, exhausted := r.countRetries(rest, d.done)
+		retry, exhausted := r.countRetries(rest)
 		if len(exhausted) > 0 {
 			given := cur
 			given.parts = exhausted
@@ -764,22 +764,25 @@ func (r *kafkaRun) attempt(ctx context.Context, b *kafkaBatch, cur kafkaSpan) ([
 // countRetries counts a failed attempt against each partition of rest,
 // what is left of a span after it: the partitions whose
 // MaximumRetryAttempts ran out are exhausted, the others are retried.
-// A partition whose commit moved forward in the attempt (done > 0) starts
-// its count again: the record at its new committed offset has failed
-// once, in the attempt just made. That is how internal/sim counts; AWS
-// does not document it (see the package documentation).
-func (r *kafkaRun) countRetries(rest []kafkaPart, done map[kafkaTP]int) (retry, exhausted []kafkaPart) {
+// The count belongs to a partition's first record: when that is no longer
+// the record counted before, the commit moved (through a partial batch
+// response, a bisected half that succeeded or an expiry), and the count
+// starts again at 0 for the new first record, which has just failed its
+// first attempt. The limit then applies as to any count, so 0 gives up
+// without a retry: the count excludes the first invocation, as AWS says
+// of MaximumRetryAttempts. AWS does not document when the count restarts
+// (see the package documentation).
+func (r *kafkaRun) countRetries(rest []kafkaPart) (retry, exhausted []kafkaPart) {
 	limit := r.m.cfg.maxRetries()
 	for _, p := range rest {
-		switch {
-		case done[p.tp] > 0:
-			p.retries = 1
-		case limit != retryForever && p.retries >= limit:
+		if first := p.recs[0].rec.Offset; first != p.at {
+			p.retries, p.at = 0, first
+		}
+		if limit != retryForever && p.retries >= limit {
 			exhausted = append(exhausted, p)
 			continue
-		default:
-			p.retries++
 		}
+		p.retries++
 		retry = append(retry, p)
 	}
 	return retry, exhausted
@@ -940,10 +943,10 @@ func cut(parts []kafkaPart, done map[kafkaTP]int) (finished, rest []kafkaPart) {
 	for _, p := range parts {
 		n := done[p.tp]
 		if n > 0 {
-			finished = append(finished, kafkaPart{tp: p.tp, recs: p.recs[:n], retries: p.retries})
+			finished = append(finished, p.with(p.recs[:n]))
 		}
 		if n < len(p.recs) {
-			rest = append(rest, kafkaPart{tp: p.tp, recs: p.recs[n:], retries: p.retries})
+			rest = append(rest, p.with(p.recs[n:]))
 		}
 	}
 	return finished, rest

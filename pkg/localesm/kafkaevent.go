@@ -110,10 +110,20 @@ func base64OrNil(b []byte) *string {
 type kafkaPart struct {
 	tp   kafkaTP
 	recs []*kafkaRecord
-	// retries counts the retries used at the partition's committed
-	// offset: a bisection uses none, and a commit moving forward starts
-	// the count again (see the package documentation).
+	// retries counts the retries used at offset at, the partition's
+	// first record when the count was last taken. A bisection uses none;
+	// countRetries starts the count again whenever the first record is no
+	// longer at, whatever moved the commit (a partial batch response, a
+	// bisected half that succeeded, an expiry): see the package
+	// documentation.
 	retries int
+	at      int64
+}
+
+// with is p holding recs, a run of its records, and keeping its count.
+func (p kafkaPart) with(recs []*kafkaRecord) kafkaPart {
+	p.recs = recs
+	return p
 }
 
 // kafkaSpan is records invoked together: a batch, what is left of one
@@ -141,16 +151,16 @@ func (s kafkaSpan) len() int {
 // each partition make the first half and the rest the second. When each
 // partition has one record, which would leave the first half empty, the
 // first ⌊k/2⌋ partitions make the first half instead. The halves keep the
-// span's invocations, and each partition its retries.
+// span's invocations, and each partition its retry count.
 func (s kafkaSpan) bisect() (first, second kafkaSpan) {
 	first = kafkaSpan{invocations: s.invocations, requestID: s.requestID, status: s.status}
 	second = first
 	for _, p := range s.parts {
 		half := len(p.recs) / 2
 		if half > 0 {
-			first.parts = append(first.parts, kafkaPart{tp: p.tp, recs: p.recs[:half], retries: p.retries})
+			first.parts = append(first.parts, p.with(p.recs[:half]))
 		}
-		second.parts = append(second.parts, kafkaPart{tp: p.tp, recs: p.recs[half:], retries: p.retries})
+		second.parts = append(second.parts, p.with(p.recs[half:]))
 	}
 	if len(first.parts) == 0 {
 		k := len(s.parts) / 2

@@ -3,6 +3,7 @@ package localesm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,13 +35,13 @@ func reportAfterFirst(failing, stuck []string) kafkaHandler {
 	}
 }
 
-// runReporting runs a mapping of k with partial batch responses, one
-// retry and an on-failure destination, until it has nothing left to do.
-// Call it inside a synctest bubble.
-func runReporting(t *testing.T, k *fakeKafka, h kafkaHandler) (*kafkaLog, *fakeDestination) {
+// runReporting runs a mapping of k with partial batch responses, the
+// given MaximumRetryAttempts and an on-failure destination, until it has
+// nothing left to do. Call it inside a synctest bubble.
+func runReporting(t *testing.T, k *fakeKafka, retries int, h kafkaHandler) (*kafkaLog, *fakeDestination) {
 	t.Helper()
 	log, dest := &kafkaLog{}, &fakeDestination{}
-	runKafka(t, k, testKafkaConfig(KafkaConfig{ReportBatchItemFailures: true, MaximumRetryAttempts: new(1), OnFailure: dest,
+	runKafka(t, k, testKafkaConfig(KafkaConfig{ReportBatchItemFailures: true, MaximumRetryAttempts: &retries, OnFailure: dest,
 		MaximumBatchingWindow: NoBatchingWindow}, log, h))
 	time.Sleep(time.Minute)
 	synctest.Wait()
@@ -61,9 +62,77 @@ func TestKafkaRetryCountRestartsWhenTheCommitMoves(t *testing.T) {
 		for range 4 {
 			k.produce(0, nil, []byte("v"))
 		}
-		log, dest := runReporting(t, k, reportAfterFirst([]string{testTopic + "-0"}, nil))
+		log, dest := runReporting(t, k, 1, reportAfterFirst([]string{testTopic + "-0"}, nil))
 		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(1, 2, 3), tp0(2, 3), tp0(3)}, log.batches())
 		require.Empty(t, dest.failures(), "no record failed more than once")
+		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4}, k.committed("g"))
+	})
+}
+
+// TestKafkaNoRetryWhenTheCommitMoves: MaximumRetryAttempts 0 means no
+// retry (the count excludes the first invocation), also when a partial
+// batch response moved the commit: what is left after it is given up at
+// once, not retried.
+func TestKafkaNoRetryWhenTheCommitMoves(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 1)
+		for range 4 {
+			k.produce(0, nil, []byte("v"))
+		}
+		log, dest := runReporting(t, k, 0, reportAfterFirst([]string{testTopic + "-0"}, nil))
+		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3)}, log.batches(), "no retry")
+		sent := dest.failures()
+		require.Len(t, sent, 1)
+		var given []int64
+		for _, r := range sent[0].Records {
+			given = append(given, r.Offset)
+		}
+		require.Equal(t, []int64{1, 2, 3}, given, "offset 0 completed; the rest is given up")
+		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4}, k.committed("g"))
+	})
+}
+
+// TestKafkaRetryCountRestartsAfterABisectedHalf: the count belongs to the
+// partition's first record, so it restarts whenever the commit moves,
+// here through a bisected half that succeeded. The span used its one
+// retry at offset 0 (a partial batch response), then failed and was
+// split; the first half [0 1] succeeds; offset 2 then fails and must get
+// its own first attempt and one retry before it is given up, not inherit
+// offset 0's used retry.
+func TestKafkaRetryCountRestartsAfterABisectedHalf(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKafka(testTopic, 1)
+		var log kafkaLog
+		dest := &fakeDestination{}
+		for range 4 {
+			k.produce(0, nil, []byte("v"))
+		}
+		report := func(offset int64) json.RawMessage {
+			return fmt.Appendf(nil, `{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"fifoworker-commands-0","offset":%d}}]}`, offset)
+		}
+		h := func(_ context.Context, ev events.KafkaEvent) (json.RawMessage, error) {
+			switch first := ev.Records[testTopic+"-0"][0].Offset; {
+			case len(log.batches()) == 1:
+				return report(0), nil
+			case len(log.batches()) == 2:
+				return nil, errors.New("function error: bisect")
+			case first == 0:
+				return nil, nil
+			default:
+				return report(first), nil
+			}
+		}
+		runKafka(t, k, testKafkaConfig(KafkaConfig{ReportBatchItemFailures: true, BisectBatchOnFunctionError: true,
+			MaximumRetryAttempts: new(1), OnFailure: dest, MaximumBatchingWindow: NoBatchingWindow}, &log, h))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.Equal(t, []map[string][]int64{tp0(0, 1, 2, 3), tp0(0, 1, 2, 3), tp0(0, 1), tp0(2, 3), tp0(2, 3)}, log.batches(),
+			"offset 2: its first attempt and MaximumRetryAttempts (1) retries")
+		sent := dest.failures()
+		require.Len(t, sent, 1)
+		require.Equal(t, "2", sent[0].Record.KafkaBatchInfo.RecordsInfo[testTopic+"-0"].FirstRecordOffset)
 		require.Equal(t, map[kafkaTP]int64{{testTopic, 0}: 4}, k.committed("g"))
 	})
 }
@@ -80,7 +149,7 @@ func TestKafkaRetryCountIsEachPartitions(t *testing.T) {
 			k.produce(0, nil, []byte("v"))
 		}
 		k.produce(1, nil, []byte("poison"))
-		_, dest := runReporting(t, k, reportAfterFirst([]string{testTopic + "-0"}, []string{testTopic + "-1"}))
+		_, dest := runReporting(t, k, 1, reportAfterFirst([]string{testTopic + "-0"}, []string{testTopic + "-1"}))
 		sent := dest.failures()
 		require.Len(t, sent, 1)
 		require.Len(t, sent[0].Records, 1)
