@@ -206,3 +206,35 @@ func TestTheLeaseWaitUsesTheConfiguredClock(t *testing.T) {
 	require.ErrorIs(t, err, broken)
 	require.Equal(t, before, b.get(t, "job-43"))
 }
+
+// A record waiting for another attempt's lease holds no spool room while
+// it waits: with a spool budget of one candidate, another lane gets the
+// room at once and runs, instead of failing with candidate.ErrSpoolBusy
+// when its own deadline comes; the waiting record takes room again once
+// the lease has ended, and runs.
+func TestTheLeaseWaitHoldsNoSpoolRoom(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, created, until := heldLease(t)
+		b.onDisk(spoolMax, spoolMax)
+		other, _ := b.create(t, "job-43", nil)
+		w := mustNew(t, worker.Config{Jobs: b.jobs, Candidates: b.candidates, Tasks: only(t, lines("done"))})
+		waiting := make(chan error, 1)
+		go func() {
+			waiting <- w.HandleRecord(invocation(t, "req-1", time.Until(until.Add(time.Minute))), commandRecord(t, created, 0, 7))
+		}()
+		synctest.Wait() // the first record waits for the lease
+		start := time.Now()
+
+		err := w.HandleRecord(invocation(t, "req-2", 10*time.Second), commandRecord(t, other, 1, 3))
+
+		require.NoError(t, err, "the other lane got the room while the first waited")
+		require.True(t, start.Equal(time.Now()), "no wait for room")
+		require.Equal(t, jobs.StatusCompleted, b.get(t, "job-43").Status)
+		require.NoError(t, <-waiting)
+		require.True(t, until.Add(worker.LeaseEndSlack).Equal(time.Now()), "the first record claimed again once the lease had ended")
+		job := b.get(t, "job-42")
+		require.Equal(t, jobs.StatusCompleted, job.Status)
+		require.EqualValues(t, 2, job.Generation)
+	})
+}

@@ -243,12 +243,14 @@ func (w *Worker) handle(ctx context.Context, d transport.Delivery, r rules) erro
 	if err != nil {
 		return err
 	}
-	defer room.Release() // unless the candidate's writer took it over
+	// The room held when handle returns (claim may trade it for another),
+	// unless the candidate's writer took it over.
+	defer func() { room.Release() }()
 
 	// The command's tenant is part of the claim's condition: a command
 	// naming another tenant than its job's finds no job, and neither takes
 	// a lease nor uses up a generation.
-	job, err := w.claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant}, r, log)
+	job, room, err := w.claim(ctx, jobs.ClaimRequest{JobID: cmd.JobID, AttemptID: attemptID, LeaseUntil: lease, Tenant: cmd.Tenant}, r, room, log)
 	switch {
 	case errors.Is(err, jobs.ErrFinal):
 		// Done already, or ended by this very claim under the recovery
@@ -281,24 +283,37 @@ func (w *Worker) handle(ctx context.Context, d transport.Delivery, r rules) erro
 // record at once, so without the wait a dead attempt's lease, which runs
 // LeaseSkew past its deadline, would refuse every retry until it ends. A
 // second refusal, or a lease that ends later, is returned as it is.
-func (w *Worker) claim(ctx context.Context, req jobs.ClaimRequest, r rules, log *slog.Logger) (jobs.Job, error) {
+//
+// The wait holds no spool room: room is given back before it and taken
+// again after it, under reserve's rule for room that comes late, so that
+// other lanes are not refused room (candidate.ErrSpoolBusy) for a lane
+// that only sleeps. claim returns the room the claim was made with; when
+// taking it again failed, the room given back, whose Release does
+// nothing.
+func (w *Worker) claim(ctx context.Context, req jobs.ClaimRequest, r rules, room *candidate.Reservation, log *slog.Logger) (jobs.Job, *candidate.Reservation, error) {
 	job, err := w.cfg.Jobs.Claim(ctx, req)
 	var held *jobs.LeaseHeldError
 	if !r.waitForLease || !errors.As(err, &held) {
-		return job, err
+		return job, room, err
 	}
 	deadline, _ := ctx.Deadline() // handle refused a context without one (jobs.LeaseEnd)
 	retry := held.Until.Add(LeaseEndSlack)
 	if retry.After(deadline.Add(-w.cfg.ClaimMargin)) {
-		return job, err
+		return job, room, err
 	}
 	wait := retry.Sub(w.cfg.Now())
 	log.InfoContext(ctx, "worker: another attempt holds the job; waiting for its lease to end to claim again",
 		slog.Any("reason", err), slog.Duration("wait", wait))
+	room.Release()
 	if err := w.cfg.Sleep(ctx, wait); err != nil {
-		return jobs.Job{}, fmt.Errorf("worker: waiting %v for the lease of %s to end: %w", wait, held.Owner, err)
+		return jobs.Job{}, room, fmt.Errorf("worker: waiting %v for the lease of %s to end: %w", wait, held.Owner, err)
 	}
-	return w.cfg.Jobs.Claim(ctx, req)
+	again, err := w.reserve(ctx, log)
+	if err != nil {
+		return jobs.Job{}, room, err
+	}
+	job, err = w.cfg.Jobs.Claim(ctx, req)
+	return job, again, err
 }
 
 // reserve takes room for the attempt's candidate in the spool budget,
