@@ -191,7 +191,9 @@
 //     does not fail its batches where Lambda would not. Both keys with the
 //     same value are one identifier; both disagreeing, or neither, is a
 //     malformed response, which fails the batch whole like an identifier
-//     not in the event.
+//     not in the event. Beside a valid "topic-partition", a "partition"
+//     that is not a non-empty string (a bare partition number, a null) is
+//     not a topic-partition and is ignored.
 //   - A partial batch response commits, per partition, exactly up to the
 //     lowest offset reported there (kafka.CommitOffsets over the records
 //     held: the first one not finished), and the retry carries every

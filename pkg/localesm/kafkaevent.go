@@ -290,27 +290,36 @@ func parseKafkaItemFailures(payload []byte) ([]kafkaItem, error) {
 }
 
 // itemTopicPartition is an itemIdentifier's topic-partition, under
-// "topic-partition", "partition" or both alike.
+// "topic-partition", "partition" or both alike. Beside a "topic-partition",
+// a "partition" counts only as a non-empty string, which must agree with
+// it: any other value (a tool's bare partition number, a null) is not a
+// topic-partition and is ignored. Alone, "partition" must be one.
 func itemTopicPartition(id map[string]json.RawMessage) (string, error) {
-	var found []string
-	for _, key := range []string{"topic-partition", "partition"} {
-		raw, ok := id[key]
+	raw, ok := id["topic-partition"]
+	if !ok {
+		raw, ok := id["partition"]
 		if !ok {
-			continue
+			return "", errors.New(`neither "topic-partition" nor "partition" is set`)
 		}
-		var tp string
-		if err := json.Unmarshal(raw, &tp); err != nil || tp == "" {
-			return "", fmt.Errorf("%s is not a non-empty string", key)
-		}
-		found = append(found, tp)
+		return nonEmptyString("partition", raw)
 	}
-	switch {
-	case len(found) == 0:
-		return "", errors.New(`neither "topic-partition" nor "partition" is set`)
-	case len(found) == 2 && found[0] != found[1]:
-		return "", fmt.Errorf(`"topic-partition" %q and "partition" %q disagree`, found[0], found[1])
+	tp, err := nonEmptyString("topic-partition", raw)
+	if err != nil {
+		return "", err
 	}
-	return found[0], nil
+	if other, err := nonEmptyString("partition", id["partition"]); err == nil && other != tp {
+		return "", fmt.Errorf(`"topic-partition" %q and "partition" %q disagree`, tp, other)
+	}
+	return tp, nil
+}
+
+// nonEmptyString reads the JSON value raw of key as a non-empty string.
+func nonEmptyString(key string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || s == "" {
+		return "", fmt.Errorf("%s is not a non-empty string", key)
+	}
+	return s, nil
 }
 
 // jsonInteger reads a JSON number that is a whole int64. A string of

@@ -118,6 +118,12 @@ func TestParseKafkaItemFailures(t *testing.T) {
 		`{"batchItemFailures":[{"itemIdentifier":{"partition":"t-0","offset":5}},{"itemIdentifier":{"partition":"t-1","topic-partition":"t-1","offset":0}}]}`: {
 			{tp: "t-0", offset: 5}, {tp: "t-1", offset: 0},
 		},
+		// Beside a valid "topic-partition", a "partition" that is not a
+		// non-empty string (another tool's bare partition number, a null)
+		// is not a topic-partition: it is ignored.
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":0,"offset":5}},{"itemIdentifier":{"topic-partition":"t-1","partition":null,"offset":0}},{"itemIdentifier":{"topic-partition":"t-2","partition":"","offset":1}}]}`: {
+			{tp: "t-0", offset: 5}, {tp: "t-1", offset: 0}, {tp: "t-2", offset: 1},
+		},
 	}
 	for payload, want := range ok {
 		got, err := parseKafkaItemFailures([]byte(payload))
@@ -138,10 +144,10 @@ func TestParseKafkaItemFailures(t *testing.T) {
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"","offset":5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"partition":"","offset":5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":0,"offset":5}}]}`,
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":0,"partition":"t-0","offset":5}}]}`, // the documented key malformed
+		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":"t-0 ","offset":5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"partition":0,"offset":5}}]}`,                             // the bare partition number
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":"t-1","offset":5}}]}`, // the two keys disagree
-		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":0,"offset":5}}]}`,
-		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","partition":null,"offset":5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":"5"}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":5.5}}]}`,
 		`{"batchItemFailures":[{"itemIdentifier":{"topic-partition":"t-0","offset":null}}]}`,
