@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,11 +68,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// topicName is Kafka's rule for a topic name (Kafka's Topic.validate:
-// legal characters [a-zA-Z0-9._-], at most 249 of them, and neither "."
-// nor "..", which are refused separately).
-var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
-
 // Validate reports the first field that cannot work, wrapping
 // ErrInvalidConfig.
 func (c Config) Validate() error {
@@ -94,8 +88,28 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// maxTopicLength is the longest topic name Kafka accepts.
+const maxTopicLength = 249
+
+// validTopic is Kafka's rule for a topic name (Kafka's Topic.validate:
+// 1 to 249 of [a-zA-Z0-9._-], and neither "." nor ".."). A loop over the
+// bytes rather than a regular expression, which the package would compile
+// at every cold start.
 func validTopic(name string) bool {
-	return topicName.MatchString(name) && name != "." && name != ".."
+	if len(name) == 0 || len(name) > maxTopicLength || name == "." || name == ".." {
+		return false
+	}
+	for i := range len(name) {
+		if !topicByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// topicByte reports whether c is one of a topic name's [a-zA-Z0-9._-].
+func topicByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 // idempotent reports whether p writes idempotently, when it can tell (a
