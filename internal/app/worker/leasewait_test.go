@@ -238,3 +238,32 @@ func TestTheLeaseWaitHoldsNoSpoolRoom(t *testing.T) {
 		require.EqualValues(t, 2, job.Generation)
 	})
 }
+
+// The room a record takes again after its lease wait is given back when
+// the claim made again is refused (another attempt took the job over
+// during the wait): with a spool budget of one candidate, the room is
+// free once the record has failed, not held for the life of the process.
+func TestTheRoomTakenAfterALeaseWaitIsGivenBackWhenTheClaimIsRefused(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b, created, until := heldLease(t)
+		b.onDisk(spoolMax, spoolMax)
+		w := mustNew(t, worker.Config{Jobs: b.jobs, Candidates: b.candidates, Tasks: only(t, mustNotRun(t))})
+		done := make(chan error, 1)
+		go func() {
+			done <- w.HandleRecord(invocation(t, "req-1", time.Until(until.Add(time.Minute))), commandRecord(t, created, 0, 7))
+		}()
+		synctest.Wait()
+		time.Sleep(time.Until(until) + time.Millisecond) // the lease has ended; the worker still waits
+		_, err := b.store.Claim(t.Context(), jobs.ClaimRequest{JobID: "job-42", AttemptID: "attempt-c", LeaseUntil: time.Now().Add(2 * time.Second)})
+		require.NoError(t, err)
+		require.ErrorIs(t, <-done, jobs.ErrLeaseHeld)
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		room, err := b.candidates.Reserve(ctx)
+		require.NoError(t, err, "the spool's one room was given back")
+		require.False(t, room.Waited())
+		room.Release()
+	})
+}
