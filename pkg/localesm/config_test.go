@@ -87,18 +87,21 @@ func TestStreamConfigValidate(t *testing.T) {
 	require.Equal(t, retryForever, d.maxRetries(), "the zero value retries until success, like Lambda")
 	require.Equal(t, DefaultPollInterval, d.PollInterval)
 
+	onFailure := &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/stream-failures"}
 	bad := map[string]struct {
 		mutate func(*StreamConfig)
 		field  string
 	}{
-		"no client":          {func(c *StreamConfig) { c.Client = nil }, "Client"},
-		"no invoker":         {func(c *StreamConfig) { c.Invoker = nil }, "Invoker"},
-		"no stream":          {func(c *StreamConfig) { c.StreamARN = "" }, "StreamARN"},
-		"not an ARN":         {func(c *StreamConfig) { c.StreamARN = "table/x/stream/y" }, "StreamARN"},
-		"odd position":       {func(c *StreamConfig) { c.StartingPosition = "AT_TIMESTAMP" }, "StartingPosition"},
-		"batch over 1000":    {func(c *StreamConfig) { c.BatchSize = 1001 }, "BatchSize"},
-		"retries below -1":   {func(c *StreamConfig) { c.MaximumRetryAttempts = new(-2) }, "MaximumRetryAttempts"},
-		"retries over 10000": {func(c *StreamConfig) { c.MaximumRetryAttempts = new(10001) }, "MaximumRetryAttempts"},
+		"no client":       {func(c *StreamConfig) { c.Client = nil }, "Client"},
+		"no invoker":      {func(c *StreamConfig) { c.Invoker = nil }, "Invoker"},
+		"no stream":       {func(c *StreamConfig) { c.StreamARN = "" }, "StreamARN"},
+		"not an ARN":      {func(c *StreamConfig) { c.StreamARN = "table/x/stream/y" }, "StreamARN"},
+		"odd position":    {func(c *StreamConfig) { c.StartingPosition = "AT_TIMESTAMP" }, "StartingPosition"},
+		"batch over 1000": {func(c *StreamConfig) { c.BatchSize = 1001 }, "BatchSize"},
+		// With an on-failure destination, so that only the bound can
+		// refuse them: the error without one names MaximumRetryAttempts too.
+		"retries below -1":   {func(c *StreamConfig) { c.MaximumRetryAttempts, c.OnFailure = new(-2), onFailure }, "MaximumRetryAttempts"},
+		"retries over 10000": {func(c *StreamConfig) { c.MaximumRetryAttempts, c.OnFailure = new(10001), onFailure }, "MaximumRetryAttempts"},
 		// Bounded retries discard records: only with a record of them.
 		"no retry without on-failure":  {func(c *StreamConfig) { c.MaximumRetryAttempts = new(0) }, "OnFailure"},
 		"3 retries without on-failure": {func(c *StreamConfig) { c.MaximumRetryAttempts = new(3) }, "OnFailure"},
@@ -118,7 +121,6 @@ func TestStreamConfigValidate(t *testing.T) {
 		requireInvalid(t, err, tc.field, name)
 		require.Nil(t, m, name)
 	}
-	onFailure := &OnFailureDestination{Client: &sqs.Client{}, QueueURL: "http://h/1/stream-failures"}
 	for _, n := range []int{-1, 0, 10000} {
 		c := valid
 		c.MaximumRetryAttempts = &n

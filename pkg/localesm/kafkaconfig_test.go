@@ -61,13 +61,14 @@ func TestKafkaConfigValidate(t *testing.T) {
 		"AT_TIMESTAMP in the future": {func(c *KafkaConfig) {
 			c.StartingPosition, c.StartingPositionTimestamp, c.Now = AtTimestamp, now.Add(time.Nanosecond), func() time.Time { return now }
 		}, "StartingPositionTimestamp"},
-		"batch of 10001":          {func(c *KafkaConfig) { c.BatchSize = 10001 }, "BatchSize"},
-		"negative batch":          {func(c *KafkaConfig) { c.BatchSize = -1 }, "BatchSize"},
-		"a window of 1.5s":        {func(c *KafkaConfig) { c.MaximumBatchingWindow = 1500 * time.Millisecond }, "MaximumBatchingWindow"},
-		"a window of 301s":        {func(c *KafkaConfig) { c.MaximumBatchingWindow = 301 * time.Second }, "MaximumBatchingWindow"},
-		"a window of 100ms":       {func(c *KafkaConfig) { c.MaximumBatchingWindow = 100 * time.Millisecond }, "MaximumBatchingWindow"},
-		"a negative window":       {func(c *KafkaConfig) { c.MaximumBatchingWindow = -2 * time.Second }, "MaximumBatchingWindow"},
-		"retries below -1":        {func(c *KafkaConfig) { c.MaximumRetryAttempts = new(-2) }, "MaximumRetryAttempts"},
+		"batch of 10001":    {func(c *KafkaConfig) { c.BatchSize = 10001 }, "BatchSize"},
+		"negative batch":    {func(c *KafkaConfig) { c.BatchSize = -1 }, "BatchSize"},
+		"a window of 1.5s":  {func(c *KafkaConfig) { c.MaximumBatchingWindow = 1500 * time.Millisecond }, "MaximumBatchingWindow"},
+		"a window of 301s":  {func(c *KafkaConfig) { c.MaximumBatchingWindow = 301 * time.Second }, "MaximumBatchingWindow"},
+		"a window of 100ms": {func(c *KafkaConfig) { c.MaximumBatchingWindow = 100 * time.Millisecond }, "MaximumBatchingWindow"},
+		"a negative window": {func(c *KafkaConfig) { c.MaximumBatchingWindow = -2 * time.Second }, "MaximumBatchingWindow"},
+		// With a destination: the error without one names MaximumRetryAttempts too.
+		"retries below -1":        {func(c *KafkaConfig) { c.MaximumRetryAttempts, c.OnFailure = new(-2), sqsDest }, "MaximumRetryAttempts"},
 		"retries over 10000":      {func(c *KafkaConfig) { c.MaximumRetryAttempts, c.OnFailure = new(10001), sqsDest }, "MaximumRetryAttempts"},
 		"retries, no destination": {func(c *KafkaConfig) { c.MaximumRetryAttempts = new(0) }, "OnFailure"},
 		"an age of 59s":           {func(c *KafkaConfig) { c.MaximumRecordAge, c.OnFailure = 59*time.Second, sqsDest }, "MaximumRecordAge"},
