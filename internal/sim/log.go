@@ -27,6 +27,15 @@ var ErrIllegalGeneration = errors.New("sim: offset commit of a stale generation"
 // key has no place on such a topic.
 var ErrNullKeyOnCompactedTopic = errors.New("sim: a record without a key on a compacted topic (INVALID_RECORD)")
 
+// ErrRecordTooLarge is a broker's refusal of a record larger than its
+// topic's max.message.bytes: the producer gets MESSAGE_TOO_LARGE, and
+// nothing is appended.
+var ErrRecordTooLarge = errors.New("sim: a record over the topic's max.message.bytes (MESSAGE_TOO_LARGE)")
+
+// DefaultMaxMessageBytes is Kafka's default max.message.bytes, a topic's
+// largest record batch: 1,048,588 bytes (1 MiB and 12).
+const DefaultMaxMessageBytes = 1048588
+
 // LogRecord is a record a partition of a Topic holds.
 type LogRecord struct {
 	Topic     string
@@ -35,7 +44,15 @@ type LogRecord struct {
 	// Key is nil for a null key.
 	Key, Value []byte
 	Headers    []kafka.Header
-	Time       time.Time
+	// Time is the record's timestamp (CREATE_TIME): set by its producer,
+	// so it need not rise with the offsets. Append sets it to Arrived.
+	Time time.Time
+	// Arrived is when the partition appended it (what a poller fetching at
+	// once sees it arrive): a batching window runs from it.
+	Arrived time.Time
+	// Seq is the record's place in its topic's production order, across
+	// partitions.
+	Seq int64
 	// Compacted: compaction removed it (a later record of its key stays).
 	Compacted bool
 	// Aborted: its transaction was aborted; a read_committed consumer
@@ -46,6 +63,7 @@ type LogRecord struct {
 // Partition is one partition of a Topic: an append-only log whose offsets
 // may have holes.
 type Partition struct {
+	t     *Topic
 	topic string
 	n     int
 	now   func() time.Time
@@ -64,13 +82,23 @@ type Partition struct {
 //     away), and a fetch passes over it.
 //   - Compaction keeps each key's latest record; a compacted topic
 //     refuses a record without a key (ErrNullKeyOnCompactedTopic).
+//   - It refuses a record over its max.message.bytes (ErrRecordTooLarge).
+//   - It can grow (Grow), as Kafka lets a topic's partitions be added, and
+//     a key's partition then changes; a producer whose metadata is stale
+//     partitions over the count it knows (ProduceOver).
 type Topic struct {
 	Name      string
 	compacted bool
+	maxBytes  int
+	now       func() time.Time
 	parts     []*Partition
 	// unkeyed counts the records produced without a key: they go to each
 	// partition in turn.
 	unkeyed int
+	// seq numbers the records appended; byKey holds each key's records in
+	// that order.
+	seq   int64
+	byKey map[string][]*LogRecord
 }
 
 // TopicConfig configures a Topic. Name and Partitions are required.
@@ -83,6 +111,10 @@ type TopicConfig struct {
 	// Compacted: the topic's cleanup.policy is compact, and Produce
 	// refuses a record without a key. Default false: delete.
 	Compacted bool
+	// MaxMessageBytes is the topic's max.message.bytes: Produce refuses a
+	// larger record (RecordBytes). Default 0: DefaultMaxMessageBytes,
+	// Kafka's. It must not be negative.
+	MaxMessageBytes int
 	// Now is the topic's clock, the records' timestamps (nil: time.Now);
 	// the world gives it its simulated clock's.
 	Now func() time.Time
@@ -96,6 +128,8 @@ func (c TopicConfig) Validate() error {
 		return fmt.Errorf("%w: Name %q is not a Kafka topic's (1 to 249 of [a-zA-Z0-9._-])", ErrInvalidConfig, c.Name)
 	case c.Partitions < 1:
 		return fmt.Errorf("%w: Partitions %d is below 1", ErrInvalidConfig, c.Partitions)
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("%w: MaxMessageBytes %d is negative", ErrInvalidConfig, c.MaxMessageBytes)
 	}
 	return nil
 }
@@ -114,11 +148,50 @@ func NewTopic(cfg TopicConfig) (*Topic, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Topic{Name: cfg.Name, compacted: cfg.Compacted}
-	for n := range cfg.Partitions {
-		t.parts = append(t.parts, &Partition{topic: cfg.Name, n: n, now: cfg.Now})
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	t := &Topic{Name: cfg.Name, compacted: cfg.Compacted, maxBytes: cfg.MaxMessageBytes, now: cfg.Now, byKey: map[string][]*LogRecord{}}
+	t.add(cfg.Partitions)
 	return t, nil
+}
+
+// add appends n empty partitions.
+func (t *Topic) add(n int) {
+	for range n {
+		t.parts = append(t.parts, &Partition{t: t, topic: t.Name, n: len(t.parts), now: t.now})
+	}
+}
+
+// Grow adds partitions until the topic has partitions of them, as
+// kafka-topics --alter --partitions does; Kafka cannot take partitions
+// away, so a count that is not larger is refused.
+func (t *Topic) Grow(partitions int) error {
+	if partitions <= len(t.parts) {
+		return fmt.Errorf("grow %s to %d partitions: it has %d, and partitions can only be added", t.Name, partitions, len(t.parts))
+	}
+	t.add(partitions - len(t.parts))
+	return nil
+}
+
+// RecordBytes is a record's size as the simulation holds it to a topic's
+// max.message.bytes: its key, value, and headers' keys and values. Kafka
+// counts the record batch as written, a few dozen bytes more.
+func RecordBytes(key, value []byte, headers []kafka.Header) int {
+	n := len(key) + len(value)
+	for _, h := range headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// KeyRecords returns the records of key, in the order they were
+// appended, in whatever partition; none for a nil or empty key.
+func (t *Topic) KeyRecords(key []byte) []*LogRecord {
+	if len(key) == 0 {
+		return nil
+	}
+	return t.byKey[string(key)]
 }
 
 // Murmur2 is Kafka's hash of a record key (its clients' Utils.murmur2).
@@ -159,23 +232,32 @@ func Murmur2(data []byte) int32 {
 // PartitionOf is the partition of a record with key: Kafka's default
 // partitioner's, murmur2 of the key with the sign bit cleared, modulo the
 // partition count.
-func (t *Topic) PartitionOf(key []byte) int {
-	return int(Murmur2(key)&0x7fffffff) % len(t.parts)
-}
+func (t *Topic) PartitionOf(key []byte) int { return partitionOver(key, len(t.parts)) }
+
+func partitionOver(key []byte, count int) int { return int(Murmur2(key)&0x7fffffff) % count }
 
 // Produce appends a record to its key's partition; a record without a key
 // goes to the next partition in turn (Kafka's default spreads them; which
 // partition does not matter, only that the choice replays), or, on a
 // compacted topic, is refused (ErrNullKeyOnCompactedTopic).
 func (t *Topic) Produce(key, value []byte, headers ...kafka.Header) (*LogRecord, error) {
-	if key == nil {
-		if t.compacted {
-			return nil, fmt.Errorf("produce to %s: %w", t.Name, ErrNullKeyOnCompactedTopic)
-		}
+	return t.ProduceOver(len(t.parts), key, value, headers...)
+}
+
+// ProduceOver is Produce by a producer that knows the topic to have count
+// partitions, from 1 to the topic's count: it partitions over them (a
+// producer whose metadata predates partitions added since).
+func (t *Topic) ProduceOver(count int, key, value []byte, headers ...kafka.Header) (*LogRecord, error) {
+	switch {
+	case count < 1 || count > len(t.parts):
+		return nil, fmt.Errorf("produce to %s over %d partitions: it has %d", t.Name, count, len(t.parts))
+	case key == nil && t.compacted:
+		return nil, fmt.Errorf("produce to %s: %w", t.Name, ErrNullKeyOnCompactedTopic)
+	case key == nil:
 		t.unkeyed++
-		return t.ProduceTo((t.unkeyed-1)%len(t.parts), key, value, headers...)
+		return t.ProduceTo((t.unkeyed-1)%count, key, value, headers...)
 	}
-	return t.ProduceTo(t.PartitionOf(key), key, value, headers...)
+	return t.ProduceTo(partitionOver(key, count), key, value, headers...)
 }
 
 // ProduceTo appends a record to partition n, whatever its key: what a
@@ -188,6 +270,8 @@ func (t *Topic) ProduceTo(n int, key, value []byte, headers ...kafka.Header) (*L
 		return nil, fmt.Errorf("produce to %s-%d: %w", t.Name, n, ErrNullKeyOnCompactedTopic)
 	case n < 0 || n >= len(t.parts):
 		return nil, fmt.Errorf("produce to %s-%d: the topic has %d partitions (UNKNOWN_TOPIC_OR_PARTITION)", t.Name, n, len(t.parts))
+	case RecordBytes(key, value, headers) > t.maxBytes:
+		return nil, fmt.Errorf("produce to %s-%d: %d bytes, max.message.bytes %d: %w", t.Name, n, RecordBytes(key, value, headers), t.maxBytes, ErrRecordTooLarge)
 	}
 	r := t.parts[n].Append(key, value)
 	r.Headers = headers
@@ -202,10 +286,15 @@ func (t *Topic) Partition(n int) *Partition { return t.parts[n] }
 
 // Append adds a record at the log end offset.
 func (p *Partition) Append(key, value []byte) *LogRecord {
-	r := &LogRecord{Topic: p.topic, Partition: p.n, Offset: p.end, Key: key, Value: value, Time: p.now()}
+	now := p.now()
+	p.t.seq++
+	r := &LogRecord{Topic: p.topic, Partition: p.n, Offset: p.end, Key: key, Value: value, Time: now, Arrived: now, Seq: p.t.seq}
 	p.end++
 	p.recs = append(p.recs, r)
 	p.all = append(p.all, r)
+	if len(key) > 0 {
+		p.t.byKey[string(key)] = append(p.t.byKey[string(key)], r)
+	}
 	return r
 }
 
@@ -353,6 +442,19 @@ func (g *Group) Commit(p, epoch int, offset int64) error {
 	}
 	g.committed[p] = offset
 	return nil
+}
+
+// Grow gives the group the partitions its topic gained since (Topic.Grow),
+// as a group's members are assigned new partitions when their metadata
+// shows them: each to a member in turn, at a new epoch, with nothing
+// committed.
+func (g *Group) Grow() {
+	for p := len(g.owner); p < g.topic.Partitions(); p++ {
+		g.epochs++
+		g.owner = append(g.owner, p%len(g.consumers))
+		g.epoch = append(g.epoch, g.epochs)
+		g.committed = append(g.committed, 0)
+	}
 }
 
 // Move is a rebalance that gives partition p to the next member, under a

@@ -276,3 +276,118 @@ func TestAnAbortedRecordIsNeverFetched(t *testing.T) {
 	require.Equal(t, int64(3), c.Offset)
 	require.Nil(t, p.At(1))
 }
+
+// A topic grows (Kafka only adds partitions): the new partitions are
+// empty, the old ones keep their records, and a keyed record goes where
+// murmur2 modulo the new count puts it, unless the producer partitions
+// over the count it knows (ProduceOver: a producer whose metadata is
+// stale), which it then stamps. A topic never shrinks.
+func TestATopicGrowsAndAProducerMayPartitionOverTheOldCount(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 2)
+	old, err := tp.Produce([]byte("job-7"), []byte("v"))
+	require.NoError(t, err)
+	require.NoError(t, tp.Grow(5))
+	require.Equal(t, 5, tp.Partitions())
+	require.Equal(t, int64(0), tp.Partition(4).End())
+	require.Same(t, old, tp.Partition(old.Partition).At(0), "the old partitions keep their records")
+	require.Error(t, tp.Grow(4), "Kafka cannot take partitions away")
+	require.Error(t, tp.Grow(5), "nor grow to the count it has")
+
+	var moved []byte
+	for i := 0; moved == nil; i++ {
+		if k := []byte(fmt.Sprintf("job-%d", i)); int(sim.Murmur2(k)&0x7fffffff)%2 != tp.PartitionOf(k) {
+			moved = k
+		}
+	}
+	now, err := tp.Produce(moved, []byte("v"))
+	require.NoError(t, err)
+	require.Equal(t, tp.PartitionOf(moved), now.Partition, "over the new count")
+	stale, err := tp.ProduceOver(2, moved, []byte("v"))
+	require.NoError(t, err)
+	require.Equal(t, int(sim.Murmur2(moved)&0x7fffffff)%2, stale.Partition, "over the count the producer knows")
+	require.NotEqual(t, now.Partition, stale.Partition)
+	_, err = tp.ProduceOver(6, moved, nil)
+	require.Error(t, err, "a count the topic does not have")
+	_, err = tp.ProduceOver(0, moved, nil)
+	require.Error(t, err)
+
+	var parts []int
+	for range 3 {
+		r, err := tp.ProduceOver(2, nil, []byte("v"))
+		require.NoError(t, err)
+		parts = append(parts, r.Partition)
+	}
+	require.Equal(t, []int{0, 1, 0}, parts, "records without a key in turn over the count known")
+}
+
+// A group follows its topic's growth (Grow): each new partition is owned
+// by a member at a new epoch, with nothing committed (from offset 0, as a
+// group with no commit for a partition starts at TRIM_HORIZON); the old
+// partitions keep their owners, epochs and commits.
+func TestAGroupTakesTheNewPartitionsOfItsTopic(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 2)
+	g, err := sim.NewGroup(sim.GroupConfig{Name: "worker", Topic: tp, Consumers: 3})
+	require.NoError(t, err)
+	tp.Partition(1).Append([]byte("k"), nil)
+	_, e1 := g.Owner(1)
+	require.NoError(t, g.Commit(1, e1, 1))
+	require.NoError(t, tp.Grow(4))
+	g.Grow()
+	owner, epoch := g.Owner(3)
+	require.NotEmpty(t, owner)
+	require.Greater(t, epoch, e1)
+	require.Equal(t, int64(0), g.Committed(3))
+	require.NoError(t, g.Commit(3, epoch, 0))
+	_, still := g.Owner(1)
+	require.Equal(t, e1, still)
+	require.Equal(t, int64(1), g.Committed(1))
+	tp.Partition(3).Append([]byte("k"), nil)
+	require.Equal(t, int64(1), g.Lag())
+}
+
+// A topic refuses a record larger than its max.message.bytes
+// (MESSAGE_TOO_LARGE): nothing is appended. A record of exactly the limit
+// is taken. The size is the record's key, value and headers.
+func TestATopicRefusesARecordOverItsMaxMessageBytes(t *testing.T) {
+	t.Parallel()
+	tp, err := sim.NewTopic(sim.TopicConfig{Name: "commands", Partitions: 1, MaxMessageBytes: 100})
+	require.NoError(t, err)
+	h := kafka.Header{Key: "hh", Value: []byte("vvvv")} // 6 bytes
+	r, err := tp.Produce([]byte("key"), make([]byte, 100-3-6), h)
+	require.NoError(t, err, "exactly the limit")
+	require.Equal(t, 100, sim.RecordBytes(r.Key, r.Value, r.Headers))
+	_, err = tp.Produce([]byte("key"), make([]byte, 100-3-6+1), h)
+	require.ErrorIs(t, err, sim.ErrRecordTooLarge)
+	_, err = tp.ProduceTo(0, []byte("key"), make([]byte, 101))
+	require.ErrorIs(t, err, sim.ErrRecordTooLarge)
+	require.Equal(t, int64(1), tp.Partition(0).End(), "nothing appended")
+	def, err := sim.NewTopic(sim.TopicConfig{Name: "events", Partitions: 1})
+	require.NoError(t, err)
+	_, err = def.Produce(nil, make([]byte, sim.DefaultMaxMessageBytes))
+	require.NoError(t, err, "Kafka's default limit")
+	_, err = def.Produce(nil, make([]byte, sim.DefaultMaxMessageBytes+1))
+	require.ErrorIs(t, err, sim.ErrRecordTooLarge)
+	_, err = sim.NewTopic(sim.TopicConfig{Name: "events", Partitions: 1, MaxMessageBytes: -1})
+	require.ErrorIs(t, err, sim.ErrInvalidConfig)
+}
+
+// KeyRecords are a key's records in the order they were produced, across
+// partitions (a key's partition changes when its topic grows), and each
+// record's Seq is its place in the topic's production order.
+func TestKeyRecordsFollowAKeyAcrossPartitions(t *testing.T) {
+	t.Parallel()
+	tp := newTopic(t, 1)
+	a, _ := tp.Produce([]byte("k"), []byte("1"))
+	tp.Produce([]byte("other"), []byte("x"))
+	require.NoError(t, tp.Grow(8))
+	b, _ := tp.ProduceTo(5, []byte("k"), []byte("2"))
+	c := tp.Partition(0).Append([]byte("k"), []byte("3"))
+	n := tp.Partition(0).Append(nil, []byte("4"))
+	require.Equal(t, []*sim.LogRecord{a, b, c}, tp.KeyRecords([]byte("k")))
+	require.Empty(t, tp.KeyRecords(nil), "a record without a key has no key's order")
+	require.Less(t, a.Seq, b.Seq)
+	require.Less(t, b.Seq, c.Seq)
+	require.Less(t, c.Seq, n.Seq)
+}
