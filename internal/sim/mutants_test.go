@@ -58,8 +58,8 @@ var mutants = []mutant{
 	{
 		// A message that fails does not stop the rest of its lane.
 		name: "fifo-lane-runs-on-after-a-failure", file: "pkg/fifo/quarantine.go", fn: "runQuarantinedLane",
-		old:       "\t\t\tcase !r.outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
-		new:       "\t\t\tcase !r.outcome.Acknowledged():",
+		old:       "\t\t\tcase !r.Outcome.Acknowledged():\n\t\t\t\trest = SkippedAfterFailure",
+		new:       "\t\t\tcase !r.Outcome.Acknowledged():",
 		transport: "sqs", // pkg/fifo: the SQS processor
 		within:    30,
 	},

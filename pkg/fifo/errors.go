@@ -3,6 +3,8 @@ package fifo
 import (
 	"errors"
 	"fmt"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
 )
 
 // ErrInvalidBatch is wrapped by the error Process returns for a batch it
@@ -27,66 +29,35 @@ func (e *InvalidBatchError) Error() string {
 func (e *InvalidBatchError) Unwrap() error { return ErrInvalidBatch }
 
 // PermanentError marks a message that will never succeed, however often it
-// is received (a malformed body, an unknown command type).
-type PermanentError struct {
-	Err error
-}
+// is received (a malformed body, an unknown command type). It is lanes.PermanentError with this
+// package's mark: kafka.Permanent's is another type, so that a handler
+// shared by both transports says which processor it answers.
+type PermanentError = lanes.PermanentError[sqsMark]
+
+// sqsMark is the mark of this package's PermanentError.
+type sqsMark struct{}
 
 // Permanent marks err as permanent. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &PermanentError{Err: err}
-}
-
-func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
-
-// Unwrap returns the marked error.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func Permanent(err error) error { return lanes.Permanent[sqsMark](err) }
 
 // IsPermanent reports whether err, or any error it wraps, was marked by Permanent.
-func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p)
-}
+func IsPermanent(err error) bool { return lanes.IsPermanent[sqsMark](err) }
 
-// PanicError is the failure recorded for a message whose handler panicked,
-// or whose processing panicked in code the processor called for it: the
-// dead-letter client, the logger, a method of the handler's error.
-type PanicError struct {
-	Value any       // what was panicked with
-	Stack []byte    // the goroutine's stack at the panic
-	In    PanicSite // what panicked; the zero value is the handler
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.In, e.Value) }
+// PanicError is the failure recorded for a message whose handler panicked
+// or called runtime.Goexit, or whose processing panicked in code the
+// processor called for it: the dead-letter client, the logger, a method
+// of the handler's error, the quarantine. It is lanes.PanicError.
+type PanicError = lanes.PanicError
 
 // PanicSite says what panicked.
-type PanicSite uint8
+type PanicSite = lanes.PanicSite
 
 // The sites of a panic.
 const (
-	PanicInHandler      PanicSite = iota // the Handler
-	PanicInDeadLetter                    // the dead-letter client's SendMessage
-	PanicInLogger                        // Config.Logger
-	PanicInMetrics                       // Config.Metrics
-	PanicInHandlerError                  // a method of the error the handler returned
-	PanicInQuarantine                    // Config.Quarantine
+	PanicInHandler      = lanes.PanicInHandler      // the Handler
+	PanicInDeadLetter   = lanes.PanicInDeadLetter   // the dead-letter client's SendMessage
+	PanicInLogger       = lanes.PanicInLogger       // Config.Logger
+	PanicInMetrics      = lanes.PanicInMetrics      // Config.Metrics
+	PanicInHandlerError = lanes.PanicInHandlerError // a method of the error the handler returned
+	PanicInQuarantine   = lanes.PanicInQuarantine   // Config.Quarantine
 )
-
-var panicSites = [...]string{
-	PanicInHandler:      "handler",
-	PanicInDeadLetter:   "dead-letter send",
-	PanicInLogger:       "logger",
-	PanicInMetrics:      "metrics hook",
-	PanicInHandlerError: "handler's error",
-	PanicInQuarantine:   "quarantine",
-}
-
-func (s PanicSite) String() string {
-	if int(s) < len(panicSites) {
-		return panicSites[s]
-	}
-	return "unknown"
-}

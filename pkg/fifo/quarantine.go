@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes"
 )
 
 // Quarantine keeps a FIFO queue's groups whose messages cannot be processed,
@@ -118,9 +120,9 @@ var ErrQuarantineThreshold = errors.New("fifo: the message reached the quarantin
 // parked (see Hold.Next).
 var ErrCopyOutOfOrder = errors.New("fifo: a redriven copy arrived while an older message of its group is still parked (that message's copy was lost, or is in the dead-letter queue)")
 
-// checkQuarantine reads the holds of the batch's groups, once, before any
-// lane starts.
-func (b *batch) checkQuarantine(ctx context.Context) {
+// Prepare reads the holds of the batch's groups, once, before any lane
+// starts (lanes.Preparer).
+func (b *batch) Prepare(ctx context.Context) {
 	q := b.p.cfg.Quarantine
 	if q == nil {
 		return
@@ -134,18 +136,7 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 	if len(msgs) == 0 {
 		return
 	}
-	var view QuarantineView
-	var err error
-	// On Process's own goroutine: guarded, so that a runtime.Goexit in
-	// Check cannot end Process without a response.
-	if pe := guarded(PanicInQuarantine, func() { view, err = q.Check(ctx, msgs) }); pe != nil {
-		err = pe
-	}
-	if err != nil {
-		b.heldErr = fmt.Errorf("fifo: quarantine check: %w", err)
-		return
-	}
-	b.held = view
+	b.held, b.heldErr = lanes.CheckQuarantine(&b.Batch, func() (QuarantineView, error) { return q.Check(ctx, msgs) })
 }
 
 // quarantined reports whether message i's lane runs under the quarantine.
@@ -161,27 +152,27 @@ func (b *batch) quarantined(i int) bool {
 func (b *batch) runQuarantinedLane(head int) {
 	group := b.records[head].Attributes[groupAttribute]
 	if b.heldErr != nil {
-		for i := head; i >= 0; i = b.plan.Next(i) {
-			b.results[i].outcome, b.results[i].err = Failed, b.heldErr
-			b.logOutcome(i)
+		for i := head; i >= 0; i = b.Plan.Next(i) {
+			b.Results[i].Outcome, b.Results[i].Err = Failed, b.heldErr
+			b.LogOutcome(i)
 		}
 		return
 	}
 	threshold := b.p.cfg.QuarantineThreshold
 	hold := b.held.Holds[group]
 	rest := pending
-	for i := head; i >= 0; i = b.plan.Next(i) {
-		r, msg := &b.results[i], &b.records[i]
+	for i := head; i >= 0; i = b.Plan.Next(i) {
+		r, msg := &b.Results[i], &b.records[i]
 		d, known := b.held.Messages[msg.MessageId]
 		current := known && d.Copy && hold.State == Draining && hold.Epoch == d.Epoch
 		runnable := current && hold.Next == d.Key
 		switch {
-		case r.outcome != pending:
+		case r.Outcome != pending:
 			continue // parked or dropped with an earlier message
 		case rest != pending:
-			r.outcome = rest
+			r.Outcome = rest
 		case known && d.Drop:
-			r.outcome, r.note = Dropped, d.Reason
+			r.Outcome, r.Note = Dropped, d.Reason
 		case current && !runnable:
 			// Its parked message stays parked, for the next redrive to
 			// send again after the older one.
@@ -189,8 +180,8 @@ func (b *batch) runQuarantinedLane(head int) {
 			hold, rest = b.rehold(i, group, hold, cause, "redriven copy out of order: ")
 			continue // rehold logged it
 		case known && d.Copy && !runnable:
-			r.outcome = Dropped
-			r.note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
+			r.Outcome = Dropped
+			r.Note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
 		case !runnable && hold.State != NotHeld:
 			hold, rest = b.park(i, group, hold, nil, false)
 			continue // park logged it
@@ -202,49 +193,29 @@ func (b *batch) runQuarantinedLane(head int) {
 				hold, rest = b.park(i, group, hold, cause, true)
 			}
 			continue // park or rehold logged it
-		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
+		case b.Stopped():
 			// The rest of the lane is skipped too, parked messages
 			// included: a message parked while an earlier one of its
 			// group is received again could be redriven, and run, first.
-			r.outcome, rest = SkippedStopped, SkippedStopped
-		case !b.running.TimeToStart():
-			r.outcome, rest = SkippedDeadline, SkippedDeadline
+			r.Outcome, rest = SkippedStopped, SkippedStopped
+		case !b.TimeToStart():
+			r.Outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
-			b.runMessage(i)
+			b.RunItem(i, nil)
 			switch {
-			case r.outcome == Succeeded && runnable:
+			case r.Outcome == Succeeded && runnable:
 				hold, rest = b.done(i, group, hold)
-			case r.outcome == Failed && r.park && runnable:
-				hold, rest = b.rehold(i, group, hold, r.err, "redriven copy failed again: ")
-			case r.outcome == Failed && r.park:
-				hold, rest = b.park(i, group, hold, r.err, true)
-			case !r.outcome.Acknowledged():
+			case r.Outcome == Failed && r.Park && runnable:
+				hold, rest = b.rehold(i, group, hold, r.Err, "redriven copy failed again: ")
+			case r.Outcome == Failed && r.Park:
+				hold, rest = b.park(i, group, hold, r.Err, true)
+			case !r.Outcome.Acknowledged():
 				rest = SkippedAfterFailure
 			}
-			continue // runMessage logged it, and so did park
+			continue // RunItem logged it, and so did park
 		}
-		b.logOutcome(i) // decided without running
+		b.LogOutcome(i) // decided without running
 	}
-}
-
-// callQuarantine calls f, which calls a method of the Quarantine on a lane,
-// and returns its error, or a panic in it as a *PanicError. If f ends the
-// goroutine with runtime.Goexit, failed is called first with that as the
-// error, to decide the messages of the call as failed (a copy whose Done
-// never returned must not be acknowledged); the worker is then replaced
-// (see lanes.Run.Lanes) and the rest of the lane is skipped.
-func callQuarantine(f func() error, failed func(error)) (err error) {
-	exited := true
-	defer func() {
-		if exited {
-			failed(&PanicError{In: PanicInQuarantine, Value: "called runtime.Goexit"})
-		}
-	}()
-	if pe := contained(PanicInQuarantine, func() { err = f() }); pe != nil {
-		err = pe
-	}
-	exited = false
-	return err
 }
 
 // park parks message i and the messages after it in its lane that cannot
@@ -257,88 +228,37 @@ func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (
 	if holdIt {
 		after = Hold{State: Held, Epoch: hold.Epoch}
 	}
-	var idx []int
-	var msgs []*events.SQSMessage
-	for j := i; j >= 0; j = b.plan.Next(j) {
+	idx := b.ToPark(i, func(j int) bool {
+		// A copy of the epoch: what follows waits for it to run, or to
+		// hold the group again.
 		d, known := b.held.Messages[b.records[j].MessageId]
-		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
-			break // a copy of the epoch: what follows waits for it to run, or to hold the group again
-		}
-		if j != i && known && (d.Drop || d.Copy) {
-			continue // decided by runQuarantinedLane when it gets there
-		}
-		idx = append(idx, j)
-		msgs = append(msgs, &b.records[j])
+		return known && d.Copy && after.State == Draining && after.Epoch == d.Epoch
+	}, func(j int) bool {
+		d, known := b.held.Messages[b.records[j].MessageId]
+		return known && (d.Drop || d.Copy) // decided by runQuarantinedLane when it gets there
+	})
+	msgs := make([]*events.SQSMessage, len(idx))
+	for k, j := range idx {
+		msgs[k] = &b.records[j]
 	}
-	settle := func(err error) {
-		for _, j := range idx {
-			r := &b.results[j]
-			r.park = false
-			if err != nil {
-				r.outcome, r.err = Failed, errors.Join(r.err, fmt.Errorf("fifo: park: %w", err))
-			} else {
-				r.outcome = Parked
-				if j == i && cause != nil {
-					r.note = cause.Error()
-				} else {
-					r.note = "its group is " + after.State.String()
-				}
-			}
-			b.logOutcome(j) // for a message that ran, a second line: its parking
-		}
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, group, msgs, cause, holdIt)
-		return err
-	}, settle)
-	settle(err)
-	if err != nil {
-		return hold, SkippedAfterFailure
-	}
-	return got, pending
+	return lanes.Park(&b.Batch, idx, hold, cause, "its group is "+after.State.String(), func() (Hold, error) {
+		return b.p.cfg.Quarantine.Park(b.Context(), group, msgs, cause, holdIt)
+	})
 }
 
 // rehold puts the group back on hold because the redriven copy i failed
 // again, reached the threshold or came out of order (note says which): its
 // parked message stays parked.
 func (b *batch) rehold(i int, group string, hold Hold, cause error, note string) (Hold, Outcome) {
-	r := &b.results[i]
-	failed := func(err error) {
-		r.outcome, r.park, r.err = Failed, false, errors.Join(r.err, fmt.Errorf("fifo: re-hold: %w", err))
-		b.logOutcome(i)
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, group, nil, cause, true)
-		return err
-	}, failed)
-	if err != nil {
-		failed(err)
-		return hold, SkippedAfterFailure
-	}
-	r.outcome, r.park, r.note = Parked, false, note+cause.Error()
-	b.logOutcome(i)
-	return got, pending
+	return lanes.Rehold(&b.Batch, i, hold, cause, note, func() (Hold, error) {
+		return b.p.cfg.Quarantine.Park(b.Context(), group, nil, cause, true)
+	})
 }
 
 // done records that the redriven copy i was processed. If that cannot be
-// recorded, the copy is received again, and runs again: the parked message
-// must not stay parked after it ran, nor run after a later message.
+// recorded, the copy is received again, and runs again.
 func (b *batch) done(i int, group string, hold Hold) (Hold, Outcome) {
-	r := &b.results[i]
-	failed := func(err error) {
-		r.outcome, r.err = Failed, fmt.Errorf("fifo: the redriven copy ran, but recording it failed: %w", err)
-		b.logOutcome(i)
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Done(b.handlerCx, group, &b.records[i])
-		return err
-	}, failed)
-	if err != nil {
-		failed(err)
-		return hold, SkippedAfterFailure
-	}
-	return got, pending
+	return lanes.Done(&b.Batch, i, hold, func() (Hold, error) {
+		return b.p.cfg.Quarantine.Done(b.Context(), group, &b.records[i])
+	})
 }

@@ -187,10 +187,14 @@ func (c Config) Validate() error {
 // its defaults.
 func (c Config) lanes() lanes.Config {
 	return lanes.Config{
-		Concurrency:     c.Concurrency,
-		DeadlineMargin:  c.DeadlineMargin,
-		ResponseReserve: c.ResponseReserve,
-		Now:             c.Now,
-		Logger:          c.Logger,
+		Concurrency:        c.Concurrency,
+		DeadlineMargin:     c.DeadlineMargin,
+		ResponseReserve:    c.ResponseReserve,
+		Now:                c.Now,
+		Logger:             c.Logger,
+		Permanent:          IsPermanent,
+		StopOnFirstFailure: c.StopOnFirstFailure,
+		Name:               "kafka",
+		Item:               "record",
 	}
 }

@@ -1,77 +1,52 @@
 package kafka
 
-import "time"
+import (
+	"time"
 
-// Outcome is what became of one record of a batch.
-type Outcome uint8
+	"github.com/fifoworker/fifoworker/pkg/lanes"
+)
+
+// Outcome is what became of one record of a batch (lanes.Outcome).
+type Outcome = lanes.Outcome
 
 // The outcomes. Only Succeeded, DeadLettered, Parked and Dropped count as
 // completed; every other outcome puts the record in the response's
 // BatchItemFailures.
 const (
 	// Succeeded: the handler returned nil.
-	Succeeded Outcome = iota
+	Succeeded = lanes.Succeeded
 	// DeadLettered: the handler returned a permanent error and
 	// Config.DeadLetter stored the record.
-	DeadLettered
+	DeadLettered = lanes.DeadLettered
 	// Failed: the handler returned an error (or a permanent error that
-	// could not be dead-lettered).
-	Failed
+	// could not be dead-lettered), or the record was refused before it ran
+	// (its partition count, see Config.PartitionCount).
+	Failed = lanes.Failed
 	// Panicked: the handler panicked or called runtime.Goexit, or code the
 	// processor called for the record did (see PanicError.In). A record
 	// whose lane key function panicked has this outcome without having run.
-	Panicked
+	Panicked = lanes.Panicked
 	// SkippedAfterFailure: an earlier record of the same lane failed (or,
 	// after a lane key function's panic, an earlier record of the same
 	// partition).
-	SkippedAfterFailure
+	SkippedAfterFailure = lanes.SkippedAfterFailure
 	// SkippedStopped: StopOnFirstFailure is set and a record failed before
 	// this one could start.
-	SkippedStopped
+	SkippedStopped = lanes.SkippedStopped
 	// SkippedDeadline: too little time remained before the deadline, or the
 	// context was done, before the record, or an earlier record of its
 	// lane, could start.
-	SkippedDeadline
+	SkippedDeadline = lanes.SkippedDeadline
 	// Parked: the record's key is quarantined (see Config.Quarantine); the
 	// record was parked in order under its key's hold, to be redriven. It
 	// may have run first: a permanent failure, or a failure that reached
 	// the threshold, parks the record that failed.
-	Parked
+	Parked = lanes.Parked
 	// Dropped: the quarantine recognised the record as a copy of one
 	// already processed, discarded or parked, or as a redelivery of a
 	// record parked before, so it did not run.
-	Dropped
-	numOutcomes
+	Dropped = lanes.Dropped
 )
-
-var outcomeNames = [numOutcomes]string{
-	Succeeded:           "succeeded",
-	DeadLettered:        "dead_lettered",
-	Failed:              "failed",
-	Panicked:            "panicked",
-	SkippedAfterFailure: "skipped_after_failure",
-	SkippedStopped:      "skipped_stopped",
-	SkippedDeadline:     "skipped_deadline",
-	Parked:              "parked",
-	Dropped:             "dropped",
-}
-
-func (o Outcome) String() string {
-	if o < numOutcomes {
-		return outcomeNames[o]
-	}
-	return "unknown"
-}
-
-// Completed reports whether the record is left out of BatchItemFailures.
-func (o Outcome) Completed() bool {
-	return o == Succeeded || o == DeadLettered || o == Parked || o == Dropped
-}
-
-// Started reports whether the outcome is one only a handler that ran can
-// have (Panicked also covers a lane key function's panic, before any run;
-// a Parked record may have run too: its Duration says so).
-func (o Outcome) Started() bool { return o <= Panicked }
 
 // RecordMetrics is what the metrics hook learns of one record.
 type RecordMetrics struct {
@@ -95,11 +70,5 @@ type BatchMetrics struct {
 
 // Count returns how many records of the batch had outcome o.
 func (b BatchMetrics) Count(o Outcome) int {
-	n := 0
-	for i := range b.Records {
-		if b.Records[i].Outcome == o {
-			n++
-		}
-	}
-	return n
+	return lanes.CountOutcome(b.Records, func(m *RecordMetrics) Outcome { return m.Outcome }, o)
 }

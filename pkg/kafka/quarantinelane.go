@@ -41,34 +41,27 @@ func (b *batch) topicKey(i int) TopicKey {
 	return TopicKey{Topic: b.records[i].Topic, Key: k}
 }
 
-// checkQuarantine reads the holds of the batch's keys, once, before any
-// lane starts.
-func (b *batch) checkQuarantine(ctx context.Context) {
+// Prepare stops the run if a lane key function panicked, the batch's
+// first failure, and reads the holds of the batch's keys, once, before any
+// lane starts (lanes.Preparer).
+func (b *batch) Prepare(ctx context.Context) {
+	if b.keyFailed {
+		b.StopOnFailure()
+	}
 	q := b.p.cfg.Quarantine
 	if q == nil {
 		return
 	}
 	var recs []KeyedRecord
 	for i := range b.records {
-		if b.quarantined(i) && b.results[i].outcome == pending {
+		if b.quarantined(i) && b.Results[i].Outcome == pending {
 			recs = append(recs, KeyedRecord{Key: b.topicKey(i), Record: &b.records[i]})
 		}
 	}
 	if len(recs) == 0 {
 		return
 	}
-	var view QuarantineView
-	var err error
-	// On Process's own goroutine: guarded, so that a runtime.Goexit in
-	// Check cannot end Process without a response.
-	if pe := guarded(PanicInQuarantine, func() { view, err = q.Check(ctx, recs) }); pe != nil {
-		err = pe
-	}
-	if err != nil {
-		b.heldErr = fmt.Errorf("kafka: quarantine check: %w", err)
-		return
-	}
-	b.held = view
+	b.held, b.heldErr = lanes.CheckQuarantine(&b.Batch, func() (QuarantineView, error) { return q.Check(ctx, recs) })
 }
 
 // runQuarantinedLane runs a key's lane under its hold, following the hold
@@ -80,16 +73,16 @@ func (b *batch) checkQuarantine(ctx context.Context) {
 func (b *batch) runQuarantinedLane(head int) {
 	key := b.topicKey(head)
 	if b.heldErr != nil {
-		for i := head; i >= 0; i = b.plan.Next(i) {
-			b.results[i].outcome, b.results[i].err = Failed, b.heldErr
-			b.logOutcome(i)
+		for i := head; i >= 0; i = b.Plan.Next(i) {
+			b.Results[i].Outcome, b.Results[i].Err = Failed, b.heldErr
+			b.LogOutcome(i)
 		}
 		return
 	}
 	hold := b.held.Holds[key]
 	rest := pending
-	for i := head; i >= 0; i = b.plan.Next(i) {
-		r, rec := &b.results[i], &b.records[i]
+	for i := head; i >= 0; i = b.Plan.Next(i) {
+		r, rec := &b.Results[i], &b.records[i]
 		d, known := b.held.Records[b.checked[i].id]
 		isCopy := known && d.Copy
 		current := isCopy && hold.State == Draining && hold.Epoch == d.Epoch
@@ -102,23 +95,23 @@ func (b *batch) runQuarantinedLane(head int) {
 			moved = checkPartitionCount(rec, b.p.cfg.PartitionCount)
 		}
 		switch {
-		case r.outcome != pending:
+		case r.Outcome != pending:
 			continue // parked or dropped with an earlier record
 		case rest != pending:
-			r.outcome = rest
+			r.Outcome = rest
 		case known && d.Drop:
-			r.outcome, r.note = Dropped, d.Reason
+			r.Outcome, r.Note = Dropped, d.Reason
 		case hold.State != NotHeld && rec.Partition != hold.Partition:
 			// Its offset is of another partition's sequence: parked under
 			// the hold it would sort among records it did not follow.
-			r.outcome, rest = Failed, SkippedAfterFailure
-			r.err = fmt.Errorf("%w: partition %d, the key is %s from partition %d", ErrKeyMovedPartition, rec.Partition, hold.State, hold.Partition)
+			r.Outcome, rest = Failed, SkippedAfterFailure
+			r.Err = fmt.Errorf("%w: partition %d, the key is %s from partition %d", ErrKeyMovedPartition, rec.Partition, hold.State, hold.Partition)
 		case current && d.Of < hold.Next:
 			// Check saw its record parked, but an earlier copy of it ran in
 			// this batch (a copy written twice: the brokers' answer was
 			// lost and the redrive sent it again): nothing older waits.
-			r.outcome = Dropped
-			r.note = fmt.Sprintf("a second copy of offset %d, which ran in this batch", d.Of)
+			r.Outcome = Dropped
+			r.Note = fmt.Sprintf("a second copy of offset %d, which ran in this batch", d.Of)
 		case current && !runnable:
 			// Its parked record stays parked, for the next redrive to send
 			// again after the older one.
@@ -126,8 +119,8 @@ func (b *batch) runQuarantinedLane(head int) {
 			hold, rest = b.rehold(i, key, hold, cause, "redriven copy out of order: ")
 			continue // rehold logged it
 		case isCopy && !runnable:
-			r.outcome = Dropped
-			r.note = fmt.Sprintf("redriven copy of epoch %d while the key is %s (epoch %d): its parked record stays parked", d.Epoch, hold.State, hold.Epoch)
+			r.Outcome = Dropped
+			r.Note = fmt.Sprintf("redriven copy of epoch %d while the key is %s (epoch %d): its parked record stays parked", d.Epoch, hold.State, hold.Epoch)
 		case !runnable && hold.State != NotHeld:
 			hold, rest = b.park(i, key, hold, nil, false)
 			continue // park logged it
@@ -143,60 +136,56 @@ func (b *batch) runQuarantinedLane(head int) {
 				hold, rest = b.park(i, key, hold, b.thresholdCause(i, hold), true)
 			}
 			continue // park or rehold logged it
-		case b.p.cfg.StopOnFirstFailure && b.running.Stopped():
+		case b.Stopped():
 			// The rest of the lane is skipped too, parked records
 			// included: a record parked while an earlier one of its key is
 			// delivered again could be redriven, and run, first.
-			r.outcome, rest = SkippedStopped, SkippedStopped
-		case !b.running.TimeToStart():
-			r.outcome, rest = SkippedDeadline, SkippedDeadline
+			r.Outcome, rest = SkippedStopped, SkippedStopped
+		case !b.TimeToStart():
+			r.Outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
-			b.runRecordThen(i, func() { hold = b.countFailure(i, key, hold) })
+			b.RunItem(i, func() { hold = b.countFailure(i, key, hold) })
 			switch {
-			case r.outcome == Succeeded && runnable:
+			case r.Outcome == Succeeded && runnable:
 				hold, rest = b.done(i, key, hold)
-			case r.park && runnable:
-				hold, rest = b.rehold(i, key, hold, r.parkCause, "redriven copy failed again: ")
-			case r.park:
-				hold, rest = b.park(i, key, hold, r.parkCause, true)
-			case !r.outcome.Completed():
+			case r.Park && runnable:
+				hold, rest = b.rehold(i, key, hold, r.ParkCause, "redriven copy failed again: ")
+			case r.Park:
+				hold, rest = b.park(i, key, hold, r.ParkCause, true)
+			case !r.Outcome.Completed():
 				rest = SkippedAfterFailure
 			}
-			continue // runRecordThen logged it, and so did park
+			continue // RunItem logged it, and so did park
 		}
-		b.logOutcome(i) // decided without running
+		b.LogOutcome(i) // decided without running
 	}
 }
 
 // countFailure records a failed attempt of record i (Quarantine.Failed)
 // after its handler returned, before its outcome is logged, and returns
 // the key's hold with the attempts afterwards. A record whose next attempt
-// would be parked before it runs is parked now instead (r.park): that
+// would be parked before it runs is parked now instead (r.Park): that
 // saves the delivery of its partition's batch again. A permanent failure
 // is parked at once, uncounted.
 func (b *batch) countFailure(i int, key TopicKey, hold Hold) Hold {
-	r := &b.results[i]
-	if r.park || (r.outcome != Failed && r.outcome != Panicked) {
+	r := &b.Results[i]
+	if r.Park || (r.Outcome != Failed && r.Outcome != Panicked) {
 		return hold
-	}
-	var got Attempts
-	failed := func(err error) {
-		r.err = errors.Join(r.err, fmt.Errorf("kafka: count the failed attempt: %w", err))
 	}
 	ctx, cancel := b.countContext()
 	defer cancel()
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Failed(ctx, key, hold, &b.records[i], r.err)
-		return err
-	}, failed)
+	got, err := lanes.CallQuarantine(func() (Attempts, error) {
+		return b.p.cfg.Quarantine.Failed(ctx, key, hold, &b.records[i], r.Err)
+	}, func(err error) {
+		r.Err = errors.Join(r.Err, fmt.Errorf("kafka: count the failed attempt: %w", err))
+	})
 	if err != nil {
-		failed(err)
 		return hold
 	}
 	hold.Attempts = got
 	if got.Of(&b.records[i])+1 >= b.p.cfg.QuarantineThreshold {
 		// Failed until runQuarantinedLane parks it.
-		r.park, r.parkCause = true, b.thresholdCause(i, hold)
+		r.Park, r.ParkCause = true, b.thresholdCause(i, hold)
 	}
 	return hold
 }
@@ -211,12 +200,12 @@ func (b *batch) countFailure(i int, key TopicKey, hold Hold) Hold {
 // half is left for the response. Without a deadline it is the handlers'
 // context. The caller cancels it: nothing of it outlives Process.
 func (b *batch) countContext() (context.Context, context.CancelFunc) {
-	handlers, ok := b.handlerCx.Deadline()
+	handlers, ok := b.Context().Deadline()
 	if !ok {
-		return b.handlerCx, func() {}
+		return b.Context(), func() {}
 	}
 	reserve := cmp.Or(b.p.cfg.ResponseReserve, lanes.DefaultResponseReserve)
-	return context.WithDeadline(context.WithoutCancel(b.handlerCx), handlers.Add(reserve/2))
+	return context.WithDeadline(context.WithoutCancel(b.Context()), handlers.Add(reserve/2))
 }
 
 // thresholdCause is why record i is parked at the threshold: its attempts
@@ -224,26 +213,6 @@ func (b *batch) countContext() (context.Context, context.CancelFunc) {
 func (b *batch) thresholdCause(i int, hold Hold) error {
 	return fmt.Errorf("%w (%d failed, attempt %d is the threshold): %s", ErrQuarantineThreshold,
 		hold.Attempts.Of(&b.records[i]), b.p.cfg.QuarantineThreshold, hold.Attempts.Cause)
-}
-
-// callQuarantine calls f, which calls a method of the Quarantine on a lane,
-// and returns its error, or a panic in it as a *PanicError. If f ends the
-// goroutine with runtime.Goexit, failed is called first with that as the
-// error, to decide the records of the call as failed (a copy whose Done
-// never returned must not be completed); the lane's goroutine is then
-// replaced (see lanes.Run.Lanes) and the rest of the lane is skipped.
-func callQuarantine(f func() error, failed func(error)) (err error) {
-	exited := true
-	defer func() {
-		if exited {
-			failed(&PanicError{In: PanicInQuarantine, Value: goexitValue})
-		}
-	}()
-	if pe := contained(PanicInQuarantine, func() { err = f() }); pe != nil {
-		err = pe
-	}
-	exited = false
-	return err
 }
 
 // park parks record i and the records after it in its lane that cannot
@@ -258,94 +227,37 @@ func (b *batch) park(i int, key TopicKey, hold Hold, cause error, holdIt bool) (
 	if holdIt {
 		after = Hold{State: Held}
 	}
-	var idx []int
-	var recs []*Record
-	for j := i; j >= 0; j = b.plan.Next(j) {
+	idx := b.ToPark(i, func(j int) bool {
+		// A copy of the epoch: what follows waits for it to run, or to
+		// hold the key again.
 		d, known := b.held.Records[b.checked[j].id]
-		if j != i && known && d.Copy && after.State == Draining && after.Epoch == d.Epoch {
-			break // a copy of the epoch: what follows waits for it to run, or to hold the key again
-		}
-		if j != i && known && (d.Drop || d.Copy) {
-			continue // decided by runQuarantinedLane when it gets there
-		}
-		idx = append(idx, j)
-		recs = append(recs, &b.records[j])
+		return known && d.Copy && after.State == Draining && after.Epoch == d.Epoch
+	}, func(j int) bool {
+		d, known := b.held.Records[b.checked[j].id]
+		return known && (d.Drop || d.Copy) // decided by runQuarantinedLane when it gets there
+	})
+	recs := make([]*Record, len(idx))
+	for k, j := range idx {
+		recs[k] = &b.records[j]
 	}
-	settle := func(err error) {
-		for _, j := range idx {
-			r := &b.results[j]
-			r.park = false
-			if err != nil {
-				if r.outcome == pending {
-					r.outcome = Failed
-				}
-				r.err = errors.Join(r.err, fmt.Errorf("kafka: park: %w", err))
-			} else {
-				r.outcome = Parked
-				if j == i && cause != nil {
-					r.note = cause.Error()
-				} else {
-					r.note = "its key is " + after.State.String()
-				}
-			}
-			b.logOutcome(j) // for a record that ran, a second line: its parking
-		}
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, key, recs, cause, holdIt)
-		return err
-	}, settle)
-	settle(err)
-	if err != nil {
-		return hold, SkippedAfterFailure
-	}
-	return got, pending
+	return lanes.Park(&b.Batch, idx, hold, cause, "its key is "+after.State.String(), func() (Hold, error) {
+		return b.p.cfg.Quarantine.Park(b.Context(), key, recs, cause, holdIt)
+	})
 }
 
 // rehold puts the key back on hold because the redriven copy i failed
 // again, reached the threshold or came out of order (note says which): its
 // parked record stays parked.
 func (b *batch) rehold(i int, key TopicKey, hold Hold, cause error, note string) (Hold, Outcome) {
-	r := &b.results[i]
-	failed := func(err error) {
-		if r.outcome == pending {
-			r.outcome = Failed
-		}
-		r.park, r.err = false, errors.Join(r.err, fmt.Errorf("kafka: re-hold: %w", err))
-		b.logOutcome(i)
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Park(b.handlerCx, key, nil, cause, true)
-		return err
-	}, failed)
-	if err != nil {
-		failed(err)
-		return hold, SkippedAfterFailure
-	}
-	r.outcome, r.park, r.note = Parked, false, note+cause.Error()
-	b.logOutcome(i)
-	return got, pending
+	return lanes.Rehold(&b.Batch, i, hold, cause, note, func() (Hold, error) {
+		return b.p.cfg.Quarantine.Park(b.Context(), key, nil, cause, true)
+	})
 }
 
 // done records that the redriven copy i was processed. If that cannot be
-// recorded, the copy is delivered again, and runs again: the parked record
-// must not stay parked after it ran, nor run after a later record.
+// recorded, the copy is delivered again, and runs again.
 func (b *batch) done(i int, key TopicKey, hold Hold) (Hold, Outcome) {
-	r := &b.results[i]
-	failed := func(err error) {
-		r.outcome, r.err = Failed, fmt.Errorf("kafka: the redriven copy ran, but recording it failed: %w", err)
-		b.logOutcome(i)
-	}
-	var got Hold
-	err := callQuarantine(func() (err error) {
-		got, err = b.p.cfg.Quarantine.Done(b.handlerCx, key, &b.records[i])
-		return err
-	}, failed)
-	if err != nil {
-		failed(err)
-		return hold, SkippedAfterFailure
-	}
-	return got, pending
+	return lanes.Done(&b.Batch, i, hold, func() (Hold, error) {
+		return b.p.cfg.Quarantine.Done(b.Context(), key, &b.records[i])
+	})
 }

@@ -45,8 +45,26 @@ type Config struct {
 	Now func() time.Time
 
 	// Logger logs, at Debug, a lane goroutine that ended by
-	// runtime.Goexit and was replaced. Default nil: no logging.
+	// runtime.Goexit and was replaced. Default nil: no logging. (A
+	// Batch logs with the logger its BatchConfig gives.)
 	Logger *slog.Logger
+
+	// Permanent reports whether a handler's error marks a permanent
+	// failure (the processor's IsPermanent), which a Batch dead-letters or
+	// parks. Default nil: none does.
+	Permanent func(err error) bool
+
+	// StopOnFirstFailure: a Batch's first failure stops its run
+	// (Run.Stop), so that no further item starts anywhere in the batch.
+	// Default false: a failure stops only the rest of its own lane.
+	StopOnFirstFailure bool
+
+	// Name starts the messages a Batch logs and the errors it makes
+	// ("fifo": "fifo: batch", "fifo: park: ..."). Default "lanes".
+	Name string
+	// Item is what a Batch calls an item in its log ("message": the line
+	// "fifo: message" for each). Default "item".
+	Item string
 }
 
 // Validate reports the first setting that cannot work, as an error
@@ -77,6 +95,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Name == "" {
+		c.Name = "lanes"
+	}
+	if c.Item == "" {
+		c.Item = "item"
 	}
 	return c
 }

@@ -2,7 +2,6 @@ package lanes
 
 import (
 	"context"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,9 @@ import (
 // Engine runs the lanes of batches. It is safe for concurrent use.
 type Engine struct {
 	cfg Config
+	// say is what its batches log and the errors they make, built once
+	// from Config.Name and Config.Item.
+	say words
 }
 
 // New returns an Engine with cfg. It fails with an error wrapping
@@ -20,7 +22,8 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg.withDefaults()}, nil
+	cfg = cfg.withDefaults()
+	return &Engine{cfg: cfg, say: wordsOf(cfg.Name, cfg.Item)}, nil
 }
 
 // Plan is a batch of n items split into lanes: the items of one key, in
@@ -170,7 +173,7 @@ func (l *laneWorkers) work() {
 	defer func() {
 		if exited {
 			if log := l.run.e.cfg.Logger; log != nil {
-				_ = Guard(func() { log.Debug("lanes: a lane's goroutine called runtime.Goexit; replaced") })
+				_ = Guard(PanicInLogger, func() { log.Debug("lanes: a lane's goroutine called runtime.Goexit; replaced") })
 			}
 			l.wg.Go(l.work) // legal during Wait: this goroutine still counts
 		}
@@ -183,37 +186,4 @@ func (l *laneWorkers) work() {
 		}
 		l.lane.RunLane(l.plan.heads[k])
 	}
-}
-
-// Panic is a panic Contain or Guard recovered, or a runtime.Goexit Guard
-// absorbed (Goexit set, Value and Stack nil).
-type Panic struct {
-	Value  any
-	Stack  []byte
-	Goexit bool
-}
-
-// Contain calls f and returns a panic in it instead of letting it unwind
-// further, or nil. A runtime.Goexit in f still ends the calling goroutine.
-func Contain(f func()) (p *Panic) {
-	defer func() {
-		if v := recover(); v != nil {
-			p = &Panic{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	f()
-	return nil
-}
-
-// Guard is Contain for code on a goroutine that must not end: f runs on a
-// goroutine of its own, which Guard waits for, so that a runtime.Goexit in
-// f ends that goroutine only and comes back as a Panic with Goexit set.
-func Guard(f func()) *Panic {
-	done := make(chan *Panic, 1)
-	go func() {
-		p := &Panic{Goexit: true}
-		defer func() { done <- p }()
-		p = Contain(f)
-	}()
-	return <-done
 }

@@ -177,23 +177,25 @@ func TestStopIsSeenByEveryLane(t *testing.T) {
 }
 
 func TestContainReturnsAPanicWithItsStack(t *testing.T) {
-	assert.Nil(t, lanes.Contain(func() {}))
-	p := lanes.Contain(func() { panic("boom") })
+	assert.Nil(t, lanes.Contain(lanes.PanicInLogger, func() {}))
+	p := lanes.Contain(lanes.PanicInLogger, func() { panic("boom") })
 	require.NotNil(t, p)
 	assert.Equal(t, "boom", p.Value)
-	assert.False(t, p.Goexit)
+	assert.EqualError(t, p, "logger panicked: boom")
 	assert.Contains(t, string(p.Stack), "TestContainReturnsAPanicWithItsStack")
 }
 
 func TestGuardAbsorbsGoexitAndPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		assert.Nil(t, lanes.Guard(func() {}))
-		p := lanes.Guard(runtime.Goexit)
+		assert.Nil(t, lanes.Guard(lanes.PanicInMetrics, func() {}))
+		p := lanes.Guard(lanes.PanicInMetrics, runtime.Goexit)
 		require.NotNil(t, p)
-		assert.True(t, p.Goexit)
-		p = lanes.Guard(func() { panic(errors.New("boom")) })
+		assert.EqualError(t, p, "metrics hook panicked: called runtime.Goexit")
+		assert.Nil(t, p.Stack, "a Goexit has no stack")
+		p = lanes.Guard(lanes.PanicInMetrics, func() { panic(errors.New("boom")) })
 		require.NotNil(t, p)
 		assert.EqualError(t, p.Value.(error), "boom")
+		assert.NotNil(t, p.Stack)
 	})
 }
 
