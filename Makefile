@@ -29,14 +29,16 @@ serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and thei
 	go run ./cmd/fifoworker local serve
 
 # The five functions' bootstraps, built as `sam build` builds them for
-# template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags;
+# template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags
+# (internal/dev/pipeline.BuildFlags: nethttpomithttp2 leaves net/http's
+# HTTP/2 out, 0.33 to 0.46 MB of each, docs/BENCHMARKS.md);
 # TRANSPORT=kafka builds template-kafka.yaml's, with the kafka tag (each
 # variant's bootstrap carries its transport only: docs/KAFKA.md), into
 # .aws-sam-go/kafka/.
 FUNCTIONS := intake relay worker projector sweeper
 TRANSPORT ?= sqs
 comma := ,
-BOOTSTRAP_TAGS := lambda.norpc$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)
+BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)
 BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter kafka,$(TRANSPORT)),/kafka)
 .PHONY: bootstraps
 bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (TRANSPORT=kafka: .aws-sam-go/kafka/<name>/, with the kafka tag; linux/arm64, stripped) and list their sizes against the 10 MB goal
