@@ -478,6 +478,18 @@ func TestKafkaMaximumRecordAge(t *testing.T) {
 		require.Nil(t, sent[0].Record.ResponseContext, "never invoked")
 		require.Equal(t, 0, sent[0].Record.RequestContext.ApproximateInvokeCount)
 		require.Equal(t, OutcomeExpired, log.settled()[0].Outcome)
+
+		// A batch with nothing expired gives nothing up: no empty record
+		// reaches the destination, and no expiry is settled.
+		k.produce(0, nil, []byte("young"))
+		synctest.Wait()
+		require.Equal(t, []map[string][]int64{tp0(1), tp0(2)}, log.batches())
+		require.Len(t, dest.failures(), 1)
+		var outcomes []Outcome
+		for _, r := range log.settled() {
+			outcomes = append(outcomes, r.Outcome)
+		}
+		require.Equal(t, []Outcome{OutcomeExpired, OutcomeSuccess, OutcomeSuccess}, outcomes)
 	})
 }
 
