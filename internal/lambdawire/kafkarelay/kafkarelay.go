@@ -21,6 +21,10 @@ import (
 //   - KAFKA_BOOTSTRAP_SERVERS: the brokers, host:port, comma-separated
 //     (spaces around each are dropped);
 //   - COMMANDS_TOPIC and EVENTS_TOPIC: two Kafka topic names;
+//   - TOPIC_PARTITIONS: the partitions each topic has, in [1, 100000] as
+//     the consumers read it: the count each record carries, and the one
+//     the brokers must show for the relay to produce (kafkaout's
+//     Config.PartitionCount);
 //   - KAFKA_SASL_MECHANISM: unset for none (plain Kafka, the local
 //     broker's), AWS_MSK_IAM for Amazon MSK's IAM access control (over
 //     TLS, each session signed with the function's credentials, cfg's),
@@ -35,6 +39,10 @@ func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Con
 	settings := readProducerSettings(env)
 	commands := env.String("COMMANDS_TOPIC")
 	evts := env.String("EVENTS_TOPIC")
+	partitions := 0
+	if env.String("TOPIC_PARTITIONS") != "" {
+		partitions = env.Int("TOPIC_PARTITIONS", 0, 1, 100_000)
+	}
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -49,10 +57,10 @@ func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Con
 			"Username": "KAFKA_SECRET_ARN", "Password": "KAFKA_SECRET_ARN",
 		})
 	}
-	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: producer, CommandsTopic: commands, EventsTopic: evts, Logger: log})
+	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: producer, CommandsTopic: commands, EventsTopic: evts, PartitionCount: partitions, Logger: log})
 	if err != nil {
 		producer.Close()
-		return nil, env.Refused(err, startup.Fields{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC"})
+		return nil, env.Refused(err, startup.Fields{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC", "PartitionCount": "TOPIC_PARTITIONS"})
 	}
 	return relay.Handle, nil
 }

@@ -26,7 +26,7 @@ import (
 // dialled before the first record), no authentication.
 var full = map[string]string{
 	"TRANSPORT": "kafka", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092, 127.0.0.1:9093",
-	"COMMANDS_TOPIC": "fifoworker-commands", "EVENTS_TOPIC": "fifoworker-events",
+	"COMMANDS_TOPIC": "fifoworker-commands", "EVENTS_TOPIC": "fifoworker-events", "TOPIC_PARTITIONS": "2",
 }
 
 var withCredentials = aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
@@ -54,13 +54,19 @@ func TestRelayNamesEveryMisconfiguredSetting(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, build(full, withCredentials))
 	require.NoError(t, build(with(map[string]string{"KAFKA_SASL_MECHANISM": "AWS_MSK_IAM"}), withCredentials), "MSK IAM signs with the function's credentials")
+	for _, n := range []string{"1", "100000"} {
+		require.NoError(t, build(with(map[string]string{"TOPIC_PARTITIONS": n}), withCredentials), "TOPIC_PARTITIONS=%s", n)
+	}
 	for name, tc := range map[string]struct {
 		change map[string]string
 		cfg    aws.Config
 		want   []string
 	}{
-		"nothing set": {map[string]string{"TRANSPORT": "", "KAFKA_BOOTSTRAP_SERVERS": "", "COMMANDS_TOPIC": "", "EVENTS_TOPIC": ""}, withCredentials,
-			[]string{"TRANSPORT is not set", "KAFKA_BOOTSTRAP_SERVERS is not set", "COMMANDS_TOPIC is not set", "EVENTS_TOPIC is not set"}},
+		"nothing set": {map[string]string{"TRANSPORT": "", "KAFKA_BOOTSTRAP_SERVERS": "", "COMMANDS_TOPIC": "", "EVENTS_TOPIC": "", "TOPIC_PARTITIONS": ""}, withCredentials,
+			[]string{"TRANSPORT is not set", "KAFKA_BOOTSTRAP_SERVERS is not set", "COMMANDS_TOPIC is not set", "EVENTS_TOPIC is not set", "TOPIC_PARTITIONS is not set"}},
+		"no partitions":          {map[string]string{"TOPIC_PARTITIONS": "0"}, withCredentials, []string{`TOPIC_PARTITIONS="0" is not an integer in [1, 100000]`}},
+		"too many partitions":    {map[string]string{"TOPIC_PARTITIONS": "100001"}, withCredentials, []string{`TOPIC_PARTITIONS="100001" is not an integer in [1, 100000]`}},
+		"partitions not a count": {map[string]string{"TOPIC_PARTITIONS": "six"}, withCredentials, []string{`TOPIC_PARTITIONS="six" is not an integer`}},
 		"SQS's transport": {map[string]string{"TRANSPORT": "sqs"}, withCredentials,
 			[]string{`TRANSPORT: "sqs", but this bootstrap's wiring is Kafka's: build it without the kafka tag`}},
 		"a broker without a port": {map[string]string{"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092,broker-2"}, withCredentials,
@@ -128,6 +134,24 @@ func TestTheWiredRelayPublishesToItsTopics(t *testing.T) {
 			require.Equal(t, "job-1", cmd.JobID)
 		}
 	}
+}
+
+// The wired relay produces only while the brokers show the topics with
+// TOPIC_PARTITIONS partitions: with 3 of the broker's 2, nothing.
+func TestTheWiredRelayProducesOnlyOverTopicPartitions(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "fifoworker-commands", "fifoworker-events"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	handle, err := kafkarelay.Relay(startup.NewEnvFrom(with(map[string]string{"KAFKA_BOOTSTRAP_SERVERS": c.ListenAddrs()[0], "TOPIC_PARTITIONS": "3"})),
+		withCredentials, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	recs := outboxtest.History("job-1", jobs.EventStarted)
+	resp, err := handle(ctx, events.DynamoDBEvent{Records: recs})
+	require.NoError(t, err)
+	require.Equal(t, []events.DynamoDBBatchItemFailure{{ItemIdentifier: recs[0].Change.SequenceNumber}}, resp.BatchItemFailures)
 }
 
 // consume reads n records of topic from its start.

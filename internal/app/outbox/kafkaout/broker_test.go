@@ -25,7 +25,7 @@ import (
 
 // These tests run the relay on kfake, franz-go's in-process broker (the
 // real protocol, idempotent producers included), on 127.0.0.1: one broker,
-// the two topics of 4 partitions each.
+// the two topics of 4 partitions each (partitions).
 
 // brokerBundle is a test's broker and the relay's producer on it.
 type brokerBundle struct {
@@ -37,14 +37,28 @@ type brokerBundle struct {
 
 func setupBroker(t *testing.T) *brokerBundle {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, commandsTopic, eventsTopic))
+	return setupBrokerWith(t, partitions)
+}
+
+// setupBrokerWith is setupBroker with topics of n partitions.
+func setupBrokerWith(t *testing.T, n int32) *brokerBundle {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(n, commandsTopic, eventsTopic))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	b := &brokerBundle{cluster: c, addrs: c.ListenAddrs(), logs: &bytes.Buffer{}}
-	b.producer, err = kafkaout.NewProducer(kafkaout.ProducerConfig{Brokers: b.addrs})
-	require.NoError(t, err)
-	t.Cleanup(b.producer.Close)
+	b.producer = b.newProducer(t, "")
 	return b
+}
+
+// newProducer is another relay producer on the bundle's broker (another
+// execution environment's), named id ("" for the default).
+func (b *brokerBundle) newProducer(t *testing.T, id string) *kgo.Client {
+	t.Helper()
+	p, err := kafkaout.NewProducer(kafkaout.ProducerConfig{Brokers: b.addrs, ClientID: id})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
 }
 
 // relay is the relay on the bundle's producer, logging into b.logs.
@@ -56,6 +70,9 @@ func (b *brokerBundle) relay(t *testing.T, cfg kafkaout.Config) *outbox.Relay {
 	}
 	if cfg.EventsTopic == "" {
 		cfg.EventsTopic = eventsTopic
+	}
+	if cfg.PartitionCount == 0 {
+		cfg.PartitionCount = partitions
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(b.logs, nil))
 	r, err := kafkaout.NewRelay(cfg)
@@ -283,7 +300,7 @@ func TestARecordOverTheTopicsMaxMessageBytesIsAClearFailure(t *testing.T) {
 	t.Parallel()
 	b := setupBroker(t)
 	const small = "fifoworker-small-events"
-	_, err := kadm.NewClient(b.producer).CreateTopic(t.Context(), 1, 1, map[string]*string{"max.message.bytes": new("200")}, small)
+	_, err := kadm.NewClient(b.producer).CreateTopic(t.Context(), partitions, 1, map[string]*string{"max.message.bytes": new("200")}, small)
 	require.NoError(t, err)
 	a := outboxtest.History("job-42", jobs.EventStarted, jobs.EventCompleted)
 	resp, err := b.relay(t, kafkaout.Config{EventsTopic: small}).Handle(t.Context(), events.DynamoDBEvent{Records: a})

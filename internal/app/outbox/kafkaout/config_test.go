@@ -28,7 +28,7 @@ func client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 // from fewer than all in-sync replicas) is refused.
 func TestNewRelayRefusesAnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	valid := kafkaout.Config{Producer: &fakeProducer{}, CommandsTopic: commandsTopic, EventsTopic: eventsTopic}
+	valid := kafkaout.Config{Producer: &fakeProducer{}, CommandsTopic: commandsTopic, EventsTopic: eventsTopic, PartitionCount: partitions}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*kafkaout.Config)
@@ -56,6 +56,9 @@ func TestNewRelayRefusesAnInvalidConfig(t *testing.T) {
 		{"a topic named .", func(c *kafkaout.Config) { c.CommandsTopic = "." }, "CommandsTopic"},
 		{"a topic named ..", func(c *kafkaout.Config) { c.EventsTopic = ".." }, "EventsTopic"},
 		{"one topic for both", func(c *kafkaout.Config) { c.EventsTopic = commandsTopic }, "EventsTopic"},
+		{"no partition count", func(c *kafkaout.Config) { c.PartitionCount = 0 }, "PartitionCount"},
+		{"a negative partition count", func(c *kafkaout.Config) { c.PartitionCount = -1 }, "PartitionCount"},
+		{"one partition", func(c *kafkaout.Config) { c.PartitionCount = 1 }, ""},
 		{"no reserve: the default", func(c *kafkaout.Config) { c.ResponseReserve = 0 }, ""},
 		{"a reserve of 1ns", func(c *kafkaout.Config) { c.ResponseReserve = time.Nanosecond }, ""},
 		{"a negative reserve", func(c *kafkaout.Config) { c.ResponseReserve = -time.Nanosecond }, "ResponseReserve"},

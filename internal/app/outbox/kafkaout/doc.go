@@ -17,7 +17,10 @@
 //     event_id is the same);
 //   - message-type: "job.run" for a command, the event's type for an event;
 //   - X-Amzn-Trace-Id: the relay invocation's X-Ray trace header, when it
-//     has a well-formed one (none otherwise).
+//     has a well-formed one (none otherwise);
+//   - fifoworker-partitions (kafka.PartitionCountHeader): the partition
+//     count the record was partitioned over, Config.PartitionCount, the
+//     count the consumers check (TOPIC_PARTITIONS).
 //
 // Invariants:
 //   - A job's version v+1 is produced only after the brokers acknowledged
@@ -31,6 +34,32 @@
 //     deadline. The response then names the first such stream record and
 //     Lambda retries from it. A record whose outcome was unknown may be
 //     written twice; the copy has the same outbox id.
+//   - A record is produced only while its topic has exactly
+//     Config.PartitionCount partitions, and only over that count: before
+//     each round the sink asks the brokers for the round's topics' metadata
+//     (one request, AllowAutoTopicCreation off), and a topic they show with
+//     another count gets none of the round's records (ErrPartitionCount,
+//     naming the topic, the brokers' count and the relay's); the
+//     producer's partitioner then refuses a record if its own metadata, on
+//     which kgo partitions, has another count than the record carries (it
+//     learnt the topic before partitions were added: kgo refreshes it only
+//     every 5 minutes), and the sink has that metadata refreshed for the
+//     retry. So an execution environment that learnt the old count cannot
+//     publish a job's record over it after partitions were added, past
+//     another environment's record of the job over the new count (the
+//     case pkg/kafka's doc, "A key that moves partition", leaves to the
+//     relay): once the brokers have the new count, a relay of the old one
+//     produces nothing, and a relay of the new one produces nothing before
+//     they have it. Adding partitions stops the relay until
+//     TOPIC_PARTITIONS is deployed with the new count (docs/KAFKA.md's
+//     procedure); the stream keeps its records meanwhile. A round that
+//     checked just before the partitions were added still produces over
+//     the old count (the check and the produce are two requests), so that
+//     procedure waits for the relay's timeout after adding partitions
+//     before it deploys the new count. The check costs one metadata round
+//     trip per round; asking once per invocation, or trusting kgo's
+//     cached metadata, would stretch that window to an invocation, or to
+//     however long an environment's metadata is stale.
 //   - A topic that does not exist, a record over the topic's
 //     max.message.bytes and brokers that do not answer are each logged
 //     with what they are; none is skipped.

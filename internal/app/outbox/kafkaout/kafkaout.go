@@ -5,19 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 // Producer is the part of a kgo.Client the relay calls: Produce hands the
 // client a record and returns; the client calls promise once, with nil
-// when the brokers acknowledged the record, or with why not.
+// when the brokers acknowledged the record, or with why not. Request
+// sends a request to the brokers and returns their response: the relay
+// asks for the round's topics' metadata before each round
+// (checkPartitions).
 type Producer interface {
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
 var _ Producer = (*kgo.Client)(nil)
@@ -58,6 +65,13 @@ type Config struct {
 	// EventsTopic is the topic of the events (the projector's). Required,
 	// the same rule, and not CommandsTopic.
 	EventsTopic string
+	// PartitionCount is the partitions each topic has, the count the
+	// consumers check (TOPIC_PARTITIONS; template-kafka.yaml's
+	// TopicPartitions). Required, at least 1. The relay stamps every record
+	// with it (kafka.PartitionCountHeader) and produces to a topic only
+	// while the brokers' metadata, asked for at each round, shows the topic
+	// with exactly this many partitions (checkPartitions).
+	PartitionCount int
 	// ResponseReserve is how long before the invocation's deadline the
 	// relay stops waiting for acknowledgements, so that its response still
 	// reaches Lambda; what is not acknowledged by then counts as not
@@ -80,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: CommandsTopic %q is not a Kafka topic name (1 to 249 of [a-zA-Z0-9._-], not . or ..)", ErrInvalidConfig, c.CommandsTopic)
 	case !validTopic(c.EventsTopic):
 		return fmt.Errorf("%w: EventsTopic %q is not a Kafka topic name (1 to 249 of [a-zA-Z0-9._-], not . or ..)", ErrInvalidConfig, c.EventsTopic)
+	case c.PartitionCount < 1:
+		return fmt.Errorf("%w: PartitionCount %d is not at least 1 (the topics' partition count, which each record carries)", ErrInvalidConfig, c.PartitionCount)
 	case c.EventsTopic == c.CommandsTopic:
 		return fmt.Errorf("%w: EventsTopic %q is CommandsTopic too: the worker would read the events and the projector the commands", ErrInvalidConfig, c.EventsTopic)
 	case c.ResponseReserve < 0:
@@ -134,7 +150,7 @@ func NewRelay(cfg Config) (*outbox.Relay, error) {
 		reserve = DefaultResponseReserve
 	}
 	return outbox.NewRelay(outbox.RelayConfig{
-		Sink: &sink{producer: cfg.Producer, reserve: reserve,
+		Sink: &sink{producer: cfg.Producer, reserve: reserve, partitions: cfg.PartitionCount,
 			topics: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsTopic, outbox.KindEvent: cfg.EventsTopic}},
 		Logger: cfg.Logger,
 	})
@@ -164,11 +180,13 @@ func NewRelay(cfg Config) (*outbox.Relay, error) {
 // 640 for MaxBufferedBytes), so its job's next record would be written
 // without it; and a job's commands and events are on two topics, which no
 // client orders. broker_test.go pins both facts. Waiting per round costs
-// one round trip per version of the batch's busiest job.
+// one round trip per version of the batch's busiest job, and the
+// partition check (checkPartitions) one more.
 type sink struct {
-	producer Producer
-	topics   map[outbox.Kind]string
-	reserve  time.Duration
+	producer   Producer
+	topics     map[outbox.Kind]string
+	partitions int // Config.PartitionCount
+	reserve    time.Duration
 }
 
 // answer is a promise's result: the record's index in the round and its
@@ -178,32 +196,41 @@ type answer struct {
 	err error
 }
 
-// Send produces msgs and waits for every acknowledgement, or until
+// Send produces msgs to the topics whose partition count the brokers
+// confirm (checkPartitions) and waits for every acknowledgement, or until
 // reserve before ctx's deadline. The records' context ends when Send
 // returns, so the client fails the ones it has not sent yet; one it has
 // sent may still be written, and its retry is told by its outbox id.
 func (s *sink) Send(ctx context.Context, msgs []outbox.Message, trace string) []error {
 	ctx, cancel := s.waitContext(ctx)
 	defer cancel()
+	refused := s.checkPartitions(ctx, msgs)
 	errs := make([]error, len(msgs))
 	answered := make([]bool, len(msgs))
+	// What the partitioner saw of each record it refused (refusedOver).
+	seen := make([]int, len(msgs))
 	// Buffered for every record: a promise the client calls after Send
 	// returned never blocks the client.
 	answers := make(chan answer, len(msgs))
 	pending := 0
 	for i := range msgs {
 		topic, ok := s.topics[msgs[i].Kind]
-		if !ok {
-			errs[i], answered[i] = fmt.Errorf("kafkaout: %s: no topic for a message of kind %v", msgs[i].OutboxID, msgs[i].Kind), true
+		switch {
+		case !ok:
+			errs[i] = fmt.Errorf("kafkaout: %s: no topic for a message of kind %v", msgs[i].OutboxID, msgs[i].Kind)
+		case refused[topic] != nil:
+			errs[i] = fmt.Errorf("kafkaout: %s: %w", msgs[i].OutboxID, refused[topic])
+		default:
+			pending++
+			s.producer.Produce(ctx, s.record(ctx, topic, &msgs[i], trace, &seen[i]), func(_ *kgo.Record, err error) { answers <- answer{i, err} })
 			continue
 		}
-		pending++
-		s.producer.Produce(ctx, record(topic, &msgs[i], trace), func(_ *kgo.Record, err error) { answers <- answer{i, err} })
+		answered[i] = true
 	}
 	for ; pending > 0; pending-- {
 		select {
 		case a := <-answers:
-			errs[a.i], answered[a.i] = explain(&msgs[a.i], s.topics[msgs[a.i].Kind], a.err), true
+			errs[a.i], answered[a.i] = s.explain(&msgs[a.i], s.topics[msgs[a.i].Kind], a.err, seen[a.i]), true
 		case <-ctx.Done():
 			for i := range msgs {
 				if !answered[i] {
@@ -227,23 +254,34 @@ func (s *sink) waitContext(ctx context.Context) (context.Context, context.Cancel
 }
 
 // record is m as a record of topic: keyed by its job, the body as value,
-// and the headers of the package doc.
-func record(topic string, m *outbox.Message, trace string) *kgo.Record {
-	headers := []kgo.RecordHeader{{Key: HeaderOutboxID, Value: []byte(m.OutboxID)}, {Key: HeaderType, Value: []byte(m.Type)}}
+// and the headers of the package doc, its partition count s.partitions.
+// Its context (ctx) carries seen, where the partitioner writes the count
+// it saw if it refuses the record (refusedOver).
+func (s *sink) record(ctx context.Context, topic string, m *outbox.Message, trace string, seen *int) *kgo.Record {
+	headers := []kgo.RecordHeader{{Key: HeaderOutboxID, Value: []byte(m.OutboxID)}, {Key: HeaderType, Value: []byte(m.Type)},
+		{Key: kafka.PartitionCountHeader, Value: strconv.AppendInt(nil, int64(s.partitions), 10)}}
 	if trace != "" {
 		headers = append(headers, kgo.RecordHeader{Key: HeaderTrace, Value: []byte(trace)})
 	}
-	return &kgo.Record{Topic: topic, Key: []byte(m.GroupID), Value: m.Body, Headers: headers}
+	return &kgo.Record{Topic: topic, Key: []byte(m.GroupID), Value: m.Body, Headers: headers, Context: context.WithValue(ctx, seenKey{}, seen)}
 }
 
 // explain says what the brokers' (or the client's) refusal of m means
-// for the operator; nil stays nil.
-func explain(m *outbox.Message, topic string, err error) error {
+// for the operator; nil stays nil. seen is the partition count the
+// producer's partitioner saw if it refused the record (0 if not): its
+// metadata is behind the brokers', and is refreshed for the retry.
+func (s *sink) explain(m *outbox.Message, topic string, err error, seen int) error {
 	switch {
 	case err == nil:
 		return nil
+	case seen != 0:
+		if r, ok := s.producer.(interface{ ForceMetadataRefresh() }); ok {
+			r.ForceMetadataRefresh()
+		}
+		return fmt.Errorf("kafkaout: %s to topic %q: the producer's metadata has %d partitions, the brokers and the relay %d: not produced, lest it be partitioned over another count than it carries (the producer's metadata is refreshed for the retry): %w",
+			m.OutboxID, topic, seen, s.partitions, ErrPartitionCount)
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		return fmt.Errorf("kafkaout: %s: topic %q does not exist (the relay creates no topic): %w", m.OutboxID, topic, err)
+		return fmt.Errorf("kafkaout: %s: %w", m.OutboxID, missingTopic(topic, err))
 	case errors.Is(err, kerr.MessageTooLarge):
 		return fmt.Errorf("kafkaout: %s to topic %q: a record of %d bytes of value is over the topic's max.message.bytes (or the producer's batch limit): %w",
 			m.OutboxID, topic, len(m.Body), err)

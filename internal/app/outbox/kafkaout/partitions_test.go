@@ -43,10 +43,12 @@ func headerValues(r *kgo.Record, key string) []string {
 	return out
 }
 
-// The relay's producer writes into each keyed record the partition count
-// it partitioned over, once (a stale one replaced); a record without a key
-// carries none.
-func TestEachKeyedRecordCarriesItsPartitionCount(t *testing.T) {
+// The relay's producer partitions a keyed record only over the partition
+// count it carries, and stamps one that carries none with the count it
+// partitioned over, once: one that carries another count (or one that is
+// not a number) is refused, and nothing of it is written. A record without
+// a key carries no count and is never refused for one.
+func TestAKeyedRecordIsPartitionedOnlyOverTheCountItCarries(t *testing.T) {
 	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "commands"))
 	require.NoError(t, err)
@@ -56,17 +58,30 @@ func TestEachKeyedRecordCarriesItsPartitionCount(t *testing.T) {
 	t.Cleanup(p.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, p.ProduceSync(ctx,
-		&kgo.Record{Topic: "commands", Key: []byte("job-1"), Value: []byte("a"), Headers: []kgo.RecordHeader{{Key: kafka.PartitionCountHeader, Value: []byte("9")}}},
-		&kgo.Record{Topic: "commands", Value: []byte("b")},
-	).FirstErr())
-	for _, r := range readAll(ctx, t, c.ListenAddrs(), "commands", 2) {
-		if string(r.Value) == "a" {
-			require.Equal(t, []string{"4"}, headerValues(r, kafka.PartitionCountHeader))
-		} else {
-			require.Empty(t, headerValues(r, kafka.PartitionCountHeader))
+	stamped := func(value, count string) *kgo.Record {
+		return &kgo.Record{Topic: "commands", Key: []byte("job-1"), Value: []byte(value), Headers: []kgo.RecordHeader{{Key: kafka.PartitionCountHeader, Value: []byte(count)}}}
+	}
+	results := p.ProduceSync(ctx,
+		&kgo.Record{Topic: "commands", Key: []byte("job-1"), Value: []byte("none")},
+		stamped("4", "4"),
+		stamped("3", "3"),
+		stamped("5", "5"),
+		stamped("04", "04"),
+		stamped("x", "x"),
+		&kgo.Record{Topic: "commands", Value: []byte("no key"), Headers: []kgo.RecordHeader{{Key: kafka.PartitionCountHeader, Value: []byte("9")}}},
+	)
+	refused := map[string]bool{}
+	for _, r := range results {
+		if r.Err != nil {
+			refused[string(r.Record.Value)] = true
 		}
 	}
+	require.Equal(t, map[string]bool{"3": true, "5": true, "04": true, "x": true}, refused)
+	written := map[string][]string{}
+	for _, r := range readAll(ctx, t, c.ListenAddrs(), "commands", 3) {
+		written[string(r.Value)] = headerValues(r, kafka.PartitionCountHeader)
+	}
+	require.Equal(t, map[string][]string{"none": {"4"}, "4": {"4"}, "no key": {"9"}}, written)
 }
 
 // movedKey returns a key whose partition differs over from and to

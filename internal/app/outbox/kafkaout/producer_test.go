@@ -48,7 +48,7 @@ func TestTheProducerIsIdempotentAndWaitsForAllReplicas(t *testing.T) {
 		require.Equal(t, false, cl.OptValue(kgo.DisableIdempotentWrite), name)
 		require.Equal(t, kgo.AllISRAcks(), cl.OptValue(kgo.RequiredAcks), name)
 		require.Equal(t, time.Duration(0), cl.OptValue(kgo.ProducerLinger), name)
-		_, err := kafkaout.NewRelay(kafkaout.Config{Producer: cl, CommandsTopic: commandsTopic, EventsTopic: eventsTopic})
+		_, err := kafkaout.NewRelay(kafkaout.Config{Producer: cl, CommandsTopic: commandsTopic, EventsTopic: eventsTopic, PartitionCount: partitions})
 		require.NoError(t, err, name)
 	}
 }

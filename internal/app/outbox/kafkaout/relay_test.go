@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,11 +15,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/outboxtest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 )
 
 const (
@@ -25,12 +29,65 @@ const (
 	eventsTopic   = "fifoworker-events"
 )
 
+// partitions is the partition count of the tests' topics, as the relay is
+// configured with it: setupBroker's topics have as many.
+const partitions = 4
+
 // fakeProducer records each record produced and answers it with answer
-// (nil: acknowledged at once, from the producing goroutine).
+// (nil: acknowledged at once, from the producing goroutine). It answers a
+// metadata request with each topic asked for and its partitions
+// (topicPartitions, or partitions), or with metadata's answer when it is
+// set; it records the topics of each request.
 type fakeProducer struct {
-	mu       sync.Mutex
-	produced []*kgo.Record
-	answer   func(r *kgo.Record, promise func(*kgo.Record, error))
+	mu              sync.Mutex
+	produced        []*kgo.Record
+	answer          func(r *kgo.Record, promise func(*kgo.Record, error))
+	topicPartitions map[string]int
+	metadata        func(context.Context, *kmsg.MetadataRequest) (kmsg.Response, error)
+	asked           [][]string // the topics of each metadata request
+}
+
+func (f *fakeProducer) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	mreq, ok := req.(*kmsg.MetadataRequest)
+	if !ok {
+		return nil, fmt.Errorf("fakeProducer: a %T, not a metadata request", req)
+	}
+	if mreq.AllowAutoTopicCreation {
+		return nil, errors.New("fakeProducer: the metadata request would create the topics")
+	}
+	var topics []string
+	for _, t := range mreq.Topics {
+		topics = append(topics, *t.Topic)
+	}
+	f.mu.Lock()
+	f.asked = append(f.asked, topics)
+	metadata := f.metadata
+	f.mu.Unlock()
+	if metadata != nil {
+		return metadata(ctx, mreq)
+	}
+	return metadataResponse(f.topicPartitions, topics...), nil
+}
+
+// metadataResponse answers for topics, each with counts[topic]
+// partitions, or partitions when counts has none.
+func metadataResponse(counts map[string]int, topics ...string) *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	for _, topic := range topics {
+		n, ok := counts[topic]
+		if !ok {
+			n = partitions
+		}
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		for p := range n {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition = int32(p)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 func (f *fakeProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
@@ -89,14 +146,15 @@ func header(r *kgo.Record, key string) string {
 
 func newRelay(t *testing.T, p kafkaout.Producer, log *slog.Logger) *outbox.Relay {
 	t.Helper()
-	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: p, CommandsTopic: commandsTopic, EventsTopic: eventsTopic, Logger: log})
+	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: p, CommandsTopic: commandsTopic, EventsTopic: eventsTopic, PartitionCount: partitions, Logger: log})
 	require.NoError(t, err)
 	return relay
 }
 
 // Each message becomes one record on its kind's topic, keyed by its job
 // id, with the body SQS would carry as its value and the outbox id, the
-// message type and the invocation's trace header as headers.
+// message type, the relay's partition count and the invocation's trace
+// header as headers.
 func TestEachMessageIsARecordKeyedByItsJobWithItsIDTypeAndTraceHeaders(t *testing.T) {
 	t.Parallel()
 	recs := outboxtest.History("job-42", jobs.EventStarted, jobs.EventCompleted)
@@ -132,8 +190,9 @@ func TestEachMessageIsARecordKeyedByItsJobWithItsIDTypeAndTraceHeaders(t *testin
 		require.Equal(t, []byte("job-42"), r.Key, "the key is the job id: one partition per job")
 		require.Equal(t, m.Body, r.Value, "the value is the body SQS carries")
 		require.True(t, json.Valid(r.Value))
-		require.Len(t, r.Headers, 3, m.OutboxID)
+		require.Len(t, r.Headers, 4, m.OutboxID)
 		require.Equal(t, m.OutboxID, header(r, kafkaout.HeaderOutboxID))
+		require.Equal(t, strconv.Itoa(partitions), header(r, kafka.PartitionCountHeader), "the relay's partition count, verified")
 		require.Equal(t, m.Type, header(r, kafkaout.HeaderType))
 		require.Equal(t, trace, header(r, kafkaout.HeaderTrace))
 	}
@@ -155,7 +214,7 @@ func TestARecordHasNoTraceHeaderWhenItsInvocationHasNone(t *testing.T) {
 		require.Empty(t, resp.BatchItemFailures, name)
 		require.Len(t, f.produced, 2, name)
 		for _, r := range f.produced {
-			require.Len(t, r.Headers, 2, name)
+			require.Len(t, r.Headers, 3, name) // the outbox id, the type, the partition count
 			for _, h := range r.Headers {
 				require.NotEqual(t, kafkaout.HeaderTrace, h.Key, name)
 			}

@@ -117,7 +117,7 @@ func TestTheRelayStopsWaitingResponseReserveBeforeTheDeadline(t *testing.T) {
 				recorder := &ctxRecorder{Producer: f, ctx: &produceCtx}
 				var logs bytes.Buffer
 				relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: recorder, CommandsTopic: commandsTopic, EventsTopic: eventsTopic,
-					ResponseReserve: tc.reserve, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+					PartitionCount: partitions, ResponseReserve: tc.reserve, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 				require.NoError(t, err)
 				ctx, cancel := context.WithTimeout(t.Context(), timeout)
 				defer cancel()
