@@ -86,8 +86,13 @@ func (d *Decoder[V]) fail(name, problem string) {
 func (d *Decoder[V]) Names() []string { return slices.Sorted(maps.Keys(d.item)) }
 
 // value reads the attribute with as, the reader of type want; ok is false
-// when it is absent or, a problem then, of another type.
+// when it is absent or, a problem then, of another type, and whatever it
+// holds once the item has a problem (the package's rule: after the first
+// problem every read gives the zero value).
 func value[V, T any](d *Decoder[V], name, want string, required bool, as func(V) (T, bool)) (v T, ok bool) {
+	if *d.err != nil {
+		return v, false
+	}
 	av, present := d.item[name]
 	if !present {
 		if required {

@@ -111,3 +111,50 @@ func TestAnImagesProblemNamesTheTypeItHas(t *testing.T) {
 		require.Equal(t, sdk, image, name)
 	}
 }
+
+// After a problem every read gives the zero value, even of an attribute
+// that holds what the getter wants, and the first problem stays the
+// item's: a decode that reads on after a problem takes nothing from the
+// item that might look valid.
+func TestAfterAProblemEveryReadGivesTheZeroValue(t *testing.T) {
+	t.Parallel()
+	d := ddbattr.Image(map[string]events.DynamoDBAttributeValue{
+		"bad": events.NewStringAttribute("x"),
+		"s":   events.NewStringAttribute("job-42"),
+		"n":   events.NewNumberAttribute("7"),
+		"b":   events.NewBinaryAttribute([]byte{1}),
+		"m":   events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"k": events.NewStringAttribute("v")}),
+	})
+	require.Equal(t, "job-42", d.String("s"), "before the problem")
+	require.Zero(t, d.Int("bad"))
+	require.Empty(t, d.String("s"))
+	require.Empty(t, d.OptString("s"))
+	require.Zero(t, d.Int("n"))
+	require.Zero(t, d.OptInt("n"))
+	require.Zero(t, d.OptMillis("n"))
+	require.Zero(t, d.OptSeconds("n"))
+	require.Nil(t, d.OptBinary("b"))
+	require.Nil(t, d.OptStringMap("m"))
+	sub, ok := d.OptMap("m")
+	require.False(t, ok)
+	require.Nil(t, sub)
+	require.Equal(t, &ddbattr.Error{Attribute: "bad", Problem: "want N, have S"}, d.Err())
+}
+
+// A problem in a nested map is the item's: reads of the item after it,
+// and of the map, give the zero value.
+func TestAProblemInANestedMapStopsTheItemsReads(t *testing.T) {
+	t.Parallel()
+	d := ddbattr.Image(map[string]events.DynamoDBAttributeValue{
+		"s": events.NewStringAttribute("job-42"),
+		"outbox": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
+			"version": events.NewStringAttribute("3"), "id": events.NewStringAttribute("job-42/v3"),
+		}),
+	})
+	out, ok := d.OptMap("outbox")
+	require.True(t, ok)
+	require.Zero(t, out.OptInt("version"))
+	require.Empty(t, out.OptString("id"))
+	require.Empty(t, d.String("s"))
+	require.Equal(t, &ddbattr.Error{Attribute: "outbox.version", Problem: "want N, have S"}, d.Err())
+}
