@@ -146,7 +146,7 @@ func Example_quarantine() {
 	fmt.Println("failures:", len(resp.BatchItemFailures))
 	for _, c := range q.Snapshot() {
 		if c.Method == "park" {
-			fmt.Printf("parked in %s: %s (hold: %v, cause: %v)\n", c.Group, strings.Join(c.IDs, ", "), c.Hold, c.Cause)
+			fmt.Printf("parked in %s: %s (hold: %v, cause: %v)\n", c.Key, strings.Join(c.Items, ", "), c.Hold, c.Cause)
 		}
 	}
 	// Output:

@@ -1,18 +1,16 @@
 package fifo_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 func TestMain(m *testing.M) {
@@ -54,53 +52,11 @@ func failedIDs(resp events.SQSEventResponse) []string {
 	return ids
 }
 
-// recorder notes the order in which handlers start, per group and overall.
-type recorder struct {
-	mu      sync.Mutex
-	started []string
-}
-
-func (r *recorder) start(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.started = append(r.started, id)
-}
-
-func (r *recorder) Started() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.started...)
-}
+// recorder notes the order in which handlers start.
+type recorder = lanestest.Recorder
 
 // logBuffer is a JSON slog handler into a buffer, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-func (l *logBuffer) Records(t testing.TB) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(l.buf.Bytes()))
-	for dec.More() {
-		var rec map[string]any
-		require.NoError(t, dec.Decode(&rec))
-		out = append(out, rec)
-	}
-	return out
-}
+type logBuffer = lanestest.LogBuffer
 
 // fakeDLQ records SendMessage calls; err, if set, is returned instead, and
 // panics, if set, is panicked with.
@@ -129,58 +85,3 @@ func (f *fakeDLQ) Sent() []*sqs.SendMessageInput {
 	defer f.mu.Unlock()
 	return append([]*sqs.SendMessageInput(nil), f.sent...)
 }
-
-// hookHandler is a slog.Handler that calls fn with each record before the
-// next handler (if any) writes it: a test can act at the moment something is
-// logged, or make the logger panic.
-type hookHandler struct {
-	next slog.Handler
-	fn   func(r slog.Record)
-}
-
-func (h hookHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.next == nil || h.next.Enabled(ctx, l)
-}
-
-func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
-	h.fn(r)
-	if h.next == nil {
-		return nil
-	}
-	return h.next.Handle(ctx, r)
-}
-
-func (h hookHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	if h.next != nil {
-		h.next = h.next.WithAttrs(as)
-	}
-	return h
-}
-
-func (h hookHandler) WithGroup(name string) slog.Handler {
-	if h.next != nil {
-		h.next = h.next.WithGroup(name)
-	}
-	return h
-}
-
-// attr returns the value of the record's attribute key, as a string.
-func attr(r slog.Record, key string) string {
-	var v string
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == key {
-			v = a.Value.String()
-			return false
-		}
-		return true
-	})
-	return v
-}
-
-// panickingHandler is a slog.Handler all of whose methods panic.
-type panickingHandler struct{}
-
-func (panickingHandler) Enabled(context.Context, slog.Level) bool  { panic("Enabled bug") }
-func (panickingHandler) Handle(context.Context, slog.Record) error { panic("Handle bug") }
-func (panickingHandler) WithAttrs([]slog.Attr) slog.Handler        { panic("WithAttrs bug") }
-func (panickingHandler) WithGroup(string) slog.Handler             { panic("WithGroup bug") }

@@ -108,10 +108,7 @@ func (p *Processor) newBatch(ctx context.Context, records []events.SQSMessage) (
 		// where each of its panics is contained too.
 		_ = lanes.Guard(PanicInLogger, func() { log = log.With(requestAttr(ctx)) })
 	}
-	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil}
-	if p.cfg.Metrics != nil {
-		bc.Metrics = b.metrics
-	}
+	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil, Metrics: p.cfg.Metrics != nil, Quarantine: p.cfg.Quarantine != nil}
 	p.lanes.Begin(&b.Batch, b, n, bc)
 	if p.cfg.DeadLetter != nil {
 		b.noCause = make([]bool, n)
@@ -150,17 +147,6 @@ func requestAttr(ctx context.Context) slog.Attr {
 		return slog.String("aws_request_id", lc.AwsRequestID)
 	}
 	return slog.Attr{}
-}
-
-// RunLane runs the lane that starts at head (b is the lanes.Runner of its
-// run): under its group's hold if the quarantine holds groups, else as
-// the lanes.Batch runs a lane.
-func (b *batch) RunLane(head int) {
-	if b.quarantined(head) {
-		b.runQuarantinedLane(head)
-		return
-	}
-	b.Lane(head)
 }
 
 // Handle calls the handler with message i (lanes.Items).
@@ -216,9 +202,9 @@ func receiveCount(msg *events.SQSMessage) int {
 	return n
 }
 
-// metrics calls the metrics hook with the batch's metrics (lanes.Batch.Report
-// guards it).
-func (b *batch) metrics(took time.Duration) {
+// ReportMetrics calls the metrics hook with the batch's metrics
+// (lanes.Reporter; lanes.Batch.Report guards it).
+func (b *batch) ReportMetrics(took time.Duration) {
 	m := BatchMetrics{Messages: make([]MessageMetrics, len(b.records)), Lanes: b.Plan.Lanes(), Duration: took}
 	for i := range b.records {
 		msg, r := &b.records[i], &b.Results[i]

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 // waitOrFail waits for ch, failing the test if it takes longer than a
@@ -51,7 +52,7 @@ func TestLanesKeepBatchOrderAndRunInParallel(t *testing.T) {
 			t.Errorf("lane %c runs two handlers at once", msg.MessageId[0])
 		}
 		defer running[lane].Add(-1)
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId[1] == '1' {
 			arrived.Done()
 			waitOrFail(t, allArrived, "all lanes to start")
@@ -115,7 +116,7 @@ func TestBoundedConcurrencyStartsLongestLanesFirst(t *testing.T) {
 	ev := batchOf(t, "a1", "b1", "c1", "b2", "c2", "c3")
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		return nil
 	}, Concurrency: 1})
 	_, err := p.Process(context.Background(), ev)
@@ -128,7 +129,7 @@ func TestFailureReportsTheRestOfItsLaneWithoutStartingIt(t *testing.T) {
 	ev := batchOf(t, "a1", "b1", "a2", "b2", "a3", "b3")
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a2" {
 			return errors.New("boom")
 		}
@@ -154,7 +155,7 @@ func TestStopOnFirstFailureStartsNothingNewAndReportsEverythingNotCompleted(t *t
 	b1Started := make(chan struct{})
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		switch msg.MessageId {
 		case "a1":
 			waitOrFail(t, b1Started, "b1 to start")
@@ -164,7 +165,7 @@ func TestStopOnFirstFailureStartsNothingNewAndReportsEverythingNotCompleted(t *t
 			waitOrFail(t, a1Logged, "a1's failure to be logged")
 		}
 		return nil
-	}, StopOnFirstFailure: true, Concurrency: 2, Logger: watch.logger()})
+	}, StopOnFirstFailure: true, Concurrency: 2, Logger: watch.Logger()})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	// b1 was running and succeeded: acknowledged. Nothing else started.
@@ -187,7 +188,7 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 	return k, err
 }
 
-func (n *notifyWriter) logger() *slog.Logger {
+func (n *notifyWriter) Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(n, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -196,7 +197,7 @@ func TestStopOnFirstFailureWithOneSlotIsSequential(t *testing.T) {
 	ev := batchOf(t, "a1", "b1", "a2", "c1")
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "b1" {
 			return errors.New("b1 fails")
 		}
@@ -220,7 +221,7 @@ func TestNoMessageStartsInsideTheDeadlineMargin(t *testing.T) {
 		defer cancel()
 		var rec recorder
 		p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-			rec.start(msg.MessageId)
+			rec.Start(msg.MessageId)
 			if msg.MessageId == "a1" {
 				// Use up time until less than the margin remains.
 				dl, _ := ctx.Deadline()
@@ -248,14 +249,14 @@ func TestADeadlineSkipSkipsTheRestOfItsLaneWhenTheClockStepsBack(t *testing.T) {
 	clock := func() time.Time { return deadline.Add(-time.Duration(left.Load())) }
 
 	var logs logBuffer
-	stepBack := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
-		if attr(r, "message_id") == "a2" && attr(r, "outcome") == fifo.SkippedDeadline.String() {
+	stepBack := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
+		if lanestest.Attr(r, "message_id") == "a2" && lanestest.Attr(r, "outcome") == fifo.SkippedDeadline.String() {
 			left.Store(int64(time.Minute)) // the clock steps back once a2 is skipped
 		}
 	}}
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			left.Store(int64(500 * time.Millisecond)) // a1 used up the time, inside the 1 s margin
 		}
@@ -282,7 +283,7 @@ func TestExpiredOrCancelledContextStartsNothing(t *testing.T) {
 			p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 				calls.Add(1)
 				return nil
-			}, Logger: logs.logger()})
+			}, Logger: logs.Logger()})
 			resp, err := p.Process(ctx, batchOf(t, "a1", "b1", "-x"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"a1", "b1", "x"}, failedIDs(resp))
@@ -366,7 +367,7 @@ func TestPanicFailsTheMessageAndIsLoggedWithItsStack(t *testing.T) {
 			panic(nil) //nolint:govet // a nil panic must be caught too
 		}
 		return nil
-	}, Logger: logs.logger()})
+	}, Logger: logs.Logger()})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1", "c1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2", "c1"}, failedIDs(resp))
@@ -388,7 +389,7 @@ func TestGoexitInAHandlerFailsItsLaneAndTheRestOfTheBatchStillRuns(t *testing.T)
 	t.Parallel()
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			runtime.Goexit()
 		}
@@ -447,7 +448,7 @@ func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
 		return nil
 	}
 	goexitLogger := func(logs *logBuffer, h goexitHandler) *slog.Logger {
-		h.next = logs.logger().Handler()
+		h.next = logs.Logger().Handler()
 		return slog.New(h)
 	}
 	cases := []struct {
@@ -465,7 +466,7 @@ func TestGoexitOutsideTheHandlerIsContained(t *testing.T) {
 			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exitOnWith: true})}
 		}, []string{"b1", "b2"}},
 		{"log line of a message that succeeded", func(logs *logBuffer) fifo.Config {
-			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return attr(r, "message_id") == "a1" }})}
+			return fifo.Config{Handler: handler, Logger: goexitLogger(logs, goexitHandler{exit: func(r slog.Record) bool { return lanestest.Attr(r, "message_id") == "a1" }})}
 		}, []string{"a1", "a2", "b1", "b2"}},
 	}
 	for _, tc := range cases {
@@ -542,7 +543,7 @@ func TestPermanentErrorWithoutDeadLetterQueueIsAnOrdinaryFailure(t *testing.T) {
 	t.Parallel()
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed body"))
 		}
@@ -569,7 +570,7 @@ func TestPermanentErrorIsDeadLetteredAndItsLaneContinues(t *testing.T) {
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = "3"
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed body:\x00 bad"))
 		}
@@ -662,7 +663,7 @@ func TestDeadLetterFailuresLoseNothing(t *testing.T) {
 		t.Parallel()
 		var logs logBuffer
 		dlq := &fakeDLQ{err: errors.New("throttled")}
-		p := newProcessor(t, fifo.Config{Handler: permanent, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
+		p := newProcessor(t, fifo.Config{Handler: permanent, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.Logger()})
 		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
 		require.NoError(t, err)
 		require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -675,7 +676,7 @@ func TestDeadLetterFailuresLoseNothing(t *testing.T) {
 		p := newProcessor(t, fifo.Config{
 			Handler:    permanent,
 			DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"},
-			Logger:     logs.logger(),
+			Logger:     logs.Logger(),
 		})
 		resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2"))
 		require.NoError(t, err)
@@ -691,7 +692,7 @@ func TestDeadLetterEdgeCases(t *testing.T) {
 	p := func(dlq *fakeDLQ) *fifo.Processor {
 		return newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 			return fifo.Permanent(errors.New("malformed"))
-		}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
+		}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.Logger()})
 	}
 	t.Run("standard source to a FIFO queue groups by message id", func(t *testing.T) {
 		dlq := &fakeDLQ{}
@@ -731,12 +732,12 @@ func TestAPanickingDeadLetterClientFailsItsMessage(t *testing.T) {
 	var rec recorder
 	dlq := &fakeDLQ{panics: "dlq client bug"}
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "a1" {
 			return fifo.Permanent(errors.New("malformed"))
 		}
 		return nil
-	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.logger()})
+	}, DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Logger: logs.Logger()})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a1", "a2"}, failedIDs(resp))
@@ -757,14 +758,14 @@ func TestAPanickingLoggerFailsTheMessageItWasLogging(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
 	var rec recorder
-	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
-		if attr(r, "message_id") == "a1" && attr(r, "outcome") == fifo.Succeeded.String() {
+	flaky := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
+		if lanestest.Attr(r, "message_id") == "a1" && lanestest.Attr(r, "outcome") == fifo.Succeeded.String() {
 			panic("log bug")
 		}
 	}}
 	var metrics fifo.BatchMetrics
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		return nil
 	}, Logger: slog.New(flaky), Metrics: func(m fifo.BatchMetrics) { metrics = m }})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "b1"))
@@ -775,7 +776,7 @@ func TestAPanickingLoggerFailsTheMessageItWasLogging(t *testing.T) {
 	require.Equal(t, "ERROR", a1["level"])
 	require.Equal(t, "panicked", a1["outcome"])
 	require.Contains(t, a1["error"], "logger panicked: log bug")
-	require.Contains(t, a1["stack"], "helpers_test.go", "the stack names the slog handler")
+	require.Contains(t, a1["stack"], "lanestest/log.go", "the stack names the slog handler")
 	require.Equal(t, fifo.Panicked, metrics.Messages[0].Outcome)
 	require.Equal(t, fifo.SkippedAfterFailure, metrics.Messages[1].Outcome)
 	require.Equal(t, fifo.Succeeded, metrics.Messages[2].Outcome)
@@ -799,7 +800,7 @@ func TestALoggerAndAMetricsHookThatAlwaysPanicCrashNothing(t *testing.T) {
 			return fifo.Permanent(errors.New("malformed"))
 		}
 		return nil
-	}, Logger: slog.New(panickingHandler{}), DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Metrics: func(fifo.BatchMetrics) { hookCalls.Add(1); panic("hook bug") }})
+	}, Logger: slog.New(lanestest.PanickingHandler{}), DeadLetter: &fifo.DeadLetterQueue{Client: dlq, QueueURL: dlqURL}, Metrics: func(fifo.BatchMetrics) { hookCalls.Add(1); panic("hook bug") }})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 
 	resp, err := p.Process(ctx, batchOf(t, "a1", "a2", "b1", "b2", "c1", "-x"))
@@ -846,7 +847,7 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 			p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 				calls.Add(1)
 				return nil
-			}, Logger: logs.logger()})
+			}, Logger: logs.Logger()})
 			resp, err := p.Process(context.Background(), ev)
 			require.ErrorIs(t, err, fifo.ErrInvalidBatch)
 			require.Contains(t, err.Error(), name)
@@ -895,7 +896,7 @@ func TestLogsOneRecordPerMessageWithTheHouseFields(t *testing.T) {
 			return errors.New("nope")
 		}
 		return nil
-	}, Logger: logs.logger()})
+	}, Logger: logs.Logger()})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	ev := batchOf(t, "a1", "b1", "b2")
 	ev.Records[0].Attributes["ApproximateReceiveCount"] = "4"
@@ -965,7 +966,7 @@ func TestAPanickingMetricsHookIsRecovered(t *testing.T) {
 	p := newProcessor(t, fifo.Config{
 		Handler: func(ctx context.Context, msg events.SQSMessage) error { return nil },
 		Metrics: func(fifo.BatchMetrics) { panic("hook bug") },
-		Logger:  logs.logger(),
+		Logger:  logs.Logger(),
 	})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1"))
 	require.NoError(t, err)
@@ -979,7 +980,7 @@ func TestAPanickingMetricsHookIsRecovered(t *testing.T) {
 func TestAPanicLoggingTheMetricsHooksPanicIsContained(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+	flaky := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
 		if r.Message == "fifo: metrics hook panicked" {
 			panic("log bug")
 		}
@@ -1016,7 +1017,7 @@ func TestMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
 		<-ctx.Done() // runs into the response reserve
 		return nil
-	}, DeadlineMargin: 500 * time.Millisecond, ResponseReserve: 500 * time.Millisecond, Metrics: func(fifo.BatchMetrics) { called.Store(true) }, Logger: logs.logger()})
+	}, DeadlineMargin: 500 * time.Millisecond, ResponseReserve: 500 * time.Millisecond, Metrics: func(fifo.BatchMetrics) { called.Store(true) }, Logger: logs.Logger()})
 	_, err := p.Process(ctx, batchOf(t, "a1"))
 	require.NoError(t, err)
 	require.False(t, called.Load(), "the hook ran with the response reserve spent")
@@ -1037,7 +1038,7 @@ func TestNowJudgesTheDeadline(t *testing.T) {
 	now.Store(deadline.Add(-500 * time.Millisecond).UnixNano()) // inside the 1 s margin
 	var rec recorder
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		return nil
 	}, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	resp, err := p.Process(ctx, batchOf(t, "a1", "b1"))

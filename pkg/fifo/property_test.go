@@ -19,6 +19,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 type behaviour int
@@ -404,8 +405,8 @@ func (e *eventOrder) WithAttrs([]slog.Attr) slog.Handler       { return e }
 func (e *eventOrder) WithGroup(string) slog.Handler            { return e }
 
 func (e *eventOrder) Handle(_ context.Context, r slog.Record) error {
-	o := attr(r, "outcome")
-	if e.panicsFor[attr(r, "message_id")] && (o == fifo.Succeeded.String() || o == fifo.DeadLettered.String()) {
+	o := lanestest.Attr(r, "outcome")
+	if e.panicsFor[lanestest.Attr(r, "message_id")] && (o == fifo.Succeeded.String() || o == fifo.DeadLettered.String()) {
 		panic("logger bug")
 	}
 	failed := o == fifo.Failed.String() || o == fifo.Panicked.String()
@@ -455,9 +456,9 @@ func (r modelRun) fakeQuarantine() *fakeQuarantine {
 	}
 	q.script = func(c qCall) error {
 		switch {
-		case c.Method == "park" && r.parkFails[c.Group]:
+		case c.Method == "park" && r.parkFails[c.Key]:
 			return errors.New("park fails")
-		case c.Method == "done" && doneFails[c.IDs[0]]:
+		case c.Method == "done" && doneFails[c.Items[0]]:
 			return errors.New("done fails")
 		}
 		return nil
@@ -489,14 +490,14 @@ func (r modelRun) checkQuarantined(t *rapid.T, q *fakeQuarantine, started map[st
 	for _, c := range calls[1:] {
 		ok := c.Ended && c.Err == nil
 		switch {
-		case c.Method == "park" && len(c.IDs) == 0:
-			reheld[c.Group] = reheld[c.Group] || ok
+		case c.Method == "park" && len(c.Items) == 0:
+			reheld[c.Key] = reheld[c.Key] || ok
 		case c.Method == "park":
-			for _, id := range c.IDs {
+			for _, id := range c.Items {
 				parked[id] = ok
 			}
 		case c.Method == "done":
-			doneCalled[c.IDs[0]], doneOK[c.IDs[0]] = true, ok
+			doneCalled[c.Items[0]], doneOK[c.Items[0]] = true, ok
 		default:
 			t.Fatalf("unexpected call %v", c)
 		}

@@ -144,6 +144,9 @@ func (b *batch) quarantined(i int) bool {
 	return b.p.cfg.Quarantine != nil && b.records[i].Attributes[groupAttribute] != ""
 }
 
+// RunHeldLane runs a lane of a quarantined group (lanes.HeldLaner).
+func (b *batch) RunHeldLane(head int) { b.runQuarantinedLane(head) }
+
 // runQuarantinedLane runs a group's lane under its hold, following the
 // hold as it changes: a message that fails permanently or has reached the
 // threshold holds the group and parks itself and the rest of the lane; the
@@ -159,6 +162,7 @@ func (b *batch) runQuarantinedLane(head int) {
 		return
 	}
 	threshold := b.p.cfg.QuarantineThreshold
+	q := b.heldLane(group)
 	hold := b.held.Holds[group]
 	rest := pending
 	for i := head; i >= 0; i = b.Plan.Next(i) {
@@ -177,20 +181,20 @@ func (b *batch) runQuarantinedLane(head int) {
 			// Its parked message stays parked, for the next redrive to
 			// send again after the older one.
 			cause := fmt.Errorf("%w: the copy of %s came while %s is parked", ErrCopyOutOfOrder, d.Key, cmp.Or(hold.Next, "a message the hold does not name"))
-			hold, rest = b.rehold(i, group, hold, cause, "redriven copy out of order: ")
+			hold, rest = q.Rehold(i, hold, cause, "redriven copy out of order: ")
 			continue // rehold logged it
 		case known && d.Copy && !runnable:
 			r.Outcome = Dropped
 			r.Note = fmt.Sprintf("redriven copy of epoch %d while the group is %s (epoch %d): its parked message stays parked", d.Epoch, hold.State, hold.Epoch)
 		case !runnable && hold.State != NotHeld:
-			hold, rest = b.park(i, group, hold, nil, false)
+			hold, rest = q.Park(i, hold, nil, false)
 			continue // park logged it
 		case receiveCount(msg) >= threshold:
 			cause := fmt.Errorf("%w (%d receives, threshold %d)", ErrQuarantineThreshold, receiveCount(msg), threshold)
 			if runnable {
-				hold, rest = b.rehold(i, group, hold, cause, "redriven copy failed again: ")
+				hold, rest = q.Rehold(i, hold, cause, "redriven copy failed again: ")
 			} else {
-				hold, rest = b.park(i, group, hold, cause, true)
+				hold, rest = q.Park(i, hold, cause, true)
 			}
 			continue // park or rehold logged it
 		case b.Stopped():
@@ -204,11 +208,11 @@ func (b *batch) runQuarantinedLane(head int) {
 			b.RunItem(i, nil)
 			switch {
 			case r.Outcome == Succeeded && runnable:
-				hold, rest = b.done(i, group, hold)
+				hold, rest = q.Done(i, hold)
 			case r.Outcome == Failed && r.Park && runnable:
-				hold, rest = b.rehold(i, group, hold, r.Err, "redriven copy failed again: ")
+				hold, rest = q.Rehold(i, hold, r.Err, "redriven copy failed again: ")
 			case r.Outcome == Failed && r.Park:
-				hold, rest = b.park(i, group, hold, r.Err, true)
+				hold, rest = q.Park(i, hold, r.Err, true)
 			case !r.Outcome.Acknowledged():
 				rest = SkippedAfterFailure
 			}
@@ -218,47 +222,17 @@ func (b *batch) runQuarantinedLane(head int) {
 	}
 }
 
-// park parks message i and the messages after it in its lane that cannot
-// run under the hold that results, in one call: with the group held, every
-// later message (copies are dropped, their parked messages stay); with it
-// draining, those up to the next copy that runs. It returns the hold after
-// parking, and what the rest of the lane becomes when parking failed.
-func (b *batch) park(i int, group string, hold Hold, cause error, holdIt bool) (Hold, Outcome) {
-	after := hold
-	if holdIt {
-		after = Hold{State: Held, Epoch: hold.Epoch}
-	}
-	idx := b.ToPark(i, func(j int) bool {
-		// A copy of the epoch: what follows waits for it to run, or to
-		// hold the group again.
-		d, known := b.held.Messages[b.records[j].MessageId]
-		return known && d.Copy && after.State == Draining && after.Epoch == d.Epoch
-	}, func(j int) bool {
-		d, known := b.held.Messages[b.records[j].MessageId]
-		return known && (d.Drop || d.Copy) // decided by runQuarantinedLane when it gets there
-	})
-	msgs := make([]*events.SQSMessage, len(idx))
-	for k, j := range idx {
-		msgs[k] = &b.records[j]
-	}
-	return lanes.Park(&b.Batch, idx, hold, cause, "its group is "+after.State.String(), func() (Hold, error) {
-		return b.p.cfg.Quarantine.Park(b.Context(), group, msgs, cause, holdIt)
-	})
-}
+// heldLane is the quarantine's side of a group's lane.
+type heldLane = lanes.Held[string, events.SQSMessage, Hold]
 
-// rehold puts the group back on hold because the redriven copy i failed
-// again, reached the threshold or came out of order (note says which): its
-// parked message stays parked.
-func (b *batch) rehold(i int, group string, hold Hold, cause error, note string) (Hold, Outcome) {
-	return lanes.Rehold(&b.Batch, i, hold, cause, note, func() (Hold, error) {
-		return b.p.cfg.Quarantine.Park(b.Context(), group, nil, cause, true)
-	})
-}
-
-// done records that the redriven copy i was processed. If that cannot be
-// recorded, the copy is received again, and runs again.
-func (b *batch) done(i int, group string, hold Hold) (Hold, Outcome) {
-	return lanes.Done(&b.Batch, i, hold, func() (Hold, error) {
-		return b.p.cfg.Quarantine.Done(b.Context(), group, &b.records[i])
+// heldLane returns the quarantine's side of group's lane.
+func (b *batch) heldLane(group string) heldLane {
+	return lanes.HeldLane(&b.Batch, b.p.cfg.Quarantine, group, b.records, lanes.HeldView[Hold]{
+		Unit: "group",
+		Mark: func(j int) (isCopy, drop bool, epoch int64) {
+			d, known := b.held.Messages[b.records[j].MessageId]
+			return known && d.Copy, known && d.Drop, d.Epoch
+		},
+		State: func(h Hold) (string, bool, int64) { return h.State.String(), h.State == Draining, h.Epoch },
 	})
 }

@@ -3,44 +3,24 @@ package fifo_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/fifo"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
-// qCall is one call the processor made to a fakeQuarantine.
-type qCall struct {
-	Method string   // "check", "park" or "done"
-	Group  string   // park and done
-	IDs    []string // check's and park's messages, done's copy
-	Cause  error    // park
-	Hold   bool     // park
-	CtxErr error    // the context's error when the call was made
-	Err    error    // what the call returned (nil while it has not returned)
-	Ended  bool     // the call returned (not: panicked or called runtime.Goexit)
-}
-
-// String is the call in the short form the tests compare: "check a1 b1",
-// "park a2 a3 hold", "park a4", "park hold" (a re-hold), "done ac1".
-func (c qCall) String() string {
-	parts := append([]string{c.Method}, c.IDs...)
-	if c.Hold {
-		parts = append(parts, "hold")
-	}
-	return strings.Join(parts, " ")
-}
+// qCall is one call the processor made to a fakeQuarantine: Key is the
+// group, Items the message ids (check's and park's messages, done's copy).
+type qCall = lanestest.Call
 
 // fakeQuarantine is a scripted fifo.Quarantine that records every call.
 //
@@ -52,42 +32,17 @@ func (c qCall) String() string {
 // error, and it may panic or call runtime.Goexit instead.
 //
 // The fake also checks what the interface promises and what the processor
-// promises about its calls; requireSound fails the test on a breach.
+// promises about its calls; RequireSound fails the test on a breach.
 type fakeQuarantine struct {
+	lanestest.CallLog
 	view   fifo.QuarantineView
 	after  map[string]fifo.Hold
 	script func(c qCall) error
 
-	mu         sync.Mutex
-	holds      map[string]fifo.Hold // the current hold of each group
-	pos        map[string]int       // batch position of each message Check got
-	last       map[string]int       // per group: position of the last message named by a park or done
-	calls      []*qCall
-	violations []string
-}
-
-func (q *fakeQuarantine) violate(format string, args ...any) {
-	q.violations = append(q.violations, fmt.Sprintf(format, args...))
-}
-
-// call records c, checks it, runs the script and, if the call is to
-// succeed, applies update under the lock.
-func (q *fakeQuarantine) call(c *qCall, check func(), update func()) error {
-	q.mu.Lock()
-	q.calls = append(q.calls, c)
-	check()
-	q.mu.Unlock()
-	var err error
-	if q.script != nil {
-		err = q.script(*c)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	c.Err, c.Ended = err, true
-	if err == nil {
-		update()
-	}
-	return err
+	// Guarded by the CallLog's lock:
+	holds map[string]fifo.Hold // the current hold of each group
+	pos   map[string]int       // batch position of each message Check got
+	last  map[string]int       // per group: position of the last message named by a park or done
 }
 
 func ids(msgs []*events.SQSMessage) []string {
@@ -99,10 +54,10 @@ func ids(msgs []*events.SQSMessage) []string {
 }
 
 func (q *fakeQuarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo.QuarantineView, error) {
-	c := &qCall{Method: "check", IDs: ids(msgs), CtxErr: ctx.Err()}
-	err := q.call(c, func() {
-		if len(q.calls) != 1 {
-			q.violate("check is call %d, not the first and only check", len(q.calls))
+	c := &qCall{Method: "check", Items: ids(msgs), CtxErr: ctx.Err()}
+	err := q.Do(c, q.script, func() {
+		if q.Len() != 1 {
+			q.Violate("check is call %d, not the first and only check", q.Len())
 		}
 		q.pos = map[string]int{}
 		q.last = map[string]int{}
@@ -112,7 +67,7 @@ func (q *fakeQuarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (
 		}
 		for i, m := range msgs {
 			if m.Attributes["MessageGroupId"] == "" {
-				q.violate("check got %s, which has no group", m.MessageId)
+				q.Violate("check got %s, which has no group", m.MessageId)
 			}
 			q.pos[m.MessageId] = i
 			q.last[m.Attributes["MessageGroupId"]] = -1
@@ -131,11 +86,11 @@ func (q *fakeQuarantine) inLaneOrder(group string, msgs []*events.SQSMessage) {
 		p, ok := q.pos[m.MessageId]
 		switch {
 		case !ok:
-			q.violate("%s was not given to check", m.MessageId)
+			q.Violate("%s was not given to check", m.MessageId)
 		case m.Attributes["MessageGroupId"] != group:
-			q.violate("%s of group %q named in a call for group %q", m.MessageId, m.Attributes["MessageGroupId"], group)
+			q.Violate("%s of group %q named in a call for group %q", m.MessageId, m.Attributes["MessageGroupId"], group)
 		case p <= q.last[group]:
-			q.violate("%s named out of lane order in group %s", m.MessageId, group)
+			q.Violate("%s named out of lane order in group %s", m.MessageId, group)
 		default:
 			q.last[group] = p
 		}
@@ -143,24 +98,24 @@ func (q *fakeQuarantine) inLaneOrder(group string, msgs []*events.SQSMessage) {
 }
 
 func (q *fakeQuarantine) Park(ctx context.Context, group string, msgs []*events.SQSMessage, cause error, hold bool) (fifo.Hold, error) {
-	c := &qCall{Method: "park", Group: group, IDs: ids(msgs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
+	c := &qCall{Method: "park", Key: group, Items: ids(msgs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
 	var got fifo.Hold
-	err := q.call(c, func() {
+	err := q.Do(c, q.script, func() {
 		q.inLaneOrder(group, msgs)
 		for _, m := range msgs {
 			if d, ok := q.view.Messages[m.MessageId]; ok {
-				q.violate("park got %s, which check said to handle as %+v", m.MessageId, d)
+				q.Violate("park got %s, which check said to handle as %+v", m.MessageId, d)
 			}
 		}
 		switch cur := q.holds[group]; {
 		case len(msgs) == 0 && !hold:
-			q.violate("park of group %s with neither messages nor hold", group)
+			q.Violate("park of group %s with neither messages nor hold", group)
 		case hold && cause == nil:
-			q.violate("park of group %s holds it without a cause", group)
+			q.Violate("park of group %s holds it without a cause", group)
 		case !hold && cur.State == fifo.NotHeld:
-			q.violate("park of group %s without hold, but the group is not held", group)
+			q.Violate("park of group %s without hold, but the group is not held", group)
 		case !hold && cause != nil:
-			q.violate("park of group %s without hold has cause %v", group, cause)
+			q.Violate("park of group %s without hold has cause %v", group, cause)
 		}
 	}, func() {
 		if hold {
@@ -172,13 +127,13 @@ func (q *fakeQuarantine) Park(ctx context.Context, group string, msgs []*events.
 }
 
 func (q *fakeQuarantine) Done(ctx context.Context, group string, msg *events.SQSMessage) (fifo.Hold, error) {
-	c := &qCall{Method: "done", Group: group, IDs: []string{msg.MessageId}, CtxErr: ctx.Err()}
+	c := &qCall{Method: "done", Key: group, Items: []string{msg.MessageId}, CtxErr: ctx.Err()}
 	var got fifo.Hold
-	err := q.call(c, func() {
+	err := q.Do(c, q.script, func() {
 		q.inLaneOrder(group, []*events.SQSMessage{msg})
 		d := q.view.Messages[msg.MessageId]
 		if cur := q.holds[group]; !d.Copy || cur.State != fifo.Draining || cur.Epoch != d.Epoch || cur.Next != d.Key {
-			q.violate("done for %s (%+v) while group %s is %+v", msg.MessageId, d, group, cur)
+			q.Violate("done for %s (%+v) while group %s is %+v", msg.MessageId, d, group, cur)
 		}
 	}, func() {
 		if h, ok := q.after[msg.MessageId]; ok {
@@ -189,52 +144,11 @@ func (q *fakeQuarantine) Done(ctx context.Context, group string, msg *events.SQS
 	return got, err
 }
 
-// Calls returns the calls for group (for "": the calls to Check), in the
-// short form.
-func (q *fakeQuarantine) Calls(group string) []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := []string{}
-	for _, c := range q.calls {
-		if c.Group == group {
-			out = append(out, c.String())
-		}
-	}
-	return out
-}
-
-// Call returns the n-th call for group.
-func (q *fakeQuarantine) Call(t *testing.T, group string, n int) qCall {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, c := range q.calls {
-		if c.Group == group {
-			if n == 0 {
-				return *c
-			}
-			n--
-		}
-	}
-	t.Fatalf("no such call for group %s", group)
-	return qCall{}
-}
-
 // HoldOf is group's hold as the calls so far left it.
 func (q *fakeQuarantine) HoldOf(group string) fifo.Hold {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.Lock()
+	defer q.Unlock()
 	return q.holds[group]
-}
-
-func (q *fakeQuarantine) requireSound(t *testing.T) {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	require.Empty(t, q.violations, "the processor broke the quarantine's contract")
-	for _, c := range q.calls {
-		require.NoError(t, c.CtxErr, "%s was called with a dead context", c)
-	}
 }
 
 func held(epoch int64) fifo.Hold     { return fifo.Hold{State: fifo.Held, Epoch: epoch} }
@@ -245,8 +159,8 @@ func copyOf(epoch int64) fifo.Disposition { return fifo.Disposition{Copy: true, 
 // errPanics makes the test handler panic; errGoexit makes it call
 // runtime.Goexit.
 var (
-	errPanics = errors.New("the handler panics")
-	errGoexit = errors.New("the handler calls runtime.Goexit")
+	errPanics = lanestest.ErrPanics
+	errGoexit = lanestest.ErrGoexit
 )
 
 // qRun is what one Process call under a quarantine did.
@@ -300,17 +214,9 @@ func runQuarantine(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map
 	var rec recorder
 	r := qRun{logs: &logBuffer{}}
 	cfg := fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
-		switch err := does[msg.MessageId]; {
-		case errors.Is(err, errPanics):
-			panic("handler bug in " + msg.MessageId)
-		case errors.Is(err, errGoexit):
-			runtime.Goexit()
-		default:
-			return err
-		}
-		return nil
-	}, Quarantine: q, QuarantineThreshold: testThreshold, Logger: r.logs.logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }}
+		rec.Start(msg.MessageId)
+		return lanestest.Act(msg.MessageId, does[msg.MessageId])
+	}, Quarantine: q, QuarantineThreshold: testThreshold, Logger: r.logs.Logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }}
 	for _, a := range adjust {
 		a(&cfg)
 	}
@@ -318,7 +224,7 @@ func runQuarantine(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map
 	r.resp, err = newProcessor(t, cfg).Process(context.Background(), ev)
 	require.NoError(t, err)
 	r.started = rec.Started()
-	q.requireSound(t)
+	q.RequireSound(t)
 	return r
 }
 
@@ -345,10 +251,10 @@ func TestQuarantinePermanentFailureParksTheRestOfItsLane(t *testing.T) {
 	require.Equal(t, []string{"a1", "a2"}, r.startedIn("a"), "a3 and a4 are parked without running")
 	require.Equal(t, []string{"b1", "b2"}, r.startedIn("b"))
 	require.Contains(t, r.started, "x")
-	require.Equal(t, []string{"check a1 b1 a2 a3 b2 a4"}, q.Calls(""), "check gets the grouped messages, in batch order")
-	require.Equal(t, []string{"park a2 a3 a4 hold"}, q.Calls("a"))
-	require.ErrorIs(t, q.Call(t, "a", 0).Cause, malformed, "the group is held because of the handler's error")
-	require.Empty(t, q.Calls("b"))
+	require.Equal(t, []string{"check a1 b1 a2 a3 b2 a4"}, q.Of(""), "check gets the grouped messages, in batch order")
+	require.Equal(t, []string{"park a2 a3 a4 hold"}, q.Of("a"))
+	require.ErrorIs(t, q.Nth(t, "a", 0).Cause, malformed, "the group is held because of the handler's error")
+	require.Empty(t, q.Of("b"))
 	require.Equal(t, map[string]fifo.Outcome{
 		"a1": fifo.Succeeded, "b1": fifo.Succeeded, "a2": fifo.Parked, "x": fifo.Succeeded,
 		"a3": fifo.Parked, "b2": fifo.Succeeded, "a4": fifo.Parked,
@@ -369,7 +275,7 @@ func TestQuarantineHoldByTheFirstMessageParksTheWholeLane(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"a1"}, r.startedIn("a"))
-	require.Equal(t, []string{"park a1 a2 a3 hold"}, q.Calls("a"))
+	require.Equal(t, []string{"park a1 a2 a3 hold"}, q.Of("a"))
 	require.Equal(t, map[string]fifo.Outcome{
 		"a1": fifo.Parked, "a2": fifo.Parked, "ac1": fifo.Dropped, "b1": fifo.Succeeded, "ad": fifo.Dropped, "a3": fifo.Parked,
 	}, r.outcomes())
@@ -389,13 +295,13 @@ func TestQuarantineThresholdParksBeforeTheMessageRuns(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.ElementsMatch(t, []string{"a1", "b1", "b2"}, r.started)
-	require.Equal(t, []string{"park a2 a3 hold"}, q.Calls("a"))
-	require.Equal(t, []string{"park c1 hold"}, q.Calls("c"))
-	require.Empty(t, q.Calls("b"))
-	cause := q.Call(t, "a", 0).Cause
+	require.Equal(t, []string{"park a2 a3 hold"}, q.Of("a"))
+	require.Equal(t, []string{"park c1 hold"}, q.Of("c"))
+	require.Empty(t, q.Of("b"))
+	cause := q.Nth(t, "a", 0).Cause
 	require.ErrorIs(t, cause, fifo.ErrQuarantineThreshold)
 	require.Contains(t, cause.Error(), "3 receives, threshold 3")
-	require.ErrorIs(t, q.Call(t, "c", 0).Cause, fifo.ErrQuarantineThreshold)
+	require.ErrorIs(t, q.Nth(t, "c", 0).Cause, fifo.ErrQuarantineThreshold)
 	require.Equal(t, fifo.Parked, r.outcomes()["a2"])
 	require.Zero(t, r.metrics.Messages[1].Duration, "a2 never ran")
 }
@@ -414,7 +320,7 @@ func TestQuarantineThresholdOfTwo(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Zero(t, ran.Load())
-	require.Equal(t, []string{"park a1 hold"}, q.Calls("a"))
+	require.Equal(t, []string{"park a1 hold"}, q.Of("a"))
 }
 
 // A held group's messages are parked in one call, without a cause: they
@@ -434,8 +340,8 @@ func TestQuarantineHeldGroupParksEveryOrdinaryMessage(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"b1"}, r.started)
-	require.Equal(t, []string{"park a1 a2 a3"}, q.Calls("a"), "a3's receive count does not matter: the group is held")
-	require.NoError(t, q.Call(t, "a", 0).Cause)
+	require.Equal(t, []string{"park a1 a2 a3"}, q.Of("a"), "a3's receive count does not matter: the group is held")
+	require.NoError(t, q.Nth(t, "a", 0).Cause)
 	require.Equal(t, map[string]fifo.Outcome{
 		"a1": fifo.Parked, "b1": fifo.Succeeded, "ac1": fifo.Dropped, "a2": fifo.Parked, "ad": fifo.Dropped, "a3": fifo.Parked,
 	}, r.outcomes())
@@ -455,7 +361,7 @@ func TestQuarantineDrainingGroupRunsItsCopies(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"ac1", "ac2"}, r.startedIn("a"))
-	require.Equal(t, []string{"park a4", "done ac1", "done ac2"}, q.Calls("a"))
+	require.Equal(t, []string{"park a4", "done ac1", "done ac2"}, q.Of("a"))
 	require.Equal(t, map[string]fifo.Outcome{
 		"a4": fifo.Parked, "ac1": fifo.Succeeded, "b1": fifo.Succeeded, "ac2": fifo.Succeeded,
 	}, r.outcomes())
@@ -515,7 +421,7 @@ func TestQuarantineFollowsTheHoldDoneReturns(t *testing.T) {
 			q := &fakeQuarantine{view: view(), after: tc.after}
 			r := runQuarantine(t, q, batchOf(t, batch...), nil)
 			require.Empty(t, r.resp.BatchItemFailures)
-			require.Equal(t, tc.calls, q.Calls("a"))
+			require.Equal(t, tc.calls, q.Of("a"))
 			require.Equal(t, tc.started, r.started)
 			require.Equal(t, tc.outcomes, r.outcomes())
 		})
@@ -549,7 +455,7 @@ func TestQuarantineDropsWhatItMustNotRun(t *testing.T) {
 			r := runQuarantine(t, q, withReceives(batchOf(t, "ax"), map[string]string{"ax": "5"}), nil)
 			require.Empty(t, r.resp.BatchItemFailures)
 			require.Empty(t, r.started)
-			require.Empty(t, q.Calls("a"))
+			require.Empty(t, q.Of("a"))
 			require.Equal(t, fifo.Dropped, r.outcomes()["ax"])
 			lines := r.lines(t, "ax")
 			require.Len(t, lines, 1)
@@ -582,8 +488,8 @@ func TestQuarantineCopyThatFailsAgainHoldsTheGroupAgain(t *testing.T) {
 		r := runQuarantine(t, q, batchOf(t, batch...), map[string]error{"ac1": again})
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"ac0", "ac1"}, r.started)
-		require.Equal(t, []string{"done ac0", "park hold", "park a5 a6"}, q.Calls("a"))
-		require.ErrorIs(t, q.Call(t, "a", 1).Cause, again)
+		require.Equal(t, []string{"done ac0", "park hold", "park a5 a6"}, q.Of("a"))
+		require.ErrorIs(t, q.Nth(t, "a", 1).Cause, again)
 		require.Equal(t, want, r.outcomes())
 		require.Equal(t, held(2), q.HoldOf("a"))
 		ac1 := r.lines(t, "ac1")
@@ -598,8 +504,8 @@ func TestQuarantineCopyThatFailsAgainHoldsTheGroupAgain(t *testing.T) {
 		r := runQuarantine(t, q, withReceives(batchOf(t, batch...), map[string]string{"ac1": "3"}), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"ac0"}, r.started, "a copy at the threshold does not run")
-		require.Equal(t, []string{"done ac0", "park hold", "park a5 a6"}, q.Calls("a"))
-		require.ErrorIs(t, q.Call(t, "a", 1).Cause, fifo.ErrQuarantineThreshold)
+		require.Equal(t, []string{"done ac0", "park hold", "park a5 a6"}, q.Of("a"))
+		require.ErrorIs(t, q.Nth(t, "a", 1).Cause, fifo.ErrQuarantineThreshold)
 		require.Equal(t, want, r.outcomes())
 		ac1 := r.lines(t, "ac1")
 		require.Len(t, ac1, 1)
@@ -633,8 +539,8 @@ func TestQuarantineCopyOutOfOrderHoldsTheGroupAgain(t *testing.T) {
 		r := runQuarantine(t, q, batchOf(t, "ac2", "ac3", "a7", "b1"), nil)
 		require.Empty(t, r.resp.BatchItemFailures, "acknowledged: their parked messages stay parked")
 		require.Equal(t, []string{"b1"}, r.started, "no copy ran")
-		require.Equal(t, []string{"park hold", "park a7"}, q.Calls("a"))
-		cause := q.Call(t, "a", 0).Cause
+		require.Equal(t, []string{"park hold", "park a7"}, q.Of("a"))
+		cause := q.Nth(t, "a", 0).Cause
 		require.ErrorIs(t, cause, fifo.ErrCopyOutOfOrder)
 		require.Contains(t, cause.Error(), "the copy of s2 came while s1 is parked")
 		require.Equal(t, fifo.Hold{State: fifo.Held, Epoch: 3, Next: "s1"}, q.HoldOf("a"))
@@ -652,7 +558,7 @@ func TestQuarantineCopyOutOfOrderHoldsTheGroupAgain(t *testing.T) {
 		r := runQuarantine(t, q, batchOf(t, "ac1", "ac2", "ac3", "a7"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"ac1", "ac2", "ac3", "a7"}, r.started, "released by the last copy, a7 runs")
-		require.Equal(t, []string{"done ac1", "done ac2", "done ac3"}, q.Calls("a"))
+		require.Equal(t, []string{"done ac1", "done ac2", "done ac3"}, q.Of("a"))
 	})
 	t.Run("a Done that does not move Next on", func(t *testing.T) {
 		t.Parallel()
@@ -662,7 +568,7 @@ func TestQuarantineCopyOutOfOrderHoldsTheGroupAgain(t *testing.T) {
 		q := &fakeQuarantine{view: view(next("s1")), after: map[string]fifo.Hold{"ac1": next("s0")}}
 		r := runQuarantine(t, q, batchOf(t, "ac1", "ac2", "ac3"), nil)
 		require.Equal(t, []string{"ac1"}, r.started)
-		require.Equal(t, []string{"done ac1", "park hold"}, q.Calls("a"))
+		require.Equal(t, []string{"done ac1", "park hold"}, q.Of("a"))
 		require.Equal(t, map[string]fifo.Outcome{"ac1": fifo.Succeeded, "ac2": fifo.Parked, "ac3": fifo.Dropped}, r.outcomes())
 	})
 	t.Run("the re-hold fails", func(t *testing.T) {
@@ -691,7 +597,7 @@ func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 	plain := &recorder{}
 	var plainMetrics fifo.BatchMetrics
 	base, err := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		plain.start(msg.MessageId)
+		plain.Start(msg.MessageId)
 		if errors.Is(does[msg.MessageId], errPanics) {
 			panic("handler bug")
 		}
@@ -707,7 +613,7 @@ func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 	for i := range plainMetrics.Messages {
 		require.Equal(t, plainMetrics.Messages[i].Outcome, r.metrics.Messages[i].Outcome, r.metrics.Messages[i].MessageID)
 	}
-	require.Equal(t, []string{"check a1 b1 a2 c1 b2 a3 ac1 c2"}, q.Calls(""))
+	require.Equal(t, []string{"check a1 b1 a2 c1 b2 a3 ac1 c2"}, q.Of(""))
 
 	t.Run("a redriven copy", func(t *testing.T) {
 		t.Parallel()
@@ -719,7 +625,7 @@ func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 			r := runQuarantine(t, q, batchOf(t, "ac1", "a5", "ad", "ac2"), map[string]error{"ac1": fails})
 			require.Equal(t, []string{"ac1", "a5", "ad", "ac2"}, failedIDs(r.resp), "nothing after a failure is parked or dropped")
 			require.Equal(t, []string{"ac1"}, r.started)
-			require.Empty(t, q.Calls("a"))
+			require.Empty(t, q.Of("a"))
 			require.Equal(t, fifo.SkippedAfterFailure, r.outcomes()["ad"])
 			q = &fakeQuarantine{view: q.view}
 		}
@@ -736,7 +642,7 @@ func TestQuarantineLeavesMessagesWithoutAGroupAlone(t *testing.T) {
 	r := runQuarantine(t, q, withReceives(batchOf(t, "-x", "a1", "-y", "-z"), map[string]string{"z": "9"}),
 		map[string]error{"x": fifo.Permanent(errors.New("malformed"))})
 	require.Equal(t, []string{"x"}, failedIDs(r.resp))
-	require.Equal(t, []string{"check a1"}, q.Calls(""))
+	require.Equal(t, []string{"check a1"}, q.Of(""))
 	require.ElementsMatch(t, []string{"x", "a1", "y", "z"}, r.started, "z runs whatever its receive count")
 	require.Equal(t, fifo.Failed, r.outcomes()["x"])
 
@@ -745,26 +651,13 @@ func TestQuarantineLeavesMessagesWithoutAGroupAlone(t *testing.T) {
 		q := &fakeQuarantine{script: func(qCall) error { panic("the quarantine was called") }}
 		r := runQuarantine(t, q, batchOf(t, "-x", "-y"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
-		require.Empty(t, q.Calls(""))
+		require.Empty(t, q.Of(""))
 	})
 }
 
 // failing returns a script that makes every call to method fail as fault
 // says ("error", "panic" or "goexit").
-func failing(method, fault string) func(qCall) error {
-	return func(c qCall) error {
-		if c.Method != method {
-			return nil
-		}
-		switch fault {
-		case "panic":
-			panic("quarantine bug")
-		case "goexit":
-			runtime.Goexit()
-		}
-		return errors.New("dynamodb unavailable")
-	}
-}
+func failing(method, fault string) func(qCall) error { return lanestest.Failing(method, fault) }
 
 // runFaulty is runQuarantine for a quarantine that may end a goroutine
 // with runtime.Goexit: in a synctest bubble, with Process on a goroutine
@@ -772,23 +665,12 @@ func failing(method, fault string) func(qCall) error {
 // and not the end of it.
 func runFaulty(t *testing.T, q *fakeQuarantine, ev events.SQSEvent, does map[string]error, adjust ...func(*fifo.Config)) (r qRun) {
 	t.Helper()
-	synctest.Test(t, func(t *testing.T) {
-		returned := make(chan struct{})
-		go func() {
-			r = runQuarantine(t, q, ev, does, adjust...)
-			close(returned) // not deferred: a Goexit in Process must not close it
-		}()
-		waitOrFail(t, returned, "Process to return")
-	})
+	lanestest.Returns(t, func(t *testing.T) { r = runQuarantine(t, q, ev, does, adjust...) })
 	return r
 }
 
 // The error that failed a quarantine call, as logged, for each fault.
-var faultText = map[string]string{
-	"error":  "dynamodb unavailable",
-	"panic":  "quarantine panicked: quarantine bug",
-	"goexit": "quarantine panicked: called runtime.Goexit",
-}
+var faultText = lanestest.FaultText
 
 // Without the holds nothing grouped may run: a Check that fails, panics or
 // ends its goroutine fails every grouped message of the batch. Messages
@@ -802,7 +684,7 @@ func TestQuarantineCheckFailureFailsEveryGroupedMessage(t *testing.T) {
 			r := runFaulty(t, q, batchOf(t, "a1", "b1", "-x", "a2"), nil)
 			require.Equal(t, []string{"a1", "b1", "a2"}, failedIDs(r.resp))
 			require.Equal(t, []string{"x"}, r.started)
-			require.Equal(t, []string{"check a1 b1 a2"}, q.Calls(""))
+			require.Equal(t, []string{"check a1 b1 a2"}, q.Of(""))
 			for _, id := range []string{"a1", "b1", "a2"} {
 				lines := r.lines(t, id)
 				require.Len(t, lines, 1, id)
@@ -828,7 +710,7 @@ func TestQuarantineParkFailure(t *testing.T) {
 				malformed := fifo.Permanent(errors.New("malformed"))
 				r := runFaulty(t, q, batchOf(t, "a1", "a2", "b1", "a3"), map[string]error{"a2": malformed})
 				require.Equal(t, []string{"a2", "a3"}, failedIDs(r.resp))
-				require.Equal(t, []string{"park a2 a3 hold"}, q.Calls("a"))
+				require.Equal(t, []string{"park a2 a3 hold"}, q.Of("a"))
 				require.ElementsMatch(t, []string{"a1", "a2", "b1"}, r.started)
 				require.Equal(t, fifo.Failed, r.outcomes()["a2"])
 				require.Equal(t, fifo.Failed, r.outcomes()["a3"])
@@ -848,7 +730,7 @@ func TestQuarantineParkFailure(t *testing.T) {
 				}}
 				r := runFaulty(t, q, batchOf(t, "a4", "ac1", "b1", "ac2"), nil)
 				require.Equal(t, []string{"a4", "ac1", "ac2"}, failedIDs(r.resp))
-				require.Equal(t, []string{"park a4"}, q.Calls("a"))
+				require.Equal(t, []string{"park a4"}, q.Of("a"))
 				require.Equal(t, []string{"b1"}, r.started, "no copy runs after a message before it was not parked")
 				require.Equal(t, fifo.Failed, r.outcomes()["a4"])
 				require.Equal(t, fifo.SkippedAfterFailure, r.outcomes()["ac1"])
@@ -861,7 +743,7 @@ func TestQuarantineParkFailure(t *testing.T) {
 				}}
 				r := runFaulty(t, q, batchOf(t, "ac1", "a5"), map[string]error{"ac1": fifo.Permanent(errors.New("malformed"))})
 				require.Equal(t, []string{"ac1", "a5"}, failedIDs(r.resp))
-				require.Equal(t, []string{"park hold"}, q.Calls("a"))
+				require.Equal(t, []string{"park hold"}, q.Of("a"))
 				require.Equal(t, fifo.Failed, r.outcomes()["ac1"])
 				ac1 := r.lines(t, "ac1")
 				require.Contains(t, ac1[len(ac1)-1]["error"], faultText[fault])
@@ -884,7 +766,7 @@ func TestQuarantineDoneFailureReportsTheCopy(t *testing.T) {
 			}}
 			r := runFaulty(t, q, batchOf(t, "ac1", "b1", "ac2", "a5"), nil)
 			require.Equal(t, []string{"ac1", "ac2", "a5"}, failedIDs(r.resp))
-			require.Equal(t, []string{"done ac1"}, q.Calls("a"))
+			require.Equal(t, []string{"done ac1"}, q.Of("a"))
 			require.Equal(t, []string{"ac1"}, r.startedIn("a"))
 			require.Equal(t, fifo.Failed, r.outcomes()["ac1"])
 			ac1 := r.lines(t, "ac1")
@@ -909,7 +791,7 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 		r := runQuarantine(t, q, batchOf(t, "a1", "b1", "a2"), malformed, opts)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"a1", "b1"}, r.started)
-		require.Equal(t, []string{"park a1 a2 hold"}, q.Calls("a"))
+		require.Equal(t, []string{"park a1 a2 hold"}, q.Of("a"))
 	})
 	t.Run("a re-held copy stops nothing", func(t *testing.T) {
 		t.Parallel()
@@ -955,9 +837,9 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 		r := runQuarantine(t, q, ev, map[string]error{"a1": errors.New("busy")}, opts)
 		require.Equal(t, []string{"a1"}, r.started)
 		require.Equal(t, []string{"a1", "a2", "a3", "a4", "b1", "b2", "bd", "dc1", "d5"}, failedIDs(r.resp))
-		require.Equal(t, []string{"park c1"}, q.Calls("c"))
-		require.Empty(t, q.Calls("b"), "b2, at the threshold, is not parked ahead of b1")
-		require.Empty(t, q.Calls("d"), "d5 is not parked ahead of dc1")
+		require.Equal(t, []string{"park c1"}, q.Of("c"))
+		require.Empty(t, q.Of("b"), "b2, at the threshold, is not parked ahead of b1")
+		require.Empty(t, q.Of("d"), "d5 is not parked ahead of dc1")
 		for _, id := range []string{"b1", "b2", "bd", "dc1", "d5"} {
 			require.Equal(t, fifo.SkippedStopped, r.outcomes()[id], id)
 		}
@@ -983,21 +865,21 @@ func TestQuarantineDeadline(t *testing.T) {
 	var rec recorder
 	r := qRun{logs: &logBuffer{}}
 	p := newProcessor(t, fifo.Config{Handler: func(ctx context.Context, msg events.SQSMessage) error {
-		rec.start(msg.MessageId)
+		rec.Start(msg.MessageId)
 		if msg.MessageId == "ac1" {
 			left.Store(int64(500 * time.Millisecond)) // inside the 1 s margin
 		}
 		return nil
-	}, Quarantine: q, QuarantineThreshold: testThreshold, Now: clock, Concurrency: 1, Logger: r.logs.logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }})
+	}, Quarantine: q, QuarantineThreshold: testThreshold, Now: clock, Concurrency: 1, Logger: r.logs.Logger(), Metrics: func(m fifo.BatchMetrics) { r.metrics = m }})
 	resp, err := p.Process(ctx, withReceives(batchOf(t, "ac1", "ac2", "ad", "a5", "c1", "b1", "b2"), map[string]string{"b2": "3"}))
 	require.NoError(t, err)
-	q.requireSound(t)
+	q.RequireSound(t)
 
 	require.Equal(t, []string{"ac1"}, rec.Started())
 	require.Equal(t, []string{"ac2", "ad", "a5", "b1", "b2"}, failedIDs(resp))
-	require.Equal(t, []string{"done ac1"}, q.Calls("a"))
-	require.Equal(t, []string{"park c1"}, q.Calls("c"))
-	require.Empty(t, q.Calls("b"), "b2 is not parked ahead of b1")
+	require.Equal(t, []string{"done ac1"}, q.Of("a"))
+	require.Equal(t, []string{"park c1"}, q.Of("c"))
+	require.Empty(t, q.Of("b"), "b2 is not parked ahead of b1")
 	for _, id := range []string{"ac2", "ad", "a5", "b1", "b2"} {
 		require.Equal(t, fifo.SkippedDeadline, r.outcomes()[id], id)
 	}
@@ -1036,9 +918,9 @@ func TestQuarantineOutcomesInMetricsAndLogs(t *testing.T) {
 		require.Equal(t, ran, m.Duration > 0, "%s: a duration only if it ran", m.MessageID)
 		require.Equal(t, ran, m.Wait > 0, "%s: a wait only if it ran", m.MessageID)
 	}
-	require.Equal(t, []string{"park a2 a3 hold"}, q.Calls("a"))
-	require.Equal(t, []string{"park c1 c2"}, q.Calls("c"))
-	require.Equal(t, []string{"done dc1", "park d6"}, q.Calls("d"))
+	require.Equal(t, []string{"park a2 a3 hold"}, q.Of("a"))
+	require.Equal(t, []string{"park c1 c2"}, q.Of("c"))
+	require.Equal(t, []string{"done dc1", "park d6"}, q.Of("d"))
 
 	// One line for each message, but two for a2, which ran and was parked.
 	for id := range want {
@@ -1081,8 +963,8 @@ func TestQuarantineOutcomesInMetricsAndLogs(t *testing.T) {
 func TestQuarantineAPanickingLoggerOnAParkedLine(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
-		if attr(r, "message_id") == "a2" && attr(r, "outcome") == fifo.Parked.String() {
+	flaky := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
+		if lanestest.Attr(r, "message_id") == "a2" && lanestest.Attr(r, "outcome") == fifo.Parked.String() {
 			panic("log bug")
 		}
 	}}
@@ -1095,9 +977,9 @@ func TestQuarantineAPanickingLoggerOnAParkedLine(t *testing.T) {
 	})
 	resp, err := p.Process(context.Background(), batchOf(t, "a1", "a2", "a3"))
 	require.NoError(t, err)
-	q.requireSound(t)
+	q.RequireSound(t)
 	require.Equal(t, []string{"a2"}, failedIDs(resp))
-	require.Equal(t, []string{"park a1 a2 a3"}, q.Calls("a"))
+	require.Equal(t, []string{"park a1 a2 a3"}, q.Of("a"))
 	require.Contains(t, logLine(t, &logs, "a2")["error"], "logger panicked: log bug")
 }
 
@@ -1111,7 +993,7 @@ func TestQuarantineHandlerGoexit(t *testing.T) {
 	}}
 	r := runFaulty(t, q, batchOf(t, "ac1", "a5", "b1"), map[string]error{"ac1": errGoexit})
 	require.Equal(t, []string{"ac1", "a5"}, failedIDs(r.resp))
-	require.Empty(t, q.Calls("a"))
+	require.Empty(t, q.Of("a"))
 	require.Equal(t, fifo.Panicked, r.outcomes()["ac1"])
 }
 
@@ -1174,22 +1056,4 @@ func TestHoldStateAndOutcomeNames(t *testing.T) {
 	require.False(t, fifo.Parked.Started())
 	require.False(t, fifo.Dropped.Started())
 	require.Equal(t, "quarantine", fifo.PanicInQuarantine.String())
-}
-
-// Violations returns the breaches of contract the fake noted.
-func (q *fakeQuarantine) Violations() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.violations)
-}
-
-// Snapshot returns a copy of every call, in the order they were made.
-func (q *fakeQuarantine) Snapshot() []qCall {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := make([]qCall, 0, len(q.calls))
-	for _, c := range q.calls {
-		out = append(out, *c)
-	}
-	return out
 }

@@ -50,7 +50,7 @@ func TestAPermanentErrorThatIsNotDeadLetteredIsReported(t *testing.T) {
 			t.Parallel()
 			var rec recorder
 			var logs logBuffer
-			p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, map[string]any{"t-0/1": cause}), DeadLetter: dl, Logger: logs.logger()})
+			p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, map[string]any{"t-0/1": cause}), DeadLetter: dl, Logger: logs.Logger()})
 			resp, err := p.Process(context.Background(), records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(resp))

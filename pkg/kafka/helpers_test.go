@@ -1,13 +1,10 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 func TestMain(m *testing.M) {
@@ -84,22 +82,7 @@ func failed(resp kafka.EventResponse) []string {
 }
 
 // recorder notes the order in which handlers start.
-type recorder struct {
-	mu      sync.Mutex
-	started []string
-}
-
-func (r *recorder) start(rec kafka.Record) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.started = append(r.started, name(rec))
-}
-
-func (r *recorder) Started() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.started...)
-}
+type recorder = lanestest.Recorder
 
 // handlerOf runs rec through the recorder, then returns what does says
 // for its name ("t-0/5"), nil by default; a func(), if any, is called
@@ -107,7 +90,7 @@ func (r *recorder) Started() []string {
 func handlerOf(rec *recorder, does map[string]any) kafka.Handler {
 	return func(ctx context.Context, r kafka.Record) error {
 		if rec != nil {
-			rec.start(r)
+			rec.Start(name(r))
 		}
 		switch d := does[name(r)].(type) {
 		case error:
@@ -120,34 +103,7 @@ func handlerOf(rec *recorder, does map[string]any) kafka.Handler {
 }
 
 // logBuffer is a JSON slog handler into a buffer, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-func (l *logBuffer) Records(t testing.TB) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(l.buf.Bytes()))
-	for dec.More() {
-		var rec map[string]any
-		require.NoError(t, dec.Decode(&rec))
-		out = append(out, rec)
-	}
-	return out
-}
+type logBuffer struct{ lanestest.LogBuffer }
 
 // line returns the log line of record "t-0/5".
 func (l *logBuffer) line(t testing.TB, record string) map[string]any {
@@ -167,45 +123,6 @@ func (l *logBuffer) last(t testing.TB) map[string]any {
 	recs := l.Records(t)
 	require.NotEmpty(t, recs)
 	return recs[len(recs)-1]
-}
-
-// hookHandler is a slog.Handler that calls fn with each record before the
-// next handler (if any) writes it: a test can act at the moment something
-// is logged, make the logger panic or end its goroutine.
-type hookHandler struct {
-	next slog.Handler
-	fn   func(r slog.Record)
-	// exitOnWith: deriving a logger ends the goroutine (runtime.Goexit).
-	exitOnWith bool
-}
-
-func (h hookHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.next == nil || h.next.Enabled(ctx, l)
-}
-
-func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
-	h.fn(r)
-	if h.next == nil {
-		return nil
-	}
-	return h.next.Handle(ctx, r)
-}
-
-func (h hookHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	if h.exitOnWith {
-		runtime.Goexit()
-	}
-	if h.next != nil {
-		h.next = h.next.WithAttrs(as)
-	}
-	return h
-}
-
-func (h hookHandler) WithGroup(name string) slog.Handler {
-	if h.next != nil {
-		h.next = h.next.WithGroup(name)
-	}
-	return h
 }
 
 // recordOf returns "t-0/5" for a slog record of the processor about a
@@ -228,14 +145,6 @@ func recordOf(r slog.Record) string {
 	}
 	return topic + "-" + part + "/" + off
 }
-
-// panickingHandler is a slog.Handler all of whose methods panic.
-type panickingHandler struct{}
-
-func (panickingHandler) Enabled(context.Context, slog.Level) bool  { panic("Enabled bug") }
-func (panickingHandler) Handle(context.Context, slog.Record) error { panic("Handle bug") }
-func (panickingHandler) WithAttrs([]slog.Attr) slog.Handler        { panic("WithAttrs bug") }
-func (panickingHandler) WithGroup(string) slog.Handler             { panic("WithGroup bug") }
 
 // deadLetters records what Send stores; err, if set, is returned instead,
 // and do, if set, is called first (to panic or exit).

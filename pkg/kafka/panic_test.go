@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 // processReturns runs p.Process on a goroutine of its own, so that a
@@ -75,7 +76,7 @@ func TestPanicsAndGoexitsFailTheirRecord(t *testing.T) {
 			return kafka.Config{Handler: noop, LaneKey: laneKeyDoing("t-0/1", runtime.Goexit)}
 		}, []string{"t-0/1", "t-0/2", "t-0/3"}, "lane key panicked: called runtime.Goexit"},
 		"the logger panics on a completed record's line": {func(logs *logBuffer) kafka.Config {
-			return kafka.Config{Handler: noop, Logger: slog.New(hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+			return kafka.Config{Handler: noop, Logger: slog.New(lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
 				if recordOf(r) == "t-0/1" && r.Level == slog.LevelDebug {
 					panic("log bug")
 				}
@@ -89,12 +90,12 @@ func TestPanicsAndGoexitsFailTheirRecord(t *testing.T) {
 				var logs logBuffer
 				cfg := tc.cfg(&logs)
 				if cfg.Logger == nil {
-					cfg.Logger = logs.logger()
+					cfg.Logger = logs.Logger()
 				}
 				var rec recorder
 				inner := cfg.Handler
 				cfg.Handler = func(ctx context.Context, r kafka.Record) error {
-					rec.start(r)
+					rec.Start(name(r))
 					return inner(ctx, r)
 				}
 				// t-0/1, t-0/2 and t-0/3 share key a but for t-0/3's null key;
@@ -133,7 +134,7 @@ func laneKeyDoing(at string, do func()) func(kafka.Record) (string, bool) {
 func TestAPanicIsLoggedWithItsStack(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := newProcessor(t, kafka.Config{Handler: handlerOf(nil, map[string]any{"t-0/1": func() { panic("kaboom") }}), Logger: logs.logger()})
+	p := newProcessor(t, kafka.Config{Handler: handlerOf(nil, map[string]any{"t-0/1": func() { panic("kaboom") }}), Logger: logs.Logger()})
 	_, err := p.Process(context.Background(), records(t, "t-0/1:a"))
 	require.NoError(t, err)
 	require.Contains(t, logs.line(t, "t-0/1")["stack"], "helpers_test.go", "the stack names the panicking handler")
@@ -174,7 +175,7 @@ func TestPanicsAndGoexitsOutsideARecordChangeNothing(t *testing.T) {
 	t.Parallel()
 	handler := handlerOf(nil, map[string]any{"t-0/2": errors.New("fails")})
 	onBatchLine := func(do func()) *slog.Logger {
-		return slog.New(hookHandler{fn: func(r slog.Record) {
+		return slog.New(lanestest.HookHandler{Fn: func(r slog.Record) {
 			if r.Message == "kafka: batch" || r.Message == "kafka: metrics hook panicked" {
 				do()
 			}
@@ -185,7 +186,7 @@ func TestPanicsAndGoexitsOutsideARecordChangeNothing(t *testing.T) {
 		"metrics hook calls Goexit":  {Metrics: func(kafka.BatchMetrics) { runtime.Goexit() }},
 		"batch line panics":          {Logger: onBatchLine(func() { panic("log bug") })},
 		"batch line calls Goexit":    {Logger: onBatchLine(runtime.Goexit)},
-		"deriving the logger exits":  {Logger: slog.New(hookHandler{fn: func(slog.Record) {}, exitOnWith: true})},
+		"deriving the logger exits":  {Logger: slog.New(lanestest.HookHandler{Fn: func(slog.Record) {}, ExitOnWith: true})},
 		"hook and its log line fail": {Metrics: func(kafka.BatchMetrics) { panic("hook bug") }, Logger: onBatchLine(runtime.Goexit)},
 	}
 	for title, cfg := range cases {
@@ -203,7 +204,7 @@ func TestPanicsAndGoexitsOutsideARecordChangeNothing(t *testing.T) {
 	t.Run("the refused batch's log line calls Goexit", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			p := newProcessor(t, kafka.Config{Handler: handler, Logger: slog.New(hookHandler{fn: func(slog.Record) { runtime.Goexit() }})})
+			p := newProcessor(t, kafka.Config{Handler: handler, Logger: slog.New(lanestest.HookHandler{Fn: func(slog.Record) { runtime.Goexit() }})})
 			_, err := processReturns(t, p, "t-0/1:a", "t-0/1:a")
 			require.ErrorIs(t, err, kafka.ErrInvalidBatch)
 		})
@@ -214,7 +215,7 @@ func TestPanicsAndGoexitsOutsideARecordChangeNothing(t *testing.T) {
 func TestAPanickingMetricsHookIsLogged(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := newProcessor(t, kafka.Config{Handler: noop, Metrics: func(kafka.BatchMetrics) { panic("hook bug") }, Logger: logs.logger()})
+	p := newProcessor(t, kafka.Config{Handler: noop, Metrics: func(kafka.BatchMetrics) { panic("hook bug") }, Logger: logs.Logger()})
 	resp, err := p.Process(context.Background(), records(t, "t-0/1:a"))
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
@@ -231,7 +232,7 @@ func TestALoggerThatAlwaysPanicsCrashesNothing(t *testing.T) {
 	dl := &deadLetters{}
 	p := newProcessor(t, kafka.Config{Handler: handlerOf(nil, map[string]any{
 		"t-0/2": errors.New("fail"), "t-0/3": func() { panic("handler bug") }, "t-0/4": kafka.Permanent(errors.New("bad")),
-	}), Logger: slog.New(panickingHandler{}), DeadLetter: dl, Metrics: func(kafka.BatchMetrics) { panic("hook bug") }})
+	}), Logger: slog.New(lanestest.PanickingHandler{}), DeadLetter: dl, Metrics: func(kafka.BatchMetrics) { panic("hook bug") }})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	resp, err := p.Process(ctx, records(t, "t-0/1:a", "t-0/2:b", "t-0/3:c", "t-0/4:d", "t-0/5:d"))
 	require.NoError(t, err)
@@ -253,7 +254,7 @@ func TestNoGoroutineOutlivesProcess(t *testing.T) {
 		{StopOnFirstFailure: true},
 		{DeadLetter: &deadLetters{}},
 		{LaneKey: laneKeyDoing("t-2/1", runtime.Goexit), Metrics: func(kafka.BatchMetrics) { runtime.Goexit() }},
-		{Logger: slog.New(hookHandler{fn: func(r slog.Record) {
+		{Logger: slog.New(lanestest.HookHandler{Fn: func(r slog.Record) {
 			if recordOf(r) == "t-0/1" {
 				runtime.Goexit()
 			}
@@ -295,7 +296,7 @@ func TestAGoexitSkipsTheRestOfItsLane(t *testing.T) {
 func TestALoggerGoexitOnARecordsLineFailsIt(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		logger := slog.New(hookHandler{fn: func(r slog.Record) {
+		logger := slog.New(lanestest.HookHandler{Fn: func(r slog.Record) {
 			if recordOf(r) == "t-0/1" {
 				runtime.Goexit()
 			}

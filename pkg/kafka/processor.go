@@ -100,10 +100,7 @@ func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch,
 		// where each of its panics is contained too.
 		_ = lanes.Guard(PanicInLogger, func() { log = log.With(requestAttr(ctx)) })
 	}
-	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil}
-	if p.cfg.Metrics != nil {
-		bc.Metrics = b.metrics
-	}
+	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil, Metrics: p.cfg.Metrics != nil, Quarantine: p.cfg.Quarantine != nil}
 	p.lanes.Begin(&b.Batch, b, len(records), bc)
 	b.laneNames = b.laneKeys()
 	b.Plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return b.laneNames[i], true })
@@ -215,17 +212,6 @@ func requestAttr(ctx context.Context) slog.Attr {
 		return slog.String("aws_request_id", lc.AwsRequestID)
 	}
 	return slog.Attr{}
-}
-
-// RunLane runs the lane that starts at head (b is the lanes.Runner of its
-// run): under its key's hold if the quarantine holds keys, else as the
-// lanes.Batch runs a lane.
-func (b *batch) RunLane(head int) {
-	if b.quarantined(head) {
-		b.runQuarantinedLane(head)
-		return
-	}
-	b.Lane(head)
 }
 
 // Refuse returns why keyed record i may not run: it carries another

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 // byLane groups started records by the lane their spec names: the
@@ -64,7 +65,7 @@ func TestALaneIsAPartitionAndAKeyAndLanesRunInParallel(t *testing.T) {
 			}
 			running[lane] = true
 			mu.Unlock()
-			rec.start(r)
+			rec.Start(name(r))
 			if heads[name(r)] {
 				arrived.Done()
 				<-all
@@ -133,7 +134,7 @@ func TestAFailureFailsTheRestOfItsLaneOnly(t *testing.T) {
 	ev := records(t, "t-0/1:a", "t-0/2:b", "t-0/3:a", "t-0/4:b", "t-0/5:a", "t-1/1:a", "t-0/6")
 	var rec recorder
 	var logs logBuffer
-	p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, map[string]any{"t-0/3": errors.New("boom")}), Logger: logs.logger()})
+	p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, map[string]any{"t-0/3": errors.New("boom")}), Logger: logs.Logger()})
 	resp, err := p.Process(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []string{"t-0/3", "t-0/5"}, failed(resp))
@@ -166,7 +167,7 @@ func TestStopOnFirstFailureLetsRunningRecordsFinish(t *testing.T) {
 		ev := records(t, "t-0/1:a", "t-0/2:b", "t-0/3:a", "t-0/4:b", "t-0/5:c")
 		var rec recorder
 		p := newProcessor(t, kafka.Config{Handler: func(ctx context.Context, r kafka.Record) error {
-			rec.start(r)
+			rec.Start(name(r))
 			switch name(r) {
 			case "t-0/1":
 				time.Sleep(time.Second)
@@ -224,7 +225,7 @@ func TestNoRecordStartsInsideTheDeadlineMarginAtExactlyItsValue(t *testing.T) {
 		defer cancel()
 		var rec recorder
 		p := newProcessor(t, kafka.Config{Handler: func(ctx context.Context, r kafka.Record) error {
-			rec.start(r)
+			rec.Start(name(r))
 			switch name(r) {
 			case "t-0/1": // leaves exactly the margin: t-0/2 starts
 				time.Sleep(3*time.Second - margin)
@@ -251,14 +252,14 @@ func TestADeadlineSkipSkipsTheRestOfItsLaneWhenTheClockStepsBack(t *testing.T) {
 	var left atomic.Int64 // what the clock says remains before the deadline
 	left.Store(int64(time.Minute))
 	var logs logBuffer
-	stepBack := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+	stepBack := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
 		if recordOf(r) == "t-0/2" {
 			left.Store(int64(time.Minute)) // the clock steps back once t-0/2 is skipped
 		}
 	}}
 	var rec recorder
 	p := newProcessor(t, kafka.Config{Handler: func(ctx context.Context, r kafka.Record) error {
-		rec.start(r)
+		rec.Start(name(r))
 		left.Store(int64(500 * time.Millisecond)) // inside the default 1 s margin
 		return nil
 	}, Now: func() time.Time { return deadline.Add(-time.Duration(left.Load())) }, Logger: slog.New(stepBack)})
@@ -391,7 +392,7 @@ func TestTheResponseHasTheItemIdentifierShape(t *testing.T) {
 func TestLogsOneLinePerRecordAndOnePerBatch(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	p := newProcessor(t, kafka.Config{Handler: handlerOf(nil, map[string]any{"t-1/7": errors.New("nope")}), Logger: logs.logger()})
+	p := newProcessor(t, kafka.Config{Handler: handlerOf(nil, map[string]any{"t-1/7": errors.New("nope")}), Logger: logs.Logger()})
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	_, err := p.Process(ctx, records(t, "t-0/5:a", "t-1/7:b", "t-1/8:b"))
 	require.NoError(t, err)
@@ -467,7 +468,7 @@ func TestTheMetricsHookIsSkippedWhenNoTimeIsLeft(t *testing.T) {
 			<-ctx.Done() // runs into the response reserve
 			return nil
 		}, DeadlineMargin: 500 * time.Millisecond, ResponseReserve: 500 * time.Millisecond,
-			Metrics: func(kafka.BatchMetrics) { called.Store(true) }, Logger: logs.logger()})
+			Metrics: func(kafka.BatchMetrics) { called.Store(true) }, Logger: logs.Logger()})
 		_, err := p.Process(ctx, records(t, "t-0/1:a"))
 		require.NoError(t, err)
 		require.False(t, called.Load(), "the hook ran with the response reserve spent")

@@ -68,12 +68,12 @@ func TestQuarantineCountsAFailureAtTheDeadline(t *testing.T) {
 				require.Equal(t, deadline.Add(-reserve/2), q.deadline, "the count's context ends half the reserve before the deadline")
 				require.Less(t, q.returned, deadline)
 				if hang {
-					require.Empty(t, q.Calls("a"))
+					require.Empty(t, q.Of("a"))
 					return
 				}
-				require.Equal(t, []string{"failed t-0/1"}, q.Calls("a"))
-				require.NoError(t, q.Call(t, "a", 0).Err)
-				require.True(t, errors.Is(q.Call(t, "a", 0).Cause, context.DeadlineExceeded), "the cause counted is the handler's")
+				require.Equal(t, []string{"failed t-0/1"}, q.Of("a"))
+				require.NoError(t, q.Nth(t, "a", 0).Err)
+				require.True(t, errors.Is(q.Nth(t, "a", 0).Cause, context.DeadlineExceeded), "the cause counted is the handler's")
 				require.Equal(t, 1, q.HoldOf("a").Attempts.Failed)
 			})
 		})

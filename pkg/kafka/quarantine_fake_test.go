@@ -2,43 +2,19 @@ package kafka_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
-// qCall is one call the processor made to a fakeQuarantine.
-type qCall struct {
-	Method string     // "check", "park", "done" or "failed"
-	Key    string     // the lane key, for all but check
-	Recs   []string   // the records named ("t-0/5")
-	Cause  error      // park, failed
-	Hold   bool       // park
-	In     kafka.Hold // failed: the hold the processor passed
-	CtxErr error      // the context's error when the call was made
-	Err    error      // what the call returned
-}
-
-// String is the call in the short form the tests compare: "check t-0/1
-// t-0/2", "park t-0/2 t-0/3 hold", "park hold" (a re-hold), "done t-0/9",
-// "failed t-0/1".
-func (c qCall) String() string {
-	parts := append([]string{c.Method}, c.Recs...)
-	if c.Hold {
-		parts = append(parts, "hold")
-	}
-	return strings.Join(parts, " ")
-}
+// qCall is one call the processor made to a fakeQuarantine: Key is the
+// lane key (empty for check), Items the records named ("t-0/5").
+type qCall = lanestest.Call
 
 // fakeQuarantine is a scripted kafka.Quarantine that records every call.
 //
@@ -51,41 +27,18 @@ func (c qCall) String() string {
 // call's error, and it may panic or call runtime.Goexit instead.
 //
 // The fake checks what the interface and the processor promise about the
-// calls; requireSound fails the test on a breach.
+// calls; RequireSound fails the test on a breach.
 type fakeQuarantine struct {
+	lanestest.CallLog
 	view   kafka.QuarantineView
 	after  map[string]kafka.Hold
 	script func(c qCall) error
 
-	mu         sync.Mutex
-	holds      map[kafka.TopicKey]kafka.Hold
-	pos        map[string]int         // batch position of each record Check got
-	last       map[kafka.TopicKey]int // per key: position of the last record a call named
-	keys       map[string]kafka.TopicKey
-	calls      []*qCall
-	violations []string
-}
-
-func (q *fakeQuarantine) violate(format string, args ...any) {
-	q.violations = append(q.violations, fmt.Sprintf(format, args...))
-}
-
-func (q *fakeQuarantine) call(c *qCall, check, update func()) error {
-	q.mu.Lock()
-	q.calls = append(q.calls, c)
-	check()
-	q.mu.Unlock()
-	var err error
-	if q.script != nil {
-		err = q.script(*c)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	c.Err = err
-	if err == nil {
-		update()
-	}
-	return err
+	// Guarded by the CallLog's lock:
+	holds map[kafka.TopicKey]kafka.Hold
+	pos   map[string]int         // batch position of each record Check got
+	last  map[kafka.TopicKey]int // per key: position of the last record a call named
+	keys  map[string]kafka.TopicKey
 }
 
 func names(recs []*kafka.Record) []string {
@@ -101,10 +54,10 @@ func (q *fakeQuarantine) Check(ctx context.Context, recs []kafka.KeyedRecord) (k
 	for _, r := range recs {
 		ns = append(ns, name(*r.Record))
 	}
-	c := &qCall{Method: "check", Recs: ns, CtxErr: ctx.Err()}
-	err := q.call(c, func() {
-		if len(q.calls) != 1 {
-			q.violate("check is call %d, not the first and only check", len(q.calls))
+	c := &qCall{Method: "check", Items: ns, CtxErr: ctx.Err()}
+	err := q.Do(c, q.script, func() {
+		if q.Len() != 1 {
+			q.Violate("check is call %d, not the first and only check", q.Len())
 		}
 		q.pos, q.last, q.keys = map[string]int{}, map[kafka.TopicKey]int{}, map[string]kafka.TopicKey{}
 		q.holds = map[kafka.TopicKey]kafka.Hold{}
@@ -113,7 +66,7 @@ func (q *fakeQuarantine) Check(ctx context.Context, recs []kafka.KeyedRecord) (k
 		}
 		for i, r := range recs {
 			if r.Key.Topic != r.Record.Topic {
-				q.violate("check got %s under topic %q", name(*r.Record), r.Key.Topic)
+				q.Violate("check got %s under topic %q", name(*r.Record), r.Key.Topic)
 			}
 			q.pos[name(*r.Record)], q.keys[name(*r.Record)] = i, r.Key
 			q.last[r.Key] = -1
@@ -132,11 +85,11 @@ func (q *fakeQuarantine) inLaneOrder(key kafka.TopicKey, recs []string) {
 		p, ok := q.pos[r]
 		switch {
 		case !ok:
-			q.violate("%s was not given to check", r)
+			q.Violate("%s was not given to check", r)
 		case q.keys[r] != key:
-			q.violate("%s of key %v named in a call for key %v", r, q.keys[r], key)
+			q.Violate("%s of key %v named in a call for key %v", r, q.keys[r], key)
 		case p <= q.last[key]:
-			q.violate("%s named out of lane order in key %v", r, key)
+			q.Violate("%s named out of lane order in key %v", r, key)
 		default:
 			q.last[key] = p
 		}
@@ -144,29 +97,29 @@ func (q *fakeQuarantine) inLaneOrder(key kafka.TopicKey, recs []string) {
 }
 
 func (q *fakeQuarantine) Park(ctx context.Context, key kafka.TopicKey, recs []*kafka.Record, cause error, hold bool) (kafka.Hold, error) {
-	c := &qCall{Method: "park", Key: key.Key, Recs: names(recs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
+	c := &qCall{Method: "park", Key: key.Key, Items: names(recs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
 	var got kafka.Hold
-	err := q.call(c, func() {
-		q.inLaneOrder(key, c.Recs)
+	err := q.Do(c, q.script, func() {
+		q.inLaneOrder(key, c.Items)
 		for _, r := range recs {
 			if d, ok := q.view.Records[r.ID()]; ok {
-				q.violate("park got %s, which check said to handle as %+v", name(*r), d)
+				q.Violate("park got %s, which check said to handle as %+v", name(*r), d)
 			}
 			if r.Partition != recs[0].Partition {
-				q.violate("park got records of two partitions")
+				q.Violate("park got records of two partitions")
 			}
 		}
 		switch cur := q.holds[key]; {
 		case len(recs) == 0 && !hold:
-			q.violate("park of key %v with neither records nor hold", key)
+			q.Violate("park of key %v with neither records nor hold", key)
 		case hold && cause == nil:
-			q.violate("park of key %v holds it without a cause", key)
+			q.Violate("park of key %v holds it without a cause", key)
 		case !hold && cur.State == kafka.NotHeld:
-			q.violate("park of key %v without hold, but the key is not held", key)
+			q.Violate("park of key %v without hold, but the key is not held", key)
 		case !hold && cause != nil:
-			q.violate("park of key %v without hold has cause %v", key, cause)
+			q.Violate("park of key %v without hold has cause %v", key, cause)
 		case cur.State != kafka.NotHeld && len(recs) > 0 && recs[0].Partition != cur.Partition:
-			q.violate("park of key %v from partition %d, held from %d", key, recs[0].Partition, cur.Partition)
+			q.Violate("park of key %v from partition %d, held from %d", key, recs[0].Partition, cur.Partition)
 		}
 	}, func() {
 		cur := q.holds[key]
@@ -183,13 +136,13 @@ func (q *fakeQuarantine) Park(ctx context.Context, key kafka.TopicKey, recs []*k
 }
 
 func (q *fakeQuarantine) Done(ctx context.Context, key kafka.TopicKey, rec *kafka.Record) (kafka.Hold, error) {
-	c := &qCall{Method: "done", Key: key.Key, Recs: []string{name(*rec)}, CtxErr: ctx.Err()}
+	c := &qCall{Method: "done", Key: key.Key, Items: []string{name(*rec)}, CtxErr: ctx.Err()}
 	var got kafka.Hold
-	err := q.call(c, func() {
-		q.inLaneOrder(key, c.Recs)
+	err := q.Do(c, q.script, func() {
+		q.inLaneOrder(key, c.Items)
 		d := q.view.Records[rec.ID()]
 		if cur := q.holds[key]; !d.Copy || cur.State != kafka.Draining || cur.Epoch != d.Epoch || cur.Next != d.Of {
-			q.violate("done for %s (%+v) while key %v is %+v", name(*rec), d, key, cur)
+			q.Violate("done for %s (%+v) while key %v is %+v", name(*rec), d, key, cur)
 		}
 	}, func() {
 		if h, ok := q.after[name(*rec)]; ok {
@@ -202,18 +155,18 @@ func (q *fakeQuarantine) Done(ctx context.Context, key kafka.TopicKey, rec *kafk
 }
 
 func (q *fakeQuarantine) Failed(ctx context.Context, key kafka.TopicKey, hold kafka.Hold, rec *kafka.Record, cause error) (kafka.Attempts, error) {
-	c := &qCall{Method: "failed", Key: key.Key, Recs: []string{name(*rec)}, Cause: cause, In: hold, CtxErr: ctx.Err()}
+	c := &qCall{Method: "failed", Key: key.Key, Items: []string{name(*rec)}, Cause: cause, CtxErr: ctx.Err()}
 	var got kafka.Attempts
-	err := q.call(c, func() {
+	err := q.Do(c, q.script, func() {
 		// In lane order, but not past it: the record counted may be parked next.
-		if p, ok := q.pos[c.Recs[0]]; !ok || p <= q.last[key] || q.keys[c.Recs[0]] != key {
-			q.violate("failed for %s out of lane order in key %v", c.Recs[0], key)
+		if p, ok := q.pos[c.Items[0]]; !ok || p <= q.last[key] || q.keys[c.Items[0]] != key {
+			q.Violate("failed for %s out of lane order in key %v", c.Items[0], key)
 		}
 		if cur := q.holds[key]; cur != hold {
-			q.violate("failed for %s with hold %+v, the key's is %+v", name(*rec), hold, cur)
+			q.Violate("failed for %s with hold %+v, the key's is %+v", name(*rec), hold, cur)
 		}
 		if cause == nil {
-			q.violate("failed for %s without a cause", name(*rec))
+			q.Violate("failed for %s without a cause", name(*rec))
 		}
 	}, func() {
 		h := q.holds[key]
@@ -224,52 +177,11 @@ func (q *fakeQuarantine) Failed(ctx context.Context, key kafka.TopicKey, hold ka
 	return got, err
 }
 
-// Calls returns the calls for lane key key (for "": the calls to Check),
-// in the short form.
-func (q *fakeQuarantine) Calls(key string) []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := []string{}
-	for _, c := range q.calls {
-		if c.Key == key {
-			out = append(out, c.String())
-		}
-	}
-	return out
-}
-
-// Call returns the n-th call for key.
-func (q *fakeQuarantine) Call(t *testing.T, key string, n int) qCall {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, c := range q.calls {
-		if c.Key == key {
-			if n == 0 {
-				return *c
-			}
-			n--
-		}
-	}
-	t.Fatalf("no such call for key %s", key)
-	return qCall{}
-}
-
 // HoldOf is key's hold (of topic t) as the calls so far left it.
 func (q *fakeQuarantine) HoldOf(key string) kafka.Hold {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.Lock()
+	defer q.Unlock()
 	return q.holds[tk(key)]
-}
-
-func (q *fakeQuarantine) requireSound(t *testing.T) {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	require.Empty(t, q.violations, "the processor broke the quarantine's contract")
-	for _, c := range q.calls {
-		require.NoError(t, c.CtxErr, "%s was called with a dead context", c)
-	}
 }
 
 // tk is key of topic t.
@@ -313,8 +225,8 @@ func failedBefore(partition, offset int64, n int) kafka.Hold {
 // errPanics makes the test handler panic; errGoexit makes it call
 // runtime.Goexit.
 var (
-	errPanics = errors.New("the handler panics")
-	errGoexit = errors.New("the handler calls runtime.Goexit")
+	errPanics = lanestest.ErrPanics
+	errGoexit = lanestest.ErrGoexit
 )
 
 // qRun is what one Process call under a quarantine did.
@@ -356,17 +268,9 @@ func runQuarantine(t *testing.T, q kafka.Quarantine, ev events.KafkaEvent, does 
 	var rec recorder
 	r := qRun{logs: &logBuffer{}}
 	cfg := kafka.Config{Handler: func(ctx context.Context, kr kafka.Record) error {
-		rec.start(kr)
-		switch err := does[name(kr)]; {
-		case errors.Is(err, errPanics):
-			panic("handler bug in " + name(kr))
-		case errors.Is(err, errGoexit):
-			runtime.Goexit()
-		default:
-			return err
-		}
-		return nil
-	}, Quarantine: q, QuarantineThreshold: testThreshold, Logger: r.logs.logger(), Metrics: func(m kafka.BatchMetrics) { r.metrics = m }}
+		rec.Start(name(kr))
+		return lanestest.Act(name(kr), does[name(kr)])
+	}, Quarantine: q, QuarantineThreshold: testThreshold, Logger: r.logs.Logger(), Metrics: func(m kafka.BatchMetrics) { r.metrics = m }}
 	for _, a := range adjust {
 		a(&cfg)
 	}
@@ -375,7 +279,7 @@ func runQuarantine(t *testing.T, q kafka.Quarantine, ev events.KafkaEvent, does 
 	require.NoError(t, err)
 	r.started = rec.Started()
 	if f, ok := q.(*fakeQuarantine); ok {
-		f.requireSound(t)
+		f.RequireSound(t)
 	}
 	return r
 }
@@ -385,44 +289,16 @@ func runQuarantine(t *testing.T, q kafka.Quarantine, ev events.KafkaEvent, does 
 // of its own, so that a Goexit that ends Process is a failure of the test.
 func runFaulty(t *testing.T, q *fakeQuarantine, ev events.KafkaEvent, does map[string]error, adjust ...func(*kafka.Config)) (r qRun) {
 	t.Helper()
-	synctest.Test(t, func(t *testing.T) {
-		returned := make(chan struct{})
-		go func() {
-			r = runQuarantine(t, q, ev, does, adjust...)
-			close(returned) // not deferred: a Goexit in Process must not close it
-		}()
-		select {
-		case <-returned:
-		case <-time.After(time.Hour): // the bubble's time: only reached if Process never returns
-			t.Fatal("Process did not return")
-		}
-	})
+	lanestest.Returns(t, func(t *testing.T) { r = runQuarantine(t, q, ev, does, adjust...) })
 	return r
 }
 
 // failing returns a script that makes every call to method fail as fault
 // says ("error", "panic" or "goexit").
-func failing(method, fault string) func(qCall) error {
-	return func(c qCall) error {
-		if c.Method != method {
-			return nil
-		}
-		switch fault {
-		case "panic":
-			panic("quarantine bug")
-		case "goexit":
-			runtime.Goexit()
-		}
-		return errors.New("dynamodb unavailable")
-	}
-}
+func failing(method, fault string) func(qCall) error { return lanestest.Failing(method, fault) }
 
 // The error that failed a quarantine call, as logged, for each fault.
-var faultText = map[string]string{
-	"error":  "dynamodb unavailable",
-	"panic":  "quarantine panicked: quarantine bug",
-	"goexit": "quarantine panicked: called runtime.Goexit",
-}
+var faultText = lanestest.FaultText
 
 // withHeader adds header k: v to the records named.
 func withHeader(ev events.KafkaEvent, k, v string, recs ...string) events.KafkaEvent {

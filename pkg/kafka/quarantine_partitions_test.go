@@ -23,8 +23,8 @@ func TestQuarantinePartitionCountIsTheLastHeaders(t *testing.T) {
 	r := runQuarantine(t, q, ev, nil, func(c *kafka.Config) { c.PartitionCount = 6 })
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-0/1"}, r.started)
-	require.Equal(t, []string{"park t-0/2 hold"}, q.Calls("b"))
-	require.ErrorIs(t, q.Call(t, "b", 0).Cause, kafka.ErrPartitionCountChanged)
+	require.Equal(t, []string{"park t-0/2 hold"}, q.Of("b"))
+	require.ErrorIs(t, q.Nth(t, "b", 0).Cause, kafka.ErrPartitionCountChanged)
 }
 
 // The procedure of docs/KAFKA.md once a topic's partitions were added
@@ -45,7 +45,7 @@ func TestQuarantineTheOldCountHoldsTheNewRecordsWhileTheOldPartitionsDrain(t *te
 	r := runQuarantine(t, q, ev, nil, old)
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-0/3"}, r.started, "the older record, in the old partition, runs")
-	require.Equal(t, []string{"park t-1/10 t-1/11 hold"}, q.Calls("a"))
+	require.Equal(t, []string{"park t-1/10 t-1/11 hold"}, q.Of("a"))
 	require.Equal(t, int64(1), q.HoldOf("a").Partition)
 
 	// Deployed with the new count: the held key's records are parked; a key
@@ -55,5 +55,5 @@ func TestQuarantineTheOldCountHoldsTheNewRecordsWhileTheOldPartitionsDrain(t *te
 	r = runQuarantine(t, q2, ev, nil, func(c *kafka.Config) { c.PartitionCount = 7 })
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-1/13"}, r.started)
-	require.Equal(t, []string{"park t-1/12"}, q2.Calls("a"))
+	require.Equal(t, []string{"park t-1/12"}, q2.Of("a"))
 }

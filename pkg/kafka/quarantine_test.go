@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/kafka"
+	"github.com/fifoworker/fifoworker/pkg/lanes/lanestest"
 )
 
 // A permanent failure holds its key and parks the record with every later
@@ -29,10 +30,10 @@ func TestQuarantinePermanentFailureParksTheRestOfItsLane(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures, "parked records are completed")
 	require.ElementsMatch(t, []string{"t-0/1", "t-0/2", "t-0/3", "t-0/4", "t-0/6"}, r.started, "t-0/5 and t-0/7 are parked without running")
-	require.Equal(t, []string{"check t-0/1 t-0/2 t-0/3 t-0/5 t-0/6 t-0/7"}, q.Calls(""), "check gets the keyed records, in batch order")
-	require.Equal(t, []string{"park t-0/3 t-0/5 t-0/7 hold"}, q.Calls("a"))
-	require.ErrorIs(t, q.Call(t, "a", 0).Cause, malformed, "the key is held because of the handler's error")
-	require.Empty(t, q.Calls("b"))
+	require.Equal(t, []string{"check t-0/1 t-0/2 t-0/3 t-0/5 t-0/6 t-0/7"}, q.Of(""), "check gets the keyed records, in batch order")
+	require.Equal(t, []string{"park t-0/3 t-0/5 t-0/7 hold"}, q.Of("a"))
+	require.ErrorIs(t, q.Nth(t, "a", 0).Cause, malformed, "the key is held because of the handler's error")
+	require.Empty(t, q.Of("b"))
 	require.Equal(t, heldOn(0, 0), q.HoldOf("a"))
 	require.Equal(t, map[string]kafka.Outcome{
 		"t-0/1": kafka.Succeeded, "t-0/2": kafka.Succeeded, "t-0/3": kafka.Parked, "t-0/4": kafka.Succeeded,
@@ -53,7 +54,7 @@ func TestQuarantineHoldByTheFirstRecordParksTheWholeLane(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.ElementsMatch(t, []string{"t-0/1", "t-0/4"}, r.started)
-	require.Equal(t, []string{"park t-0/1 t-0/2 t-0/6 hold"}, q.Calls("a"))
+	require.Equal(t, []string{"park t-0/1 t-0/2 t-0/6 hold"}, q.Of("a"))
 	require.Equal(t, map[string]kafka.Outcome{
 		"t-0/1": kafka.Parked, "t-0/2": kafka.Parked, "t-0/3": kafka.Dropped, "t-0/4": kafka.Succeeded, "t-0/5": kafka.Dropped, "t-0/6": kafka.Parked,
 	}, r.outcomes())
@@ -78,12 +79,12 @@ func TestQuarantineThresholdParksBeforeTheRecordRuns(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.ElementsMatch(t, []string{"t-0/1", "t-0/4", "t-0/5", "t-0/7", "t-0/8"}, r.started)
-	require.Equal(t, []string{"park t-0/2 t-0/3 hold"}, q.Calls("a"))
-	require.Equal(t, []string{"park t-0/6 hold"}, q.Calls("c"))
-	require.Empty(t, q.Calls("b"))
-	require.Empty(t, q.Calls("d"))
-	require.Empty(t, q.Calls("e"))
-	cause := q.Call(t, "a", 0).Cause
+	require.Equal(t, []string{"park t-0/2 t-0/3 hold"}, q.Of("a"))
+	require.Equal(t, []string{"park t-0/6 hold"}, q.Of("c"))
+	require.Empty(t, q.Of("b"))
+	require.Empty(t, q.Of("d"))
+	require.Empty(t, q.Of("e"))
+	cause := q.Nth(t, "a", 0).Cause
 	require.ErrorIs(t, cause, kafka.ErrQuarantineThreshold)
 	require.Contains(t, cause.Error(), "(2 failed, attempt 3 is the threshold): busy before")
 	require.Equal(t, kafka.Parked, r.outcomes()["t-0/2"])
@@ -119,15 +120,15 @@ func TestQuarantineCountsEachFailureAndParksAtTheThreshold(t *testing.T) {
 			t.Parallel()
 			q := &fakeQuarantine{view: kafka.QuarantineView{Holds: map[kafka.TopicKey]kafka.Hold{tk("a"): tc.before}}}
 			r := runQuarantine(t, q, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b"), map[string]error{"t-0/1": tc.fails})
-			require.Equal(t, tc.calls, q.Calls("a"))
+			require.Equal(t, tc.calls, q.Of("a"))
 			require.Equal(t, tc.failed, failed(r.resp))
 			require.Equal(t, tc.outcome, r.outcomes()["t-0/1"])
 			require.Equal(t, tc.attempts, q.HoldOf("a").Attempts.Of(&kafka.Record{Partition: 0, Offset: 1}))
 			if errors.Is(tc.fails, busy) && !kafka.IsPermanent(tc.fails) {
-				require.ErrorIs(t, q.Call(t, "a", 0).Cause, busy, "the handler's error is the cause counted")
+				require.ErrorIs(t, q.Nth(t, "a", 0).Cause, busy, "the handler's error is the cause counted")
 			}
 			if tc.outcome == kafka.Parked && !kafka.IsPermanent(tc.fails) {
-				cause := q.Call(t, "a", 1).Cause
+				cause := q.Nth(t, "a", 1).Cause
 				require.ErrorIs(t, cause, kafka.ErrQuarantineThreshold)
 				lines := r.lines(t, "t-0/1")
 				require.Len(t, lines, 2, "the handler's line, then the parking's")
@@ -147,8 +148,8 @@ func TestQuarantineCountsNoRedeliveryCausedByAnotherRecord(t *testing.T) {
 	q := &fakeQuarantine{}
 	r := runQuarantine(t, q, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b", "t-0/4:a"), map[string]error{"t-0/1": errors.New("busy")})
 	require.Equal(t, []string{"t-0/1", "t-0/2", "t-0/4"}, failed(r.resp))
-	require.Equal(t, []string{"failed t-0/1"}, q.Calls("a"), "t-0/2 and t-0/4 were skipped, not failed")
-	require.Empty(t, q.Calls("b"))
+	require.Equal(t, []string{"failed t-0/1"}, q.Of("a"), "t-0/2 and t-0/4 were skipped, not failed")
+	require.Empty(t, q.Of("b"))
 
 	// The redelivery from t-0/1 (the stream reading of the commit) brings
 	// b's completed t-0/3 again; it succeeds, and is not counted; a now
@@ -156,8 +157,8 @@ func TestQuarantineCountsNoRedeliveryCausedByAnotherRecord(t *testing.T) {
 	q2 := &fakeQuarantine{view: kafka.QuarantineView{Holds: map[kafka.TopicKey]kafka.Hold{tk("a"): q.HoldOf("a")}}}
 	r = runQuarantine(t, q2, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b", "t-0/4:a"), nil)
 	require.Empty(t, r.resp.BatchItemFailures)
-	require.Empty(t, q2.Calls("a"))
-	require.Empty(t, q2.Calls("b"))
+	require.Empty(t, q2.Of("a"))
+	require.Empty(t, q2.Of("b"))
 }
 
 // A threshold of 2 parks a record after its first failure, at once.
@@ -168,7 +169,7 @@ func TestQuarantineThresholdOfTwo(t *testing.T) {
 		func(c *kafka.Config) { c.QuarantineThreshold = 2 })
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-0/1"}, r.started)
-	require.Equal(t, []string{"failed t-0/1", "park t-0/1 hold"}, q.Calls("a"))
+	require.Equal(t, []string{"failed t-0/1", "park t-0/1 hold"}, q.Of("a"))
 }
 
 // A held key's records are parked in one call, without a cause: they join
@@ -189,8 +190,8 @@ func TestQuarantineHeldKeyParksEveryOrdinaryRecord(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-0/2"}, r.started)
-	require.Equal(t, []string{"park t-0/1 t-0/4 t-0/6"}, q.Calls("a"))
-	require.NoError(t, q.Call(t, "a", 0).Cause)
+	require.Equal(t, []string{"park t-0/1 t-0/4 t-0/6"}, q.Of("a"))
+	require.NoError(t, q.Nth(t, "a", 0).Cause)
 	require.Equal(t, map[string]kafka.Outcome{
 		"t-0/1": kafka.Parked, "t-0/2": kafka.Succeeded, "t-0/3": kafka.Dropped, "t-0/4": kafka.Parked, "t-0/5": kafka.Dropped, "t-0/6": kafka.Parked,
 	}, r.outcomes())
@@ -212,7 +213,7 @@ func TestQuarantineDrainingKeyRunsItsCopies(t *testing.T) {
 
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.Equal(t, []string{"t-0/11", "t-0/13"}, byLane(records(t, "t-0/10:a", "t-0/11:a", "t-0/12:b", "t-0/13:a"), r.started)["t-0:"+b64("a")])
-	require.Equal(t, []string{"park t-0/10", "done t-0/11", "done t-0/13"}, q.Calls("a"))
+	require.Equal(t, []string{"park t-0/10", "done t-0/11", "done t-0/13"}, q.Of("a"))
 	require.Equal(t, map[string]kafka.Outcome{
 		"t-0/10": kafka.Parked, "t-0/11": kafka.Succeeded, "t-0/12": kafka.Succeeded, "t-0/13": kafka.Succeeded,
 	}, r.outcomes())
@@ -268,7 +269,7 @@ func TestQuarantineFollowsTheHoldDoneReturns(t *testing.T) {
 			q := &fakeQuarantine{view: view(), after: tc.after}
 			r := runQuarantine(t, q, records(t, batch...), nil)
 			require.Empty(t, r.resp.BatchItemFailures)
-			require.Equal(t, tc.calls, q.Calls("a"))
+			require.Equal(t, tc.calls, q.Of("a"))
 			require.Equal(t, tc.started, r.started)
 			require.Equal(t, tc.outcomes, r.outcomes())
 		})
@@ -308,7 +309,7 @@ func TestQuarantineDropsWhatItMustNotRun(t *testing.T) {
 			r := runQuarantine(t, q, records(t, "t-0/9:a"), nil)
 			require.Empty(t, r.resp.BatchItemFailures)
 			require.Empty(t, r.started)
-			require.Empty(t, q.Calls("a"))
+			require.Empty(t, q.Of("a"))
 			require.Equal(t, kafka.Dropped, r.outcomes()["t-0/9"])
 			lines := r.lines(t, "t-0/9")
 			require.Len(t, lines, 1)
@@ -345,8 +346,8 @@ func TestQuarantineCopyThatFailsAgainHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, batch...), map[string]error{"t-0/11": again})
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/10", "t-0/11"}, r.started)
-		require.Equal(t, []string{"done t-0/10", "park hold", "park t-0/12 t-0/14"}, q.Calls("a"))
-		require.ErrorIs(t, q.Call(t, "a", 1).Cause, again)
+		require.Equal(t, []string{"done t-0/10", "park hold", "park t-0/12 t-0/14"}, q.Of("a"))
+		require.ErrorIs(t, q.Nth(t, "a", 1).Cause, again)
 		require.Equal(t, want, r.outcomes())
 		require.Equal(t, kafka.Held, q.HoldOf("a").State)
 		lines := r.lines(t, "t-0/11")
@@ -362,8 +363,8 @@ func TestQuarantineCopyThatFailsAgainHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, batch...), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/10"}, r.started, "a copy at the threshold does not run")
-		require.Equal(t, []string{"done t-0/10", "park hold", "park t-0/12 t-0/14"}, q.Calls("a"))
-		require.ErrorIs(t, q.Call(t, "a", 1).Cause, kafka.ErrQuarantineThreshold)
+		require.Equal(t, []string{"done t-0/10", "park hold", "park t-0/12 t-0/14"}, q.Of("a"))
+		require.ErrorIs(t, q.Nth(t, "a", 1).Cause, kafka.ErrQuarantineThreshold)
 		require.Equal(t, want, r.outcomes())
 		lines := r.lines(t, "t-0/11")
 		require.Len(t, lines, 1)
@@ -376,9 +377,9 @@ func TestQuarantineCopyThatFailsAgainHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, batch...), map[string]error{"t-0/11": errors.New("busy again")})
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/10", "t-0/11"}, r.started)
-		require.Equal(t, []string{"done t-0/10", "failed t-0/11", "park hold", "park t-0/12 t-0/14"}, q.Calls("a"))
-		require.ErrorIs(t, q.Call(t, "a", 2).Cause, kafka.ErrQuarantineThreshold)
-		require.Contains(t, q.Call(t, "a", 2).Cause.Error(), "busy again")
+		require.Equal(t, []string{"done t-0/10", "failed t-0/11", "park hold", "park t-0/12 t-0/14"}, q.Of("a"))
+		require.ErrorIs(t, q.Nth(t, "a", 2).Cause, kafka.ErrQuarantineThreshold)
+		require.Contains(t, q.Nth(t, "a", 2).Cause.Error(), "busy again")
 		require.Equal(t, want, r.outcomes())
 	})
 }
@@ -400,8 +401,8 @@ func TestQuarantineCopyOutOfOrderHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, "t-0/22:a", "t-0/23:a", "t-0/24:a", "t-0/25:b"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/25"}, r.started, "no copy ran")
-		require.Equal(t, []string{"park hold", "park t-0/24"}, q.Calls("a"))
-		cause := q.Call(t, "a", 0).Cause
+		require.Equal(t, []string{"park hold", "park t-0/24"}, q.Of("a"))
+		cause := q.Nth(t, "a", 0).Cause
 		require.ErrorIs(t, cause, kafka.ErrCopyOutOfOrder)
 		require.Contains(t, cause.Error(), "the copy of offset 2 came while offset 1 is parked")
 		require.Equal(t, map[string]kafka.Outcome{
@@ -414,7 +415,7 @@ func TestQuarantineCopyOutOfOrderHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, "t-0/21:a", "t-0/22:a", "t-0/23:a", "t-0/24:a"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/21", "t-0/22", "t-0/23", "t-0/24"}, r.started)
-		require.Equal(t, []string{"done t-0/21", "done t-0/22", "done t-0/23"}, q.Calls("a"))
+		require.Equal(t, []string{"done t-0/21", "done t-0/22", "done t-0/23"}, q.Of("a"))
 	})
 	t.Run("a copy written twice, its first run in this batch", func(t *testing.T) {
 		t.Parallel()
@@ -425,7 +426,7 @@ func TestQuarantineCopyOutOfOrderHoldsTheKeyAgain(t *testing.T) {
 		r := runQuarantine(t, q, records(t, "t-0/21:a", "t-0/22:a", "t-0/23:a"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
 		require.Equal(t, []string{"t-0/21", "t-0/23"}, r.started, "the second copy of offset 1 is dropped, the key not held again")
-		require.Equal(t, []string{"done t-0/21", "done t-0/23"}, q.Calls("a"))
+		require.Equal(t, []string{"done t-0/21", "done t-0/23"}, q.Of("a"))
 		require.Equal(t, kafka.Dropped, r.outcomes()["t-0/22"])
 	})
 	t.Run("the re-hold fails", func(t *testing.T) {
@@ -453,10 +454,10 @@ func TestQuarantineTransientFailureIsAnOrdinaryFailure(t *testing.T) {
 	require.Equal(t, failed(plain.resp), failed(r.resp))
 	require.Equal(t, plain.started, r.started)
 	require.Equal(t, plain.outcomes(), r.outcomes())
-	require.Equal(t, []string{"check t-0/1 t-0/2 t-0/3 t-0/4 t-0/5 t-0/6 t-0/8"}, q.Calls(""), "not t-0/7: it has no key")
-	require.Equal(t, []string{"failed t-0/3"}, q.Calls("a"))
-	require.Equal(t, []string{"failed t-0/2"}, q.Calls("b"))
-	require.Contains(t, q.Call(t, "b", 0).Cause.Error(), "handler panicked")
+	require.Equal(t, []string{"check t-0/1 t-0/2 t-0/3 t-0/4 t-0/5 t-0/6 t-0/8"}, q.Of(""), "not t-0/7: it has no key")
+	require.Equal(t, []string{"failed t-0/3"}, q.Of("a"))
+	require.Equal(t, []string{"failed t-0/2"}, q.Of("b"))
+	require.Contains(t, q.Nth(t, "b", 0).Cause.Error(), "handler panicked")
 }
 
 // Records without a key are not quarantined: Check does not see them, and
@@ -466,7 +467,7 @@ func TestQuarantineLeavesNullKeysAlone(t *testing.T) {
 	q := &fakeQuarantine{}
 	r := runQuarantine(t, q, records(t, "t-0/1", "t-0/2:a", "t-0/3"), map[string]error{"t-0/1": kafka.Permanent(errors.New("malformed"))})
 	require.Equal(t, []string{"t-0/1", "t-0/3"}, failed(r.resp))
-	require.Equal(t, []string{"check t-0/2"}, q.Calls(""))
+	require.Equal(t, []string{"check t-0/2"}, q.Of(""))
 	require.Equal(t, kafka.Failed, r.outcomes()["t-0/1"])
 
 	t.Run("a batch without keys is not checked", func(t *testing.T) {
@@ -474,7 +475,7 @@ func TestQuarantineLeavesNullKeysAlone(t *testing.T) {
 		q := &fakeQuarantine{script: func(qCall) error { panic("the quarantine was called") }}
 		r := runQuarantine(t, q, records(t, "t-0/1", "t-0/2"), nil)
 		require.Empty(t, r.resp.BatchItemFailures)
-		require.Empty(t, q.Calls(""))
+		require.Empty(t, q.Of(""))
 	})
 }
 
@@ -488,7 +489,7 @@ func TestQuarantineHoldsTheLaneKey(t *testing.T) {
 			c.LaneKey = func(kafka.Record) (string, bool) { return "job-1", true }
 		})
 	require.Empty(t, r.resp.BatchItemFailures)
-	require.Equal(t, []string{"park t-0/1 t-0/2 hold"}, q.Calls("job-1"))
+	require.Equal(t, []string{"park t-0/1 t-0/2 hold"}, q.Of("job-1"))
 }
 
 // Without the holds nothing keyed may run: a Check that fails, panics or
@@ -527,7 +528,7 @@ func TestQuarantineParkFailure(t *testing.T) {
 				q := &fakeQuarantine{script: failing("park", fault)}
 				r := runFaulty(t, q, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b", "t-0/4:a"), map[string]error{"t-0/2": kafka.Permanent(errors.New("malformed"))})
 				require.Equal(t, []string{"t-0/2", "t-0/4"}, failed(r.resp))
-				require.Equal(t, []string{"park t-0/2 t-0/4 hold"}, q.Calls("a"))
+				require.Equal(t, []string{"park t-0/2 t-0/4 hold"}, q.Of("a"))
 				require.Equal(t, kafka.Failed, r.outcomes()["t-0/2"])
 				lines := r.lines(t, "t-0/2")
 				require.Contains(t, lines[len(lines)-1]["error"], "permanent: malformed", "the handler's error is kept")
@@ -561,7 +562,7 @@ func TestQuarantineDoneFailureReportsTheCopy(t *testing.T) {
 			}}
 			r := runFaulty(t, q, records(t, "t-0/11:a", "t-0/12:b", "t-0/13:a", "t-0/14:a"), nil)
 			require.Equal(t, []string{"t-0/11", "t-0/13", "t-0/14"}, failed(r.resp))
-			require.Equal(t, []string{"done t-0/11"}, q.Calls("a"))
+			require.Equal(t, []string{"done t-0/11"}, q.Of("a"))
 			lines := r.lines(t, "t-0/11")
 			require.Len(t, lines, 2, "the handler's line, then the failure to record it")
 			require.Equal(t, "succeeded", lines[0]["outcome"])
@@ -583,7 +584,7 @@ func TestQuarantineFailedFailureKeepsTheFailure(t *testing.T) {
 			}}
 			r := runFaulty(t, q, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b"), map[string]error{"t-0/1": errors.New("busy")})
 			require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(r.resp))
-			require.Equal(t, []string{"failed t-0/1"}, q.Calls("a"), "nothing is parked on a count not written")
+			require.Equal(t, []string{"failed t-0/1"}, q.Of("a"), "nothing is parked on a count not written")
 			lines := r.lines(t, "t-0/1")
 			require.Len(t, lines, 1)
 			require.Equal(t, "failed", lines[0]["outcome"])
@@ -653,7 +654,7 @@ func TestQuarantineDeadline(t *testing.T) {
 	}
 	var rec recorder
 	p := newProcessor(t, kafka.Config{Handler: func(ctx context.Context, r kafka.Record) error {
-		rec.start(r)
+		rec.Start(name(r))
 		if name(r) == "t-0/1" {
 			left.Store(int64(500 * time.Millisecond)) // inside the 1 s margin
 		}
@@ -661,12 +662,12 @@ func TestQuarantineDeadline(t *testing.T) {
 	}, Quarantine: q, QuarantineThreshold: testThreshold, Now: clock, Concurrency: 1})
 	resp, err := p.Process(ctx, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:a", "t-0/4:a", "t-0/5:c", "t-0/6:b", "t-0/7:b"))
 	require.NoError(t, err)
-	q.requireSound(t)
+	q.RequireSound(t)
 	require.Equal(t, []string{"t-0/1"}, rec.Started())
 	require.Equal(t, []string{"t-0/2", "t-0/3", "t-0/4", "t-0/6", "t-0/7"}, failed(resp))
-	require.Equal(t, []string{"done t-0/1"}, q.Calls("a"))
-	require.Equal(t, []string{"park t-0/5"}, q.Calls("c"))
-	require.Empty(t, q.Calls("b"), "t-0/7 is not parked ahead of t-0/6")
+	require.Equal(t, []string{"done t-0/1"}, q.Of("a"))
+	require.Equal(t, []string{"park t-0/5"}, q.Of("c"))
+	require.Empty(t, q.Of("b"), "t-0/7 is not parked ahead of t-0/6")
 }
 
 // Every record has one outcome in the metrics, and its log lines say what
@@ -713,7 +714,7 @@ func TestQuarantineOutcomesInMetricsAndLogs(t *testing.T) {
 func TestQuarantineAPanickingLoggerOnAParkedLine(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	flaky := hookHandler{next: logs.logger().Handler(), fn: func(r slog.Record) {
+	flaky := lanestest.HookHandler{Next: logs.Logger().Handler(), Fn: func(r slog.Record) {
 		if recordOf(r) == "t-0/2" {
 			panic("log bug")
 		}
@@ -722,9 +723,9 @@ func TestQuarantineAPanickingLoggerOnAParkedLine(t *testing.T) {
 	p := newProcessor(t, kafka.Config{Handler: noop, Quarantine: q, QuarantineThreshold: testThreshold, Logger: slog.New(flaky)})
 	resp, err := p.Process(context.Background(), records(t, "t-0/1:a", "t-0/2:a", "t-0/3:a"))
 	require.NoError(t, err)
-	q.requireSound(t)
+	q.RequireSound(t)
 	require.Equal(t, []string{"t-0/2"}, failed(resp))
-	require.Equal(t, []string{"park t-0/1 t-0/2 t-0/3"}, q.Calls("a"))
+	require.Equal(t, []string{"park t-0/1 t-0/2 t-0/3"}, q.Of("a"))
 }
 
 // A handler that ends its goroutine with runtime.Goexit fails its record
@@ -738,7 +739,7 @@ func TestQuarantineHandlerGoexit(t *testing.T) {
 	}}
 	r := runFaulty(t, q, records(t, "t-0/1:a", "t-0/2:a", "t-0/3:b"), map[string]error{"t-0/1": errGoexit})
 	require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(r.resp))
-	require.Empty(t, q.Calls("a"))
+	require.Empty(t, q.Of("a"))
 	require.Equal(t, kafka.Panicked, r.outcomes()["t-0/1"])
 }
 
@@ -807,7 +808,7 @@ func TestQuarantineRefusesAHeldKeysRecordFromAnotherPartition(t *testing.T) {
 			r := runQuarantine(t, q, records(t, "t-0/5:a", "t-1/3:a", "t-1/4:a", "t-1/5:b"), nil)
 			require.Equal(t, []string{"t-1/3", "t-1/4"}, failed(r.resp))
 			require.Equal(t, []string{"t-1/5"}, r.started)
-			require.Equal(t, []string{"park t-0/5"}, q.Calls("a"))
+			require.Equal(t, []string{"park t-0/5"}, q.Of("a"))
 			lines := r.lines(t, "t-1/3")
 			require.Len(t, lines, 1)
 			require.Contains(t, lines[0]["error"], "from partition 0")
@@ -843,12 +844,12 @@ func TestQuarantinePartitionCountChangedHoldsTheKey(t *testing.T) {
 	r := runQuarantine(t, q, ev(), nil, func(c *kafka.Config) { c.PartitionCount = n })
 	require.Empty(t, r.resp.BatchItemFailures)
 	require.ElementsMatch(t, []string{"t-0/4", "t-0/5", "t-0/7", "t-0/8"}, r.started)
-	require.Equal(t, []string{"park t-0/1 t-0/2 hold"}, q.Calls("a"))
-	require.Equal(t, []string{"park t-0/3 hold"}, q.Calls("b"))
-	require.Equal(t, []string{"park t-0/6 hold"}, q.Calls("e"))
-	require.ErrorIs(t, q.Call(t, "a", 0).Cause, kafka.ErrPartitionCountChanged)
-	require.Contains(t, q.Call(t, "a", 0).Cause.Error(), "partitioned over 7, the topic has 6")
-	require.Contains(t, q.Call(t, "e", 0).Cause.Error(), `header "x" is not a number`)
+	require.Equal(t, []string{"park t-0/1 t-0/2 hold"}, q.Of("a"))
+	require.Equal(t, []string{"park t-0/3 hold"}, q.Of("b"))
+	require.Equal(t, []string{"park t-0/6 hold"}, q.Of("e"))
+	require.ErrorIs(t, q.Nth(t, "a", 0).Cause, kafka.ErrPartitionCountChanged)
+	require.Contains(t, q.Nth(t, "a", 0).Cause.Error(), "partitioned over 7, the topic has 6")
+	require.Contains(t, q.Nth(t, "e", 0).Cause.Error(), `header "x" is not a number`)
 
 	t.Run("no check without a count", func(t *testing.T) {
 		t.Parallel()

@@ -64,6 +64,9 @@ func (b *batch) Prepare(ctx context.Context) {
 	b.held, b.heldErr = lanes.CheckQuarantine(&b.Batch, func() (QuarantineView, error) { return q.Check(ctx, recs) })
 }
 
+// RunHeldLane runs a lane of a quarantined key (lanes.HeldLaner).
+func (b *batch) RunHeldLane(head int) { b.runQuarantinedLane(head) }
+
 // runQuarantinedLane runs a key's lane under its hold, following the hold
 // as it changes: a record that fails permanently, fails as often as the
 // threshold allows or carries another partition count holds the key and
@@ -79,6 +82,7 @@ func (b *batch) runQuarantinedLane(head int) {
 		}
 		return
 	}
+	q := b.heldLane(key)
 	hold := b.held.Holds[key]
 	rest := pending
 	for i := head; i >= 0; i = b.Plan.Next(i) {
@@ -116,24 +120,24 @@ func (b *batch) runQuarantinedLane(head int) {
 			// Its parked record stays parked, for the next redrive to send
 			// again after the older one.
 			cause := fmt.Errorf("%w: the copy of offset %d came while offset %d is parked", ErrCopyOutOfOrder, d.Of, hold.Next)
-			hold, rest = b.rehold(i, key, hold, cause, "redriven copy out of order: ")
+			hold, rest = q.Rehold(i, hold, cause, "redriven copy out of order: ")
 			continue // rehold logged it
 		case isCopy && !runnable:
 			r.Outcome = Dropped
 			r.Note = fmt.Sprintf("redriven copy of epoch %d while the key is %s (epoch %d): its parked record stays parked", d.Epoch, hold.State, hold.Epoch)
 		case !runnable && hold.State != NotHeld:
-			hold, rest = b.park(i, key, hold, nil, false)
+			hold, rest = q.Park(i, hold, nil, false)
 			continue // park logged it
 		case moved != nil:
-			hold, rest = b.park(i, key, hold, moved, true)
+			hold, rest = q.Park(i, hold, moved, true)
 			continue // park logged it
 		case hold.Attempts.Of(rec)+1 >= b.p.cfg.QuarantineThreshold:
 			// Its count was written by an earlier delivery, and parking it
 			// then failed (or the threshold was lowered since).
 			if runnable {
-				hold, rest = b.rehold(i, key, hold, b.thresholdCause(i, hold), "redriven copy failed again: ")
+				hold, rest = q.Rehold(i, hold, b.thresholdCause(i, hold), "redriven copy failed again: ")
 			} else {
-				hold, rest = b.park(i, key, hold, b.thresholdCause(i, hold), true)
+				hold, rest = q.Park(i, hold, b.thresholdCause(i, hold), true)
 			}
 			continue // park or rehold logged it
 		case b.Stopped():
@@ -147,11 +151,11 @@ func (b *batch) runQuarantinedLane(head int) {
 			b.RunItem(i, func() { hold = b.countFailure(i, key, hold) })
 			switch {
 			case r.Outcome == Succeeded && runnable:
-				hold, rest = b.done(i, key, hold)
+				hold, rest = q.Done(i, hold)
 			case r.Park && runnable:
-				hold, rest = b.rehold(i, key, hold, r.ParkCause, "redriven copy failed again: ")
+				hold, rest = q.Rehold(i, hold, r.ParkCause, "redriven copy failed again: ")
 			case r.Park:
-				hold, rest = b.park(i, key, hold, r.ParkCause, true)
+				hold, rest = q.Park(i, hold, r.ParkCause, true)
 			case !r.Outcome.Completed():
 				rest = SkippedAfterFailure
 			}
@@ -215,49 +219,17 @@ func (b *batch) thresholdCause(i int, hold Hold) error {
 		hold.Attempts.Of(&b.records[i]), b.p.cfg.QuarantineThreshold, hold.Attempts.Cause)
 }
 
-// park parks record i and the records after it in its lane that cannot
-// run under the hold that results, in one call: with the key held, every
-// later record (copies are dropped, their parked records stay); with it
-// draining, those up to the next copy that runs. It returns the hold after
-// parking, and what the rest of the lane becomes when parking failed.
-func (b *batch) park(i int, key TopicKey, hold Hold, cause error, holdIt bool) (Hold, Outcome) {
-	// after is the hold as far as choosing the records goes (its state and
-	// epoch); the hold afterwards is the one Park returns.
-	after := hold
-	if holdIt {
-		after = Hold{State: Held}
-	}
-	idx := b.ToPark(i, func(j int) bool {
-		// A copy of the epoch: what follows waits for it to run, or to
-		// hold the key again.
-		d, known := b.held.Records[b.checked[j].id]
-		return known && d.Copy && after.State == Draining && after.Epoch == d.Epoch
-	}, func(j int) bool {
-		d, known := b.held.Records[b.checked[j].id]
-		return known && (d.Drop || d.Copy) // decided by runQuarantinedLane when it gets there
-	})
-	recs := make([]*Record, len(idx))
-	for k, j := range idx {
-		recs[k] = &b.records[j]
-	}
-	return lanes.Park(&b.Batch, idx, hold, cause, "its key is "+after.State.String(), func() (Hold, error) {
-		return b.p.cfg.Quarantine.Park(b.Context(), key, recs, cause, holdIt)
-	})
-}
+// heldLane is the quarantine's side of a key's lane.
+type heldLane = lanes.Held[TopicKey, Record, Hold]
 
-// rehold puts the key back on hold because the redriven copy i failed
-// again, reached the threshold or came out of order (note says which): its
-// parked record stays parked.
-func (b *batch) rehold(i int, key TopicKey, hold Hold, cause error, note string) (Hold, Outcome) {
-	return lanes.Rehold(&b.Batch, i, hold, cause, note, func() (Hold, error) {
-		return b.p.cfg.Quarantine.Park(b.Context(), key, nil, cause, true)
-	})
-}
-
-// done records that the redriven copy i was processed. If that cannot be
-// recorded, the copy is delivered again, and runs again.
-func (b *batch) done(i int, key TopicKey, hold Hold) (Hold, Outcome) {
-	return lanes.Done(&b.Batch, i, hold, func() (Hold, error) {
-		return b.p.cfg.Quarantine.Done(b.Context(), key, &b.records[i])
+// heldLane returns the quarantine's side of key's lane.
+func (b *batch) heldLane(key TopicKey) heldLane {
+	return lanes.HeldLane(&b.Batch, b.p.cfg.Quarantine, key, b.records, lanes.HeldView[Hold]{
+		Unit: "key",
+		Mark: func(j int) (isCopy, drop bool, epoch int64) {
+			d, known := b.held.Records[b.checked[j].id]
+			return known && d.Copy, known && d.Drop, d.Epoch
+		},
+		State: func(h Hold) (string, bool, int64) { return h.State.String(), h.State == Draining, h.Epoch },
 	})
 }

@@ -133,7 +133,7 @@ func TestInvalidBatchesAreRefusedWhole(t *testing.T) {
 			p := newProcessor(t, kafka.Config{Handler: func(context.Context, kafka.Record) error {
 				calls.Add(1)
 				return nil
-			}, Logger: logs.logger()})
+			}, Logger: logs.Logger()})
 			resp, err := p.Process(context.Background(), ev)
 			require.ErrorIs(t, err, kafka.ErrInvalidBatch)
 			require.ErrorContains(t, err, tc.says)

@@ -16,9 +16,9 @@ func (b *batch) AppendAttrs(attrs []slog.Attr, i int) []slog.Attr {
 	)
 }
 
-// metrics calls the metrics hook with the batch's metrics
-// (lanes.Batch.Report guards it).
-func (b *batch) metrics(took time.Duration) {
+// ReportMetrics calls the metrics hook with the batch's metrics
+// (lanes.Reporter; lanes.Batch.Report guards it).
+func (b *batch) ReportMetrics(took time.Duration) {
 	m := BatchMetrics{Records: make([]RecordMetrics, len(b.records)), Lanes: b.Plan.Lanes(), Duration: took}
 	for i := range b.records {
 		r := &b.Results[i]

@@ -10,10 +10,8 @@ import (
 
 // Items is a processor's side of a Batch: what it knows of its items, by
 // index. Its methods are called on the lanes' goroutines, each for an item
-// of the lane that goroutine runs. RunLane runs a lane: Batch.Lane, or the
-// processor's own lane under a quarantine.
+// of the lane that goroutine runs.
 type Items interface {
-	Runner
 	// Handle calls the processor's handler with item i under ctx. A panic
 	// in it is recovered by the Batch.
 	Handle(ctx context.Context, i int) error
@@ -78,9 +76,27 @@ type BatchConfig struct {
 	// DeadLetter: Items.DeadLetter stores the items that fail permanently
 	// outside a quarantine. Default false: such an item fails.
 	DeadLetter bool
-	// Metrics builds the processor's metrics of the batch, which took
-	// took, and calls its hook (see Report). Default nil: no hook.
-	Metrics func(took time.Duration)
+	// Metrics: the Items are a Reporter, with a metrics hook to call
+	// (see Report). Default false: no hook.
+	Metrics bool
+	// Quarantine: the Items are a HeldLaner, which runs the lanes whose
+	// first item Items.Quarantined names under the hold of their key.
+	// Default false: no quarantine, every lane is a Lane.
+	Quarantine bool
+}
+
+// Reporter is the method of Items that BatchConfig.Metrics asks for:
+// ReportMetrics builds the processor's metrics of the batch, which took
+// took, and calls its hook.
+type Reporter interface {
+	ReportMetrics(took time.Duration)
+}
+
+// HeldLaner is the method of Items that BatchConfig.Quarantine asks for:
+// RunHeldLane runs the lane that starts at head under the quarantine's
+// hold of its key: the processor's own lane (with Held's steps).
+type HeldLaner interface {
+	RunHeldLane(head int)
 }
 
 // Batch runs one batch of a processor's items on their lanes and decides
@@ -101,7 +117,8 @@ type Batch struct {
 	warner     Warner
 	log        *slog.Logger
 	deadLetter bool
-	metrics    func(took time.Duration)
+	reporter   Reporter  // nil without BatchConfig.Metrics
+	heldLaner  HeldLaner // nil without BatchConfig.Quarantine
 	begin      time.Time
 	run        *Run
 }
@@ -115,7 +132,6 @@ func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
 		items:      items,
 		log:        cfg.Logger,
 		deadLetter: cfg.DeadLetter,
-		metrics:    cfg.Metrics,
 		begin:      e.cfg.Now(),
 	}
 	for i := range b.Results {
@@ -123,6 +139,12 @@ func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
 	}
 	b.refuser, _ = items.(Refuser)
 	b.warner, _ = items.(Warner)
+	if cfg.Metrics {
+		b.reporter = items.(Reporter)
+	}
+	if cfg.Quarantine {
+		b.heldLaner = items.(HeldLaner)
+	}
 }
 
 // Run runs the batch under ctx: it starts the run (Engine.Start), lets
@@ -141,7 +163,7 @@ func (b *Batch) Run(ctx context.Context) {
 	// Handlers run on the lanes' goroutines; a panic is recovered (call,
 	// decide, LogOutcome), and if a handler ends its goroutine with
 	// runtime.Goexit another one takes over the remaining lanes.
-	b.Lanes(b.items)
+	b.Lanes(b)
 	b.Report(ctx)
 }
 
@@ -173,6 +195,16 @@ func (b *Batch) Lanes(runner Runner) {
 			b.Results[i].Outcome = SkippedAfterFailure
 		}
 	}
+}
+
+// RunLane runs the lane that starts at head (b is the Runner of its run):
+// HeldLaner.RunHeldLane if the quarantine holds its key, else Lane.
+func (b *Batch) RunLane(head int) {
+	if b.heldLaner != nil && b.items.Quarantined(head) {
+		b.heldLaner.RunHeldLane(head)
+		return
+	}
+	b.Lane(head)
 }
 
 // Lane runs the lane that starts at head, outside any quarantine. Once an
@@ -394,7 +426,7 @@ func LogContained(ctx context.Context, l *slog.Logger, level slog.Level, msg str
 	}
 }
 
-// Report logs the batch and calls BatchConfig.Metrics, if any, with the
+// Report logs the batch and calls the Reporter, if any, with the
 // batch's duration, after every handler has returned, guarded: a panic in
 // it is logged. The hook is skipped, with a warning, once the handlers'
 // context is done: the response reserve is spent (or the invocation
@@ -413,14 +445,14 @@ func (b *Batch) Report(ctx context.Context) {
 			slog.Int("records", len(b.Results)), slog.Int("lanes", b.Plan.Lanes()),
 			slog.Int("failed", failed), slog.Duration("duration", took))
 	}
-	if b.metrics == nil {
+	if b.reporter == nil {
 		return
 	}
 	if b.run.ctx.Err() != nil {
 		LogContained(ctx, b.log, slog.LevelWarn, b.e.say.metricsSkipped)
 		return
 	}
-	if pe := Guard(PanicInMetrics, func() { b.metrics(took) }); pe != nil {
+	if pe := Guard(PanicInMetrics, func() { b.reporter.ReportMetrics(took) }); pe != nil {
 		LogContained(ctx, b.log, slog.LevelError, b.e.say.metricsPanicked, slog.Any("panic", pe.Value), slog.String("stack", string(pe.Stack)))
 	}
 }

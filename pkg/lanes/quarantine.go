@@ -1,6 +1,7 @@
 package lanes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -27,28 +28,72 @@ func CheckQuarantine[V any](b *Batch, check func() (V, error)) (V, error) {
 	return view, nil
 }
 
-// ToPark returns the items to park with item i: i, then the later items of
-// its lane up to the first for which stop says so, less those skip names
-// (items the lane decides on its own when it gets there).
-func (b *Batch) ToPark(i int, stop, skip func(j int) bool) []int {
-	idx := []int{i}
-	for j := b.Plan.Next(i); j >= 0; j = b.Plan.Next(j) {
-		if stop(j) {
-			break
-		}
-		if !skip(j) {
-			idx = append(idx, j)
-		}
-	}
-	return idx
+// Quarantine is a processor's quarantine as a held lane calls it: Park
+// parks items of a key K (of type T) in lane order, Done records that a
+// redriven copy ran; both return the key's hold H afterwards. pkg/fifo's
+// and pkg/kafka's Quarantine are one each.
+type Quarantine[K, T, H any] interface {
+	Park(ctx context.Context, key K, items []*T, cause error, hold bool) (H, error)
+	Done(ctx context.Context, key K, item *T) (H, error)
 }
 
-// Park settles the items idx (idx[0] the item the call is for) after
-// park, the quarantine's call that parks them: Parked, with cause as the
-// first's note and note as the others', or Failed with park's error. It
-// returns the hold park returned and Pending, or, when parking failed,
-// hold and what the rest of the lane becomes.
-func Park[H any](b *Batch, idx []int, hold H, cause error, note string, park func() (H, error)) (H, Outcome) {
+// Held is the quarantine's side of one key's lane: a processor's lane
+// under a hold calls Park, Rehold and Done, which make the quarantine's
+// calls and settle, and log, the items of each.
+type Held[K, T, H any] struct {
+	HeldView[H]
+	b     *Batch
+	ctx   context.Context
+	q     Quarantine[K, T, H]
+	key   K
+	items []T
+}
+
+// HeldView is what a held lane reads of the quarantine's view and of its
+// holds, in the processor's terms.
+type HeldView[H any] struct {
+	// Unit is what the quarantine holds ("group", "key").
+	Unit string
+	// Mark returns what the view says of item j: a redriven copy of epoch,
+	// or an item to drop.
+	Mark func(j int) (isCopy, drop bool, epoch int64)
+	// State returns a hold's state, as logged ("held", "draining"), and
+	// whether it is draining under epoch.
+	State func(h H) (name string, draining bool, epoch int64)
+}
+
+// HeldLane returns the quarantine's side of key's lane in b, whose items
+// are items, under the handlers' context.
+func HeldLane[K, T, H any](b *Batch, q Quarantine[K, T, H], key K, items []T, view HeldView[H]) Held[K, T, H] {
+	return Held[K, T, H]{HeldView: view, b: b, ctx: b.Context(), q: q, key: key, items: items}
+}
+
+// Park parks item i and the items after it in its lane that cannot run
+// under the hold that results, in one call, holding the key because of
+// cause if holdIt: with the key held, every later item (copies are
+// dropped, their parked items stay); with it draining, those up to the
+// next copy of its epoch, which runs. Parked items are noted with cause
+// (the first) or the hold's state (the others); if parking fails they
+// fail. It returns the hold after parking and Pending, or, when parking
+// failed, hold and what the rest of the lane becomes.
+func (q Held[K, T, H]) Park(i int, hold H, cause error, holdIt bool) (H, Outcome) {
+	b := q.b
+	// The hold that results, as far as choosing the items goes.
+	state, draining, drainingEpoch := "held", false, int64(0)
+	if !holdIt {
+		state, draining, drainingEpoch = q.State(hold)
+	}
+	note := "its " + q.Unit + " is " + state
+	idx := []int{i}
+	for j := b.Plan.Next(i); j >= 0; j = b.Plan.Next(j) {
+		isCopy, drop, epoch := q.Mark(j)
+		if isCopy && draining && epoch == drainingEpoch {
+			break // a copy of the epoch: what follows waits for it to run, or to hold the key again
+		}
+		if !isCopy && !drop {
+			idx = append(idx, j)
+		} // else decided by the lane when it gets there
+	}
 	settle := func(err error) {
 		for _, j := range idx {
 			r := &b.Results[j]
@@ -59,7 +104,7 @@ func Park[H any](b *Batch, idx []int, hold H, cause error, note string, park fun
 					r.Outcome = Failed
 				}
 				r.Err = errors.Join(r.Err, fmt.Errorf("%s: park: %w", b.e.say.name, err))
-			case j == idx[0] && cause != nil:
+			case j == i && cause != nil:
 				r.Outcome, r.Note = Parked, cause.Error()
 			default:
 				r.Outcome, r.Note = Parked, note
@@ -67,7 +112,7 @@ func Park[H any](b *Batch, idx []int, hold H, cause error, note string, park fun
 			b.LogOutcome(j) // for an item that ran, a second line: its parking
 		}
 	}
-	got, err := CallQuarantine(park, settle)
+	got, err := CallQuarantine(func() (H, error) { return q.q.Park(q.ctx, q.key, Pointers(q.items, idx), cause, holdIt) }, settle)
 	if err != nil {
 		return hold, SkippedAfterFailure
 	}
@@ -75,14 +120,14 @@ func Park[H any](b *Batch, idx []int, hold H, cause error, note string, park fun
 	return got, Pending
 }
 
-// Rehold settles the redriven copy i after park, the quarantine's call
-// that holds its key again because of cause (the copy failed again,
-// reached the threshold or came out of order): its parked item stays
-// parked, and the copy is Parked with note and cause as its note, or
-// Failed with park's error. It returns what Park does.
-func Rehold[H any](b *Batch, i int, hold H, cause error, note string, park func() (H, error)) (H, Outcome) {
+// Rehold puts the key back on hold because of cause, the redriven copy i
+// having failed again, reached the threshold or come out of order (note
+// says which): its parked item stays parked, and the copy is Parked (or
+// Failed, if the call fails). It returns what Park does.
+func (q Held[K, T, H]) Rehold(i int, hold H, cause error, note string) (H, Outcome) {
+	b := q.b
 	r := &b.Results[i]
-	got, err := CallQuarantine(park, func(err error) {
+	got, err := CallQuarantine(func() (H, error) { return q.q.Park(q.ctx, q.key, nil, cause, true) }, func(err error) {
 		if r.Outcome == Pending {
 			r.Outcome = Failed
 		}
@@ -97,13 +142,14 @@ func Rehold[H any](b *Batch, i int, hold H, cause error, note string, park func(
 	return got, Pending
 }
 
-// Done settles the redriven copy i, which ran, after done, the
-// quarantine's call that records it. If that fails the copy fails, and is
-// delivered again, and runs again: its parked item must not stay parked
-// after it ran, nor run after a later item. It returns what Park does.
-func Done[H any](b *Batch, i int, hold H, done func() (H, error)) (H, Outcome) {
+// Done records that the redriven copy i ran. If that cannot be recorded
+// the copy fails, and is delivered again, and runs again: its parked item
+// must not stay parked after it ran, nor run after a later item. It
+// returns what Park does.
+func (q Held[K, T, H]) Done(i int, hold H) (H, Outcome) {
+	b := q.b
 	r := &b.Results[i]
-	got, err := CallQuarantine(done, func(err error) {
+	got, err := CallQuarantine(func() (H, error) { return q.q.Done(q.ctx, q.key, &q.items[i]) }, func(err error) {
 		r.Outcome, r.Err = Failed, fmt.Errorf("%s: the redriven copy ran, but recording it failed: %w", b.e.say.name, err)
 		b.LogOutcome(i)
 	})
@@ -111,6 +157,19 @@ func Done[H any](b *Batch, i int, hold H, done func() (H, error)) (H, Outcome) {
 		return hold, SkippedAfterFailure
 	}
 	return got, Pending
+}
+
+// Pointers returns pointers to the items idx of items, in idx's order (nil
+// for none): the items a quarantine's call names.
+func Pointers[T any](items []T, idx []int) []*T {
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]*T, len(idx))
+	for k, j := range idx {
+		out[k] = &items[j]
+	}
+	return out
 }
 
 // CallQuarantine calls f, which calls a method of the quarantine on a
