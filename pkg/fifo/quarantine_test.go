@@ -39,39 +39,26 @@ type fakeQuarantine struct {
 	after  map[string]fifo.Hold
 	script func(c qCall) error
 
-	// Guarded by the CallLog's lock:
-	holds map[string]fifo.Hold // the current hold of each group
-	pos   map[string]int       // batch position of each message Check got
-	last  map[string]int       // per group: position of the last message named by a park or done
+	// Each group's hold and lane order, guarded by the CallLog's lock.
+	lanestest.HeldKeys[string, fifo.Hold]
 }
 
 func ids(msgs []*events.SQSMessage) []string {
-	var out []string
-	for _, m := range msgs {
-		out = append(out, m.MessageId)
-	}
-	return out
+	return lanestest.Names(msgs, func(m *events.SQSMessage) string { return m.MessageId })
 }
+
+func groupOf(m *events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
 
 func (q *fakeQuarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (fifo.QuarantineView, error) {
 	c := &qCall{Method: "check", Items: ids(msgs), CtxErr: ctx.Err()}
 	err := q.Do(c, q.script, func() {
-		if q.Len() != 1 {
-			q.Violate("check is call %d, not the first and only check", q.Len())
-		}
-		q.pos = map[string]int{}
-		q.last = map[string]int{}
-		q.holds = map[string]fifo.Hold{}
-		for g, h := range q.view.Holds {
-			q.holds[g] = h
-		}
+		groups := make([]string, len(msgs))
 		for i, m := range msgs {
-			if m.Attributes["MessageGroupId"] == "" {
+			if groups[i] = groupOf(m); groups[i] == "" {
 				q.Violate("check got %s, which has no group", m.MessageId)
 			}
-			q.pos[m.MessageId] = i
-			q.last[m.Attributes["MessageGroupId"]] = -1
 		}
+		q.Checked(&q.CallLog, c.Items, groups, q.view.Holds)
 	}, func() {})
 	if err != nil {
 		return fifo.QuarantineView{}, err
@@ -79,35 +66,17 @@ func (q *fakeQuarantine) Check(ctx context.Context, msgs []*events.SQSMessage) (
 	return q.view, nil
 }
 
-// inLaneOrder checks that msgs, named by a call for group, come after every
-// message an earlier call for the group named, in batch order.
-func (q *fakeQuarantine) inLaneOrder(group string, msgs []*events.SQSMessage) {
-	for _, m := range msgs {
-		p, ok := q.pos[m.MessageId]
-		switch {
-		case !ok:
-			q.Violate("%s was not given to check", m.MessageId)
-		case m.Attributes["MessageGroupId"] != group:
-			q.Violate("%s of group %q named in a call for group %q", m.MessageId, m.Attributes["MessageGroupId"], group)
-		case p <= q.last[group]:
-			q.Violate("%s named out of lane order in group %s", m.MessageId, group)
-		default:
-			q.last[group] = p
-		}
-	}
-}
-
 func (q *fakeQuarantine) Park(ctx context.Context, group string, msgs []*events.SQSMessage, cause error, hold bool) (fifo.Hold, error) {
 	c := &qCall{Method: "park", Key: group, Items: ids(msgs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
 	var got fifo.Hold
 	err := q.Do(c, q.script, func() {
-		q.inLaneOrder(group, msgs)
+		q.InLaneOrder(&q.CallLog, group, c.Items)
 		for _, m := range msgs {
 			if d, ok := q.view.Messages[m.MessageId]; ok {
 				q.Violate("park got %s, which check said to handle as %+v", m.MessageId, d)
 			}
 		}
-		switch cur := q.holds[group]; {
+		switch cur := q.Holds[group]; {
 		case len(msgs) == 0 && !hold:
 			q.Violate("park of group %s with neither messages nor hold", group)
 		case hold && cause == nil:
@@ -119,9 +88,9 @@ func (q *fakeQuarantine) Park(ctx context.Context, group string, msgs []*events.
 		}
 	}, func() {
 		if hold {
-			q.holds[group] = fifo.Hold{State: fifo.Held, Epoch: q.holds[group].Epoch, Next: q.holds[group].Next}
+			q.Holds[group] = fifo.Hold{State: fifo.Held, Epoch: q.Holds[group].Epoch, Next: q.Holds[group].Next}
 		}
-		got = q.holds[group]
+		got = q.Holds[group]
 	})
 	return got, err
 }
@@ -130,16 +99,16 @@ func (q *fakeQuarantine) Done(ctx context.Context, group string, msg *events.SQS
 	c := &qCall{Method: "done", Key: group, Items: []string{msg.MessageId}, CtxErr: ctx.Err()}
 	var got fifo.Hold
 	err := q.Do(c, q.script, func() {
-		q.inLaneOrder(group, []*events.SQSMessage{msg})
+		q.InLaneOrder(&q.CallLog, group, c.Items)
 		d := q.view.Messages[msg.MessageId]
-		if cur := q.holds[group]; !d.Copy || cur.State != fifo.Draining || cur.Epoch != d.Epoch || cur.Next != d.Key {
+		if cur := q.Holds[group]; !d.Copy || cur.State != fifo.Draining || cur.Epoch != d.Epoch || cur.Next != d.Key {
 			q.Violate("done for %s (%+v) while group %s is %+v", msg.MessageId, d, group, cur)
 		}
 	}, func() {
 		if h, ok := q.after[msg.MessageId]; ok {
-			q.holds[group] = h
+			q.Holds[group] = h
 		}
-		got = q.holds[group]
+		got = q.Holds[group]
 	})
 	return got, err
 }
@@ -148,7 +117,7 @@ func (q *fakeQuarantine) Done(ctx context.Context, group string, msg *events.SQS
 func (q *fakeQuarantine) HoldOf(group string) fifo.Hold {
 	q.Lock()
 	defer q.Unlock()
-	return q.holds[group]
+	return q.Holds[group]
 }
 
 func held(epoch int64) fifo.Hold     { return fifo.Hold{State: fifo.Held, Epoch: epoch} }

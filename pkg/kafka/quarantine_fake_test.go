@@ -34,43 +34,27 @@ type fakeQuarantine struct {
 	after  map[string]kafka.Hold
 	script func(c qCall) error
 
-	// Guarded by the CallLog's lock:
-	holds map[kafka.TopicKey]kafka.Hold
-	pos   map[string]int         // batch position of each record Check got
-	last  map[kafka.TopicKey]int // per key: position of the last record a call named
-	keys  map[string]kafka.TopicKey
+	// Each key's hold and lane order, guarded by the CallLog's lock.
+	lanestest.HeldKeys[kafka.TopicKey, kafka.Hold]
 }
 
 func names(recs []*kafka.Record) []string {
-	var out []string
-	for _, r := range recs {
-		out = append(out, name(*r))
-	}
-	return out
+	return lanestest.Names(recs, func(r *kafka.Record) string { return name(*r) })
 }
 
 func (q *fakeQuarantine) Check(ctx context.Context, recs []kafka.KeyedRecord) (kafka.QuarantineView, error) {
-	var ns []string
-	for _, r := range recs {
-		ns = append(ns, name(*r.Record))
+	ns, keys := make([]string, len(recs)), make([]kafka.TopicKey, len(recs))
+	for i, r := range recs {
+		ns[i], keys[i] = name(*r.Record), r.Key
 	}
 	c := &qCall{Method: "check", Items: ns, CtxErr: ctx.Err()}
 	err := q.Do(c, q.script, func() {
-		if q.Len() != 1 {
-			q.Violate("check is call %d, not the first and only check", q.Len())
-		}
-		q.pos, q.last, q.keys = map[string]int{}, map[kafka.TopicKey]int{}, map[string]kafka.TopicKey{}
-		q.holds = map[kafka.TopicKey]kafka.Hold{}
-		for k, h := range q.view.Holds {
-			q.holds[k] = h
-		}
-		for i, r := range recs {
+		for _, r := range recs {
 			if r.Key.Topic != r.Record.Topic {
 				q.Violate("check got %s under topic %q", name(*r.Record), r.Key.Topic)
 			}
-			q.pos[name(*r.Record)], q.keys[name(*r.Record)] = i, r.Key
-			q.last[r.Key] = -1
 		}
+		q.Checked(&q.CallLog, ns, keys, q.view.Holds)
 	}, func() {})
 	if err != nil {
 		return kafka.QuarantineView{}, err
@@ -78,29 +62,11 @@ func (q *fakeQuarantine) Check(ctx context.Context, recs []kafka.KeyedRecord) (k
 	return q.view, nil
 }
 
-// inLaneOrder checks that recs, named by a call for key, come after every
-// record an earlier call for the key named, in batch order.
-func (q *fakeQuarantine) inLaneOrder(key kafka.TopicKey, recs []string) {
-	for _, r := range recs {
-		p, ok := q.pos[r]
-		switch {
-		case !ok:
-			q.Violate("%s was not given to check", r)
-		case q.keys[r] != key:
-			q.Violate("%s of key %v named in a call for key %v", r, q.keys[r], key)
-		case p <= q.last[key]:
-			q.Violate("%s named out of lane order in key %v", r, key)
-		default:
-			q.last[key] = p
-		}
-	}
-}
-
 func (q *fakeQuarantine) Park(ctx context.Context, key kafka.TopicKey, recs []*kafka.Record, cause error, hold bool) (kafka.Hold, error) {
 	c := &qCall{Method: "park", Key: key.Key, Items: names(recs), Cause: cause, Hold: hold, CtxErr: ctx.Err()}
 	var got kafka.Hold
 	err := q.Do(c, q.script, func() {
-		q.inLaneOrder(key, c.Items)
+		q.InLaneOrder(&q.CallLog, key, c.Items)
 		for _, r := range recs {
 			if d, ok := q.view.Records[r.ID()]; ok {
 				q.Violate("park got %s, which check said to handle as %+v", name(*r), d)
@@ -109,7 +75,7 @@ func (q *fakeQuarantine) Park(ctx context.Context, key kafka.TopicKey, recs []*k
 				q.Violate("park got records of two partitions")
 			}
 		}
-		switch cur := q.holds[key]; {
+		switch cur := q.Holds[key]; {
 		case len(recs) == 0 && !hold:
 			q.Violate("park of key %v with neither records nor hold", key)
 		case hold && cause == nil:
@@ -122,15 +88,15 @@ func (q *fakeQuarantine) Park(ctx context.Context, key kafka.TopicKey, recs []*k
 			q.Violate("park of key %v from partition %d, held from %d", key, recs[0].Partition, cur.Partition)
 		}
 	}, func() {
-		cur := q.holds[key]
+		cur := q.Holds[key]
 		if hold {
 			part := cur.Partition
 			if len(recs) > 0 && cur.State == kafka.NotHeld {
 				part = recs[0].Partition
 			}
-			q.holds[key] = kafka.Hold{State: kafka.Held, Epoch: cur.Epoch, Next: cur.Next, Partition: part, Attempts: cur.Attempts}
+			q.Holds[key] = kafka.Hold{State: kafka.Held, Epoch: cur.Epoch, Next: cur.Next, Partition: part, Attempts: cur.Attempts}
 		}
-		got = q.holds[key]
+		got = q.Holds[key]
 	})
 	return got, err
 }
@@ -139,17 +105,17 @@ func (q *fakeQuarantine) Done(ctx context.Context, key kafka.TopicKey, rec *kafk
 	c := &qCall{Method: "done", Key: key.Key, Items: []string{name(*rec)}, CtxErr: ctx.Err()}
 	var got kafka.Hold
 	err := q.Do(c, q.script, func() {
-		q.inLaneOrder(key, c.Items)
+		q.InLaneOrder(&q.CallLog, key, c.Items)
 		d := q.view.Records[rec.ID()]
-		if cur := q.holds[key]; !d.Copy || cur.State != kafka.Draining || cur.Epoch != d.Epoch || cur.Next != d.Of {
+		if cur := q.Holds[key]; !d.Copy || cur.State != kafka.Draining || cur.Epoch != d.Epoch || cur.Next != d.Of {
 			q.Violate("done for %s (%+v) while key %v is %+v", name(*rec), d, key, cur)
 		}
 	}, func() {
 		if h, ok := q.after[name(*rec)]; ok {
-			h.Attempts = q.holds[key].Attempts // a store keeps them
-			q.holds[key] = h
+			h.Attempts = q.Holds[key].Attempts // a store keeps them
+			q.Holds[key] = h
 		}
-		got = q.holds[key]
+		got = q.Holds[key]
 	})
 	return got, err
 }
@@ -159,19 +125,17 @@ func (q *fakeQuarantine) Failed(ctx context.Context, key kafka.TopicKey, hold ka
 	var got kafka.Attempts
 	err := q.Do(c, q.script, func() {
 		// In lane order, but not past it: the record counted may be parked next.
-		if p, ok := q.pos[c.Items[0]]; !ok || p <= q.last[key] || q.keys[c.Items[0]] != key {
-			q.Violate("failed for %s out of lane order in key %v", c.Items[0], key)
-		}
-		if cur := q.holds[key]; cur != hold {
+		q.NotPast(&q.CallLog, key, c.Items[0])
+		if cur := q.Holds[key]; cur != hold {
 			q.Violate("failed for %s with hold %+v, the key's is %+v", name(*rec), hold, cur)
 		}
 		if cause == nil {
 			q.Violate("failed for %s without a cause", name(*rec))
 		}
 	}, func() {
-		h := q.holds[key]
+		h := q.Holds[key]
 		h.Attempts = kafka.Attempts{Partition: rec.Partition, Offset: rec.Offset, Failed: h.Attempts.Of(rec) + 1, Cause: cause.Error()}
-		q.holds[key] = h
+		q.Holds[key] = h
 		got = h.Attempts
 	})
 	return got, err
@@ -181,7 +145,7 @@ func (q *fakeQuarantine) Failed(ctx context.Context, key kafka.TopicKey, hold ka
 func (q *fakeQuarantine) HoldOf(key string) kafka.Hold {
 	q.Lock()
 	defer q.Unlock()
-	return q.holds[tk(key)]
+	return q.Holds[tk(key)]
 }
 
 // tk is key of topic t.

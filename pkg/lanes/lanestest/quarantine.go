@@ -201,3 +201,67 @@ func Returns(t *testing.T, f func(t *testing.T)) {
 		}
 	})
 }
+
+// HeldKeys is a fake quarantine's state as a store would keep it: each
+// key's hold (Holds), and each item's key and batch position, from which
+// it checks that the calls name a key's items in lane order. Its caller
+// holds the CallLog's lock (in Do's check and update).
+type HeldKeys[K comparable, H any] struct {
+	Holds map[K]H
+	pos   map[string]int // batch position of each item check got
+	key   map[string]K   // key of each item check got
+	last  map[K]int      // per key: position of the last item a call named
+}
+
+// Checked starts the state from check's call, the batch's first: the
+// items it got (by name, with their keys, in batch order) and the holds
+// of the view it returns.
+func (h *HeldKeys[K, H]) Checked(log *CallLog, names []string, keys []K, holds map[K]H) {
+	if log.Len() != 1 {
+		log.Violate("check is call %d, not the first and only check", log.Len())
+	}
+	h.pos, h.key, h.last, h.Holds = map[string]int{}, map[string]K{}, map[K]int{}, map[K]H{}
+	for k, hold := range holds {
+		h.Holds[k] = hold
+	}
+	for i, n := range names {
+		h.pos[n], h.key[n] = i, keys[i]
+		h.last[keys[i]] = -1
+	}
+}
+
+// InLaneOrder checks that items, named by a call for key, are key's and
+// come after every item an earlier call for key named, in batch order.
+func (h *HeldKeys[K, H]) InLaneOrder(log *CallLog, key K, items []string) {
+	for _, n := range items {
+		p, ok := h.pos[n]
+		switch {
+		case !ok:
+			log.Violate("%s was not given to check", n)
+		case h.key[n] != key:
+			log.Violate("%s of key %v named in a call for key %v", n, h.key[n], key)
+		case p <= h.last[key]:
+			log.Violate("%s named out of lane order in key %v", n, key)
+		default:
+			h.last[key] = p
+		}
+	}
+}
+
+// NotPast checks that item, named by a call for key that does not end
+// with it (a count of its failure: it may be parked next), is key's and
+// comes after every item named so far.
+func (h *HeldKeys[K, H]) NotPast(log *CallLog, key K, item string) {
+	if p, ok := h.pos[item]; !ok || p <= h.last[key] || h.key[item] != key {
+		log.Violate("%s named out of lane order in key %v", item, key)
+	}
+}
+
+// Names names items, in order.
+func Names[T any](items []*T, name func(*T) string) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, name(it))
+	}
+	return out
+}
