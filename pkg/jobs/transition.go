@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"time"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
 // This file is the state machine. Both stores call decide and nothing else
@@ -445,7 +447,9 @@ type intentMarker struct {
 }
 
 // IntentKey is the table key of the marker of an intent.
-func IntentKey(tenant, intentID string) string { return "intent#" + tenant + "#" + intentID }
+func IntentKey(tenant, intentID string) string {
+	return jobitem.IntentKeyPrefix + tenant + "#" + intentID
+}
 
 // newJob is what Create writes when nothing is in its way, or only
 // dangling: the intent's marker whose job is gone (resolveCreate's free),

@@ -3,9 +3,11 @@
 // table, and its one decoder, FromStreamImage, which reads an item in the
 // form a stream record shows it. pkg/jobs gives all of it under its own
 // names (jobs.Job is jobitem.Job) and reads the items its store gets from
-// DynamoDB with the same decoder (jobs.FromItem turns an item into its
-// image form first), so an item and an image of it decode alike, with the
-// same errors, which say "jobs:" as pkg/jobs's do.
+// DynamoDB with the same decoder (Decode, which jobs.FromItem runs on the
+// SDK's form of an item through internal/base/ddbitem), so an item and an
+// image of it decode alike, with the same errors, which say "jobs:" as
+// pkg/jobs's do. Only no item and an intent marker are not jobs
+// (ErrNotJob); a job item without its key or status is an error.
 //
 // It is a package of its own so that a reader of the table's stream that
 // needs nothing else of pkg/jobs (the relay, internal/app/outbox) links no

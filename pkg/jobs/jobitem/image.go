@@ -3,6 +3,7 @@ package jobitem
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -47,10 +48,17 @@ const (
 )
 
 // ErrNotJob is returned by FromStreamImage (and jobs.FromItem) for an item
-// that is not a job: an intent marker, or no item at all (the missing new
-// image of a stream record for a deleted item). A stream reader skips
-// those.
+// that is not a job: an intent marker (keyed IntentKeyPrefix…), or no item
+// at all (the missing new image of a stream record for a deleted item). A
+// stream reader skips those. Any other item is a job's, and one without
+// its key or status is malformed (an error naming the attribute), not
+// skipped: the message in its outbox would be lost.
 var ErrNotJob = errors.New("not a job item")
+
+// IntentKeyPrefix begins the key of each intent marker, the one item of
+// the Jobs table that is not a job (pkg/jobs.IntentKey): no job id holds
+// a '#' (ValidateID), so no job's key begins with it.
+const IntentKeyPrefix = "intent#"
 
 // FromStreamImage decodes an image of a Jobs table stream record, as Lambda
 // delivers it (events.DynamoDBStreamRecord's NewImage or OldImage), into a
@@ -69,11 +77,17 @@ func FromStreamImage(image map[string]events.DynamoDBAttributeValue) (Job, error
 // (internal/base/ddbattr); outside the module, FromStreamImage and
 // jobs.FromItem are the ways in.
 func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
+	if len(d.Names()) == 0 {
+		return Job{}, fmt.Errorf("jobs: no item: %w", ErrNotJob)
+	}
+	if key := d.OptString(AttrJobID); strings.HasPrefix(key, IntentKeyPrefix) {
+		return Job{}, fmt.Errorf("jobs: item %q: %w", key, ErrNotJob)
+	}
 	j := Job{
-		ID:             d.OptString(AttrJobID),
+		ID:             d.String(AttrJobID),
 		IntentID:       d.OptString(AttrIntentID),
 		Tenant:         d.OptString(AttrTenant),
-		Status:         Status(d.OptString(AttrStatus)),
+		Status:         Status(d.String(AttrStatus)),
 		Generation:     d.OptInt(AttrGeneration),
 		Version:        d.OptInt(AttrVersion),
 		LeaseOwner:     d.OptString(AttrLeaseOwner),
@@ -97,13 +111,12 @@ func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
 	if err := d.Err(); err != nil {
 		return j, fmt.Errorf("jobs: %w", err)
 	}
+	if j.ID == "" {
+		// DynamoDB refuses an empty key: only a forged image has one.
+		return j, fmt.Errorf("jobs: attribute %s: empty", AttrJobID)
+	}
 	switch j.Status {
-	case "":
-		return j, fmt.Errorf("jobs: item %q: %w", j.ID, ErrNotJob)
 	case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled:
-		if j.ID == "" {
-			return j, fmt.Errorf("jobs: item without %s: %w", AttrJobID, ErrNotJob)
-		}
 		return j, nil
 	}
 	return j, fmt.Errorf("jobs: job %q: attribute %s: unknown status %q", j.ID, AttrStatus, j.Status)
