@@ -202,7 +202,7 @@ func (b *batch) runQuarantinedLane(head int) {
 			// included: a message parked while an earlier one of its
 			// group is received again could be redriven, and run, first.
 			r.Outcome, rest = SkippedStopped, SkippedStopped
-		case !b.TimeToStart():
+		case !b.MayStart(i):
 			r.Outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
 			b.RunItem(i, nil)

@@ -75,8 +75,8 @@ type batch struct {
 	// keyFailed: the lane key function panicked for a record, which is
 	// decided (Panicked) before the run.
 	keyFailed bool
-	// laneNames are the records' lane names (see keyedLane).
-	laneNames []string
+	// lanes are the records' lane names (see keyedLane).
+	lanes laneNames
 
 	// held is the quarantine's view of the batch (Config.Quarantine), and
 	// heldErr the error that kept the batch from reading it.
@@ -102,8 +102,8 @@ func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch,
 	}
 	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil, Metrics: p.cfg.Metrics != nil, Quarantine: p.cfg.Quarantine != nil}
 	p.lanes.Begin(&b.Batch, b, len(records), bc)
-	b.laneNames = b.laneKeys()
-	b.Plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return b.laneNames[i], true })
+	b.lanes = b.laneKeys()
+	b.Plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return b.lanes.name(i), true })
 	return b, nil
 }
 
@@ -117,20 +117,23 @@ const (
 	brokenLane = 'x'
 )
 
-// laneKeys returns each record's lane key, all in one string (one
+// laneKeys returns each record's lane name, all in one string (one
 // allocation per batch, not one per record). Config.LaneKey runs on a
 // goroutine of its own (guarded), resumed after a partition it panicked in.
-func (b *batch) laneKeys() []string {
+func (b *batch) laneKeys() laneNames {
 	n := len(b.records)
-	part := partitionIndexes(b.checked)
-	l := laneNames{ends: make([]int, 0, n)}
+	// One allocation for the ends and the partitions' indexes, one for
+	// the names, sized for the record keys.
+	ints := make([]int, 2*n)
+	part := partitionIndexes(ints[n:], b.checked)
+	l := laneNames{ends: ints[:0:n], buf: make([]byte, 0, nameBytes(b.records))}
 	laneKey := b.p.cfg.LaneKey
 	if laneKey == nil {
 		for i := range n {
 			l.buf = appendLaneName(l.buf, part[i], b.records[i].Key != nil, b.records[i].Key)
 			l.ends = append(l.ends, len(l.buf))
 		}
-		return l.keys()
+		return l.done()
 	}
 	for next := 0; next < n; {
 		// next is advanced on the guarded goroutine, which guarded waits
@@ -147,31 +150,46 @@ func (b *batch) laneKeys() []string {
 		}
 		next = b.breakPartition(&l, part, next, pe)
 	}
-	return l.keys()
+	return l.done()
 }
 
 // laneNames is the lane keys of a batch's records, in index order: buf
-// holds them one after another, ends[i] where record i's ends.
+// (all, once done) holds them one after another, ends[i] where record i's
+// ends.
 type laneNames struct {
 	buf  []byte
+	all  string
 	ends []int
 }
 
-// keys cuts the lane keys out of one string.
-func (l *laneNames) keys() []string {
-	all := string(l.buf)
-	keys := make([]string, len(l.ends))
-	start := 0
-	for i, end := range l.ends {
-		keys[i] = all[start:end]
-		start = end
-	}
-	return keys
+// done makes the names one string, which name cuts without copying.
+func (l laneNames) done() laneNames {
+	l.all, l.buf = string(l.buf), nil
+	return l
 }
 
-// partitionIndexes returns, for each record, its partition's index in the batch.
-func partitionIndexes(recs []checkedRecord) []int {
-	part := make([]int, len(recs))
+// name returns record i's lane name.
+func (l *laneNames) name(i int) string {
+	start := 0
+	if i > 0 {
+		start = l.ends[i-1]
+	}
+	return l.all[start:l.ends[i]]
+}
+
+// nameBytes is the room the default lane names of recs take: each key and
+// a few bytes for the partition's index and the kind.
+func nameBytes(recs []Record) int {
+	n := 0
+	for i := range recs {
+		n += len(recs[i].Key) + 4
+	}
+	return n
+}
+
+// partitionIndexes sets part[i] to record i's partition's index in the
+// batch, and returns part.
+func partitionIndexes(part []int, recs []checkedRecord) []int {
 	for i := 1; i < len(recs); i++ {
 		part[i] = part[i-1]
 		if recs[i].id.TopicPartition != recs[i-1].id.TopicPartition {

@@ -19,7 +19,7 @@ import (
 // panicked): the part of its lane name after the partition's index and
 // the kind (see keyedLane).
 func (b *batch) laneKeyOf(i int) (string, bool) {
-	name := b.laneNames[i]
+	name := b.lanes.name(i)
 	j := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' })
 	if j < 0 || name[j] != keyedLane {
 		return "", false
@@ -145,7 +145,7 @@ func (b *batch) runQuarantinedLane(head int) {
 			// included: a record parked while an earlier one of its key is
 			// delivered again could be redriven, and run, first.
 			r.Outcome, rest = SkippedStopped, SkippedStopped
-		case !b.TimeToStart():
+		case !b.MayStart(i):
 			r.Outcome, rest = SkippedDeadline, SkippedDeadline
 		default:
 			b.RunItem(i, func() { hold = b.countFailure(i, key, hold) })

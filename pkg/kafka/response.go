@@ -148,10 +148,8 @@ func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
 			r := &recs[i]
 			// Every record of a key is held to the first's topic and
 			// partition, and the first to the key: one string built a key.
-			if i == 0 || r.Topic != recs[0].Topic || r.Partition != recs[0].Partition {
-				if tp := TopicPartition(r.Topic, r.Partition); tp != key {
-					return nil, fmt.Errorf("%w: key %q holds a record of %q (offset %d)", ErrInvalidBatch, key, tp, r.Offset)
-				}
+			if (i == 0 || r.Topic != recs[0].Topic || r.Partition != recs[0].Partition) && !isTopicPartition(key, r.Topic, r.Partition) {
+				return nil, fmt.Errorf("%w: key %q holds a record of %q (offset %d)", ErrInvalidBatch, key, TopicPartition(r.Topic, r.Partition), r.Offset)
 			}
 			switch {
 			case r.Partition < 0:
@@ -169,6 +167,14 @@ func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
 		}
 	}
 	return out, nil
+}
+
+// isTopicPartition reports whether tp is TopicPartition(topic, partition),
+// without building that string.
+func isTopicPartition(tp, topic string, partition int64) bool {
+	var digits [20]byte
+	n := strconv.AppendInt(digits[:0], partition, 10)
+	return len(tp) == len(topic)+1+len(n) && tp[:len(topic)] == topic && tp[len(topic)] == '-' && tp[len(topic)+1:] == string(n)
 }
 
 func compareID(r checkedRecord, id ItemIdentifier) int {

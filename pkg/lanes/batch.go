@@ -64,7 +64,8 @@ type Result struct {
 	Note string
 	Err  error
 	// Wait is the time from the start of the batch until the handler
-	// started, Duration how long it ran; zero if it never started.
+	// started, Duration how long it ran; zero if it never started, or if
+	// nothing reads them (no logger, no metrics hook).
 	Wait, Duration time.Duration
 }
 
@@ -119,8 +120,12 @@ type Batch struct {
 	deadLetter bool
 	reporter   Reporter  // nil without BatchConfig.Metrics
 	heldLaner  HeldLaner // nil without BatchConfig.Quarantine
-	begin      time.Time
-	run        *Run
+	// timed: something reads the items' timings (a logger, a metrics
+	// hook), so the clock is read for them; without, it is read only for
+	// the deadline.
+	timed bool
+	begin time.Time
+	run   Run
 }
 
 // Begin makes b a batch of n items of items, each Pending, that starts
@@ -132,7 +137,10 @@ func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
 		items:      items,
 		log:        cfg.Logger,
 		deadLetter: cfg.DeadLetter,
-		begin:      e.cfg.Now(),
+		timed:      cfg.Logger != nil || cfg.Metrics,
+	}
+	if b.timed {
+		b.begin = e.cfg.Now()
 	}
 	for i := range b.Results {
 		b.Results[i].Outcome = Pending
@@ -154,8 +162,7 @@ func (b *Batch) Run(ctx context.Context) {
 	if len(b.Results) == 0 {
 		return
 	}
-	var cancel context.CancelFunc
-	b.run, cancel = b.e.Start(ctx)
+	cancel := b.e.start(&b.run, ctx)
 	defer cancel()
 	if p, ok := b.items.(Preparer); ok {
 		p.Prepare(b.run.ctx) //nolint:contextcheck // the run's context derives from ctx (Engine.Start)
@@ -170,8 +177,21 @@ func (b *Batch) Run(ctx context.Context) {
 // Context returns the context the handlers run under (Run.Context).
 func (b *Batch) Context() context.Context { return b.run.ctx }
 
-// TimeToStart reports whether an item may start now (Run.TimeToStart).
-func (b *Batch) TimeToStart() bool { return b.run.TimeToStart() }
+// MayStart reports whether item i may start now (Run.TimeToStart), and
+// keeps the time it read as the item's start (its Wait), for RunItem: one
+// reading of the clock for both. It reads the clock only if the run has a
+// deadline or something reads the timings.
+func (b *Batch) MayStart(i int) bool {
+	var now time.Time
+	if b.timed || b.run.hasDeadline {
+		now = b.e.cfg.Now()
+	}
+	ok := b.run.timeToStartAt(now)
+	if b.timed && ok {
+		b.Results[i].Wait = now.Sub(b.begin)
+	}
+	return ok
+}
 
 // Stopped reports whether StopOnFirstFailure stopped the run.
 func (b *Batch) Stopped() bool { return b.e.cfg.StopOnFirstFailure && b.run.Stopped() }
@@ -226,7 +246,7 @@ func (b *Batch) Lane(head int) {
 			r.Outcome = rest
 		case b.Stopped():
 			r.Outcome = SkippedStopped
-		case !b.run.TimeToStart():
+		case !b.MayStart(i):
 			r.Outcome, rest = SkippedDeadline, SkippedDeadline
 		case b.refuser != nil && b.refused(i):
 			r.Outcome, rest = Failed, SkippedAfterFailure
@@ -251,17 +271,19 @@ func (b *Batch) refused(i int) bool {
 }
 
 // RunItem runs item i's handler and decides its outcome, then calls then,
-// if any, before the outcome is logged.
+// if any, before the outcome is logged. MayStart(i) said yes just before.
 func (b *Batch) RunItem(i int, then func()) {
 	r := &b.Results[i]
-	start := b.e.cfg.Now()
-	r.Wait = start.Sub(b.begin)
 	// If the handler ends its goroutine with runtime.Goexit, call never
 	// returns and the item stays decided as a panic.
 	r.Outcome, r.Err = Panicked, errHandlerGoexit
 	defer b.LogOutcome(i)
 	err := b.call(i)
-	r.Duration = b.e.cfg.Now().Sub(start)
+	if b.timed {
+		// The handler's end less its start, both from the batch's start
+		// (MayStart kept the start as the Wait).
+		r.Duration = b.e.cfg.Now().Sub(b.begin) - r.Wait
+	}
 	b.decide(i, err)
 	if then != nil {
 		then()
@@ -433,7 +455,10 @@ func LogContained(ctx context.Context, l *slog.Logger, level slog.Level, msg str
 // cancelled), and the response must go now, as a hook could make Lambda
 // time the batch out.
 func (b *Batch) Report(ctx context.Context) {
-	took := b.e.cfg.Now().Sub(b.begin)
+	var took time.Duration
+	if b.timed {
+		took = b.e.cfg.Now().Sub(b.begin)
+	}
 	if b.log != nil {
 		failed := 0
 		for i := range b.Results {

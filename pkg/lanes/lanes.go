@@ -38,21 +38,15 @@ type Plan struct {
 // the longest lanes are taken first (a stable order otherwise: by first
 // item).
 func (e *Engine) Plan(n int, key func(i int) (string, bool)) *Plan {
-	p := &Plan{next: make([]int, n)}
-	tails := make(map[string]int, n) // key -> last item seen of its lane
-	for i := range n {
+	links := make([]int, 2*n) // one allocation for next and heads
+	p := &Plan{next: links[:n:n], heads: links[n:n]}
+	for i := range p.next {
 		p.next[i] = -1
-		k, ok := key(i)
-		if !ok {
-			p.heads = append(p.heads, i)
-			continue
-		}
-		if tail, seen := tails[k]; seen {
-			p.next[tail] = i
-		} else {
-			p.heads = append(p.heads, i)
-		}
-		tails[k] = i
+	}
+	if n <= smallPlan {
+		p.linkFew(key)
+	} else {
+		p.linkMany(key)
 	}
 	if c := e.cfg.Concurrency; c > 0 && c < len(p.heads) {
 		// Longest lanes first: with fewer slots than lanes, the batch then
@@ -66,6 +60,57 @@ func (e *Engine) Plan(n int, key func(i int) (string, bool)) *Plan {
 		slices.SortStableFunc(p.heads, func(x, y int) int { return length[y] - length[x] })
 	}
 	return p
+}
+
+// smallPlan is the most items Plan links by comparing each key with the
+// lanes' so far: for a batch of SQS's 10, fewer string comparisons than
+// a map costs in hashing and allocation.
+const smallPlan = 16
+
+// linkFew links p's items into lanes by key, comparing keys.
+func (p *Plan) linkFew(key func(i int) (string, bool)) {
+	var lanes [smallPlan]struct {
+		key  string
+		tail int
+	}
+	keyed := 0
+	for i := range p.next {
+		k, ok := key(i)
+		if !ok {
+			p.heads = append(p.heads, i)
+			continue
+		}
+		l := 0
+		for l < keyed && lanes[l].key != k {
+			l++
+		}
+		if l < keyed {
+			p.next[lanes[l].tail] = i
+		} else {
+			p.heads = append(p.heads, i)
+			lanes[l].key = k
+			keyed++
+		}
+		lanes[l].tail = i
+	}
+}
+
+// linkMany links p's items into lanes by key, with a map.
+func (p *Plan) linkMany(key func(i int) (string, bool)) {
+	tails := make(map[string]int) // key -> last item seen of its lane
+	for i := range p.next {
+		k, ok := key(i)
+		if !ok {
+			p.heads = append(p.heads, i)
+			continue
+		}
+		if tail, seen := tails[k]; seen {
+			p.next[tail] = i
+		} else {
+			p.heads = append(p.heads, i)
+		}
+		tails[k] = i
+	}
 }
 
 // Lanes returns the number of lanes.
@@ -92,13 +137,20 @@ type Run struct {
 // before ctx's deadline; cancel releases it and must be called once the
 // caller is done with the run.
 func (e *Engine) Start(ctx context.Context) (r *Run, cancel context.CancelFunc) {
-	r = &Run{e: e}
+	r = &Run{}
+	return r, e.start(r, ctx)
+}
+
+// start begins the run r (a Batch's own) under ctx, as Start does.
+func (e *Engine) start(r *Run, ctx context.Context) (cancel context.CancelFunc) {
+	*r = Run{e: e}
 	r.deadline, r.hasDeadline = ctx.Deadline()
-	r.ctx, cancel = context.WithCancel(ctx)
 	if r.hasDeadline {
 		r.ctx, cancel = context.WithDeadline(ctx, r.deadline.Add(-e.cfg.ResponseReserve))
+	} else {
+		r.ctx, cancel = context.WithCancel(ctx)
 	}
-	return r, cancel
+	return cancel
 }
 
 // Context returns the context the items run under: it expires
@@ -114,6 +166,15 @@ func (r *Run) TimeToStart() bool {
 		return false
 	}
 	return !r.hasDeadline || r.deadline.Sub(r.e.cfg.Now()) >= r.e.cfg.DeadlineMargin
+}
+
+// timeToStartAt is TimeToStart with the time read: now, which the caller
+// read if the run has a deadline.
+func (r *Run) timeToStartAt(now time.Time) bool {
+	if r.ctx.Err() != nil {
+		return false
+	}
+	return !r.hasDeadline || r.deadline.Sub(now) >= r.e.cfg.DeadlineMargin
 }
 
 // Stop records that no further item should start anywhere in the run
@@ -141,6 +202,13 @@ func (f RunnerFunc) RunLane(head int) { f(head) }
 // goroutine takes the remaining lanes; the lane that exited is not resumed.
 // No goroutine started here outlives the call. A panic in RunLane is not
 // recovered here: RunLane contains its own (see Contain).
+//
+// The goroutines start one at a time: a goroutine about to run a lane
+// starts the next, if lanes are left, none started is still on its way
+// and the bound allows one more. Lanes that wait (on I/O) each get a
+// goroutine within a few microseconds of each other, as if all had been
+// started at once; lanes that do not wait are run by the first
+// goroutines, without a goroutine each.
 func (r *Run) Lanes(p *Plan, lane Runner) {
 	if len(p.heads) == 0 {
 		return
@@ -149,11 +217,10 @@ func (r *Run) Lanes(p *Plan, lane Runner) {
 	if c := r.e.cfg.Concurrency; c > 0 && c < workers {
 		workers = c
 	}
-	l := &laneWorkers{run: r, plan: p, lane: lane}
-	work := l.work // one method value for every goroutine
-	for range workers {
-		l.wg.Go(work)
-	}
+	l := &laneWorkers{run: r, plan: p, lane: lane, most: int64(workers)}
+	l.work = l.takeLanes // one func value for every goroutine
+	l.live.Store(1)
+	l.start()
 	l.wg.Wait()
 }
 
@@ -162,28 +229,52 @@ type laneWorkers struct {
 	run  *Run
 	plan *Plan
 	lane Runner
+	work func()
 	next atomic.Int64 // index into plan.heads of the next lane to take
-	wg   sync.WaitGroup
+	// live counts the goroutines started, up to most (a replacement takes
+	// its predecessor's place); starting those started that have not taken
+	// a lane yet.
+	live, starting atomic.Int64
+	most           int64
+	wg             sync.WaitGroup
 }
 
-// work takes lanes until none is left. If RunLane ends the goroutine with
-// runtime.Goexit, a replacement takes over the remaining lanes.
-func (l *laneWorkers) work() {
+// start starts a goroutine; the caller counted it in live.
+func (l *laneWorkers) start() {
+	l.starting.Add(1)
+	l.wg.Add(1) // legal during Wait: the caller's goroutine still counts, or Wait has not begun
+	go l.work()
+}
+
+// takeLanes takes lanes until none is left, starting the next goroutine
+// before it runs each (see Run.Lanes). If RunLane ends the goroutine with
+// runtime.Goexit, a replacement takes its place.
+func (l *laneWorkers) takeLanes() {
 	exited := true
 	defer func() {
 		if exited {
 			if log := l.run.e.cfg.Logger; log != nil {
 				_ = Guard(PanicInLogger, func() { log.Debug("lanes: a lane's goroutine called runtime.Goexit; replaced") })
 			}
-			l.wg.Go(l.work) // legal during Wait: this goroutine still counts
+			l.start() // in this one's place in live
 		}
+		l.wg.Done()
 	}()
+	l.starting.Add(-1)
+	heads := l.plan.heads
 	for {
 		k := int(l.next.Add(1) - 1)
-		if k >= len(l.plan.heads) {
+		if k >= len(heads) {
 			exited = false
 			return
 		}
-		l.lane.RunLane(l.plan.heads[k])
+		if k+1 < len(heads) && l.starting.Load() == 0 && l.live.Load() < l.most {
+			if l.live.Add(1) <= l.most {
+				l.start()
+			} else {
+				l.live.Add(-1) // another goroutine took the last place
+			}
+		}
+		l.lane.RunLane(heads[k])
 	}
 }
