@@ -173,31 +173,71 @@ func TestAWSConfigNamesEveryProblem(t *testing.T) {
 // configuration loader, nor the clients of the credential sources only it
 // uses: together 1.6 to 2.0 MB of each bootstrap (docs/BENCHMARKS.md). A function that
 // calls config.LoadDefaultConfig again fails here.
+// Both transports' builds are checked: the kafka tag picks other wiring.
 func TestTheFunctionsDoNotLinkTheSDKsConfigLoader(t *testing.T) {
 	t.Parallel()
-	args := []string{"list", "-deps", "-tags", "lambda.norpc", "./functions/..."}
-	cmd := exec.CommandContext(context.Background(), "go", args...)
-	cmd.Dir = "../../.."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, exit.Stderr)
+	for _, tags := range []string{"lambda.norpc", "lambda.norpc,kafka"} {
+		args := []string{"list", "-deps", "-tags", tags, "./functions/..."}
+		cmd := exec.CommandContext(context.Background(), "go", args...)
+		cmd.Dir = "../../.."
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, exit.Stderr)
+		}
+		require.NoError(t, err)
+		deps := strings.Fields(string(out))
+		require.Contains(t, deps, "github.com/fifoworker/fifoworker/internal/lambdawire", "the list is the functions' build")
+		require.Contains(t, deps, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
+		if strings.Contains(tags, "kafka") {
+			require.Contains(t, deps, "github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay", "the list is the Kafka build")
+		}
+		for _, pkg := range []string{
+			"github.com/aws/aws-sdk-go-v2/config",
+			"github.com/aws/aws-sdk-go-v2/service/sts",
+			"github.com/aws/aws-sdk-go-v2/service/sso",
+			"github.com/aws/aws-sdk-go-v2/service/ssooidc",
+			"github.com/aws/aws-sdk-go-v2/service/signin",
+			"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
+		} {
+			require.NotContains(t, deps, pkg, tags)
+		}
 	}
-	require.NoError(t, err)
-	deps := strings.Fields(string(out))
-	require.Contains(t, deps, "github.com/fifoworker/fifoworker/internal/lambdawire", "the list is the functions' build")
-	require.Contains(t, deps, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
-	for _, pkg := range []string{
-		"github.com/aws/aws-sdk-go-v2/config",
-		"github.com/aws/aws-sdk-go-v2/service/sts",
-		"github.com/aws/aws-sdk-go-v2/service/sso",
-		"github.com/aws/aws-sdk-go-v2/service/ssooidc",
-		"github.com/aws/aws-sdk-go-v2/service/signin",
-		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds",
-	} {
-		require.NotContains(t, deps, pkg)
+}
+
+// A service's own endpoint is named by its SDK id in capitals with spaces
+// as underscores (Secrets Manager's AWS_ENDPOINT_URL_SECRETS_MANAGER, which
+// the Kafka relay's secret read asks for), and
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is read whatever its case, as the
+// SDK's loader reads booleans.
+func TestServiceEndpointsNamesAndTheIgnoreSettingsCase(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s",
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER": "http://127.0.0.1:4566"}
+	for ignore, want := range map[string]string{"": "http://127.0.0.1:4566", "FALSE": "http://127.0.0.1:4566", "False": "http://127.0.0.1:4566", "TRUE": "", "True": ""} {
+		env := maps.Clone(base)
+		if ignore != "" {
+			env["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = ignore
+		}
+		e := NewEnvFrom(env)
+		cfg := e.AWSConfig()
+		require.NoError(t, e.Err(), ignore)
+		got, ok := ServiceEndpoint(cfg, "Secrets Manager")
+		require.Equal(t, want, got, ignore)
+		require.Equal(t, want != "", ok, ignore)
 	}
+
+	// The ignore setting is looked for in every source until one has it,
+	// as the SDK's clients look (its loader's sources are the environment,
+	// then the shared config): a source without it decides nothing.
+	none := endpointSource{NewEnvFrom(nil).lookup}
+	later := endpointSource{NewEnvFrom(map[string]string{
+		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true", "AWS_ENDPOINT_URL_SECRETS_MANAGER": "http://127.0.0.1:4566",
+	}).lookup}
+	got, ok := ServiceEndpoint(aws.Config{ConfigSources: []any{none, later}, BaseEndpoint: aws.String("http://127.0.0.1:9999")}, "Secrets Manager")
+	require.True(t, ok)
+	require.Equal(t, "http://127.0.0.1:9999", got, "the later source's ignore applies: the base endpoint")
 }
 
 // ServiceEndpoint finds the endpoint each SDK client resolves from the

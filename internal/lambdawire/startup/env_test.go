@@ -53,3 +53,63 @@ func TestRefuseNamesTheVariablesOfTheFieldsNamed(t *testing.T) {
 		require.ErrorContains(t, env.Err(), "lambdawire: misconfigured function: "+tc.want, tc.err.Error())
 	}
 }
+
+// Int's and Duration's bounds are inclusive: each bound is taken, one
+// step beyond it is a problem naming the setting, and the default is
+// returned then.
+func TestEnvBoundsAreInclusive(t *testing.T) {
+	t.Parallel()
+	for v, ok := range map[string]bool{"0": false, "1": true, "10": true, "11": false} {
+		e := NewEnvFrom(map[string]string{"BATCH": v})
+		want := 5
+		if ok {
+			want = map[string]int{"1": 1, "10": 10}[v]
+		}
+		require.Equal(t, want, e.Int("BATCH", 5, 1, 10), v)
+		require.Equal(t, !ok, e.Err() != nil, v)
+	}
+	for v, ok := range map[string]bool{"999ms": false, "1s": true, "1h": true, "1h0m0.001s": false} {
+		e := NewEnvFrom(map[string]string{"GRACE": v})
+		got := e.Duration("GRACE", time.Minute, time.Second, time.Hour)
+		if ok {
+			d, err := time.ParseDuration(v)
+			require.NoError(t, err)
+			require.Equal(t, d, got, v)
+			require.NoError(t, e.Err(), v)
+		} else {
+			require.Equal(t, time.Minute, got, v)
+			require.ErrorContains(t, e.Err(), `GRACE="`+v+`" is not a duration in [1s, 1h0m0s]`, v)
+		}
+	}
+}
+
+// A setting set to "" is not set: a required one is a problem, an
+// optional one its default, without a problem.
+func TestAnEmptySettingIsNotSet(t *testing.T) {
+	t.Parallel()
+	e := NewEnvFrom(map[string]string{"A": "", "B": "", "N": "", "D": ""})
+	require.Equal(t, "def", e.StringOr("B", "def"))
+	require.Equal(t, 7, e.Int("N", 7, 1, 10))
+	require.Equal(t, time.Minute, e.Duration("D", time.Minute, time.Second, time.Hour))
+	require.NoError(t, e.Err())
+	require.Empty(t, e.String("A"))
+	require.EqualError(t, e.Err(), "lambdawire: misconfigured function: A is not set")
+}
+
+// A variable behind two fields the error names is named once; a field
+// is named only as a word of its own, and an underscore or a digit is
+// part of a word.
+func TestRefuseNamesEachVariableOnceAndOnlyWholeFields(t *testing.T) {
+	t.Parallel()
+	errBad := errors.New("pkg: invalid configuration")
+	env := NewEnvFrom(nil)
+	env.Refuse(fmt.Errorf("%w: Username and Password are empty", errBad), Fields{"Username": "SECRET_ARN", "Password": "SECRET_ARN", "Brokers": "BROKERS"})
+	require.EqualError(t, env.Err(), "lambdawire: misconfigured function: SECRET_ARN: pkg: invalid configuration: Username and Password are empty")
+
+	for msg, named := range map[string]bool{
+		"Size is 0": true, "size: Size": true, "Limits.Size is 0": true, "(Size)": true,
+		"Max_Size is 0": false, "Size_max is 0": false, "Size2 is 0": false, "MaxSize is 0": false, "Sizes is 0": false,
+	} {
+		require.Equal(t, named, namesField(msg, "Size"), msg)
+	}
+}

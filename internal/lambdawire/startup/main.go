@@ -18,14 +18,10 @@ type Builder[E, R any] func(env *Env, cfg aws.Config, log *slog.Logger) (func(co
 // Main is a function's main: settings and the AWS configuration from the
 // process environment (AWSConfig), the handler, lambda.Start. A function
 // that cannot be built fails its init with every problem named.
-func Main[E, R any](build Builder[E, R]) {
+func Main[E, R any](builder Builder[E, R]) {
 	// JSON lines on stdout, which Lambda sends to CloudWatch Logs.
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := NewEnv()
-	h, err := build(env, env.AWSConfig(), log)
-	if err == nil {
-		err = env.Err() // the AWS configuration's problems, had the builder not asked
-	}
+	h, err := build(NewEnv(), builder, log)
 	if err != nil {
 		// A function that cannot start must fail its init, which Lambda
 		// reports, rather than run half-configured.
@@ -33,4 +29,18 @@ func Main[E, R any](build Builder[E, R]) {
 		os.Exit(1)
 	}
 	lambda.Start(h)
+}
+
+// build is Main's handler from env: the builder's, or an error with every
+// problem found, the AWS configuration's included had the builder not
+// asked for them (nil handler then).
+func build[E, R any](env *Env, builder Builder[E, R], log *slog.Logger) (func(context.Context, E) (R, error), error) {
+	h, err := builder(env, env.AWSConfig(), log)
+	if err == nil {
+		err = env.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
