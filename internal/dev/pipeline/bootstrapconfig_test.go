@@ -7,14 +7,15 @@ import (
 )
 
 // A Kafka template's bootstraps are built with the kafka tag beside
-// BuildFlags' tags, as `make bootstraps TRANSPORT=kafka` and template-kafka.yaml's
-// sam build build them; without Tags the flags are BuildFlags, unchanged.
+// BuildFlags' tags and KafkaGCFlags, as `make bootstraps TRANSPORT=kafka`
+// and template-kafka.yaml's sam build build them; without Tags the flags
+// are BuildFlags, unchanged.
 func TestBootstrapsCarryTheConfiguredTags(t *testing.T) {
 	t.Parallel()
 	plain := BootstrapConfig{Root: ".", Dir: "out"}
 	require.Equal(t, BuildFlags, plain.flags())
 	kafka := BootstrapConfig{Root: ".", Dir: "out", Tags: []string{KafkaTag}}
-	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2,kafka", "-ldflags", "-s", "-trimpath"}, kafka.flags())
+	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2,kafka", "-ldflags", "-s", "-trimpath", "-gcflags", "github.com/twmb/franz-go/pkg/kgo=-l"}, kafka.flags())
 	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2", "-ldflags", "-s", "-trimpath"}, BuildFlags, "BuildFlags is not changed by a config's tags")
 	for _, transport := range []string{"", "sqs"} {
 		require.Empty(t, TransportTags(transport), transport)
