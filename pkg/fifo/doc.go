@@ -18,9 +18,12 @@
 //
 // The lanes run on pkg/lanes, the transport-neutral lane engine (serial per
 // key, parallel across keys under Concurrency, the deadline margin and
-// response reserve, panics and runtime.Goexit contained); what is SQS's,
-// the message ids, the response, the dead-letter queue and the quarantine,
-// is this package's.
+// response reserve, panics and runtime.Goexit contained), and so does what
+// becomes of each message (lanes.Batch: its outcome, the log line, the
+// metrics hook, the quarantine's steps on a held group), which pkg/kafka
+// shares: Outcome and PanicError are pkg/lanes' types under this package's
+// names. What is SQS's, the message ids and groups, the response, the
+// dead-letter queue and the quarantine's holds, is this package's.
 //
 // Invariants:
 //   - Messages of one group form a lane. A lane never runs two messages at

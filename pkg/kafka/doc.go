@@ -19,8 +19,11 @@
 // The lanes run on pkg/lanes, the lane engine pkg/fifo's SQS processor runs
 // on too (serial per key, parallel across keys under Concurrency with the
 // longest lanes first, the deadline margin and response reserve, panics
-// and runtime.Goexit contained); what is Kafka's, the records, the lanes'
-// keys, the response and the commit, is this package's.
+// and runtime.Goexit contained), and so does what becomes of each record
+// (lanes.Batch: its outcome, the log line, the metrics hook, the
+// quarantine's steps on a held key): Outcome and PanicError are pkg/lanes'
+// types under this package's names. What is Kafka's, the records, the
+// lanes' keys, the response and the commit, is this package's.
 //
 // # Records
 //
