@@ -31,7 +31,8 @@ serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and thei
 # The five functions' bootstraps, built as `sam build` builds them for
 # template.yaml (provided.al2023, arm64) with GOFLAGS carrying the flags
 # (internal/dev/pipeline.BuildFlags: nethttpomithttp2 leaves net/http's
-# HTTP/2 out, 0.33 to 0.46 MB of each, docs/BENCHMARKS.md);
+# HTTP/2 out, 0.33 to 0.46 MB of each; the SDK's clients without inlining,
+# 0.39 to 0.46 MB more of most; docs/BENCHMARKS.md);
 # TRANSPORT=kafka builds template-kafka.yaml's, with the kafka tag (each
 # variant's bootstrap carries its transport only: docs/KAFKA.md), into
 # .aws-sam-go/kafka/.
@@ -40,8 +41,9 @@ TRANSPORT ?= sqs
 comma := ,
 BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)
 BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter kafka,$(TRANSPORT)),/kafka)
-# franz-go's kgo without inlining, for the Kafka relay's size (pipeline.KafkaGCFlags).
-BOOTSTRAP_GCFLAGS := $(if $(filter kafka,$(TRANSPORT)),-gcflags=github.com/twmb/franz-go/pkg/kgo=-l)
+# The AWS SDK's service clients, and on Kafka franz-go's kgo, without
+# inlining, for the bootstraps' size (pipeline.BuildFlags, KafkaGCFlags).
+BOOTSTRAP_GCFLAGS := -gcflags=github.com/aws/aws-sdk-go-v2/service/...=-l$(if $(filter kafka,$(TRANSPORT)), -gcflags=github.com/twmb/franz-go/pkg/kgo=-l)
 .PHONY: bootstraps
 bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (TRANSPORT=kafka: .aws-sam-go/kafka/<name>/, with the kafka tag; linux/arm64, stripped) and list their sizes against the 10 MB goal
 	@case "$(TRANSPORT)" in sqs|kafka) ;; *) echo "TRANSPORT is sqs or kafka, not $(TRANSPORT)" >&2; exit 2;; esac

@@ -15,8 +15,9 @@ func TestBootstrapsCarryTheConfiguredTags(t *testing.T) {
 	plain := BootstrapConfig{Root: ".", Dir: "out"}
 	require.Equal(t, BuildFlags, plain.flags())
 	kafka := BootstrapConfig{Root: ".", Dir: "out", Tags: []string{KafkaTag}}
-	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2,kafka", "-ldflags", "-s", "-trimpath", "-gcflags", "github.com/twmb/franz-go/pkg/kgo=-l"}, kafka.flags())
-	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2", "-ldflags", "-s", "-trimpath"}, BuildFlags, "BuildFlags is not changed by a config's tags")
+	sdk := "github.com/aws/aws-sdk-go-v2/service/...=-l"
+	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2,kafka", "-ldflags", "-s", "-trimpath", "-gcflags", sdk, "-gcflags", "github.com/twmb/franz-go/pkg/kgo=-l"}, kafka.flags())
+	require.Equal(t, []string{"-tags", "lambda.norpc,nethttpomithttp2", "-ldflags", "-s", "-trimpath", "-gcflags", sdk}, BuildFlags, "BuildFlags is not changed by a config's tags")
 	for _, transport := range []string{"", "sqs"} {
 		require.Empty(t, TransportTags(transport), transport)
 	}
