@@ -140,9 +140,12 @@
 //     ClaimMargin, the least time a late claim must have, as for a lane
 //     given spool room late; then it claims again, a takeover. A lease
 //     that ends later, or a second refusal (another attempt took the job
-//     over meanwhile), fails the record as before. The wait holds the
-//     lane's spool room and ends with the context (its error, nothing
-//     claimed). A claim made with little more than the margin left can
+//     over meanwhile), fails the record as before. The wait holds no
+//     spool room: the lane gives its room back before it and takes room
+//     again after it, under the rule for room that comes late, so a lane
+//     that only sleeps does not keep others from running; the room is
+//     given back whatever the claim made again answers. The wait ends with
+//     the context (its error, nothing claimed). A claim made with little more than the margin left can
 //     still time out and be taken over by the next retry, a generation
 //     spent instead of the retries. On SQS the worker never waits: the
 //     visibility timeout is that wait, and the lease has normally ended
