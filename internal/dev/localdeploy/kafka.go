@@ -122,7 +122,10 @@ func deployMapping(ctx context.Context, r *resolver, rsc samtemplate.Resource, m
 	if err != nil {
 		return nil, nil, fmt.Errorf("its topics: %w", err)
 	}
-	items, _ := list.([]any)
+	topic, err := oneTopic(list)
+	if err != nil {
+		return nil, nil, err
+	}
 	partitions, err := r.ref(topicPartitionsParameter)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the partitions of its topics: %w", err)
@@ -131,17 +134,27 @@ func deployMapping(ctx context.Context, r *resolver, rsc samtemplate.Resource, m
 	if err != nil || n < 1 {
 		return nil, nil, fmt.Errorf("%s %q is not a number of partitions", topicPartitionsParameter, partitions)
 	}
-	for _, it := range items {
-		topic := fmt.Sprint(it)
-		if err := m.ensure(ctx, topic, int32(n)); err != nil {
-			return nil, nil, err
-		}
-		topics = append(topics, topic)
+	if err := m.ensure(ctx, topic, int32(n)); err != nil {
+		return nil, nil, err
 	}
 	skipped = append([]string{"not deployed: run by pkg/localesm (internal/dev/pipeline) on the local broker",
 		"its topics have replication factor 1 and min.insync.replicas 1 (docs/KAFKA.md: 3 and 2): the local broker is one broker"},
 		skippedProps(props, "SourceAccessConfigurations", "ProvisionedPollerConfig")...)
-	return topics, skipped, nil
+	return []string{topic}, skipped, nil
+}
+
+// oneTopic is the topic of a mapping's resolved Topics, which Lambda
+// takes as a list of exactly one name (AWS::Lambda::EventSourceMapping's
+// schema: minItems and maxItems 1), as pkg/localesm's KafkaConfig does:
+// anything else would make no topic, two, or one named after a Go value.
+func oneTopic(list any) (string, error) {
+	items, ok := list.([]any)
+	if ok && len(items) == 1 {
+		if topic, ok := items[0].(string); ok && topic != "" {
+			return topic, nil
+		}
+	}
+	return "", fmt.Errorf("its Topics %v is not a list of exactly one topic name, as Lambda takes", list)
 }
 
 // ensure creates topic with partitions and topicConfigs, or checks the

@@ -165,3 +165,35 @@ Resources: {}
 		require.Equal(t, c.want, got, "%v", c.v)
 	}
 }
+
+// A mapping's Topics that is not what Lambda takes, one topic name (the
+// schema's minItems and maxItems 1), is a clear error naming the mapping,
+// not a deployment that makes no topic or a topic named after a Go value.
+func TestDeployRefusesTopicsThatAreNotOneName(t *testing.T) {
+	t.Parallel()
+	addr, adm := localBroker(t)
+	for name, topics := range map[string]string{
+		"a name, not a list": `c-topic`,
+		"no topic":           `[]`,
+		"two topics":         `[c-one, c-two]`,
+		"a list in the list": `[[c-inner]]`,
+		"an object":          `[{Name: c-object}]`,
+	} {
+		tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  TopicPartitions: {Type: Number, Default: 2}
+Resources:
+  M:
+    Type: AWS::Lambda::EventSourceMapping
+    Properties: {FunctionName: f, StartingPosition: TRIM_HORIZON, Topics: ` + topics + `}
+`))
+		require.NoError(t, err, name)
+		_, err = deployKafka(t, tpl, addr)
+		require.ErrorContains(t, err, "M (AWS::Lambda::EventSourceMapping)", name)
+		require.ErrorContains(t, err, "Topics", name)
+		require.ErrorContains(t, err, "exactly one topic name", name)
+	}
+	listed, err := adm.ListTopics(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, listed.Names(), "no topic made")
+}
