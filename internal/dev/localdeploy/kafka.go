@@ -180,6 +180,11 @@ func (m *topicMaker) ensure(ctx context.Context, topic string, partitions int32)
 	if err != nil {
 		return fmt.Errorf("topic %q: %w", topic, err)
 	}
+	// A topic marked for deletion is still there to CreateTopics and no
+	// longer to Metadata: its partitions are unknown, not 0.
+	if err := details[topic].Err; err != nil {
+		return fmt.Errorf("topic %q exists but cannot be described (being deleted? wait and deploy again): %w", topic, err)
+	}
 	if got := len(details[topic].Partitions); got != int(partitions) {
 		return fmt.Errorf("topic %q exists with %d partitions, and the template says %d: delete it or deploy under other topic names", topic, got, partitions)
 	}

@@ -8,7 +8,10 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fifoworker/fifoworker/internal/dev/kafkabroker"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
@@ -196,4 +199,39 @@ Resources:
 	listed, err := adm.ListTopics(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, listed.Names(), "no topic made")
+}
+
+// A topic the broker says exists but cannot describe (a topic marked for
+// deletion: a broker refuses to create it again and no longer lists it)
+// is an error that says so, with the broker's reason, not one that counts
+// its partitions as 0 and says to delete it.
+func TestDeployOfATopicTheBrokerCannotDescribeSaysSo(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	cluster.ControlKey(kmsg.CreateTopics.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Version = req.GetVersion()
+		for _, topic := range req.(*kmsg.CreateTopicsRequest).Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = topic.Topic, kerr.TopicAlreadyExists.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  TopicPartitions: {Type: Number, Default: 2}
+Resources:
+  M:
+    Type: AWS::Lambda::EventSourceMapping
+    Properties: {FunctionName: f, StartingPosition: TRIM_HORIZON, Topics: [c-deleted]}
+`))
+	require.NoError(t, err)
+	_, err = deployKafka(t, tpl, cluster.ListenAddrs()[0])
+	require.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+	require.ErrorContains(t, err, `topic "c-deleted" exists but cannot be described`)
+	require.NotContains(t, err.Error(), "0 partitions")
 }
