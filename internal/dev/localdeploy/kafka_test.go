@@ -235,3 +235,31 @@ Resources:
 	require.ErrorContains(t, err, `topic "c-deleted" exists but cannot be described`)
 	require.NotContains(t, err.Error(), "0 partitions")
 }
+
+// TopicPartitions that is not a count of partitions (a template without
+// template-kafka.yaml's MinValue 1) is an error naming it, before a topic
+// is made; 1 is a count.
+func TestDeployRefusesTopicPartitionsThatAreNotACount(t *testing.T) {
+	t.Parallel()
+	addr, adm := localBroker(t)
+	for value, ok := range map[string]bool{"0": false, "-1": false, "two": false, "1": true} {
+		tpl, err := samtemplate.Parse([]byte(`
+Parameters:
+  TopicPartitions: {Type: String, Default: "` + value + `"}
+Resources:
+  M:
+    Type: AWS::Lambda::EventSourceMapping
+    Properties: {FunctionName: f, StartingPosition: TRIM_HORIZON, Topics: [c-count]}
+`))
+		require.NoError(t, err, value)
+		_, err = deployKafka(t, tpl, addr)
+		if ok {
+			require.NoError(t, err, value)
+			continue
+		}
+		require.ErrorContains(t, err, `TopicPartitions "`+value+`" is not a number of partitions`, value)
+	}
+	listed, err := adm.ListTopics(t.Context(), "c-count")
+	require.NoError(t, err)
+	require.Len(t, listed["c-count"].Partitions, 1, "made once, by the count")
+}
