@@ -82,6 +82,9 @@ func (d *Decoder[V]) fail(name, problem string) {
 	}
 }
 
+// Len is the number of the attributes: 0 for no item.
+func (d *Decoder[V]) Len() int { return len(d.item) }
+
 // Names are the attributes' names, in order.
 func (d *Decoder[V]) Names() []string { return slices.Sorted(maps.Keys(d.item)) }
 

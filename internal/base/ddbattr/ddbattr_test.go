@@ -158,3 +158,18 @@ func TestAProblemInANestedMapStopsTheItemsReads(t *testing.T) {
 	require.Empty(t, d.String("s"))
 	require.Equal(t, &ddbattr.Error{Attribute: "outbox.version", Problem: "want N, have S"}, d.Err())
 }
+
+// Len counts an item's attributes, and a nested map's; no item has none.
+func TestLenCountsTheAttributes(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, ddbattr.Image(nil).Len())
+	require.Zero(t, ddbattr.Image(map[string]events.DynamoDBAttributeValue{}).Len())
+	d := ddbattr.Image(map[string]events.DynamoDBAttributeValue{
+		"s": events.NewStringAttribute("x"),
+		"m": events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"a": events.NewStringAttribute("1"), "b": events.NewStringAttribute("2"), "c": events.NewNullAttribute()}),
+	})
+	require.Equal(t, 2, d.Len())
+	m, ok := d.OptMap("m")
+	require.True(t, ok)
+	require.Equal(t, 3, m.Len())
+}

@@ -77,7 +77,7 @@ func FromStreamImage(image map[string]events.DynamoDBAttributeValue) (Job, error
 // (internal/base/ddbattr); outside the module, FromStreamImage and
 // jobs.FromItem are the ways in.
 func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
-	if len(d.Names()) == 0 {
+	if d.Len() == 0 {
 		return Job{}, fmt.Errorf("jobs: no item: %w", ErrNotJob)
 	}
 	if key := d.OptString(AttrJobID); strings.HasPrefix(key, IntentKeyPrefix) {
