@@ -139,15 +139,24 @@ func checkedWith(batch events.KafkaEvent, completed map[ItemIdentifier]bool) ([]
 // CommitOffsets and Processor.Process.
 func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
 	n := 0
-	for _, recs := range batch.Records {
-		n += len(recs)
-	}
-	out := make([]checkedRecord, 0, n)
+	var few [8]string // the partitions' keys, without an allocation for up to 8
+	keys := few[:0]
 	for key, recs := range batch.Records {
+		n += len(recs)
+		keys = append(keys, key)
+	}
+	// Partition by partition in key order, each partition's records
+	// sorted only if the event does not list them in offset order (Lambda
+	// does): no sort over the whole batch.
+	slices.Sort(keys)
+	out := make([]checkedRecord, 0, n)
+	for _, key := range keys {
+		recs := batch.Records[key]
+		start, inOrder := len(out), true
 		for i := range recs {
 			r := &recs[i]
 			// Every record of a key is held to the first's topic and
-			// partition, and the first to the key: one string built a key.
+			// partition, and the first to the key.
 			if (i == 0 || r.Topic != recs[0].Topic || r.Partition != recs[0].Partition) && !isTopicPartition(key, r.Topic, r.Partition) {
 				return nil, fmt.Errorf("%w: key %q holds a record of %q (offset %d)", ErrInvalidBatch, key, TopicPartition(r.Topic, r.Partition), r.Offset)
 			}
@@ -157,13 +166,18 @@ func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
 			case r.Offset < 0:
 				return nil, fmt.Errorf("%w: %q holds offset %d", ErrInvalidBatch, key, r.Offset)
 			}
+			inOrder = inOrder && (i == 0 || r.Offset > recs[i-1].Offset)
 			out = append(out, checkedRecord{id: ItemIdentifier{TopicPartition: key, Offset: r.Offset}, rec: r})
 		}
-	}
-	slices.SortFunc(out, func(a, b checkedRecord) int { return compareID(a, b.id) })
-	for i := 1; i < len(out); i++ {
-		if out[i].id == out[i-1].id {
-			return nil, fmt.Errorf("%w: %q holds offset %d twice", ErrInvalidBatch, out[i].id.TopicPartition, out[i].id.Offset)
+		if inOrder {
+			continue
+		}
+		part := out[start:]
+		slices.SortFunc(part, func(a, b checkedRecord) int { return cmp.Compare(a.id.Offset, b.id.Offset) })
+		for i := 1; i < len(part); i++ {
+			if part[i].id.Offset == part[i-1].id.Offset {
+				return nil, fmt.Errorf("%w: %q holds offset %d twice", ErrInvalidBatch, key, part[i].id.Offset)
+			}
 		}
 	}
 	return out, nil

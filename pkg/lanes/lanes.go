@@ -126,6 +126,9 @@ func (p *Plan) Next(i int) int { return p.next[i] }
 
 // Run is one batch's run: its items' context, its deadline and its stop.
 type Run struct {
+	// workers are Lanes' goroutines, part of the Run (no allocation of
+	// their own): Lanes is called once at a time.
+	workers     laneWorkers
 	e           *Engine
 	ctx         context.Context
 	deadline    time.Time
@@ -198,7 +201,7 @@ func (f RunnerFunc) RunLane(head int) { f(head) }
 
 // Lanes calls lane.RunLane once for the head of each lane of p, each lane on one
 // goroutine, at most Concurrency at once, and returns when every call has
-// returned. If RunLane ends its goroutine with runtime.Goexit, a replacement
+// returned. One Run's Lanes calls must not overlap. If RunLane ends its goroutine with runtime.Goexit, a replacement
 // goroutine takes the remaining lanes; the lane that exited is not resumed.
 // No goroutine started here outlives the call. A panic in RunLane is not
 // recovered here: RunLane contains its own (see Contain).
@@ -217,7 +220,8 @@ func (r *Run) Lanes(p *Plan, lane Runner) {
 	if c := r.e.cfg.Concurrency; c > 0 && c < workers {
 		workers = c
 	}
-	l := &laneWorkers{run: r, plan: p, lane: lane, most: int64(workers)}
+	l := &r.workers
+	*l = laneWorkers{run: r, plan: p, lane: lane, most: int64(workers)}
 	l.work = l.takeLanes // one func value for every goroutine
 	l.live.Store(1)
 	l.start()
