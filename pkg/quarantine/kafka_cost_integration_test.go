@@ -46,6 +46,7 @@ func TestKafkaAFailureCostsOneWriteAndNoRead(t *testing.T) {
 	require.NoError(t, err)
 
 	var mu sync.Mutex
+	var sideErr error // the other writer's, checked on the test's goroutine
 	does := map[string]func(ctx context.Context) error{
 		"fine":   func(context.Context) error { return nil },
 		"flaky":  func(context.Context) error { return errors.New("busy") },
@@ -54,17 +55,19 @@ func TestKafkaAFailureCostsOneWriteAndNoRead(t *testing.T) {
 		// the batch's read and before the processor's write, as a
 		// duplicate delivery running beside it would.
 		"raced": func(ctx context.Context) error {
-			_, err := store.Failed(ctx, unitTopic, quarantine.KafkaGroup("job-4"),
-				quarantine.Failure{Sequence: mustKafkaSeq(t, 0, 7), Cause: "the other delivery"}, time.Now())
-			require.NoError(t, err)
+			seq, err := quarantine.KafkaSeq(0, 7)
+			if err == nil {
+				_, err = store.Failed(ctx, unitTopic, quarantine.KafkaGroup("job-4"),
+					quarantine.Failure{Sequence: seq, Cause: "the other delivery"}, time.Now())
+			}
+			sideErr = err // under mu: the handler runs with it held
 			return errors.New("busy")
 		},
 	}
 	p, err := kafka.New(kafka.Config{Handler: func(ctx context.Context, rec kafka.Record) error {
 		mu.Lock()
-		do := does[string(rec.Value)]
-		mu.Unlock()
-		return do(ctx)
+		defer mu.Unlock()
+		return does[string(rec.Value)](ctx)
 	}, Quarantine: q, QuarantineThreshold: 4})
 	require.NoError(t, err)
 	measure := func(what string, want map[string]int, recs ...events.KafkaRecord) {
@@ -87,6 +90,7 @@ func TestKafkaAFailureCostsOneWriteAndNoRead(t *testing.T) {
 	requireFailed(t, store, "job-1", mustKafkaSeq(t, 0, 1), 3, quarantine.StateHeld)
 
 	measure("a failure after another writer's count", map[string]int{"BatchGetItem": 1, "UpdateItem": 2}, krec(0, 7, "job-4", "raced"))
+	require.NoError(t, sideErr)
 	requireFailed(t, store, "job-4", mustKafkaSeq(t, 0, 7), 2, quarantine.StateReleased)
 	measure("a failure of a key whose count is another record's", map[string]int{"BatchGetItem": 1, "UpdateItem": 1}, krec(0, 8, "job-4", "flaky"))
 	requireFailed(t, store, "job-4", mustKafkaSeq(t, 0, 8), 1, quarantine.StateReleased)
