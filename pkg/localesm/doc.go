@@ -174,8 +174,9 @@
 //     on-failure records in AWS's shapes: KafkaSQSDestination sends one
 //     record per span given up with each partition's recordsInfo;
 //     KafkaS3Destination writes that record with the span's event as its
-//     payload, an escaped JSON string as AWS's S3 example has it; KafkaTopicDestination produces one message per record, keyed
-//     as the record, with its recordInfo and the event that holds it, and
+//     payload, an escaped JSON string as AWS's S3 example has it;
+//     KafkaTopicDestination produces one message per record, keyed as the
+//     record, with its recordInfo and the event that holds it, and
 //     refuses the source topic
 //     (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html,
 //     https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html).
@@ -212,9 +213,10 @@
 //     given up after its own first attempt and MaximumRetryAttempts
 //     retries (one attempt, no retry, when it is 0: AWS says the count
 //     excludes the first invocation), as internal/sim counts. AWS
-//     documents no rule for when the count restarts. Under the other reading, one count for the whole batch, a
-//     record that starts failing late in a batch already retried would
-//     be given up after fewer of its own attempts: a quarantine whose
+//     documents no rule for when the count restarts. Under the other
+//     reading, one count for the whole batch, a record that starts
+//     failing late in a batch already retried would be given up after
+//     fewer of its own attempts: a quarantine whose
 //     threshold is MaximumRetryAttempts + 1 (pkg/kafka) could then lose
 //     the record to the on-failure destination before parking it.
 //   - One invocation per partition at a time: a partition's records join
