@@ -200,8 +200,9 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 		mode = "each bootstrap under its runtime interface emulator"
 		logs = filepath.Join(o.LogDir, "<function>.rie.log") + "; the mappings': " + logPath
 		cfg.Mode, cfg.RIE = pipeline.UnderRIE, o.State.RIE
-		say("building the five bootstraps (CGO_ENABLED=0, -tags lambda.norpc, stripped) ...")
-		if cfg.Bootstraps, err = pipeline.BuildBootstraps(ctx, o.Root, filepath.Join(o.LogDir, "bootstraps"), ""); err != nil {
+		build := pipeline.BootstrapConfig{Root: o.Root, Dir: filepath.Join(o.LogDir, "bootstraps")}
+		say("building the five bootstraps (%s) ...", build.Describe())
+		if cfg.Bootstraps, err = pipeline.BuildBootstrapsFor(ctx, build); err != nil {
 			return err
 		}
 	}

@@ -280,9 +280,9 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	cfg.Logger = slog.New(slog.NewJSONHandler(logFile, nil))
 	if d.rie {
 		cfg.Mode, cfg.RIE = pipeline.UnderRIE, d.state.RIE
-		tags := pipeline.TransportTags(d.sum.Transport)
-		d.say("building the five bootstraps (CGO_ENABLED=0, -tags %s, stripped) ...", strings.Join(append([]string{"lambda.norpc"}, tags...), ","))
-		cfg.Bootstraps, err = pipeline.BuildBootstrapsFor(ctx, pipeline.BootstrapConfig{Root: d.o.Root, Dir: filepath.Join(cfg.LogDir, "bootstraps"), Tags: tags})
+		build := pipeline.BootstrapConfig{Root: d.o.Root, Dir: filepath.Join(cfg.LogDir, "bootstraps"), Tags: pipeline.TransportTags(d.sum.Transport)}
+		d.say("building the five bootstraps (%s) ...", build.Describe())
+		cfg.Bootstraps, err = pipeline.BuildBootstrapsFor(ctx, build)
 		if err != nil {
 			return d.sum, err
 		}

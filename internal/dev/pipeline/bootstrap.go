@@ -100,6 +100,13 @@ func (c BootstrapConfig) flags() []string {
 	return flags
 }
 
+// Describe is the build as a person reads it in progress lines: the
+// environment and the flags BuildBootstrapsFor passes to go build, so that
+// what `make demo RIE=1` says it builds cannot drift from what it builds.
+func (c BootstrapConfig) Describe() string {
+	return "CGO_ENABLED=0 go build " + strings.Join(c.flags(), " ")
+}
+
 // BuildBootstraps builds each function's bootstrap into dir/<name>/bootstrap
 // for Linux on goarch (runtime.GOARCH when empty), from the module at root,
 // for template.yaml (no tag beyond BuildFlags'): BuildBootstrapsFor with
