@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -24,6 +25,12 @@ type Processor struct {
 	// lanes runs the batches' lanes (Concurrency, the deadline margin and
 	// the response reserve).
 	lanes *lanes.Engine
+	// batches are batches done with, whose room (the results, the
+	// records' identifiers, the lanes) the next batches reuse. A batch
+	// goes back only once nothing of it is in use: every handler has
+	// returned, and the response is built. The records themselves are
+	// never reused: a handler may keep a record's key or value.
+	batches sync.Pool
 }
 
 // New returns a Processor with cfg. It fails with an error wrapping
@@ -57,7 +64,18 @@ func (p *Processor) Process(ctx context.Context, ev events.KafkaEvent) (EventRes
 		return EventResponse{}, err
 	}
 	b.Run(ctx)
-	return response(b.checked, func(i int) bool { return b.Results[i].Outcome.Completed() }), nil
+	resp := response(b.checked, func(i int) bool { return b.Results[i].Outcome.Completed() })
+	p.release(b)
+	return resp, nil
+}
+
+// release lets go of everything b refers to but its room, and pools it.
+func (p *Processor) release(b *batch) {
+	b.Reset()
+	clear(b.checked)
+	b.p, b.checked, b.records, b.keyFailed = nil, b.checked[:0], nil, false
+	b.lanes, b.held, b.heldErr = laneNames{}, QuarantineView{}, nil
+	p.batches.Put(b)
 }
 
 // pending marks a record no lane has decided yet. Only a handler that
@@ -77,6 +95,8 @@ type batch struct {
 	keyFailed bool
 	// lanes are the records' lane names (see keyedLane).
 	lanes laneNames
+	// ints is the room of the lane names' ends and partition indexes.
+	ints []int
 
 	// held is the quarantine's view of the batch (Config.Quarantine), and
 	// heldErr the error that kept the batch from reading it.
@@ -85,15 +105,22 @@ type batch struct {
 }
 
 func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch, error) {
-	checked, err := checked(ev)
+	b, _ := p.batches.Get().(*batch)
+	if b == nil {
+		b = new(batch)
+	}
+	checked, err := checkedInto(b.checked, ev)
 	if err != nil {
+		p.batches.Put(b)
 		return nil, err
 	}
 	records, err := decode(checked)
 	if err != nil {
+		clear(checked)
+		p.batches.Put(b)
 		return nil, err
 	}
-	b := &batch{p: p, checked: checked, records: records}
+	b.p, b.checked, b.records = p, checked, records
 	log := p.cfg.Logger
 	if log != nil && len(records) > 0 {
 		// A logger that panics here keeps logging without the request id,
@@ -103,7 +130,7 @@ func (p *Processor) newBatch(ctx context.Context, ev events.KafkaEvent) (*batch,
 	bc := lanes.BatchConfig{Logger: log, DeadLetter: p.cfg.DeadLetter != nil, Metrics: p.cfg.Metrics != nil, Quarantine: p.cfg.Quarantine != nil}
 	p.lanes.Begin(&b.Batch, b, len(records), bc)
 	b.lanes = b.laneKeys()
-	b.Plan = p.lanes.Plan(len(records), func(i int) (string, bool) { return b.lanes.name(i), true })
+	b.Plan = p.lanes.Replan(b.Plan, len(records), func(i int) (string, bool) { return b.lanes.name(i), true })
 	return b, nil
 }
 
@@ -124,7 +151,10 @@ func (b *batch) laneKeys() laneNames {
 	n := len(b.records)
 	// One allocation for the ends and the partitions' indexes, one for
 	// the names, sized for the record keys.
-	ints := make([]int, 2*n)
+	if cap(b.ints) < 2*n {
+		b.ints = make([]int, 2*n)
+	}
+	ints := b.ints[:2*n]
 	part := partitionIndexes(ints[n:], b.checked)
 	l := laneNames{ends: ints[:0:n], buf: make([]byte, 0, nameBytes(b.records))}
 	laneKey := b.p.cfg.LaneKey

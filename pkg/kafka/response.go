@@ -138,6 +138,11 @@ func checkedWith(batch events.KafkaEvent, completed map[ItemIdentifier]bool) ([]
 // offset twice in a partition. It is the one check behind Response,
 // CommitOffsets and Processor.Process.
 func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
+	return checkedInto(nil, batch)
+}
+
+// checkedInto is checked, in the room of out (of a batch done with).
+func checkedInto(out []checkedRecord, batch events.KafkaEvent) ([]checkedRecord, error) {
 	n := 0
 	var few [8]string // the partitions' keys, without an allocation for up to 8
 	keys := few[:0]
@@ -149,7 +154,9 @@ func checked(batch events.KafkaEvent) ([]checkedRecord, error) {
 	// sorted only if the event does not list them in offset order (Lambda
 	// does): no sort over the whole batch.
 	slices.Sort(keys)
-	out := make([]checkedRecord, 0, n)
+	if out = out[:0]; cap(out) < n {
+		out = make([]checkedRecord, 0, n)
+	}
 	for _, key := range keys {
 		recs := batch.Records[key]
 		start, inOrder := len(out), true

@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,4 +28,32 @@ func TestALoggerAloneGetsTheTimings(t *testing.T) {
 		require.InDelta(t, float64(3*time.Millisecond), second["duration"], 0)
 		require.InDelta(t, float64(3*time.Millisecond), second["wait"], 0, "t-0/2 waited for t-0/1")
 	})
+}
+
+// A processor reuses the room of a batch done with for the next one: a
+// batch after another, smaller or larger, with other keys, starts clean.
+func TestABatchAfterAnotherStartsClean(t *testing.T) {
+	t.Parallel()
+	var got kafka.BatchMetrics
+	p := newProcessor(t, kafka.Config{
+		Handler: handlerOf(nil, map[string]any{"t-0/2": errors.New("busy"), "u-1/7": errors.New("busy")}),
+		Metrics: func(m kafka.BatchMetrics) { got = m },
+	})
+	for _, tc := range []struct {
+		specs  []string
+		failed []string
+		lanes  int
+	}{
+		{[]string{"t-0/1:a", "t-0/2:a", "t-0/3:a", "t-0/4:b", "t-1/1:a", "t-1/2"}, []string{"t-0/2", "t-0/3"}, 4},
+		{[]string{"u-0/5:x", "u-0/6:y"}, []string{}, 2},
+		{[]string{"u-1/7:z", "u-1/8:z", "u-1/9", "v-0/1:z", "v-0/2:z", "v-0/3:q", "v-0/4:q", "v-0/5"}, []string{"u-1/7", "u-1/8"}, 5},
+		{[]string{"t-0/2"}, []string{"t-0/2"}, 1},
+	} {
+		resp, err := p.Process(context.Background(), records(t, tc.specs...))
+		require.NoError(t, err)
+		require.Equal(t, tc.failed, failed(resp), tc.specs)
+		require.Len(t, got.Records, len(tc.specs))
+		require.Equal(t, tc.lanes, got.Lanes, tc.specs)
+		require.Equal(t, len(tc.specs)-len(tc.failed), got.Count(kafka.Succeeded), tc.specs)
+	}
 }

@@ -129,10 +129,17 @@ type Batch struct {
 }
 
 // Begin makes b a batch of n items of items, each Pending, that starts
-// now.
+// now. b may be one that has run before: its Results' room is reused.
 func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
+	results := b.Results[:0]
+	if cap(results) < n {
+		results = make([]Result, n)
+	}
+	results = results[:n]
+	plan := b.Plan
 	*b = Batch{
-		Results:    make([]Result, n),
+		Results:    results,
+		Plan:       plan,
 		e:          e,
 		items:      items,
 		log:        cfg.Logger,
@@ -143,7 +150,7 @@ func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
 		b.begin = e.cfg.Now()
 	}
 	for i := range b.Results {
-		b.Results[i].Outcome = Pending
+		b.Results[i] = Result{Outcome: Pending}
 	}
 	b.refuser, _ = items.(Refuser)
 	b.warner, _ = items.(Warner)
@@ -153,6 +160,13 @@ func (e *Engine) Begin(b *Batch, items Items, n int, cfg BatchConfig) {
 	if cfg.Quarantine {
 		b.heldLaner = items.(HeldLaner)
 	}
+}
+
+// Reset lets go of everything b refers to but the room of its Results and
+// Plan, which a Begin of b reuses: b can wait in a pool for the next batch.
+func (b *Batch) Reset() {
+	clear(b.Results)
+	*b = Batch{Results: b.Results[:0], Plan: b.Plan}
 }
 
 // Run runs the batch under ctx: it starts the run (Engine.Start), lets

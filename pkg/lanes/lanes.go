@@ -31,6 +31,7 @@ func New(cfg Config) (*Engine, error) {
 type Plan struct {
 	next  []int // next[i]: the next item of item i's lane, or -1
 	heads []int // the first item of each lane, in the order lanes are taken
+	links []int // the room of both
 }
 
 // Plan splits n items into lanes by key, which returns item i's key and
@@ -38,8 +39,20 @@ type Plan struct {
 // the longest lanes are taken first (a stable order otherwise: by first
 // item).
 func (e *Engine) Plan(n int, key func(i int) (string, bool)) *Plan {
-	links := make([]int, 2*n) // one allocation for next and heads
-	p := &Plan{next: links[:n:n], heads: links[n:n]}
+	return e.Replan(nil, n, key)
+}
+
+// Replan is Plan, in the room of p (nil: none), a plan of a batch done
+// with.
+func (e *Engine) Replan(p *Plan, n int, key func(i int) (string, bool)) *Plan {
+	if p == nil {
+		p = new(Plan)
+	}
+	links := p.links // next and heads, one after the other
+	if cap(links) < 2*n {
+		links = make([]int, 2*n) // one allocation for both
+	}
+	*p = Plan{next: links[:n:n], heads: links[n : n : 2*n], links: links}
 	for i := range p.next {
 		p.next[i] = -1
 	}
