@@ -116,7 +116,7 @@ func TestEachBuilderRefusesTheOtherTransport(t *testing.T) {
 		"Relay":     func(e *startup.Env) error { _, err := Relay(e, cfg, log); return err },
 	} {
 		err := build(startup.NewEnvFrom(map[string]string{"TRANSPORT": "kafka"}))
-		require.ErrorContains(t, err, `TRANSPORT: "kafka", but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,kafka)`, name)
+		require.ErrorContains(t, err, `TRANSPORT: "kafka", but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,nethttpomithttp2,kafka and the -gcflags of docs/KAFKA.md's sam build)`, name)
 		for _, ok := range []string{"", "sqs"} {
 			require.NotContains(t, build(startup.NewEnvFrom(map[string]string{"TRANSPORT": ok})).Error(), "TRANSPORT", "%s with TRANSPORT %q", name, ok)
 		}

@@ -38,7 +38,7 @@ func CheckTransport(env *Env, built string) {
 	switch got := Transport(env); {
 	case got == built, got == "":
 	case built == TransportSQS:
-		env.Problem("TRANSPORT", fmt.Errorf("%q, but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,kafka)", got))
+		env.Problem("TRANSPORT", fmt.Errorf("%q, but this bootstrap's wiring is SQS's: build it with the kafka tag (-tags lambda.norpc,nethttpomithttp2,kafka and the -gcflags of docs/KAFKA.md's sam build)", got))
 	default:
 		env.Problem("TRANSPORT", fmt.Errorf("%q, but this bootstrap's wiring is Kafka's: build it without the kafka tag", got))
 	}
