@@ -52,7 +52,9 @@
 //     produces nothing, and a relay of the new one produces nothing before
 //     they have it. Adding partitions stops the relay until
 //     TOPIC_PARTITIONS is deployed with the new count (docs/KAFKA.md's
-//     procedure); the stream keeps its records meanwhile. A round that
+//     procedure); meanwhile the stream mapping retries the records, and
+//     past its MaximumRetryAttempts (template-kafka.yaml: 20) gives them to its
+//     on-failure queue, as any record the relay cannot publish. A round that
 //     checked just before the partitions were added still produces over
 //     the old count (the check and the produce are two requests), so that
 //     procedure waits for the relay's timeout after adding partitions
