@@ -287,8 +287,9 @@
 //     before it runs: the same attempts, and one delivery of its
 //     partition's batch less. A record delivered with T-1 failures counted
 //     (its parking failed last time) is parked before it runs. Cost: T-1
-//     writes and one park for a poisoned record, T-1 invocations of its
-//     partition's batch.
+//     writes and one park for a poisoned record (the park reads its hold
+//     and its lane's records in one BatchGetItem, then writes them in one
+//     TransactWriteItems), T-1 invocations of its partition's batch.
 //
 // What the count cannot see: an attempt whose invocation crashed or timed
 // out (a handler that ignores its context, the process out of memory)
@@ -311,16 +312,21 @@
 // adding partitions moves most keys to another partition, where their new
 // records could run before their older ones still waiting in the old
 // partition. A record runs only if it carries the count the consumer is
-// configured with, or none; so under docs/KAFKA.md's procedure ("A key
-// that moves partition": the consumers keep the old count until the
-// records stamped with it are consumed, and only then get the new one) a
-// relay's record never runs before an older record of its key, provided no
-// relay stamps a key's record with the old count after another stamped one
-// of the key with the new count (relay environments learn the new count
-// from the brokers' metadata, each in its own time: a stale one could,
-// and that case is not closed). The checks:
+// configured with, or none. The relay (internal/app/outbox/kafkaout)
+// stamps every record with its configured count (TOPIC_PARTITIONS),
+// produces to a topic only while the brokers' metadata, asked for at each
+// round, shows that count, and refuses a record its producer's cached
+// metadata would partition over another. So once partitions are added no
+// relay produces until TOPIC_PARTITIONS is deployed with the new count,
+// and no relay of the new count produces before the brokers have it: a
+// key's records carry the old count until that deployment and the new one
+// after, never interleaved. The one exception is a relay round that
+// checked just before the partitions were added, which lasts at most the
+// relay's timeout. Under docs/KAFKA.md's procedure ("A key that moves
+// partition") a relay's record never runs before an older record of its
+// key. The checks:
 //
-//   - The relay's producer writes the partition count its partitioner used
+//   - The relay writes its configured count, the one its partitioner used,
 //     into each record (PartitionCountHeader), and a consumer configured
 //     with the topic's count (Config.PartitionCount; the wiring's
 //     TOPIC_PARTITIONS, template-kafka.yaml's TopicPartitions) holds the
