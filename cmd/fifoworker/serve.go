@@ -132,6 +132,14 @@ type serveOptions struct {
 	Setenv func(key, value string)
 }
 
+// bootstraps is the build of the bootstraps serve runs under the
+// runtime interface emulator: with the tags of the template's transport
+// (the kafka tag for template-kafka.yaml, whose functions refuse a
+// bootstrap built without it), as the demo builds them.
+func (o *serveOptions) bootstraps() pipeline.BootstrapConfig {
+	return pipeline.BootstrapConfig{Root: o.Root, Dir: filepath.Join(o.LogDir, "bootstraps"), Tags: pipeline.TransportTags(pipeline.TemplateTransport(o.Template))}
+}
+
 // serveEnv is the block of shell lines serve prints and writes to the
 // stack's env file: the stack's endpoints, region and credentials, the
 // deployment's outputs as FIFOWORKER_* variables with the API's URL as
@@ -200,7 +208,7 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 		mode = "each bootstrap under its runtime interface emulator"
 		logs = filepath.Join(o.LogDir, "<function>.rie.log") + "; the mappings': " + logPath
 		cfg.Mode, cfg.RIE = pipeline.UnderRIE, o.State.RIE
-		build := pipeline.BootstrapConfig{Root: o.Root, Dir: filepath.Join(o.LogDir, "bootstraps")}
+		build := o.bootstraps()
 		say("building the five bootstraps (%s) ...", build.Describe())
 		if cfg.Bootstraps, err = pipeline.BuildBootstrapsFor(ctx, build); err != nil {
 			return err
