@@ -18,8 +18,8 @@ var Functions = []string{"intake", "relay", "worker", "projector", "sweeper"}
 // BuildFlags are the flags every bootstrap is built with, as `sam build`'s
 // Go builder builds them when GOFLAGS carries them (see the README): no RPC
 // shim, no HTTP/2 in net/http (nethttpomithttp2: the bootstraps speak
-// HTTP/1.1 only, as the Lambda runtime API and the AWS endpoints they call
-// do, and the bundle is 0.33 to 0.46 MB of each arm64 bootstrap,
+// HTTP/1.1 only, as the Lambda runtime API does and the AWS endpoints they
+// call accept, and the bundle is 0.33 to 0.46 MB of each arm64 bootstrap,
 // docs/BENCHMARKS.md), no cgo, no symbol table or DWARF (-s implies the
 // linker's -w, so `-ldflags=-s -w`, which GOFLAGS could not carry as one
 // value, would change nothing), no local paths, and the AWS SDK's service
