@@ -75,6 +75,8 @@ func (w *World) drain() {
 			busy = w.consumeKafka(w.kafka.worker)
 			busy = w.consumeKafka(w.kafka.projector) || busy
 		}
+		for w.changePartitions(true) {
+		}
 		w.redriveFailed(true)
 		w.redrive(true)
 		return

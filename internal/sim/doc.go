@@ -55,6 +55,20 @@
 //     and ownership, sent as Lambda's KafkaEvent to the REAL
 //     kafka.Processor (Concurrency 1), which runs the REAL
 //     worker.Worker.HandleRecord or projection.Projector.HandleRecord;
+//     without a batching window (NoBatchingWindow) it is what a poll
+//     returned, a few records of some partitions; with one (500 ms, 1 s
+//     or 10 s, per seed) it waits, as pkg/localesm's, until its oldest
+//     record arrived the window ago or ten records wait, and takes them
+//     by their partitions' oldest record;
+//   - a batch closes before its event (counted as JSON, EventSize) would
+//     cross MaxRequestSize, 6,291,455 bytes, as pkg/localesm's does; a
+//     record whose event alone would is never invoked: it goes to the
+//     on-failure destination (MaximumPayloadSizeExceeded), and the
+//     partition is committed past it;
+//   - with a MaximumRecordAge (10 min or 1 h, per seed), before each
+//     invocation each partition's leading run of records older than it
+//     goes to the on-failure destination (the first record not expired
+//     ends the run: timestamps need not rise with the offsets);
 //   - the partial batch response is applied by committing, per partition,
 //     kafka.CommitOffsets over the records it does not report: the
 //     contiguous completed prefix, the conservative reading of what Lambda
@@ -65,7 +79,14 @@
 //     doubling from 1 s to 2 min (AWS documents none for Kafka); past
 //     MaximumRetryAttempts (10, what Lambda applies with an on-failure
 //     destination), the batch's records not completed go to the on-failure
-//     destination and the partition is committed past the batch.
+//     destination and the partition is committed past the batch;
+//   - with BisectBatchOnFunctionError (half the seeds), a batch of two
+//     records or more whose invocation crashed, lost its answer or timed
+//     out is split in halves as pkg/localesm splits one (each partition's
+//     first half of records, then the rest), without using up a retry:
+//     the halves run in order, each to its end (retried as itself, not
+//     fetched again), and nothing else fetches their partitions
+//     meanwhile.
 //
 // The Kafka faults: a rebalance moves a partition to another poller, mostly
 // while a batch of it is in flight: that invocation runs on (a zombie) and
@@ -88,6 +109,25 @@
 // hostile record never reaches a consumer, and compaction never takes
 // null-key records for records of one key.
 //
+// Records on the edge of the limits: a header bomb replays a record the
+// relay published into its partition, with hundreds of headers after
+// its own, and its old timestamp; a producer sends records with large
+// values, from 32 KiB, over the topic's max.message.bytes (refused,
+// ErrRecordTooLarge: Kafka's default is 1 MiB and 12 bytes), or, on the
+// topics of one seed in four whose limit is raised to 8 MiB, of 5 MiB or
+// more, too large for an event of their own.
+//
+// One seed in three changes the topics' partition count mid-run, from n
+// to between n+1 and 2n, by the procedure docs/KAFKA.md gives: the
+// consumers' processors keep checking the old count
+// (kafka.Config.PartitionCount) while the relay either learns the new
+// count from the brokers' metadata at a later step, partitioning over it
+// and stamping it (its records hold their keys under the old count), or
+// checks the brokers' count against its own and produces nothing until
+// the new count is deployed; once every record stamped with the old count
+// is consumed, the new count is deployed to the consumers and the relay;
+// only then does the operator redrive the keys held for another count.
+//
 // Each mapping runs the real Kafka quarantine, as lambdawire wires it:
 // quarantine.NewKafka on the quarantine's MemoryStore (through the fault
 // plan, its Failed count included), QuarantineThreshold 6 for both (the
@@ -107,9 +147,8 @@
 // after fixing an early command's cause) or discards a hostile one or a
 // redriven copy (its record is still the quarantine's); a record given up
 // there has had its later records of its key run without it, as after
-// SQS's dead-letter queue. The partition count never changes, so no key
-// moves partition. A Kafka record has no receive count: the projector
-// recovers at its first gap.
+// SQS's dead-letter queue. A Kafka record has no receive count: the
+// projector recovers at its first gap.
 //
 // After the chaos phase the faults stop, the causes of the poison
 // messages are fixed, and the pipeline runs until nothing moves: every
@@ -161,7 +200,17 @@
 //     (itself, or its redriven copy), or went to the on-failure
 //     destination, or was discarded by the operator, or was aborted away,
 //     or compacted away before the quarantine had it: a held key's later
-//     records never run before the parked record's copy did.
+//     records never run before the parked record's copy did. After a
+//     partition count change a key's records are in two partitions: a
+//     record the relay stamped runs only after every earlier stamped record
+//     of its key in the other partition did (or was given up, discarded,
+//     or is gone), a re-publish from an on-failure destination standing for
+//     the record given up.
+//   - A record goes to the on-failure destination only after every
+//     earlier record of its partition ran, went there before it, is gone,
+//     or is the quarantine's: a partition's records reach the destination
+//     in offset order.
+//   - No invocation's event is over MaxRequestSize.
 //   - A redriven copy runs only in order: it is checked where the record
 //     it stands for is, after every earlier record of its key.
 //   - A commit that lands was fetched from the committed offset it lands

@@ -2,11 +2,11 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +48,8 @@ const (
 	// kafkaPollers is how many members each mapping's consumer group has
 	// (Lambda's pollers); a rebalance moves a partition between them.
 	kafkaPollers = 3
-	// kafkaBatchSize is the most records a batch takes from one partition.
+	// kafkaBatchSize is the most records a batch takes from one partition
+	// without a batching window, and in all with one.
 	kafkaBatchSize = 10
 	// maxRetryAttempts is each mapping's MaximumRetryAttempts: what Lambda
 	// applies to infinite retries with an on-failure destination
@@ -85,6 +86,35 @@ type kafkaWorld struct {
 	// copyOf: each redriven copy the quarantine's operator produced, and
 	// the parked record it stands for.
 	copyOf map[*LogRecord]*LogRecord
+	// republished: each record the operator re-published from an
+	// on-failure destination, and the record it was given up as.
+	republished map[*LogRecord]*LogRecord
+	// relayed: the relay's records; replay: the records a producer
+	// replayed (header bombs).
+	relayed []*LogRecord
+	replay  map[*LogRecord]bool
+	// esm: the event source mappings' settings, the seed's.
+	esm esmSettings
+	// change: the seed's change of the topics' partition count, if any.
+	change partitionChange
+}
+
+// esmSettings are settings of Lambda's Kafka event source mappings the
+// simulation draws per seed, and runs as pkg/localesm's mapping does.
+type esmSettings struct {
+	// bisect: BisectBatchOnFunctionError. A batch of two records or more
+	// whose invocation failed (it crashed, lost its answer or timed out)
+	// is split in halves, each run to its end before the next, without
+	// using up a retry.
+	bisect bool
+	// window: MaximumBatchingWindow. A poller's batch waits until its
+	// oldest record arrived window ago, or until it holds kafkaBatchSize
+	// records; 0 is NoBatchingWindow, a batch of what a poll returned.
+	window time.Duration
+	// maxAge: MaximumRecordAge. Each partition's leading run of records
+	// older than it goes to the on-failure destination without being
+	// invoked; 0 for none.
+	maxAge time.Duration
 }
 
 // mapping is a Kafka event source mapping as Lambda runs one: a consumer
@@ -122,13 +152,32 @@ type mapping struct {
 	// was sent to the on-failure destination.
 	done, excused map[*LogRecord]bool
 	onFailure     []*failedRecord
+	// bisections: batches BisectBatchOnFunctionError split, in the order
+	// they were split; split: the bisection holding each partition, which
+	// nothing else fetches meanwhile.
+	bisections []*bisection
+	split      map[int]*bisection
+	// newProc makes the mapping's processor for a partition count: a
+	// deployment of a new count replaces it.
+	newProc func(partitions int) (*kafka.Processor, error)
+	// partitions is the count the processor checks records against.
+	partitions int
 }
 
-// failedRecord is a record in a mapping's on-failure destination.
+// failedRecord is a record in a mapping's on-failure destination, and
+// why it was given up (the condition Lambda's on-failure record names).
 type failedRecord struct {
 	rec   *LogRecord
+	why   string
 	state failState
 }
+
+// The conditions of records given up.
+const (
+	retriesExhausted = "RetryAttemptsExhausted"
+	recordAgeExpired = "RecordAgeExceeded"
+	payloadTooLarge  = "MaximumPayloadSizeExceeded"
+)
 
 type failState int
 
@@ -144,6 +193,8 @@ type kbatch struct {
 	inv   *invocation
 	ev    events.KafkaEvent
 	parts []kpart
+	// split: the bisection whose first span the batch is, if any.
+	split *bisection
 	// lanes: the batch's records of each lane (partition and key), in
 	// offset order; next: each lane's next record due to start.
 	lanes map[laneID][]*LogRecord
@@ -184,12 +235,25 @@ func sameLane(a, b *LogRecord) bool {
 // projector's mappings, each running its handler under pkg/kafka's
 // Processor.
 func (w *World) newKafka(worker, projector kafka.Handler) error {
-	k := &kafkaWorld{hostile: map[*LogRecord]bool{}, copyOf: map[*LogRecord]*LogRecord{}}
+	k := &kafkaWorld{hostile: map[*LogRecord]bool{}, copyOf: map[*LogRecord]*LogRecord{}, republished: map[*LogRecord]*LogRecord{}, replay: map[*LogRecord]bool{}}
 	partitions := []int{1, 2, 3, 4, 6}[w.rng.IntN(5)]
 	k.txn = w.rng.IntN(3) == 0
 	k.compacted = w.rng.IntN(4) == 0
-	commands, cerr := NewTopic(TopicConfig{Name: commandsTopic, Partitions: partitions, Compacted: k.compacted, Now: w.clock.Now})
-	evts, eerr := NewTopic(TopicConfig{Name: eventsTopic, Partitions: partitions, Compacted: k.compacted, Now: w.clock.Now})
+	k.esm = esmSettings{
+		bisect: w.rng.IntN(2) == 0,
+		window: []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 10 * time.Second}[w.rng.IntN(5)],
+		maxAge: []time.Duration{0, 0, 10 * time.Minute, time.Hour}[w.rng.IntN(4)],
+	}
+	// One seed in four raises the topics' max.message.bytes (Kafka's
+	// default is 1 MiB and 12 bytes), so that a record can be too large for
+	// an event of its own.
+	maxBytes := DefaultMaxMessageBytes
+	if w.rng.IntN(4) == 0 {
+		maxBytes = raisedMaxMessageBytes
+	}
+	k.change = w.drawPartitionChange(partitions)
+	commands, cerr := NewTopic(TopicConfig{Name: commandsTopic, Partitions: partitions, Compacted: k.compacted, MaxMessageBytes: maxBytes, Now: w.clock.Now})
+	evts, eerr := NewTopic(TopicConfig{Name: eventsTopic, Partitions: partitions, Compacted: k.compacted, MaxMessageBytes: maxBytes, Now: w.clock.Now})
 	if err := errors.Join(cerr, eerr, checkKafkaThresholds()); err != nil {
 		return err
 	}
@@ -210,7 +274,8 @@ func (w *World) newKafka(worker, projector kafka.Handler) error {
 	if w.cfg.Break == BreakCommitFence {
 		k.worker.group.unfenced, k.projector.group.unfenced = true, true
 	}
-	w.logf("kafka: %d partitions a topic, transactional relay %v, compacted topics %v", partitions, k.txn, k.compacted)
+	w.logf("kafka: %d partitions a topic (%s), transactional relay %v, compacted topics %v, max.message.bytes %d; mappings: %+v",
+		partitions, k.change, k.txn, k.compacted, maxBytes, k.esm)
 	return nil
 }
 
@@ -247,6 +312,7 @@ func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka
 		inflight: map[int]*kbatch{}, running: map[*invocation]*kbatch{},
 		failures: make([]int, n), retryAt: make([]time.Time, n),
 		deliveries: map[*LogRecord]int{}, done: map[*LogRecord]bool{}, excused: map[*LogRecord]bool{},
+		split: map[int]*bisection{},
 	}
 	// Handlers run one at a time, as the SQS processors' do: the world's
 	// fibers need exactly one goroutine running.
@@ -254,9 +320,13 @@ func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka
 	if err != nil {
 		return nil, err
 	}
-	m.proc, err = kafka.New(kafka.Config{Handler: w.onRecord(m, h), Concurrency: 1, Now: w.clock.Now, Metrics: w.kafkaOutcomes,
-		Quarantine: q, QuarantineThreshold: threshold, PartitionCount: t.Partitions()})
-	if err != nil {
+	m.newProc = func(partitions int) (*kafka.Processor, error) {
+		return kafka.New(kafka.Config{Handler: w.onRecord(m, h), Concurrency: 1, Now: w.clock.Now,
+			Metrics:    func(bm kafka.BatchMetrics) { w.kafkaOutcomes(m, bm) },
+			Quarantine: q, QuarantineThreshold: threshold, PartitionCount: partitions})
+	}
+	m.partitions = n
+	if m.proc, err = m.newProc(n); err != nil {
 		return nil, err
 	}
 	op := quarantine.OperatorConfig{Store: w.qstore, Queue: t.Name, Records: recordSender{w, t}, Now: w.clock.Now, Bodies: bodies}
@@ -267,11 +337,28 @@ func (w *World) newMapping(kind string, t *Topic, timeout time.Duration, h kafka
 	return m, nil
 }
 
-// kafkaOutcomes is the Kafka processors' metrics hook.
-func (w *World) kafkaOutcomes(m kafka.BatchMetrics) {
-	w.stats.Parked += m.Count(kafka.Parked)
-	w.stats.Dropped += m.Count(kafka.Dropped)
-	w.stats.SkippedDeadline += m.Count(kafka.SkippedDeadline)
+// kafkaOutcomes is the Kafka processors' metrics hook: it counts the
+// records parked, dropped and skipped, and of the partition count's
+// rules, the records parked for carrying another count than m's
+// processor checks, and those of a key held in another partition than
+// theirs, refused without running.
+func (w *World) kafkaOutcomes(m *mapping, bm kafka.BatchMetrics) {
+	w.stats.Parked += bm.Count(kafka.Parked)
+	w.stats.Dropped += bm.Count(kafka.Dropped)
+	w.stats.SkippedDeadline += bm.Count(kafka.SkippedDeadline)
+	if w.kafka.change.to == 0 {
+		return
+	}
+	for _, rm := range bm.Records {
+		r := w.metricRecord(m, rm)
+		switch {
+		case r == nil || len(r.Key) == 0:
+		case rm.Outcome == kafka.Parked && stampOf(r) != 0 && stampOf(r) != m.partitions:
+			w.stats.CountHeld++
+		case rm.Outcome == kafka.Failed && w.heldElsewhere(m, r):
+			w.stats.MovedRefused++
+		}
+	}
 }
 
 // recordSender is topic t as the quarantine's operator produces the
@@ -321,9 +408,9 @@ func (w *World) copiedRecord(t *Topic, hs []kafka.Header) *LogRecord {
 
 // partitionCount is the header the relay's producer stamps each record
 // with, as internal/app/outbox/kafkaout's does: the partition count it
-// partitioned over, which the consumers' Config.PartitionCount checks.
+// partitions over, which the consumers' Config.PartitionCount checks.
 func (k *kafkaWorld) partitionCount() kafka.Header {
-	return kafka.Header{Key: kafka.PartitionCountHeader, Value: []byte(strconv.Itoa(k.commands.Partitions()))}
+	return kafka.Header{Key: kafka.PartitionCountHeader, Value: []byte(strconv.Itoa(k.change.relay))}
 }
 
 // topicOf is the topic the relay publishes a message of kind to.
@@ -334,78 +421,18 @@ func (k *kafkaWorld) topicOf(command bool) *Topic {
 	return k.events
 }
 
-// consumeKafka has m fetch a batch, as one of its pollers does: records
-// from the committed offset of one or more of the poller's partitions
-// that have nothing in flight and are not waiting to be retried, and run
-// it in one invocation. It reports whether it started one.
-func (w *World) consumeKafka(m *mapping) bool {
-	w.expire(context.Background(), m)
-	now := w.clock.Now()
-	var owners []string
-	fetchable := map[string][]int{}
-	for p := range m.topic.Partitions() {
-		if m.inflight[p] != nil || m.group.LagOf(p) == 0 || now.Before(m.retryAt[p]) {
-			continue
-		}
-		o, _ := m.group.Owner(p)
-		if fetchable[o] == nil {
-			owners = append(owners, o)
-		}
-		fetchable[o] = append(fetchable[o], p)
-	}
-	if len(owners) == 0 {
-		return false
-	}
-	owner := owners[w.rng.IntN(len(owners))]
-	parts := fetchable[owner]
-	w.rng.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
-	parts = parts[:1+w.rng.IntN(len(parts))]
-	slices.Sort(parts)
-	b := &kbatch{
-		ev:    events.KafkaEvent{EventSource: "aws:kafka", EventSourceARN: clusterARN, BootstrapServers: "b-1.sim:9098", Records: map[string][]events.KafkaRecord{}},
-		lanes: map[laneID][]*LogRecord{}, next: map[laneID]int{},
-	}
-	for _, p := range parts {
-		from := m.group.Committed(p)
-		recs := m.topic.Partition(p).Fetch(from, 1+w.rng.IntN(kafkaBatchSize))
-		if len(recs) == 0 {
-			continue // a lag of offsets that hold no record: nothing to wait for
-		}
-		_, epoch := m.group.Owner(p)
-		b.parts = append(b.parts, kpart{p: p, epoch: epoch, from: from, recs: recs})
-		tp := kafka.TopicPartition(m.topic.Name, int64(p))
-		for _, r := range recs {
-			b.ev.Records[tp] = append(b.ev.Records[tp], eventRecord(r))
-			b.lanes[laneOf(r)] = append(b.lanes[laneOf(r)], r)
-			if m.deliveries[r]++; m.deliveries[r] > 1 {
-				w.stats.RecordsRedelivered++
-			}
-		}
-	}
-	if len(b.parts) == 0 {
-		return false
-	}
-	ctx, inv, cancel := w.invoke(m.kind, m.timeout)
-	b.inv = inv
-	for _, kp := range b.parts {
-		m.inflight[kp.p] = b
-	}
-	m.running[inv] = b
-	w.logf("%s %s (%s) fetches %s", m.kind, inv.id, owner, b.describe(m))
-	w.spawn(inv, func() {
-		defer cancel()
-		w.answerKafka(ctx, m, b)
-	})
-	return true
-}
-
 // eventRecord is r as Lambda's Kafka event carries it.
-func eventRecord(r *LogRecord) events.KafkaRecord {
+func eventRecord(r *LogRecord) events.KafkaRecord { return eventRecordOf(r, true) }
+
+// eventRecordOf is eventRecord, without the value unless withValue.
+func eventRecordOf(r *LogRecord, withValue bool) events.KafkaRecord {
 	rec := events.KafkaRecord{
 		Topic: r.Topic, Partition: int64(r.Partition), Offset: r.Offset,
 		Timestamp: events.MilliSecondsEpochTime{Time: r.Time}, TimestampType: "CREATE_TIME",
-		Value:   base64.StdEncoding.EncodeToString(r.Value),
 		Headers: []map[string]events.JSONNumberBytes{},
+	}
+	if withValue {
+		rec.Value = base64.StdEncoding.EncodeToString(r.Value)
 	}
 	for _, h := range r.Headers {
 		rec.Headers = append(rec.Headers, map[string]events.JSONNumberBytes{h.Key: h.Value})
@@ -475,6 +502,9 @@ func (w *World) answerKafka(ctx context.Context, m *mapping, b *kbatch) {
 	for _, kp := range b.parts {
 		w.endPart(ctx, m, b, kp, commits[kafka.TopicPartition(m.topic.Name, int64(kp.p))], completed)
 	}
+	if b.split != nil {
+		m.advanceSplit(b.split)
+	}
 }
 
 // completedOf is the batch's records the response leaves out: the ones the
@@ -534,15 +564,28 @@ func (w *World) endPart(ctx context.Context, m *mapping, b *kbatch, kp kpart, co
 }
 
 // failBatch is a function error, a crash or a timeout: nothing of the batch
-// is committed, and each of its partitions still owned is retried.
+// is committed. With BisectBatchOnFunctionError, its partitions still
+// owned, two records or more, are split in halves; otherwise each is
+// retried.
 func (w *World) failBatch(ctx context.Context, m *mapping, b *kbatch) {
 	b.ended = true
+	var cur []kpart
 	for _, kp := range b.parts {
 		if m.inflight[kp.p] != b {
 			continue // moved in a rebalance: the new owner goes on
 		}
 		delete(m.inflight, kp.p)
+		cur = append(cur, kp)
+	}
+	if w.kafka.esm.bisect && recordsIn(cur) >= 2 {
+		w.bisect(m, b, cur)
+		return
+	}
+	for _, kp := range cur {
 		w.retry(ctx, m, kp, nil)
+	}
+	if b.split != nil {
+		m.advanceSplit(b.split)
 	}
 }
 
@@ -550,7 +593,8 @@ func (w *World) failBatch(ctx context.Context, m *mapping, b *kbatch) {
 // MaximumRetryAttempts, the batch's records not completed go to the
 // on-failure destination (Lambda sends the failed records there) and the
 // partition is committed past the batch; otherwise it waits, then is
-// fetched again from its committed offset.
+// fetched again from its committed offset (or, in a bisection, its span
+// runs again).
 func (w *World) retry(ctx context.Context, m *mapping, kp kpart, completed map[kafka.ItemIdentifier]bool) {
 	p := kp.p
 	m.failures[p]++
@@ -560,21 +604,7 @@ func (w *World) retry(ctx context.Context, m *mapping, kp kpart, completed map[k
 		return
 	}
 	w.stats.GaveUp++
-	for _, r := range kp.recs {
-		if completed[kafka.ItemIdentifier{TopicPartition: kafka.TopicPartition(r.Topic, int64(r.Partition)), Offset: r.Offset}] {
-			continue
-		}
-		m.onFailure = append(m.onFailure, &failedRecord{rec: r})
-		m.excused[r] = true
-		w.stats.OnFailure++
-		w.logf("  %s-%d offset %d (key %s) goes to %s's on-failure destination", r.Topic, r.Partition, r.Offset, r.Key, m.kind)
-	}
-	old, end := m.group.Committed(p), kp.recs[len(kp.recs)-1].Offset+1
-	if err := m.group.Commit(p, kp.epoch, end); err != nil {
-		w.fail(fmt.Errorf("the owner's commit past a batch given up: %w", err))
-		return
-	}
-	w.checkCommit(ctx, m, kp, old, end)
+	w.giveUp(ctx, m, kp, retriesExhausted, completed)
 	m.failures[p], m.retryAt[p] = 0, time.Time{}
 }
 
@@ -639,7 +669,10 @@ func (w *World) onRecord(m *mapping, h kafka.Handler) kafka.Handler {
 // record it stands for is: it runs only after every earlier record of its
 // key did. A redelivery starts a lane over from the committed offset, so
 // the first check is per batch, and the second spans batches, ownerships,
-// zombies and redrives.
+// zombies and redrives. After a partition count change a key's records
+// are in two partitions: a record the relay stamped with its count runs
+// only after every earlier stamped record of its key in the other did
+// (orderedAfter).
 func (w *World) checkStart(ctx context.Context, m *mapping, r *LogRecord) {
 	lane := laneOf(r)
 	if b := m.running[invocationOf(ctx)]; b != nil {
@@ -665,17 +698,44 @@ func (w *World) checkStart(ctx context.Context, m *mapping, r *LogRecord) {
 	if o := w.kafka.copyOf[r]; o != nil {
 		at, what = o, fmt.Sprintf("started as the copy at offset %d", r.Offset)
 	}
-	for _, o := range m.topic.Partition(at.Partition).All() {
-		if o.Offset >= at.Offset {
+	earlier := m.topic.KeyRecords(at.Key)
+	if len(at.Key) == 0 {
+		earlier = m.topic.Partition(at.Partition).All()
+	}
+	for _, o := range earlier {
+		if o.Seq >= at.Seq {
 			break
 		}
-		if sameLane(o, at) && w.kafka.copyOf[o] == nil && !w.ran(ctx, m, o) {
-			w.violate("%s: %s-%d offset %d (key %q) %s before offset %d of its key, which has not run (%s)",
-				m.kind, at.Topic, at.Partition, at.Offset, at.Key, what, o.Offset, w.parkedState(ctx, o))
-			return
+		if sameLane(o, at) || w.kafka.orderedAfter(at, o) {
+			if w.kafka.copyOf[o] == nil && !w.ran(ctx, m, o) {
+				w.violate("%s: %s-%d offset %d (key %q) %s before %s-%d offset %d of its key, which has not run (%s)",
+					m.kind, at.Topic, at.Partition, at.Offset, at.Key, what, o.Topic, o.Partition, o.Offset, w.parkedState(ctx, o))
+				return
+			}
 		}
 	}
 }
+
+// orderedAfter reports whether record at, of another partition than o
+// and of its key, produced after it, must start only after o ran: both
+// carry the relay's partition count stamp; o is not a re-publish from an
+// on-failure destination (it stands for a record given up, which at need
+// not wait for), and at is not the re-publish of a record given up
+// before o was produced. Records without the stamp
+// (another producer's) are not checked by the consumers, and are not held
+// to the order either (pkg/kafka's documented scope), nor are a
+// producer's replays of the relay's records.
+func (k *kafkaWorld) orderedAfter(at, o *LogRecord) bool {
+	if at.Partition == o.Partition || stampOf(at) == 0 || stampOf(o) == 0 || k.replayed(at) || k.replayed(o) || k.republished[o] != nil {
+		return false
+	}
+	origin := k.republished[at]
+	return origin == nil || origin.Seq > o.Seq
+}
+
+// replayed reports whether r is a producer's replay of a relay's record,
+// or the re-publish of one: not the relay's own.
+func (k *kafkaWorld) replayed(r *LogRecord) bool { return k.replay[r] || k.replay[k.republished[r]] }
 
 // passable reports whether the processor may complete record r of a batch
 // without running it: a redriven copy (dropped when stale), or a record
@@ -800,6 +860,7 @@ func (w *World) rebalance() {
 		w.logf("kafka: rebalance of %s: %s-%d moves from %s to %s", m.group.Name, m.topic.Name, p, from, to)
 	}
 	m.failures[p], m.retryAt[p] = 0, time.Time{}
+	m.unsplit(p)
 }
 
 // compact runs compaction on a partition of a topic: below the active
@@ -817,20 +878,24 @@ func (w *World) compact() {
 }
 
 // kafkaFault is a step of the Kafka transport's own: the operator at the
-// quarantine or at the on-failure destinations, a rebalance, or
-// compaction.
+// quarantine or at the on-failure destinations, a rebalance, compaction,
+// or a step of the seed's partition count change.
 func (w *World) kafkaFault() {
-	switch w.rng.IntN(4) {
+	switch w.rng.IntN(5) {
 	case 0:
 		w.redrive(false)
 	case 1:
 		w.redriveFailed(false)
 	case 2:
 		w.rebalance()
-	default:
+	case 3:
 		if w.kafka.compacted {
 			w.compact()
 		} else {
+			w.rebalance()
+		}
+	default:
+		if !w.changePartitions(false) {
 			w.rebalance()
 		}
 	}
@@ -872,6 +937,7 @@ func (w *World) redriveFailed(all bool) {
 				w.fail(fmt.Errorf("the operator's redrive from %s's on-failure destination: %w", m.kind, err))
 				return
 			}
+			w.kafka.republished[c] = cmp.Or(w.kafka.republished[r], r)
 			w.stats.Redrives++
 			w.logf("operator: redrives %s-%d offset %d as %s-%d offset %d", r.Topic, r.Partition, r.Offset, c.Topic, c.Partition, c.Offset)
 		}
@@ -921,10 +987,15 @@ func (w *World) inject(command bool, group, body, dedup string, hostile bool) {
 	w.logf("  → %s-%d offset %d", r.Topic, r.Partition, r.Offset)
 }
 
-// copiesPending reports whether the mapping of topic name may still have
-// redriven copies to process: it lags, or has a batch in flight. (An SQS
-// queue's copies are received before the settling phase redrives: never.)
-func (w *World) copiesPending(name string) bool {
+// copiesPending reports whether redriven copies of the key group on
+// topic name may still be processed: one is at or after its partition's
+// committed offset (waiting, or in a batch in flight). A new epoch would
+// drop them. (An SQS queue's copies are received before the settling
+// phase redrives: never.) Only the key's copies count, not the group's
+// lag: a record of the key in another partition than its hold's (after a
+// partition count change), refused while the hold stands, keeps the group
+// lagging until the hold is redriven.
+func (w *World) copiesPending(name, group string) bool {
 	if w.kafka == nil {
 		return false
 	}
@@ -932,7 +1003,16 @@ func (w *World) copiesPending(name string) bool {
 	if name != commandsTopic {
 		m = w.kafka.projector
 	}
-	return m.group.Lag() > 0 || len(m.inflight) > 0
+	for p := range m.topic.Partitions() {
+		part := m.topic.Partition(p)
+		from := m.group.Committed(p)
+		for _, r := range part.Fetch(from, int(part.Visible(from))) {
+			if w.kafka.copyOf[r] != nil && quarantine.KafkaGroup(string(r.Key)) == group {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isHostile reports whether the parked message p is one no redrive can
@@ -962,9 +1042,14 @@ func (w *World) nextKafkaWake() (time.Time, bool) {
 	}
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
 		for p := range m.topic.Partitions() {
-			if b := m.inflight[p]; b != nil {
+			switch b := m.inflight[p]; {
+			case b != nil:
 				earlier(b.inv.deadline.Add(time.Millisecond))
-			} else if m.group.LagOf(p) > 0 {
+			case m.split[p] != nil:
+				earlier(m.retryAt[p])
+			case m.group.LagOf(p) > 0 && w.kafka.esm.window > 0:
+				earlier(later(m.retryAt[p], w.windowEnd(m, []int{p})))
+			case m.group.LagOf(p) > 0:
 				earlier(m.retryAt[p])
 			}
 		}
@@ -1007,6 +1092,9 @@ func (w *World) checkLogEnd() {
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
 		if lag := m.group.Lag(); lag != 0 {
 			w.violate("group %s lags %d at the end", m.group.Name, lag)
+		}
+		if len(m.bisections) > 0 {
+			w.violate("%s still has %d bisected batches to run at the end", m.kind, len(m.bisections))
 		}
 		groups := map[string]bool{}
 		for p := range m.topic.Partitions() {

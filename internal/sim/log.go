@@ -319,6 +319,15 @@ func (p *Partition) Fetch(from int64, limit int) []*LogRecord {
 
 func byOffset(r *LogRecord, off int64) int { return cmp.Compare(r.Offset, off) }
 
+// next returns the first record a fetch from offset from returns, nil if
+// none.
+func (p *Partition) next(from int64) *LogRecord {
+	if i, _ := slices.BinarySearchFunc(p.recs, from, byOffset); i < len(p.recs) {
+		return p.recs[i]
+	}
+	return nil
+}
+
 // Visible is how many records a fetch from offset from on can return.
 func (p *Partition) Visible(from int64) int64 {
 	i, _ := slices.BinarySearchFunc(p.recs, from, byOffset)

@@ -126,6 +126,10 @@ func (w *World) publish(r *record) bool {
 		w.violate("transition %s emitted %d messages, want %d", jobs.OutboxID(r.cur.ID, r.cur.Version), len(msgs), len(want))
 		return false
 	}
+	if w.kafka != nil && w.kafka.change.relayRefuses() {
+		w.logf("relay: the topics have %d partitions, the relay's count is %d: nothing is produced until the count is deployed", w.kafka.change.to, w.kafka.change.relay)
+		return false
+	}
 	var written []*LogRecord // with Kafka, this publish's records
 	for i, m := range msgs {
 		id := jobs.OutboxID(r.cur.ID, r.cur.Version)
@@ -147,12 +151,13 @@ func (w *World) publish(r *record) bool {
 			return false
 		}
 		if w.kafka != nil {
-			lr, err := w.kafka.topicOf(m.Kind == outbox.KindCommand).Produce([]byte(m.GroupID), m.Body, w.kafka.partitionCount())
+			lr, err := w.kafka.topicOf(m.Kind == outbox.KindCommand).ProduceOver(w.kafka.change.relay, []byte(m.GroupID), m.Body, w.kafka.partitionCount())
 			if err != nil {
 				w.fail(fmt.Errorf("the relay's produce: %w", err))
 				return false
 			}
 			written = append(written, lr)
+			w.kafka.relayed = append(w.kafka.relayed, lr)
 			w.logf("relay: %s %s → %s-%d offset %d", m.Kind, id, lr.Topic, lr.Partition, lr.Offset)
 			continue
 		}

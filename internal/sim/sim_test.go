@@ -95,6 +95,11 @@ func unreached(tr sim.Transport, total sim.Stats) []string {
 			"records of aborted transactions": total.Aborted,
 			"parked":                          total.Parked, "dropped": total.Dropped, "released holds": total.Released,
 			"records without a key refused by a compacted topic": total.RefusedNullKeys,
+			"batches bisected": total.Bisections, "records past MaximumRecordAge": total.Expired,
+			"records too large for an event": total.TooLargeForEvent, "batches closed at the event's size limit": total.SizeClosed,
+			"batches sent at the end of their batching window": total.WindowEnded, "header bombs": total.HeaderBombs,
+			"records refused over max.message.bytes": total.RefusedTooLarge, "partition count changes": total.PartitionChanges,
+			"records parked for another partition count": total.CountHeld, "records refused in another partition than their key's hold": total.MovedRefused,
 		})
 	}
 	var out []string

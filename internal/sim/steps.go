@@ -49,15 +49,23 @@ func (w *World) step() {
 	case r < 17:
 		w.get()
 	case r < 18:
-		switch w.rng.IntN(5) {
+		kinds := 5
+		if w.kafka != nil {
+			kinds = 7
+		}
+		switch w.rng.IntN(kinds) {
 		case 0, 1:
 			w.poison()
 		case 2:
 			w.forge()
 		case 3:
 			w.corrupt()
-		default:
+		case 4:
 			w.forgeEvent()
+		case 5:
+			w.headerBomb()
+		default:
+			w.bigRecords()
 		}
 	case r < 19:
 		if w.rng.IntN(4) == 0 {
@@ -382,7 +390,10 @@ func (w *World) redrive(all bool) {
 			if !all && w.rng.IntN(2) == 0 {
 				continue
 			}
-			if all && h.State == quarantine.StateDraining && w.copiesPending(q.name) {
+			if w.kafka != nil && w.kafka.change.holdsForTheDeploy(h) {
+				continue // the procedure redrives it once the new count is deployed
+			}
+			if all && h.State == quarantine.StateDraining && w.copiesPending(q.name, h.Group) {
 				// Its copies are still on their way: a new epoch would drop
 				// them, and the redrive of the next round theirs.
 				continue

@@ -143,6 +143,19 @@ type Stats struct {
 	OnFailure, Compacted, Aborted                 int
 	// RefusedNullKeys: records without a key a compacted topic refused.
 	RefusedNullKeys int
+	// The event source mapping's settings and the records' shapes:
+	// batches split by BisectBatchOnFunctionError; records given up past
+	// MaximumRecordAge, or too large for an event alone; batches closed
+	// before the next record would cross the event's limit, or sent when
+	// their batching window ended; header bombs produced, and records a
+	// topic refused over its max.message.bytes.
+	Bisections, Expired, TooLargeForEvent int
+	SizeClosed, WindowEnded               int
+	HeaderBombs, RefusedTooLarge          int
+	// A partition count change: topics grown; records parked for
+	// carrying another partition count than their consumer's; records of
+	// a held key refused in another partition than its hold's.
+	PartitionChanges, CountHeld, MovedRefused int
 }
 
 // Add adds o to s.
@@ -151,12 +164,16 @@ func (s *Stats) Add(o Stats) {
 		&s.Crashes, &s.Refused, &s.LostAnswers, &s.Delayed, &s.DroppedAnswers, &s.TimedOut, &s.Stalls, &s.SlowRequests, &s.Redelivered,
 		&s.Deduplicated, &s.LostRecords, &s.Parked, &s.Dropped, &s.SkippedDeadline, &s.Redrives, &s.Released,
 		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack,
-		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted, &s.RefusedNullKeys}
+		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted, &s.RefusedNullKeys,
+		&s.Bisections, &s.Expired, &s.TooLargeForEvent, &s.SizeClosed, &s.WindowEnded, &s.HeaderBombs, &s.RefusedTooLarge,
+		&s.PartitionChanges, &s.CountHeld, &s.MovedRefused}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
 		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack,
-		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted, o.RefusedNullKeys}
+		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted, o.RefusedNullKeys,
+		o.Bisections, o.Expired, o.TooLargeForEvent, o.SizeClosed, o.WindowEnded, o.HeaderBombs, o.RefusedTooLarge,
+		o.PartitionChanges, o.CountHeld, o.MovedRefused}
 	for i := range a {
 		*a[i] += b[i]
 	}
