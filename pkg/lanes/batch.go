@@ -278,10 +278,15 @@ func (b *Batch) Lane(head int) {
 	}
 }
 
-// refused asks the Refuser about item i and records why it refused.
+// refused asks the Refuser about item i and records why it refused. A
+// refused item never started: the start MayStart kept is no Wait.
 func (b *Batch) refused(i int) bool {
-	b.Results[i].Err = b.refuser.Refuse(i)
-	return b.Results[i].Err != nil
+	r := &b.Results[i]
+	if r.Err = b.refuser.Refuse(i); r.Err == nil {
+		return false
+	}
+	r.Wait = 0
+	return true
 }
 
 // RunItem runs item i's handler and decides its outcome, then calls then,
