@@ -125,8 +125,10 @@
 // and stamping it (its records hold their keys under the old count), or
 // checks the brokers' count against its own and produces nothing until
 // the new count is deployed; once every record stamped with the old count
-// is consumed, the new count is deployed to the consumers and the relay;
-// only then does the operator redrive the keys held for another count.
+// is consumed, the new count is deployed to the consumers and the relay.
+// From the growth to the deploy the operator redrives neither a held key
+// nor an on-failure destination (the procedure's last steps): a redriven
+// copy is not checked for its count.
 //
 // Each mapping runs the real Kafka quarantine, as lambdawire wires it:
 // quarantine.NewKafka on the quarantine's MemoryStore (through the fault

@@ -914,6 +914,9 @@ func (w *World) kafkaFault() {
 // count). Meanwhile a given-up record's later records of its key ran
 // without it.
 func (w *World) redriveFailed(all bool) {
+	if w.kafka.change.redrivesWait() {
+		return // the procedure deals with the destinations once the new count is deployed
+	}
 	for _, m := range []*mapping{w.kafka.worker, w.kafka.projector} {
 		for _, f := range m.onFailure {
 			if f.state != failParked || (!all && w.rng.IntN(2) == 0) {

@@ -54,12 +54,17 @@ func (w *World) drawPartitionChange(n int) partitionChange {
 // its count, and the topics have another.
 func (c partitionChange) relayRefuses() bool { return c.relayChecks && c.grown && !c.deployed }
 
-// holdsForTheDeploy reports whether the operator leaves hold h alone: the
-// key is held for another partition count, and the new count is not
-// deployed yet (the procedure's last step redrives such keys).
-func (c partitionChange) holdsForTheDeploy(h quarantine.HoldRecord) bool {
-	return c.grown && !c.deployed && strings.Contains(h.Cause, kafka.ErrPartitionCountChanged.Error())
-}
+// redrivesWait reports whether the operator redrives nothing now, neither
+// a held key nor an on-failure destination: the topics grew and the new
+// count is not deployed yet. The procedure deals with both last, after
+// the deploy. A redriven copy is not checked for its count, so a copy of
+// a record stamped with the new count (parked behind a key held for any
+// cause on its new partition) would run under the old count, before older
+// records of its key in their old partition; and a record stamped with
+// the old count, re-published to its key's new partition while the key
+// is held in the old one, would be refused and given up again and again,
+// so that the old count would never be consumed.
+func (c partitionChange) redrivesWait() bool { return c.grown && !c.deployed }
 
 // changePartitions takes the next step of the seed's partition count
 // change, and reports whether there was one to take: the topics grow

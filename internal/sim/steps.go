@@ -380,6 +380,9 @@ func (w *World) fixPoison() {
 // phase), a draining key of a topic is redriven again only once its
 // copies can have been processed.
 func (w *World) redrive(all bool) {
+	if w.kafka != nil && w.kafka.change.redrivesWait() {
+		return // the procedure redrives the held keys once the new count is deployed
+	}
 	for _, q := range w.sources {
 		holds, err := w.qmem.Holds(context.Background(), q.name)
 		if err != nil {
@@ -389,9 +392,6 @@ func (w *World) redrive(all bool) {
 		for _, h := range holds {
 			if !all && w.rng.IntN(2) == 0 {
 				continue
-			}
-			if w.kafka != nil && w.kafka.change.holdsForTheDeploy(h) {
-				continue // the procedure redrives it once the new count is deployed
 			}
 			if all && h.State == quarantine.StateDraining && w.copiesPending(q.name, h.Group) {
 				// Its copies are still on their way: a new epoch would drop
