@@ -20,6 +20,9 @@ func FuzzKeysAndValuesDecodeAsTheStandardLibrary(f *testing.F) {
 		"YR==", "YWJ=", // trailing bits set: StdEncoding ignores them
 		"YQ", "YQ=", "Y===", "=YQ=", "YQ==YQ==", "YW\nJj", "YWJj\r\n", "YW Jj", "YW-j", "YW_j", "****",
 		"////", "++++", "AAAAAAAAAAAAAAAAAAAA", "QUJD\nREVG",
+		// A character outside the alphabet, or padding, at each place of
+		// the last quantum, in each of its three forms.
+		"*Q==", "Y*==", "YQ*=", "YQ.=", "*WI=", "Y*I=", "YW*=", "*WJj", "Y*Jj", "YW*j", "YWJ*", "=WJj", "Y=Jj", "YW=j",
 	} {
 		f.Add(s)
 	}

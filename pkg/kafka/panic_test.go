@@ -296,16 +296,35 @@ func TestAGoexitSkipsTheRestOfItsLane(t *testing.T) {
 func TestALoggerGoexitOnARecordsLineFailsIt(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		logger := slog.New(lanestest.HookHandler{Fn: func(r slog.Record) {
-			if recordOf(r) == "t-0/1" {
-				runtime.Goexit()
-			}
-		}})
 		var m kafka.BatchMetrics
-		p := newProcessor(t, kafka.Config{Handler: noop, Logger: logger, Metrics: func(bm kafka.BatchMetrics) { m = bm }})
+		p := newProcessor(t, kafka.Config{Handler: noop, Logger: goexitOnTheLineOf("t-0/1"), Metrics: func(bm kafka.BatchMetrics) { m = bm }})
 		resp, err := processReturns(t, p, "t-0/1:a", "t-0/2:a", "t-0/3:b")
 		require.NoError(t, err)
 		require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(resp))
 		require.Equal(t, kafka.Panicked, m.Records[0].Outcome)
 	})
+}
+
+// A logger's Goexit on a record's line is that record's failure: under
+// StopOnFirstFailure it stops the batch, as a handler's Goexit would.
+func TestALoggerGoexitStopsTheBatchUnderStopOnFirstFailure(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		p := newProcessor(t, kafka.Config{Handler: handlerOf(&rec, nil), Logger: goexitOnTheLineOf("t-0/1"), StopOnFirstFailure: true, Concurrency: 1})
+		resp, err := processReturns(t, p, "t-0/1:a", "t-0/2:a", "t-0/3:b") // a's lane first: it is longest
+		require.NoError(t, err)
+		require.Equal(t, []string{"t-0/1", "t-0/2", "t-0/3"}, failed(resp))
+		require.Equal(t, []string{"t-0/1"}, rec.Started(), "t-0/3 did not start after t-0/1 failed")
+	})
+}
+
+// goexitOnTheLineOf is a logger that calls runtime.Goexit on the line of
+// record "t-0/5".
+func goexitOnTheLineOf(record string) *slog.Logger {
+	return slog.New(lanestest.HookHandler{Fn: func(r slog.Record) {
+		if recordOf(r) == record {
+			runtime.Goexit()
+		}
+	}})
 }

@@ -630,6 +630,40 @@ func TestQuarantineStopOnFirstFailure(t *testing.T) {
 		require.Equal(t, []string{"t-0/1", "t-0/2", "t-0/3"}, failed(r.resp))
 		require.Equal(t, []string{"t-0/1"}, r.started)
 	})
+	// The record that failed is the only one the park names: its own
+	// failure stops the batch, not a later record's.
+	t.Run("a failure to park a lane's last record stops the batch", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{script: failing("park", "error")}
+		r := runQuarantine(t, q, records(t, "t-0/1:a", "t-0/2:b"), map[string]error{"t-0/1": kafka.Permanent(errors.New("bad"))}, opts)
+		require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(r.resp))
+		require.Equal(t, []string{"t-0/1"}, r.started)
+		require.Equal(t, kafka.SkippedStopped, r.outcomes()["t-0/2"])
+	})
+	t.Run("a failure to hold the key again stops the batch", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{script: failing("park", "error"), view: kafka.QuarantineView{
+			Holds:   map[kafka.TopicKey]kafka.Hold{tk("a"): draining(1, 1)},
+			Records: dispositions(t, map[string]kafka.Disposition{"t-0/1": copyOf(1, 1)}),
+		}}
+		r := runQuarantine(t, q, records(t, "t-0/1:a", "t-0/2:b"), map[string]error{"t-0/1": kafka.Permanent(errors.New("bad again"))}, opts)
+		require.Equal(t, []string{"park hold"}, q.Of("a"), "the copy failed again: its key is held again")
+		require.Equal(t, []string{"t-0/1", "t-0/2"}, failed(r.resp))
+		require.Equal(t, []string{"t-0/1"}, r.started)
+		require.Equal(t, kafka.SkippedStopped, r.outcomes()["t-0/2"])
+	})
+	// A panic that reaches the threshold is parked; if parking it fails,
+	// the record stays Panicked, as it was.
+	t.Run("a panic whose park fails stays a panic", func(t *testing.T) {
+		t.Parallel()
+		q := &fakeQuarantine{script: failing("park", "error"), view: kafka.QuarantineView{
+			Holds: map[kafka.TopicKey]kafka.Hold{tk("a"): failedBefore(0, 1, testThreshold-2)},
+		}}
+		r := runQuarantine(t, q, records(t, "t-0/1:a", "t-0/2:b"), map[string]error{"t-0/1": errPanics}, opts)
+		require.Equal(t, []string{"failed t-0/1", "park t-0/1 hold"}, q.Of("a"))
+		require.Equal(t, kafka.Panicked, r.outcomes()["t-0/1"])
+		require.Equal(t, kafka.SkippedStopped, r.outcomes()["t-0/2"])
+	})
 }
 
 // Once less than the deadline margin remains, nothing starts: a copy that

@@ -144,6 +144,14 @@ func TestBadBatchesAreRefusedWithTheirReason(t *testing.T) {
 		"a negative offset": {
 			batch: batch(rec("t", 0, -1)), want: kafka.ErrInvalidBatch, says: `"t-0" holds offset -1`,
 		},
+		"a key with another separator": {
+			batch: events.KafkaEvent{Records: map[string][]events.KafkaRecord{"t_0": {rec("t", 0, 3)}}},
+			want:  kafka.ErrInvalidBatch, says: `key "t_0" holds a record of "t-0"`,
+		},
+		"a key with the partition's digits padded": {
+			batch: events.KafkaEvent{Records: map[string][]events.KafkaRecord{"t-00": {rec("t", 0, 3)}}},
+			want:  kafka.ErrInvalidBatch, says: `key "t-00" holds a record of "t-0"`,
+		},
 		"a completion of a record not in the batch": {
 			batch: batch(rec("t", 0, 3)), completed: done(id("t-0", 4)),
 			want: kafka.ErrUnknownRecord, says: `"t-0" offset 4`,
