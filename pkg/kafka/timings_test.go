@@ -58,27 +58,44 @@ func TestABatchAfterAnotherStartsClean(t *testing.T) {
 	}
 }
 
-// A record refused before it runs (another partition count, without a
-// quarantine) never started: its Wait is zero, as RecordMetrics says, in
-// the metrics and in its log line, however long it waited for its lane.
-func TestARefusedRecordHasNoWait(t *testing.T) {
+// A record that never started has no Wait, as RecordMetrics says, in the
+// metrics and in its log line, however long it waited for its lane:
+// refused before it runs (another partition count, without a quarantine),
+// or skipped for the deadline.
+func TestARecordThatNeverStartedHasNoWait(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		var logs logBuffer
-		var got kafka.BatchMetrics
-		p := newProcessor(t, kafka.Config{Handler: func(context.Context, kafka.Record) error {
-			time.Sleep(time.Second)
-			return nil
-		}, PartitionCount: 6, Logger: logs.Logger(), Metrics: func(m kafka.BatchMetrics) { got = m }})
-		ev := withHeader(records(t, "t-0/1:a", "t-0/2:a"), kafka.PartitionCountHeader, "7", "t-0/2")
-		resp, err := p.Process(context.Background(), ev)
-		require.NoError(t, err)
-		require.Equal(t, []string{"t-0/2"}, failed(resp))
-		require.Len(t, got.Records, 2)
-		require.Equal(t, time.Second, got.Records[0].Duration, "t-0/1 ran")
-		require.Equal(t, kafka.Failed, got.Records[1].Outcome)
-		require.Zero(t, got.Records[1].Wait, "t-0/2 never started")
-		require.Zero(t, got.Records[1].Duration)
-		require.InDelta(t, 0, logs.line(t, "t-0/2")["wait"], 0, "t-0/2 never started")
-	})
+	for _, tc := range []struct {
+		name    string
+		cfg     kafka.Config
+		outcome kafka.Outcome
+	}{
+		{"refused", kafka.Config{PartitionCount: 6}, kafka.Failed},
+		{"skipped for the deadline", kafka.Config{DeadlineMargin: 59500 * time.Millisecond}, kafka.SkippedDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				var logs logBuffer
+				var got kafka.BatchMetrics
+				cfg := tc.cfg
+				cfg.Handler = func(context.Context, kafka.Record) error {
+					time.Sleep(time.Second) // then less than the margin is left
+					return nil
+				}
+				cfg.Logger, cfg.Metrics = logs.Logger(), func(m kafka.BatchMetrics) { got = m }
+				ev := withHeader(records(t, "t-0/1:a", "t-0/2:a"), kafka.PartitionCountHeader, "7", "t-0/2")
+				resp, err := newProcessor(t, cfg).Process(ctx, ev)
+				require.NoError(t, err)
+				require.Equal(t, []string{"t-0/2"}, failed(resp))
+				require.Len(t, got.Records, 2)
+				require.Equal(t, time.Second, got.Records[0].Duration, "t-0/1 ran")
+				require.Equal(t, tc.outcome, got.Records[1].Outcome)
+				require.Zero(t, got.Records[1].Wait, "t-0/2 never started")
+				require.Zero(t, got.Records[1].Duration)
+				require.InDelta(t, 0, logs.line(t, "t-0/2")["wait"], 0, "t-0/2 never started")
+			})
+		})
+	}
 }
