@@ -28,11 +28,11 @@ func (w *World) consumeKafka(m *mapping) bool {
 	if n == 0 {
 		return false
 	}
-	if i := w.rng.IntN(n); i < len(owners) {
-		return w.fetchBatch(ctx, m, owners[i], fetchable[owners[i]])
-	} else {
+	i := w.rng.IntN(n)
+	if i >= len(owners) {
 		return w.runSpan(ctx, m, spans[i-len(owners)])
 	}
+	return w.fetchBatch(ctx, m, owners[i], fetchable[owners[i]])
 }
 
 // fetchable returns, per poller of m, the partitions it may fetch now,
