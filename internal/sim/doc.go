@@ -120,12 +120,13 @@
 // One seed in three changes the topics' partition count mid-run, from n
 // to between n+1 and 2n, by the procedure docs/KAFKA.md gives: the
 // consumers' processors keep checking the old count
-// (kafka.Config.PartitionCount) while the relay either learns the new
-// count from the brokers' metadata at a later step, partitioning over it
-// and stamping it (its records hold their keys under the old count), or
-// checks the brokers' count against its own and produces nothing until
-// the new count is deployed; once every record stamped with the old count
-// is consumed, the new count is deployed to the consumers and the relay.
+// (kafka.Config.PartitionCount) while the relay either checks the brokers'
+// count against its own and produces nothing until the new count is
+// deployed (kafkaout's relay), or, without that check, learns the new
+// count from its metadata at a later step, partitioning over it and
+// stamping it (its records hold their keys under the old count); once
+// every record stamped with the old count is consumed, the new count is
+// deployed to the consumers and the relay.
 // From the growth to the deploy the operator redrives neither a held key
 // nor an on-failure destination (the procedure's last steps): a redriven
 // copy is not checked for its count.

@@ -15,12 +15,15 @@ import (
 // carried out by the procedure docs/KAFKA.md gives ("A key that moves
 // partition"): the topics grow from from to to partitions; the consumers
 // keep checking from until every record stamped with it is consumed, and
-// only then is to deployed; the keys held meanwhile for another count are
-// redriven only after that. The relay partitions over the count it
-// stamps: it learns to from the brokers' metadata at a later step (its
-// records then hold their keys under the consumers' old count), or, with
-// relayChecks, it checks the brokers' count against its own and produces
-// nothing until to is deployed (the relay's own partition count check).
+// only then is to deployed to them and the relay; the held keys and the
+// on-failure destinations are dealt with after that. The relay partitions
+// over the count it stamps. With relayChecks it is kafkaout's relay: it
+// asks the brokers for the count before each round and produces nothing
+// while they show another than its own, until to is deployed. Without, it
+// is a relay without that check (kafkaout's before it, or another
+// producer stamping the count): it learns to from the brokers' metadata
+// at a later step, and its records stamped with to then hold their keys
+// under the consumers' old count.
 type partitionChange struct {
 	from, to    int // to is 0 when the seed changes nothing
 	relayChecks bool
@@ -34,9 +37,9 @@ func (c partitionChange) String() string {
 	case c.to == 0:
 		return "no partition count change"
 	case c.relayChecks:
-		return fmt.Sprintf("to grow to %d, the relay checking its count", c.to)
+		return fmt.Sprintf("to grow to %d, the relay checking its count with the brokers", c.to)
 	}
-	return fmt.Sprintf("to grow to %d, the relay learning it from the brokers", c.to)
+	return fmt.Sprintf("to grow to %d, the relay learning it from its metadata", c.to)
 }
 
 // drawPartitionChange draws the change of a seed whose topics have n
