@@ -160,10 +160,7 @@ func (s *Server) start(ctx context.Context, root string, cred *syscall.Credentia
 		return err
 	}
 	s.port = port
-	if err := prepareDataDir(s.dataDir, cred); err != nil {
-		return err
-	}
-	if err := initdb(ctx, root, s.dataDir, cred); err != nil {
+	if err := prepareDataDir(ctx, root, s.dataDir, cred); err != nil {
 		return err
 	}
 	if err := clearStalePID(s.dataDir); err != nil {
@@ -192,43 +189,72 @@ func credential(name string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 }
 
-// prepareDataDir makes dir 0700 and, as root, hands it to the server's user,
-// which must be able to reach it.
-func prepareDataDir(dir string, cred *syscall.Credential) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// prepareDataDir makes the cluster in dir with initdb unless dir holds one,
+// and as root hands dir to the server's user, which must be able to reach
+// it.
+func prepareDataDir(ctx context.Context, root, dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("pgserver: data dir: %w", err)
+	}
+	if cred != nil && !searchableByOthers(filepath.Dir(dir)) {
+		return fmt.Errorf("pgserver: data dir %s: the server's unprivileged user cannot reach it (a directory above it is not searchable by others)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+		if err := initdb(ctx, root, dir, cred); err != nil {
+			return err
+		}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("pgserver: data dir: %w", err)
 	}
+	return chown(dir, cred)
+}
+
+// chown hands the tree at dir to cred's user; nil cred leaves it alone.
+func chown(dir string, cred *syscall.Credential) error {
 	if cred == nil {
 		return nil
 	}
-	if !searchableByOthers(filepath.Dir(dir)) {
-		return fmt.Errorf("pgserver: data dir %s: the server's unprivileged user cannot reach it (a directory above it is not searchable by others)", dir)
-	}
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
 	})
+	if err != nil {
+		return fmt.Errorf("pgserver: data dir: %w", err)
+	}
+	return nil
 }
 
-// initdb makes the cluster unless dir already holds one. Trust
-// authentication: the server listens on 127.0.0.1 only, for tests.
+// initdb makes the cluster in a scratch directory beside dir and renames it
+// to dir once initdb has finished, so an interrupted initdb never leaves a
+// half-made cluster that the next Start would take for one. dir must be
+// missing or empty. Trust authentication: the server listens on 127.0.0.1
+// only, for tests.
 func initdb(ctx context.Context, root, dir string, cred *syscall.Credential) error {
-	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
-		return nil
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pgserver: data dir %s holds no cluster (no PG_VERSION) and is not empty: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".initdb-")
+	if err != nil {
+		return fmt.Errorf("pgserver: data dir: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	if err := chown(tmp, cred); err != nil {
+		return err
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "initdb"),
-		"-D", dir, "-U", Superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+		"-D", tmp, "-U", Superuser, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Dir = dir
+	cmd.Dir = tmp
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pgserver: initdb %s: %w\n%s", dir, err, out.String())
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("pgserver: data dir: %w", err)
 	}
 	return nil
 }

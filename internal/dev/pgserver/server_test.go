@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 )
 
 // testDataDir is a directory for a cluster that the server's unprivileged
@@ -253,5 +256,44 @@ func TestNewRefusesEachInvalidConfig(t *testing.T) {
 	}
 	if err := (Config{Port: 65535}).Validate(); err != nil {
 		t.Errorf("Port 65535: %v", err)
+	}
+}
+
+// cancelOnceAClusterAppears cancels when a PG_VERSION file appears in any
+// directory of parent: initdb writes it early, so initdb is then running.
+func cancelOnceAClusterAppears(parent string, cancel context.CancelFunc, done <-chan struct{}) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if m, _ := filepath.Glob(filepath.Join(parent, "*", "PG_VERSION")); len(m) > 0 {
+			cancel()
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func TestAnInitdbInterruptedHalfwayDoesNotBlockTheNextStart(t *testing.T) {
+	dir := testDataDir(t)
+	if _, err := Install(t.Context(), localstack.DefaultCacheDir(), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go cancelOnceAClusterAppears(filepath.Dir(dir), cancel, done)
+	s, err := Start(ctx, Config{DataDir: dir})
+	close(done)
+	cancel()
+	if err == nil {
+		_ = s.Stop(context.Background())
+		t.Fatal("Start finished before initdb was interrupted; the test did not interrupt it")
+	}
+	s = start(t, Config{DataDir: dir})
+	if v := version(t, s); !strings.HasPrefix(v, "PostgreSQL 18.") {
+		t.Fatalf("version() = %q", v)
 	}
 }
