@@ -79,10 +79,15 @@ func checkBinaries(root string) error {
 // named after the pin, made once: the unprivileged user the server runs as
 // as root cannot reach a tree under root's 0700 home.
 func reachableCopy(root string) (string, error) {
+	return reachableCopyIn(root, os.TempDir())
+}
+
+// reachableCopyIn is reachableCopy copying into parent.
+func reachableCopyIn(root, parent string) (string, error) {
 	if searchableByOthers(root) {
 		return root, nil
 	}
-	dir := filepath.Join(os.TempDir(), "fifoworker-pgserver-"+pinHash())
+	dir := filepath.Join(parent, "fifoworker-pgserver-"+pinHash())
 	return localstack.InstallDir(dir, func(tmp string) error {
 		if err := os.Chmod(tmp, 0o755); err != nil {
 			return fmt.Errorf("pgserver: copy binaries: %w", err)
