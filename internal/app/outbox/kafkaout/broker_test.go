@@ -43,12 +43,20 @@ func setupBroker(t *testing.T) *brokerBundle {
 // setupBrokerWith is setupBroker with topics of n partitions.
 func setupBrokerWith(t *testing.T, n int32) *brokerBundle {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(n, commandsTopic, eventsTopic))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := newCluster(t, n, commandsTopic, eventsTopic)
 	b := &brokerBundle{cluster: c, addrs: c.ListenAddrs(), logs: &bytes.Buffer{}}
 	b.producer = b.newProducer(t, "")
 	return b
+}
+
+// newCluster is a one-broker kfake cluster on 127.0.0.1 with the topics of
+// n partitions each, closed when the test ends.
+func newCluster(t *testing.T, n int32, topics ...string) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(n, topics...))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
 }
 
 // newProducer is another relay producer on the bundle's broker (another

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
@@ -50,9 +49,7 @@ func headerValues(r *kgo.Record, key string) []string {
 // a key carries no count and is never refused for one.
 func TestAKeyedRecordIsPartitionedOnlyOverTheCountItCarries(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "commands"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := newCluster(t, 4, "commands")
 	p, err := kafkaout.NewProducer(kafkaout.ProducerConfig{Brokers: c.ListenAddrs()})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
@@ -116,9 +113,7 @@ func lambdaRecord(r *kgo.Record) events.KafkaRecord {
 // it. Nothing of the key runs.
 func TestAKeyMovedByAddedPartitionsIsHeldNotReordered(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "commands"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := newCluster(t, 2, "commands")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	key := movedKey(t, 2, 8)
@@ -181,9 +176,7 @@ func TestAKeyMovedByAddedPartitionsIsHeldNotReordered(t *testing.T) {
 // partition.)
 func TestRecordsWithoutAKeyStillSpreadOverPartitions(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := newCluster(t, 4, "events")
 	p, err := kafkaout.NewProducer(kafkaout.ProducerConfig{Brokers: c.ListenAddrs()})
 	require.NoError(t, err)
 	t.Cleanup(p.Close)

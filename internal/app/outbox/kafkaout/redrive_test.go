@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,9 +18,7 @@ import (
 // record to a partition that does not exist is refused.
 func TestRedriveProducerWritesEachRecordToItsPartition(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "commands"))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	c := newCluster(t, 4, "commands")
 	var acks []int16
 	var idempotent []bool
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
