@@ -168,7 +168,7 @@ func recorded(ctx context.Context, tx *sql.Tx, component string) ([]Migration, e
 	if err != nil {
 		return nil, fmt.Errorf("pgmigrate: %s: read applied: %w", component, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var out []Migration
 	for rows.Next() {
 		m := Migration{Component: component}
@@ -205,7 +205,7 @@ func Current(ctx context.Context, db *sql.DB) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgmigrate: current: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	out := map[string]int{}
 	for rows.Next() {
 		var c string
