@@ -87,7 +87,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 // (intent markers) and deletions (TTL) carry no message and are skipped.
 func (r *Relay) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	lanes, order, firstBad := r.collect(ev.Records)
-	sent := r.publish(ctx, ev.Records, lanes, order, traceHeader(ctx))
+	sent := r.publish(ctx, ev.Records, lanes, order)
 	// The first record not published: the earliest of a decoding failure
 	// and each job's first unsent message.
 	fail := firstBad
@@ -207,40 +207,68 @@ func (r *Relay) messages(rec *events.DynamoDBEventRecord) ([]Message, error) {
 	return FromTransition(&cur, prev)
 }
 
-// publish hands the sink each lane's messages in order, one per job per
-// round, and returns how many of each lane were acknowledged. A lane stops
-// at its first failure. Every message carries the trace header trace.
-func (r *Relay) publish(ctx context.Context, records []events.DynamoDBEventRecord, lanes map[string][]laneEntry, order []string, trace string) map[string]int {
-	sent := make(map[string]int, len(lanes))
-	stopped := map[string]bool{}
+// publish hands the sink each lane's messages through Publish and returns
+// how many of each lane were acknowledged.
+func (r *Relay) publish(ctx context.Context, records []events.DynamoDBEventRecord, lanes map[string][]laneEntry, order []string) map[string]int {
+	msgs := make([][]Message, len(order))
+	for i, id := range order {
+		for _, e := range lanes[id] {
+			msgs[i] = append(msgs[i], e.msg)
+		}
+	}
+	counts := Publish(ctx, r.sink, msgs, func(lane, n int, err error) {
+		e := &lanes[order[lane]][n]
+		r.log.Warn("outbox: message not published; the batch will be retried from its record",
+			"job_id", e.msg.JobID, "version", e.msg.Version, "kind", e.msg.Kind.String(),
+			"sequence_number", records[e.index].Change.SequenceNumber, "error", err)
+	})
+	sent := make(map[string]int, len(order))
+	for i, id := range order {
+		sent[id] = counts[i]
+	}
+	return sent
+}
+
+// Publish hands sink each lane's messages (a lane is one job's, in version
+// order) in rounds of one message per lane, so that a Send carries many
+// jobs but never two messages of one job, and a job's message goes out only
+// after the sink acknowledged its previous one. A lane stops at its first
+// failure, or at a round the sink answered with another number of results
+// than it had messages; failed(lane, n, err) hears of each stopped lane's
+// n-th message. It returns how many messages of each lane were
+// acknowledged: a prefix of the lane. Every message carries the X-Ray
+// trace header of ctx's invocation. The table stream's Relay and the
+// PostgreSQL outbox's relay (internal/app/outbox/pgsource) both publish
+// through it.
+func Publish(ctx context.Context, sink Sink, lanes [][]Message, failed func(lane, n int, err error)) []int {
+	trace := traceHeader(ctx)
+	sent := make([]int, len(lanes))
+	stopped := make([]bool, len(lanes))
 	for {
-		var round []*laneEntry
-		for _, id := range order {
-			if n := sent[id]; !stopped[id] && n < len(lanes[id]) {
-				round = append(round, &lanes[id][n])
+		// Fresh slices each round: a sink may keep what it was handed.
+		var round []int // the lanes in the round
+		var msgs []Message
+		for i, lane := range lanes {
+			if !stopped[i] && sent[i] < len(lane) {
+				round = append(round, i)
+				msgs = append(msgs, lane[sent[i]])
 			}
 		}
 		if len(round) == 0 {
 			return sent
 		}
-		msgs := make([]Message, len(round))
-		for i, e := range round {
-			msgs[i] = e.msg
-		}
-		errs := r.sink.Send(ctx, msgs, trace)
-		for i, e := range round {
+		errs := sink.Send(ctx, msgs, trace)
+		for k, i := range round {
 			err := errNoResult
 			if len(errs) == len(round) {
-				err = errs[i]
+				err = errs[k]
 			}
 			if err == nil {
-				sent[e.msg.JobID]++
+				sent[i]++
 				continue
 			}
-			stopped[e.msg.JobID] = true
-			r.log.Warn("outbox: message not published; the batch will be retried from its record",
-				"job_id", e.msg.JobID, "version", e.msg.Version, "kind", e.msg.Kind.String(),
-				"sequence_number", records[e.index].Change.SequenceNumber, "error", err)
+			stopped[i] = true
+			failed(i, sent[i], err)
 		}
 	}
 }
