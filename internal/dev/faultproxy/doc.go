@@ -54,4 +54,14 @@
 //
 // The proxy counts what it saw and what it injected, per operation and per
 // kind (Counts). It uses only the standard library.
+//
+// NewPostgres starts the same kind of proxy at the TCP level for the
+// PostgreSQL wire protocol (PostgresConfig), for the PostgreSQL stores: it
+// reads the protocol's messages, holds each round trip (a simple query, or
+// an extended-protocol run up to its Sync) and resets it before it is
+// forwarded (not applied), drops its answer after the server has answered
+// (a statement outside a transaction, or a COMMIT, has committed: the
+// answer is lost after the commit), stalls it until the caller gives up
+// (not applied), or delays it. Operations are named by the statement's
+// first keyword (PostgresOperation), or by a function of the SQL.
 package faultproxy

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,10 +26,14 @@ const (
 	Throttle    Kind = "throttle"     // the service's throttling error, not forwarded
 	Reset       Kind = "reset"        // connection reset, not forwarded
 	Drop        Kind = "drop"         // forwarded and applied, then the connection is reset
+	Stall       Kind = "stall"        // held, never forwarded nor answered, until the client gives up (PostgreSQL proxy)
 )
 
-// Kinds are every kind, in a stable order.
+// Kinds are the kinds the HTTP proxy injects, in a stable order.
 var Kinds = []Kind{Latency, ServerError, Throttle, Reset, Drop}
+
+// PostgresKinds are the kinds the PostgreSQL proxy injects.
+var PostgresKinds = []Kind{Latency, Reset, Drop, Stall}
 
 // Service says which protocol the upstream speaks, and so which shape the
 // injected errors take.
@@ -57,25 +59,33 @@ func (s Service) String() string {
 }
 
 // Rates are the probabilities, each in [0, 1], that a request suffers each
-// kind of fault. ServerError + Throttle + Reset + Drop must not exceed 1:
-// one draw picks at most one of them. Latency is drawn on its own.
+// kind of fault. ServerError + Throttle + Reset + Drop + Stall must not
+// exceed 1: one draw picks at most one of them. Latency is drawn on its
+// own. The HTTP proxy does not stall; the PostgreSQL proxy neither throttles
+// nor answers with a server error (see PostgresConfig).
 type Rates struct {
 	Latency     float64
 	ServerError float64
 	Throttle    float64
 	Reset       float64
 	Drop        float64
+	Stall       float64
 }
 
 // validate checks the rates; field names them in the error (Rates,
-// Operations[PutObject]).
-func (r Rates) validate(field string) error {
-	for k, v := range map[string]float64{"Latency": r.Latency, "ServerError": r.ServerError, "Throttle": r.Throttle, "Reset": r.Reset, "Drop": r.Drop} {
+// Operations[PutObject]). A kind in unsupported must have rate 0.
+func (r Rates) validate(field string, unsupported map[Kind]float64) error {
+	for k, v := range unsupported {
+		if v != 0 {
+			return fmt.Errorf("%w: %s: this proxy does not inject %s", ErrInvalidConfig, field, k)
+		}
+	}
+	for k, v := range map[string]float64{"Latency": r.Latency, "ServerError": r.ServerError, "Throttle": r.Throttle, "Reset": r.Reset, "Drop": r.Drop, "Stall": r.Stall} {
 		if v < 0 || v > 1 || math.IsNaN(v) {
 			return fmt.Errorf("%w: %s.%s is %v, not in [0, 1]", ErrInvalidConfig, field, k, v)
 		}
 	}
-	if s := r.ServerError + r.Throttle + r.Reset + r.Drop; s > 1+1e-9 {
+	if s := r.ServerError + r.Throttle + r.Reset + r.Drop + r.Stall; s > 1+1e-9 {
 		return fmt.Errorf("%w: %s's error rates add up to %v, more than 1", ErrInvalidConfig, field, s)
 	}
 	return nil
@@ -123,11 +133,11 @@ func (c Config) Validate() error {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return fmt.Errorf("%w: Target %q is not a base URL", ErrInvalidConfig, c.Target)
 	}
-	if err := c.Rates.validate("Rates"); err != nil {
+	if err := c.Rates.validate("Rates", map[Kind]float64{Stall: c.Rates.Stall}); err != nil {
 		return err
 	}
 	for op, r := range c.Operations {
-		if err := r.validate("Operations[" + op + "]"); err != nil {
+		if err := r.validate("Operations["+op+"]", map[Kind]float64{Stall: r.Stall}); err != nil {
 			return err
 		}
 	}
@@ -174,13 +184,8 @@ type Proxy struct {
 	srv    *http.Server
 	client *http.Client
 
-	mu       sync.Mutex
-	gens     map[string]*rand.Rand // per operation
-	enabled  bool
-	requests map[string]int
-	injected map[Kind]map[string]int
-	delays   []time.Duration // every injected delay, for tests
-	held     *outbound       // the request held until Release
+	ledger
+	held *outbound // the request held until Release; guarded by mu
 
 	holdMu sync.Mutex // serialises the calls of Config.Hold
 	picked bool       // Hold has picked its request; guarded by holdMu
@@ -205,8 +210,8 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
 	p := &Proxy{
-		URL: "http://" + l.Addr().String(), cfg: cfg, target: u, enabled: true, closing: make(chan struct{}),
-		gens: map[string]*rand.Rand{}, requests: map[string]int{}, injected: map[Kind]map[string]int{},
+		URL: "http://" + l.Addr().String(), cfg: cfg, target: u, closing: make(chan struct{}),
+		ledger: newLedger(cfg.Seed, cfg.Rates, cfg.Operations, cfg.MinLatency, cfg.MaxLatency),
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:               nil,
@@ -248,77 +253,6 @@ func (p *Proxy) Close() error {
 	}
 	p.client.CloseIdleConnections()
 	return err
-}
-
-// SetEnabled turns injection on (the default) or off; while off, every
-// request is forwarded untouched (and still counted as seen). It does not
-// change Hold, which picks its one request either way.
-func (p *Proxy) SetEnabled(on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.enabled = on
-}
-
-// decision is what happens to one request.
-type decision struct {
-	delay time.Duration // 0: none
-	fault Kind          // "" or ServerError, Throttle, Reset, Drop
-	alt   bool          // the second variant: 503 rather than 500, the other throttling code
-}
-
-// decide draws the request's fault from its operation's generator and
-// counts it.
-func (p *Proxy) decide(op string) decision {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests[op]++
-	if !p.enabled {
-		return decision{}
-	}
-	g, ok := p.gens[op]
-	if !ok {
-		h := fnv.New64a()
-		_, _ = h.Write([]byte(op))
-		g = rand.New(rand.NewPCG(p.cfg.Seed, h.Sum64()))
-		p.gens[op] = g
-	}
-	r, ok := p.cfg.Operations[op]
-	if !ok {
-		r = p.cfg.Rates
-	}
-	// A fixed number of draws per request, whatever is decided, so that the
-	// n-th request of an operation always sees the same numbers.
-	u, lat, spread, alt := g.Float64(), g.Float64(), g.Float64(), g.IntN(2) == 1
-	var d decision
-	switch {
-	case u < r.ServerError:
-		d.fault = ServerError
-	case u < r.ServerError+r.Throttle:
-		d.fault = Throttle
-	case u < r.ServerError+r.Throttle+r.Reset:
-		d.fault = Reset
-	case u < r.ServerError+r.Throttle+r.Reset+r.Drop:
-		d.fault = Drop
-	}
-	d.alt = alt
-	if lat < r.Latency {
-		d.delay = p.cfg.MinLatency + time.Duration(spread*float64(p.cfg.MaxLatency-p.cfg.MinLatency))
-		p.count(Latency, op)
-		p.delays = append(p.delays, d.delay)
-	}
-	if d.fault != "" {
-		p.count(d.fault, op)
-	}
-	return d
-}
-
-func (p *Proxy) count(k Kind, op string) {
-	m := p.injected[k]
-	if m == nil {
-		m = map[string]int{}
-		p.injected[k] = m
-	}
-	m[op]++
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
@@ -477,30 +411,6 @@ type Counts struct {
 	Injected map[Kind]map[string]int
 }
 
-// Counts returns a copy of the counts so far.
-func (p *Proxy) Counts() Counts {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := Counts{Requests: map[string]int{}, Injected: map[Kind]map[string]int{}}
-	for op, n := range p.requests {
-		c.Requests[op] = n
-	}
-	for k, m := range p.injected {
-		c.Injected[k] = map[string]int{}
-		for op, n := range m {
-			c.Injected[k][op] = n
-		}
-	}
-	return c
-}
-
-// Delays returns every delay injected so far, in order.
-func (p *Proxy) Delays() []time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]time.Duration(nil), p.delays...)
-}
-
 // Total is how many requests got fault k.
 func (c Counts) Total(k Kind) int {
 	n := 0
@@ -546,15 +456,19 @@ func (c Counts) String() string {
 		ops = append(ops, op)
 	}
 	sort.Strings(ops)
+	kinds := Kinds
+	if c.Total(Stall) > 0 {
+		kinds = append(kinds[:len(kinds):len(kinds)], Stall)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-26s %8s", "operation", "requests")
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		fmt.Fprintf(&b, " %12s", k)
 	}
 	b.WriteByte('\n')
 	line := func(name string, seen int, n func(Kind) int) {
 		fmt.Fprintf(&b, "%-26s %8d", name, seen)
-		for _, k := range Kinds {
+		for _, k := range kinds {
 			fmt.Fprintf(&b, " %12d", n(k))
 		}
 		b.WriteByte('\n')
