@@ -337,34 +337,13 @@ func (s *DynamoStore) getJob(ctx context.Context, id string) (*Job, error) {
 }
 
 func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) {
-	now := s.cfg.now()
-	if err := req.validate(now, &s.cfg); err != nil {
-		return Job{}, transitionError(req, err)
-	}
-	cur := req.expect()
-	for range maxRounds {
-		st, err := decide(req, cur, now, &s.cfg)
-		if err != nil {
-			return Job{}, transitionError(req, err)
-		}
-		if st.done {
-			return *cur, transitionError(req, st.after)
-		}
-		next, old, err := s.update(ctx, req.jobID(), &st)
-		if err == nil {
-			return next, transitionError(req, st.after)
-		}
-		if !errors.Is(err, errConditionFailed) {
-			return Job{}, transitionError(req, err)
-		}
-		if st.guard.holds(old) {
-			// The table and guard.holds disagree: a bug, never a retry.
-			return Job{}, transitionError(req, fmt.Errorf("DynamoDB refused a condition the item satisfies (g%d v%d %s)",
-				old.Generation, old.Version, old.Status))
-		}
-		cur = old
-	}
-	return Job{}, transitionError(req, errors.New("the item kept changing; giving up"))
+	return runRounds(req, &s.cfg, func(st *step, _ time.Time) (Job, *Job, error) {
+		return s.update(ctx, req.jobID(), st)
+	}, func(old *Job) error {
+		// The table and guard.holds disagree: a bug, never a retry.
+		return fmt.Errorf("DynamoDB refused a condition the item satisfies (g%d v%d %s)",
+			old.Generation, old.Version, old.Status)
+	})
 }
 
 // update makes the write of st. When the condition fails it returns

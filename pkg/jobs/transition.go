@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -174,6 +175,44 @@ func decide(req request, cur *Job, now time.Time, cfg *config) (step, error) {
 		return decideNudge(r, cur, now)
 	}
 	panic(fmt.Sprintf("jobs: decide: unknown request %T", req))
+}
+
+// runRounds drives a store's transition: it runs decide on the item,
+// starting from what the request expects, and hands each planned write to
+// write, which applies it or, when the store refuses the guard, returns
+// errConditionFailed and the item it refused (nil: none), on which decide
+// runs again, at most maxRounds times. A refused item on which the guard
+// still holds goes to stillHolds: an error to return, or nil to go on
+// (PostgresStore: the item was the statement's older snapshot).
+func runRounds(req request, cfg *config, write func(st *step, now time.Time) (Job, *Job, error), stillHolds func(old *Job) error) (Job, error) {
+	now := cfg.now()
+	if err := req.validate(now, cfg); err != nil {
+		return Job{}, transitionError(req, err)
+	}
+	cur := req.expect()
+	for range maxRounds {
+		st, err := decide(req, cur, now, cfg)
+		if err != nil {
+			return Job{}, transitionError(req, err)
+		}
+		if st.done {
+			return *cur, transitionError(req, st.after)
+		}
+		next, old, err := write(&st, now)
+		if err == nil {
+			return next, transitionError(req, st.after)
+		}
+		if !errors.Is(err, errConditionFailed) {
+			return Job{}, transitionError(req, err)
+		}
+		if st.guard.holds(old) {
+			if err := stillHolds(old); err != nil {
+				return Job{}, transitionError(req, err)
+			}
+		}
+		cur = old
+	}
+	return Job{}, transitionError(req, errors.New("the item kept changing; giving up"))
 }
 
 func decideRenew(r *RenewRequest, cur *Job, now time.Time) (step, error) {
