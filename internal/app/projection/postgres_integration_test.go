@@ -3,13 +3,26 @@
 package projection_test
 
 import (
+	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
+	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
@@ -34,4 +47,328 @@ func TestPostgresStoreConformance(t *testing.T) {
 	t.Parallel()
 	db := setupPostgres(t)
 	projectiontest.Run(t, func(t *testing.T) projection.Store { return newPostgresStore(t, db) })
+}
+
+// tracer counts what a pool sends the server: statements (Query, QueryRow,
+// Exec, a transaction's begin and commit) and prepares (the driver
+// prepares a statement the first time a connection runs it), each one
+// round trip. After a statement whose text starts with the armed prefix
+// has been answered, it runs the armed function once: between a read and
+// the write that depends on it.
+type tracer struct {
+	mu         sync.Mutex
+	statements int
+	prepares   int
+	prefix     string
+	fn         func()
+}
+
+type sqlKey struct{}
+
+func (tr *tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.statements++
+	return context.WithValue(ctx, sqlKey{}, data.SQL)
+}
+
+func (tr *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	tr.mu.Lock()
+	fn := tr.fn
+	query, _ := ctx.Value(sqlKey{}).(string)
+	if fn == nil || !strings.HasPrefix(query, tr.prefix) {
+		tr.mu.Unlock()
+		return
+	}
+	tr.fn = nil
+	tr.mu.Unlock()
+	fn()
+}
+
+func (tr *tracer) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.prepares++
+	return ctx
+}
+
+func (tr *tracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// take returns the counts since the last take.
+func (tr *tracer) take() (statements, prepares int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	statements, prepares = tr.statements, tr.prepares
+	tr.statements, tr.prepares = 0, 0
+	return statements, prepares
+}
+
+func (tr *tracer) arm(prefix string, fn func()) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.prefix, tr.fn = prefix, fn
+}
+
+// tracedPostgres returns a migrated database of the test's own on a pool
+// of one connection that tr traces, and a second, untraced pool on the
+// same database.
+func tracedPostgres(t *testing.T, tr *tracer) (traced, other *sql.DB) {
+	t.Helper()
+	cfg := pgtest.Config(t)
+	plain := cfg.Copy()
+	cfg.Tracer = tr
+	traced, other = sql.OpenDB(stdlib.GetConnector(*cfg)), sql.OpenDB(stdlib.GetConnector(*plain))
+	t.Cleanup(func() { _ = traced.Close(); _ = other.Close() })
+	traced.SetMaxOpenConns(1)
+	other.SetMaxOpenConns(4)
+	require.NoError(t, projection.MigratePostgres(t.Context(), other))
+	return traced, other
+}
+
+// TestPostgresRoundTrips pins what each operation costs: Apply one
+// statement whatever it answers (a gap and a mismatch included, which
+// cost DynamoStore a read more when there is no cursor), Recover two (the
+// cursor's read and one write), each read one; and a connection prepares
+// a statement once, the first time it runs it.
+func TestPostgresRoundTrips(t *testing.T) {
+	t.Parallel()
+	tr := &tracer{}
+	db, _ := tracedPostgres(t, tr)
+	store := newPostgresStore(t, db)
+	ctx := t.Context()
+	tr.take()
+
+	type cost struct{ statements, prepares int }
+	measure := func(what string, want cost, op func() error) {
+		t.Helper()
+		require.NoError(t, op(), what)
+		s, p := tr.take()
+		require.Equal(t, want, cost{s, p}, what)
+		t.Logf("%-44s %d statement(s), %d prepare(s)", what, s, p)
+	}
+	apply := func(e *outbox.Event, want projection.Outcome, wantErr error) func() error {
+		return func() error {
+			res, err := store.Apply(ctx, projection.ViewOfEvent(e), e.Delta)
+			if wantErr != nil {
+				if !errors.Is(err, wantErr) {
+					return fmt.Errorf("apply %s: %v, want %v", e.EventID, err, wantErr)
+				}
+				return nil
+			}
+			if err == nil && res.Outcome != want {
+				return fmt.Errorf("apply %s: %v, want %v", e.EventID, res.Outcome, want)
+			}
+			return err
+		}
+	}
+	recoverTo := func(e *outbox.Event, moves bool) func() error {
+		return func() error {
+			r, err := store.Recover(ctx, projection.ViewOfEvent(e))
+			if err == nil && r.Moved() != moves {
+				return fmt.Errorf("recover to %s: moved %v, want %v", e.EventID, r.Moved(), moves)
+			}
+			return err
+		}
+	}
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	other := projectiontest.Lifecycle("job-43", "t-1")
+	measure("job-42/v1: applied, first use", cost{1, 1}, apply(&evs[0], projection.Applied, nil))
+	measure("job-42/v2: applied", cost{1, 0}, apply(&evs[1], projection.Applied, nil))
+	measure("job-42/v2 again: duplicate", cost{1, 0}, apply(&evs[1], projection.Duplicate, nil))
+	measure("job-42/v1 again: older", cost{1, 0}, apply(&evs[0], projection.Older, nil))
+	measure("job-42/v4: gap", cost{1, 0}, apply(&evs[3], 0, projection.ErrGap))
+	measure("job-43/v3, no cursor: gap", cost{1, 0}, apply(&other[2], 0, projection.ErrGap))
+	forged := other[0]
+	forged.Delta = 7
+	measure("job-43/v1 with a delta not its progress", cost{1, 0}, apply(&forged, 0, projection.ErrMismatch))
+	measure("job-42 recovered to v5, first use", cost{2, 2}, recoverTo(&evs[4], true))
+	measure("job-43 recovered to v3", cost{2, 0}, recoverTo(&other[2], true))
+	measure("job-42 recovered to v5 again, first use", cost{2, 1}, recoverTo(&evs[4], false))
+	measure("job-42 recovered to v5 a third time", cost{2, 0}, recoverTo(&evs[4], false))
+	measure("view", cost{1, 1}, func() error { _, err := store.View(ctx, "job-42"); return err })
+	measure("totals", cost{1, 1}, func() error { _, err := store.Totals(ctx, "t-1"); return err })
+	measure("cursor", cost{1, 0}, func() error { _, err := store.Cursor(ctx, "t-1", "job-42"); return err })
+}
+
+// TestPostgresRecoverRacingAnApply applies the next event between the
+// recovery's read of the cursor and its write. The write is conditioned
+// on the cursor read, so it moves nothing, and the recovery reads again
+// and counts from where the event left the cursor; without the condition
+// it would count the event's delta a second time.
+func TestPostgresRecoverRacingAnApply(t *testing.T) {
+	t.Parallel()
+	tr := &tracer{}
+	db, otherDB := tracedPostgres(t, tr)
+	store, other := newPostgresStore(t, db), newPostgresStore(t, otherDB)
+	ctx := t.Context()
+	evs := projectiontest.Lifecycle("job-42", "t-race")
+	for i := range 2 {
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	tr.take()
+	tr.arm("SELECT version, progress, status FROM projection_cursors", func() {
+		res, err := other.Apply(ctx, projection.ViewOfEvent(&evs[2]), evs[2].Delta)
+		require.NoError(t, err)
+		require.Equal(t, projection.Applied, res.Outcome)
+	})
+	r, err := store.Recover(ctx, projection.ViewOfEvent(&evs[4]))
+	require.NoError(t, err)
+	require.Equal(t, projection.Recovery{
+		From:      projection.Cursor{Version: 3, Progress: 30, Status: jobs.StatusRunning},
+		To:        projection.Cursor{Version: 5, Progress: 25, Status: jobs.StatusRunning},
+		Processed: -5, ViewUpdated: true,
+	}, r)
+	statements, _ := tr.take()
+	require.Equal(t, 4, statements, "a read and a write that moved nothing, then a second round")
+	got, err := store.Totals(ctx, "t-race")
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: "t-race", Processed: 25}, got, "each version counted once")
+}
+
+// The migrations: to an empty database, and to the schema of version 1
+// holding rows the store wrote, which survive and are checked by version
+// 2's constraints; the store works after either.
+
+func TestMigratePostgresToAnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.DB(t)
+	require.NoError(t, projection.MigratePostgres(ctx, db))
+	require.NoError(t, projection.MigratePostgres(ctx, db), "a current schema applies nothing")
+	cur, err := pgmigrate.Current(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{projection.MigrationComponent: 2}, cur)
+
+	// Version 2's checks hold a row no store decision expects.
+	for name, insert := range map[string]string{
+		"unknown status":   `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress) VALUES ('j', 't', 'paused', 1, 1, 0)`,
+		"version 0":        `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress) VALUES ('j', 't', 'running', 1, 0, 0)`,
+		"empty result key": `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress, result_key) VALUES ('j', 't', 'running', 1, 1, 0, '')`,
+		"cursor at 0":      `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ('t', 'j', 0, 0, 'running')`,
+		"negative cursor":  `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ('t', 'j', 1, -1, 'running')`,
+	} {
+		_, err := db.ExecContext(ctx, insert)
+		var pg interface{ SQLState() string }
+		require.ErrorAs(t, err, &pg, name)
+		require.Equal(t, "23514", pg.SQLState(), "%s: check_violation", name)
+	}
+
+	store := newPostgresStore(t, db)
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	for i := range evs {
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	requirePostgresState(t, store, &evs[5], projection.Totals{Tenant: "t-1", Processed: 40, Completed: 1})
+}
+
+func TestMigratePostgresFromVersion1KeepsItsRows(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.DB(t)
+	v1, err := os.ReadFile("postgres/0001_tables.sql")
+	require.NoError(t, err)
+	_, err = pgmigrate.Apply(ctx, db, pgmigrate.Set{Component: projection.MigrationComponent,
+		FS: fstest.MapFS{"0001_tables.sql": {Data: v1}}})
+	require.NoError(t, err)
+
+	// The store as it runs on version 1: a job halfway, one failed, and a
+	// recovery's rows.
+	store := newPostgresStore(t, db)
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	failing := projectiontest.Failing("job-43", "t-1")
+	for _, e := range append(evs[:3:3], failing...) {
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&e), e.Delta)
+		require.NoError(t, err)
+	}
+	recovered := projectiontest.Lifecycle("job-44", "t-2")
+	_, err = store.Recover(ctx, projection.ViewOfEvent(&recovered[5]))
+	require.NoError(t, err)
+
+	require.NoError(t, projection.MigratePostgres(ctx, db))
+	cur, err := pgmigrate.Current(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{projection.MigrationComponent: 2}, cur)
+	requirePostgresState(t, store, &evs[2], projection.Totals{Tenant: "t-1", Processed: 30 + 7})
+	requirePostgresState(t, store, &failing[2], projection.Totals{Tenant: "t-1", Processed: 30 + 7})
+	requirePostgresState(t, store, &recovered[5], projection.Totals{Tenant: "t-2", Processed: 40, Completed: 1})
+
+	// The store goes on where it was.
+	for i := 3; i < 6; i++ {
+		res, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+		require.Equal(t, projection.Applied, res.Outcome)
+	}
+	requirePostgresState(t, store, &evs[5], projection.Totals{Tenant: "t-1", Processed: 40 + 7, Completed: 1})
+}
+
+// requirePostgresState requires e's job to have e's view and cursor, and
+// its tenant the totals want.
+func requirePostgresState(t *testing.T, store projection.Store, e *outbox.Event, want projection.Totals) {
+	t.Helper()
+	ctx := t.Context()
+	v, err := store.View(ctx, e.JobID)
+	require.NoError(t, err)
+	require.Equal(t, projection.ViewOfEvent(e), v)
+	c, err := store.Cursor(ctx, e.Tenant, e.JobID)
+	require.NoError(t, err)
+	require.Equal(t, projection.Cursor{Version: e.Version, Progress: e.Progress, Status: e.Status}, c)
+	got, err := store.Totals(ctx, e.Tenant)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// TestPostgresLagOfAndRecoverJob: what the sweeper's repair asks of the
+// store (projection.Repairer) on PostgreSQL: a final job whose last event
+// was lost is behind, RecoverJob brings it in step, and a view moved past
+// the final item by an event that was not the job's is diverged and put
+// back.
+func TestPostgresLagOfAndRecoverJob(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := newPostgresStore(t, setupPostgres(t))
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	for i := range 5 { // the completion's event is lost
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	done := &evs[5]
+	job := jobs.Job{ID: done.JobID, Tenant: done.Tenant, Status: done.Status, Generation: done.Generation, Version: done.Version,
+		Progress: done.Progress, Result: jobs.Result{Key: done.ResultKey, Size: done.ResultSize}, UpdatedAt: done.OccurredAt}
+	lag, err := projection.LagOf(ctx, store, &job)
+	require.NoError(t, err)
+	require.True(t, lag.Behind())
+	require.Equal(t, projection.Lag{Job: 6, View: 5, Cursor: projection.Cursor{Version: 5, Progress: 25, Status: jobs.StatusRunning}}, lag)
+
+	r, err := projection.RecoverJob(ctx, store, &job)
+	require.NoError(t, err)
+	require.Equal(t, projection.Recovery{From: lag.Cursor, To: projection.Cursor{Version: 6, Progress: 40, Status: jobs.StatusCompleted},
+		Processed: 15, Completed: 1, ViewUpdated: true}, r)
+	lag, err = projection.LagOf(ctx, store, &job)
+	require.NoError(t, err)
+	require.True(t, lag.InStep())
+
+	ahead := *done
+	ahead.Version, ahead.EventID = 9, "forged"
+	_, err = store.Apply(ctx, projection.ViewOfEvent(&ahead), 0)
+	require.ErrorIs(t, err, projection.ErrMismatch, "nothing follows a final cursor")
+	lag, err = projection.LagOf(ctx, store, &job)
+	require.NoError(t, err)
+	require.True(t, lag.Diverged())
+	r, err = projection.RecoverJob(ctx, store, &job)
+	require.NoError(t, err)
+	require.True(t, r.ViewUpdated)
+	requirePostgresState(t, store, done, projection.Totals{Tenant: "t-1", Processed: 40, Completed: 1})
+}
+
+// waitFor polls until cond holds, failing the test when ctx ends: what the
+// test waits for is a state of the server, not a time.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gave up waiting for %s: %v", what, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
