@@ -22,7 +22,7 @@ import (
 // tests start (local run) runs its broker as this binary, which holds the
 // same code. Without the first, the binary would run its tests instead.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "kafka-broker" {
+	if len(os.Args) > 2 && os.Args[1] == "local" && (os.Args[2] == "kafka-broker" || os.Args[2] == "postgres") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	self, err := os.Executable()

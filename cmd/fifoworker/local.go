@@ -20,8 +20,8 @@ import (
 )
 
 const localLong = `The local AWS stack: emulators of SQS, DynamoDB (and Streams) and S3, installed at
-pinned versions into the cache on first use, and a Kafka broker, with their state,
-ports and logs per stack name.
+pinned versions into the cache on first use, a Kafka broker and a PostgreSQL 18 server,
+with their state, ports and logs per stack name.
 
 Exit status: 0 done, 1 failed (the stack did not start or deploy; status: an
 emulator not running or not answering), 2 a usage error; run: the command's own
@@ -33,7 +33,7 @@ const localExample = `  eval "$(fifoworker local up)"
 
 func (c *cli) localCmd() *cobra.Command {
 	g := group("local", "the local AWS stack: up, down, status, env, deploy, run, serve (the jobs API over HTTP)",
-		localLong, c.localUpCmd(), c.localDownCmd(), c.localStatusCmd(), c.localEnvCmd(), c.localDeployCmd(), c.localRunCmd(), c.localServeCmd(), c.localKafkaBrokerCmd())
+		localLong, c.localUpCmd(), c.localDownCmd(), c.localStatusCmd(), c.localEnvCmd(), c.localDeployCmd(), c.localRunCmd(), c.localServeCmd(), c.localKafkaBrokerCmd(), c.localPostgresCmd())
 	g.Example = localExample
 	return g
 }
@@ -46,7 +46,7 @@ func bindStack(fs *pflag.FlagSet, o *localstack.Options, defaultName string) {
 }
 
 // startFlags are the flags bindStart binds.
-var startFlags = []string{"region", "sqs-port", "dynamodb-port", "s3-port", "kafka-port"}
+var startFlags = []string{"region", "sqs-port", "dynamodb-port", "s3-port", "kafka-port", "postgres-port"}
 
 // bindStart binds the flags of a stack that starts.
 func bindStart(fs *pflag.FlagSet, o *localstack.Options) {
@@ -55,6 +55,7 @@ func bindStart(fs *pflag.FlagSet, o *localstack.Options) {
 	fs.IntVar(&o.Ports.DynamoDB, "dynamodb-port", 0, "DynamoDB Local port (0: a free one)")
 	fs.IntVar(&o.Ports.S3, "s3-port", 0, "S3 emulator port (0: a free one)")
 	fs.IntVar(&o.Ports.Kafka, "kafka-port", 0, "Kafka broker port (0: a free one)")
+	fs.IntVar(&o.Ports.Postgres, "postgres-port", 0, "PostgreSQL server port (0: a free one)")
 }
 
 // deployFlags say what a deployment deploys, as what.

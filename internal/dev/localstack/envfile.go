@@ -187,9 +187,12 @@ func ReadStackEnv(o Options) (map[string]string, string, error) {
 }
 
 // otherEndpoint is an endpoint variable (AWS_ENDPOINT_URL*, the Kafka
-// broker's) in which vars and the stack s's environment differ, or "".
+// broker's, the PostgreSQL server's) in which vars and the stack s's
+// environment differ, or "".
 func otherEndpoint(s *State, vars map[string]string) string {
-	isEndpoint := func(k string) bool { return strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == KafkaBootstrapVar }
+	isEndpoint := func(k string) bool {
+		return strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == KafkaBootstrapVar || k == PostgresDSNVar
+	}
 	want := map[string]string{}
 	for _, kv := range s.Env() {
 		if k, v, _ := strings.Cut(kv, "="); isEndpoint(k) {

@@ -12,6 +12,25 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/kafkabroker"
 )
 
+// silentListener accepts connections on 127.0.0.1 and holds them open
+// without ever answering, until the test ends.
+func silentListener(t *testing.T) net.Listener {
+	t.Helper()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer func() { _ = conn.Close() }() // held open, never answered
+		}
+	}()
+	return silent
+}
+
 // The broker is ready when it answers a Kafka metadata request and
 // advertises the address it was reached at, not when its port merely
 // accepts connections.
@@ -22,18 +41,7 @@ func TestTheKafkaProbeWantsAMetadataAnswer(t *testing.T) {
 	defer b.Close()
 	require.NoError(t, probe(context.Background(), "kafka", b.Addr(), "eu-west-1"))
 
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer func() { _ = silent.Close() }()
-	go func() {
-		for {
-			conn, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer func() { _ = conn.Close() }() // held open, never answered
-		}
-	}()
+	silent := silentListener(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	require.Error(t, probe(ctx, "kafka", silent.Addr().String(), "eu-west-1"), "a port that accepts is not a broker")

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,6 +50,8 @@ func probe(ctx context.Context, service, endpoint, region string) error {
 			ListBuckets(ctx, &s3.ListBucketsInput{})
 	case "kafka":
 		err = probeKafka(ctx, endpoint)
+	case "postgres":
+		err = probePostgres(ctx, endpoint)
 	default:
 		err = fmt.Errorf("unknown service %q", service)
 	}
@@ -79,6 +82,18 @@ func probeKafka(ctx context.Context, addr string) error {
 	return fmt.Errorf("the broker at %s advertises %s, not itself", addr, strings.Join(advertised, ", "))
 }
 
+// probePostgres connects to the server at dsn and runs a query, as a
+// client's first request does: a port that accepts is not yet a server.
+func probePostgres(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	var one int
+	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
 func (s *State) endpoint(service string) string {
 	switch service {
 	case "sqs":
@@ -89,6 +104,8 @@ func (s *State) endpoint(service string) string {
 		return s.S3
 	case "kafka":
 		return s.Kafka
+	case "postgres":
+		return s.Postgres
 	}
 	return ""
 }
@@ -131,7 +148,7 @@ type ServiceStatus struct {
 }
 
 // Status probes each process of the running stack: beside an external
-// endpoint, its Kafka broker.
+// endpoint, its Kafka broker and PostgreSQL server.
 func Status(ctx context.Context, o Options) (*State, []ServiceStatus, error) {
 	s, err := Load(o)
 	if err != nil {

@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,18 +29,19 @@ type Options struct {
 	Progress io.Writer // one line per step; default io.Discard
 	// ReadyTimeout bounds the wait for every emulator to answer (default 120s).
 	ReadyTimeout time.Duration
-	// Broker is the fifoworker binary that runs the stack's Kafka broker,
-	// as `Broker local kafka-broker --port N` (default: this program,
-	// os.Executable). A test binary calling Up must name one (a fifoworker
-	// built for the test, or itself if its TestMain answers those arguments
-	// as fifoworker does): run with them, a test binary would run its
-	// tests, so Up refuses to default to one.
+	// Broker is the fifoworker binary that runs the stack's own processes:
+	// its Kafka broker, as `Broker local kafka-broker --port N`, and its
+	// PostgreSQL server, as `Broker local postgres --port N --data-dir D`
+	// (default: this program, os.Executable). A test binary calling Up
+	// must name one (a fifoworker built for the test, or itself if its
+	// TestMain answers those arguments as fifoworker does): run with them,
+	// a test binary would run its tests, so Up refuses to default to one.
 	Broker string
 }
 
-// Ports of the emulators and the broker.
+// Ports of the emulators, the broker and the PostgreSQL server.
 type Ports struct {
-	SQS, DynamoDB, S3, Kafka int
+	SQS, DynamoDB, S3, Kafka, Postgres int
 }
 
 // port is the field of p that holds service's port.
@@ -52,17 +55,36 @@ func (p *Ports) port(service string) *int {
 		return &p.S3
 	case "kafka":
 		return &p.Kafka
+	case "postgres":
+		return &p.Postgres
 	}
 	return nil
 }
 
 // services are the processes of a stack, in the order they start: the
-// slowest to come up first.
-var services = []string{"dynamodb", "sqs", "s3", "kafka"}
+// slowest to come up first (PostgreSQL last all the same, so that the
+// processes of a stack keep the order they had before it joined).
+var services = []string{"dynamodb", "sqs", "s3", "kafka", "postgres"}
 
 // KafkaBootstrapVar is the variable of a stack's environment (Env) that
 // names its Kafka broker, host:port, as a client's bootstrap servers.
 const KafkaBootstrapVar = "KAFKA_BOOTSTRAP_SERVERS"
+
+// PostgresDSNVar is the variable of a stack's environment (Env) that names
+// its PostgreSQL server, as a connection URL (PostgresDSN). It is the
+// variable pkg/pgtest reads (a test holds the two names equal).
+const PostgresDSNVar = "FIFOWORKER_POSTGRES_DSN"
+
+// PostgresSuperuser is the role the stack's PostgreSQL server (run by
+// internal/dev/pgserver) is made with and its DSN connects as.
+const PostgresSuperuser = "postgres"
+
+// PostgresDSN is the connection URL of a local PostgreSQL server on
+// 127.0.0.1:port as internal/dev/pgserver runs it: the superuser, trusted
+// without a password, the postgres database, no TLS.
+func PostgresDSN(port int) string {
+	return "postgres://" + PostgresSuperuser + "@" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/postgres?sslmode=disable"
+}
 
 // State is what a running stack records about itself.
 type State struct {
@@ -72,7 +94,8 @@ type State struct {
 	SQS       string    `json:"sqs,omitempty"`
 	DynamoDB  string    `json:"dynamodb,omitempty"`
 	S3        string    `json:"s3,omitempty"`
-	Kafka     string    `json:"kafka,omitempty"` // the broker's bootstrap servers, 127.0.0.1:PORT
+	Kafka     string    `json:"kafka,omitempty"`    // the broker's bootstrap servers, 127.0.0.1:PORT
+	Postgres  string    `json:"postgres,omitempty"` // the PostgreSQL server's DSN (PostgresDSN)
 	RIE       string    `json:"rie"`
 	Processes []Process `json:"processes,omitempty"`
 	StartedAt time.Time `json:"started_at"`
@@ -126,7 +149,18 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "fifoworker-cache")
 }
 
-func (o *Options) stateDir() string  { return filepath.Join(o.CacheDir, "stacks", o.Name) }
+func (o *Options) stateDir() string { return filepath.Join(o.CacheDir, "stacks", o.Name) }
+
+// postgresDataDir is the data directory of the stack's PostgreSQL server:
+// in the system's temporary directory, not the state directory, because
+// as root the server runs as an unprivileged user, which cannot reach a
+// cache in root's home (0700). It is named after the stack and a hash of
+// its state directory, so two caches' stacks of one name never share it,
+// and Down finds it without trusting a path read from the state file.
+func (o *Options) postgresDataDir() string {
+	sum := sha256.Sum256([]byte(o.stateDir()))
+	return filepath.Join(os.TempDir(), "fifoworker-pgdata-"+o.Name+"-"+hex.EncodeToString(sum[:])[:12])
+}
 func (o *Options) statePath() string { return filepath.Join(o.stateDir(), "state.json") }
 
 // Env returns the environment that points SDKs and tests at the stack, as
@@ -140,6 +174,9 @@ func (s *State) Env() []string {
 	}
 	if s.Kafka != "" { // beside an external endpoint too: the broker is ours
 		env[KafkaBootstrapVar] = s.Kafka
+	}
+	if s.Postgres != "" { // as is the PostgreSQL server
+		env[PostgresDSNVar] = s.Postgres
 	}
 	if s.External != "" {
 		env["AWS_ENDPOINT_URL"] = s.External
@@ -208,9 +245,14 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	if err := os.MkdirAll(o.stateDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("localstack: %w", err)
 	}
+	// A fresh cluster each time, as every emulator starts empty: one a
+	// killed stack left is removed first.
+	if err := os.RemoveAll(o.postgresDataDir()); err != nil {
+		return nil, fmt.Errorf("localstack: %w", err)
+	}
 	exited := map[string]<-chan error{}
 	for _, service := range starting {
-		program, args := command(service, ports, tools, broker)
+		program, args := command(service, ports, tools, broker, o.postgresDataDir())
 		s.setEndpoint(service, *ports.port(service))
 		p, done, err := start(o.stateDir(), service, *ports.port(service), program, args)
 		if err != nil {
@@ -233,8 +275,10 @@ func Up(ctx context.Context, o Options) (*State, error) {
 }
 
 // prepare installs what the stack s needs and returns the services to
-// start: beside an external endpoint, only the broker (none off Linux,
-// where starting processes is not supported); otherwise all of them.
+// start: beside an external endpoint, only the broker and PostgreSQL (none
+// off Linux, where starting processes is not supported); otherwise all of
+// them. PostgreSQL's binaries are installed by its own process
+// (internal/dev/pgserver, which imports this package).
 func prepare(ctx context.Context, o Options, s *State) (starting []string, tools *Tools, err error) {
 	if s.External == "" {
 		if err := supported(); err != nil {
@@ -250,15 +294,16 @@ func prepare(ctx context.Context, o Options, s *State) (starting []string, tools
 		return nil, nil, err
 	}
 	if err := supported(); err != nil {
-		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting nothing, not even the Kafka broker (%v)\n", s.External, err)
+		fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting nothing, not even the Kafka broker and PostgreSQL (%v)\n", s.External, err)
 		return nil, nil, nil
 	}
-	fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker\n", s.External)
-	return []string{"kafka"}, nil, nil
+	fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker and PostgreSQL\n", s.External)
+	return []string{"kafka", "postgres"}, nil, nil
 }
 
-// command is the program and arguments that run service on its port.
-func command(service string, ports Ports, tools *Tools, broker string) (string, []string) {
+// command is the program and arguments that run service on its port;
+// pgData is PostgreSQL's data directory.
+func command(service string, ports Ports, tools *Tools, broker, pgData string) (string, []string) {
 	switch service {
 	case "dynamodb":
 		return tools.Java, []string{"-Xmx1g", "-Djava.library.path=" + tools.DynamoDBLib, "-jar", tools.DynamoDBJar,
@@ -267,10 +312,15 @@ func command(service string, ports Ports, tools *Tools, broker string) (string, 
 		return tools.Node, []string{tools.FauxqsScript, strconv.Itoa(ports.SQS)}
 	case "s3":
 		return tools.GofakeS3, []string{"-backend", "memory", "-host", fmt.Sprintf("127.0.0.1:%d", ports.S3), "-quiet"}
+	// The broker (internal/dev/kafkabroker) and PostgreSQL
+	// (internal/dev/pgserver, which imports this package) are the CLI's
+	// hidden verbs: processes of their own, so that they have a PID, a log
+	// and a port as the emulators do, and outlive `local up`. The
+	// postmaster runs in a process group of its own under `local
+	// postgres`, which stops it when `local down` stops the verb.
+	case "postgres":
+		return broker, []string{"local", "postgres", "--port", strconv.Itoa(ports.Postgres), "--data-dir", pgData}
 	}
-	// The broker (internal/dev/kafkabroker) is the CLI's hidden verb: a
-	// process of its own, so that it has a PID, a log and a port as the
-	// emulators do, and outlives `local up`.
 	return broker, []string{"local", "kafka-broker", "--port", strconv.Itoa(ports.Kafka)}
 }
 
@@ -284,6 +334,8 @@ func (s *State) setEndpoint(service string, port int) {
 		s.S3 = fmt.Sprintf("http://127.0.0.1:%d", port)
 	case "kafka":
 		s.Kafka = fmt.Sprintf("127.0.0.1:%d", port)
+	case "postgres":
+		s.Postgres = PostgresDSN(port)
 	}
 }
 
@@ -444,7 +496,8 @@ func running(s *State) bool {
 }
 
 // Down stops the stack's recorded processes (SIGTERM to each process group,
-// SIGKILL after 10 s) and removes its state directory, logs included. Stopping a stack that is not
+// SIGKILL after 10 s) and removes its state directory, logs included, and
+// its PostgreSQL server's data directory. Stopping a stack that is not
 // running is not an error.
 func Down(o Options) error {
 	if err := o.defaults(); err != nil {
@@ -475,8 +528,10 @@ func Down(o Options) error {
 			_ = signalGroup(p.PID, syscall.SIGKILL)
 		}
 	}
-	if err := os.RemoveAll(o.stateDir()); err != nil {
-		errs = append(errs, err)
+	for _, dir := range []string{o.stateDir(), o.postgresDataDir()} {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -88,6 +88,7 @@ func TestReadStackEnvOnlyOfARunningStack(t *testing.T) {
 	}{
 		{"another stack's endpoints", "AWS_ENDPOINT_URL_DYNAMODB", func(s *State) { s.DynamoDB = "http://127.0.0.1:4999" }},
 		{"another stack's broker", KafkaBootstrapVar, func(s *State) { s.Kafka = "127.0.0.1:4998" }},
+		{"another stack's PostgreSQL", PostgresDSNVar, func(s *State) { s.Postgres = PostgresDSN(4997) }},
 	} {
 		t.Run(moved.name, func(t *testing.T) {
 			o := o
@@ -95,6 +96,7 @@ func TestReadStackEnvOnlyOfARunningStack(t *testing.T) {
 			now := *s
 			now.Name = o.Name
 			now.Kafka = "127.0.0.1:4004"
+			now.Postgres = PostgresDSN(4005)
 			now.Processes = []Process{liveProcess(t)}
 			old := now
 			moved.move(&old)

@@ -48,16 +48,22 @@ func start(t *testing.T, cfg Config) *Server {
 
 func version(t *testing.T, s *Server) string {
 	t.Helper()
+	var v string
+	queryRow(t, s, "SELECT version()", &v)
+	return v
+}
+
+// queryRow runs query on s and scans its one row into dest.
+func queryRow(t *testing.T, s *Server, query string, dest ...any) {
+	t.Helper()
 	conn, err := pgx.Connect(t.Context(), s.DSN())
 	if err != nil {
 		t.Fatalf("connect %s: %v", s.DSN(), err)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	var v string
-	if err := conn.QueryRow(t.Context(), "SELECT version()").Scan(&v); err != nil {
-		t.Fatalf("SELECT version(): %v", err)
+	if err := conn.QueryRow(t.Context(), query).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
-	return v
 }
 
 // listeners returns the local addresses (hex, as /proc/net/tcp{,6} write
@@ -259,13 +265,14 @@ func TestNewRefusesEachInvalidConfig(t *testing.T) {
 	}
 }
 
-// cancelOnceAClusterAppears cancels when a PG_VERSION file appears in any
-// directory of parent: initdb writes it early, so initdb is then running.
-func cancelOnceAClusterAppears(parent string, cancel context.CancelFunc, done <-chan struct{}) {
+// cancelOnceAClusterAppears cancels when a PG_VERSION file matches pattern
+// (a directory glob and "PG_VERSION"): initdb writes it early, so initdb is
+// then running.
+func cancelOnceAClusterAppears(pattern string, cancel context.CancelFunc, done <-chan struct{}) {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
-		if m, _ := filepath.Glob(filepath.Join(parent, "*", "PG_VERSION")); len(m) > 0 {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
 			cancel()
 			return
 		}
@@ -284,8 +291,8 @@ func TestAnInitdbInterruptedHalfwayDoesNotBlockTheNextStart(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go cancelOnceAClusterAppears(filepath.Dir(dir), cancel, done)
-	s, err := Start(ctx, Config{DataDir: dir})
+	go cancelOnceAClusterAppears(filepath.Join(filepath.Dir(dir), "*", "PG_VERSION"), cancel, done)
+	s, err := Start(ctx, Config{DataDir: dir, NoTemplate: true}) // initdb runs for this data dir
 	close(done)
 	cancel()
 	if err == nil {
