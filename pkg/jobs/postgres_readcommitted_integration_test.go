@@ -75,7 +75,7 @@ func (b *pgBundle) running(t *testing.T, id string) jobs.Job {
 
 func (b *pgBundle) accept(ctx context.Context, j jobs.Job) (jobs.Job, error) {
 	return b.store.Accept(ctx, jobs.AcceptRequest{JobID: j.ID, AttemptID: "attempt-a", Generation: j.Generation, Version: j.Version,
-		Result: jobs.Result{Key: "candidates/" + j.ID + "/g0000000001/attempt-a.json", SHA256: strings.Repeat("ab", 32), Size: 7},
+		Result:   jobs.Result{Key: "candidates/" + j.ID + "/g0000000001/attempt-a.json", SHA256: strings.Repeat("ab", 32), Size: 7},
 		Progress: 3})
 }
 
