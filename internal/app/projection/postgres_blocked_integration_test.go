@@ -7,13 +7,17 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
+	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
 // holder is transaction A: it writes the projection's rows by hand and
@@ -44,31 +48,32 @@ func (h *holder) exec(t *testing.T, query string, args ...any) {
 	require.NoError(t, h.tx.QueryRowContext(t.Context(), `SELECT pg_current_xact_id()::text::bigint`).Scan(&h.xid))
 }
 
-// waitBlocked waits until a backend runs one of the store's statements
-// blocked by h: waiting for h's transaction to end (a lock on its
-// transaction id, not granted). It returns that backend.
-func (h *holder) waitBlocked(ctx context.Context, t *testing.T, db *sql.DB) int {
+// blockedBy waits until a backend whose statement starts with prefix
+// waits for a lock that backend pid holds, and returns it.
+func blockedBy(ctx context.Context, t *testing.T, db *sql.DB, pid int, prefix string) int {
 	t.Helper()
-	var pid int
-	waitFor(ctx, t, "the store's statement to wait for transaction A", func() bool {
+	var blocked int
+	waitFor(ctx, t, "a statement "+prefix+"... to wait for backend "+strconv.Itoa(pid), func() bool {
 		err := db.QueryRowContext(ctx, `
-			SELECT a.pid FROM pg_stat_activity a
-			WHERE $1 = ANY (pg_blocking_pids(a.pid)) AND a.wait_event_type = 'Lock' AND a.query LIKE 'WITH p AS (%'
-				AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted
-					AND l.locktype = 'transactionid' AND l.transactionid::text::bigint = $2)`, h.pid, h.xid).Scan(&pid)
+			SELECT pid FROM pg_stat_activity
+			WHERE $1 = ANY (pg_blocking_pids(pid)) AND wait_event_type = 'Lock' AND starts_with(query, $2)`,
+			pid, prefix).Scan(&blocked)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false
 		}
 		require.NoError(t, err)
 		return true
 	})
-	return pid
+	return blocked
 }
 
-// waiting is what a blocked backend holds: the tables of its tuple locks
-// (the row an UPDATE waits for), and which of job-42's rows (view, cursor)
-// are locked, by it or by A: a probe cannot lock them at once.
+// waiting is what a blocked backend waits for and holds: the transaction
+// whose end it waits for (a lock on its id, not granted), the tables of
+// its tuple locks (the row an UPDATE waits for), and which of job-42's
+// rows (view, cursor) are locked, by it or by A: a probe cannot lock them
+// at once.
 type waiting struct {
+	xid    int64
 	tuples string
 	locked []string
 }
@@ -77,8 +82,9 @@ func waitingOf(ctx context.Context, t *testing.T, db *sql.DB, pid int, tenant st
 	t.Helper()
 	var w waiting
 	require.NoError(t, db.QueryRowContext(ctx, `
-		SELECT coalesce(string_agg(relation::regclass::text, ','), '')
-		FROM pg_locks WHERE pid = $1 AND granted AND locktype = 'tuple'`, pid).Scan(&w.tuples))
+		SELECT coalesce(string_agg(relation::regclass::text, ',') FILTER (WHERE granted AND locktype = 'tuple'), ''),
+			coalesce(max(transactionid::text::bigint) FILTER (WHERE NOT granted AND locktype = 'transactionid'), 0)
+		FROM pg_locks WHERE pid = $1`, pid).Scan(&w.tuples, &w.xid))
 	for name, probe := range map[string]string{
 		"view":   `SELECT FROM projection_views WHERE job_id = 'job-42' AND $1 <> '' FOR UPDATE NOWAIT`,
 		"cursor": `SELECT FROM projection_cursors WHERE job_id = 'job-42' AND tenant = $1 FOR UPDATE NOWAIT`,
@@ -94,6 +100,9 @@ func waitingOf(ctx context.Context, t *testing.T, db *sql.DB, pid int, tenant st
 	slices.Sort(w.locked)
 	return w
 }
+
+// applyPrefix is how Apply's statement starts.
+const applyPrefix = "WITH p AS ("
 
 type applied struct {
 	res projection.Result
@@ -174,10 +183,12 @@ func TestPostgresApplyWaitsForALockedRowAndChecksAgain(t *testing.T) {
 				res, err := store.Apply(ctx, projection.ViewOfEvent(&evs[1]), evs[1].Delta)
 				done <- applied{res, err}
 			}()
-			blocked := a.waitBlocked(ctx, t, db)
+			blocked := blockedBy(ctx, t, db, a.pid, applyPrefix)
 			w := waitingOf(ctx, t, db, blocked, tenant)
-			t.Logf("Apply's backend %d waits for A (backend %d, xid %d) holding %+v", blocked, a.pid, a.xid, w)
-			require.Equal(t, tc.waiting, w)
+			t.Logf("Apply's backend %d waits for A (backend %d, xid %d): %+v", blocked, a.pid, a.xid, w)
+			want := tc.waiting
+			want.xid = a.xid
+			require.Equal(t, want, w)
 			select {
 			case got := <-done:
 				t.Fatalf("Apply answered while A held the row: %+v", got)
@@ -199,4 +210,63 @@ func TestPostgresApplyWaitsForALockedRowAndChecksAgain(t *testing.T) {
 			require.Equal(t, projection.ViewOfEvent(&evs[1]), v, "the view waits for no cursor")
 		})
 	}
+}
+
+// TestPostgresApplyRunsAgainAfterADeadlock: a writer that takes the rows
+// in another order than the store's statement (A: the totals, then the
+// cursor) deadlocks with it, and PostgreSQL aborts the statement, which
+// closes the cycle. Apply runs it again and answers on what A committed.
+// B holds the view so that the statement, having locked the cursor, waits
+// until A waits for that cursor; A never looks for a deadlock itself
+// (deadlock_timeout 1h in its session, 20 ms in the store's), so the
+// statement is the one aborted. Without the retry Apply fails with the
+// deadlock (SQLSTATE 40P01).
+func TestPostgresApplyRunsAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cfg := pgtest.Config(t)
+	admin := sql.OpenDB(stdlib.GetConnector(*cfg))
+	t.Cleanup(func() { _ = admin.Close() })
+	require.NoError(t, projection.MigratePostgres(ctx, admin))
+	_, err := admin.ExecContext(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` SET deadlock_timeout = '20ms'`)
+	require.NoError(t, err)
+	db := sql.OpenDB(stdlib.GetConnector(*cfg)) // its sessions start after the ALTER
+	t.Cleanup(func() { _ = db.Close() })
+	store := newPostgresStore(t, db)
+	const tenant = "t-1"
+	evs := projectiontest.Lifecycle("job-42", tenant)
+	_, err = store.Apply(ctx, projection.ViewOfEvent(&evs[0]), evs[0].Delta)
+	require.NoError(t, err)
+
+	// A recovers job-42 to its version 3 by hand, the totals first.
+	a := begin(t, admin)
+	_, err = a.tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '1h'`)
+	require.NoError(t, err)
+	a.exec(t, `UPDATE projection_totals SET processed = processed + 30 WHERE tenant = $1`, tenant)
+	b := begin(t, admin)
+	b.exec(t, `UPDATE projection_views SET progress = progress WHERE job_id = 'job-42'`)
+
+	done := make(chan applied, 1)
+	go func() {
+		res, err := store.Apply(ctx, projection.ViewOfEvent(&evs[1]), evs[1].Delta)
+		done <- applied{res, err}
+	}()
+	statement := blockedBy(ctx, t, admin, b.pid, applyPrefix)
+	movedByA := make(chan error, 1)
+	go func() {
+		_, err := a.tx.ExecContext(ctx, `UPDATE projection_cursors SET version = 3, progress = 30 WHERE tenant = $1 AND job_id = 'job-42'`, tenant)
+		movedByA <- err
+	}()
+	blockedBy(ctx, t, admin, statement, "UPDATE projection_cursors")
+	require.NoError(t, b.tx.Commit()) // the statement goes on to the totals, which A holds
+	require.NoError(t, <-movedByA, "A was not the one aborted")
+	require.NoError(t, a.tx.Commit())
+
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, projection.Result{Outcome: projection.Older, ViewUpdated: true, Cursor: 3}, got.res)
+	tot, err := store.Totals(ctx, tenant)
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: tenant, Processed: 30}, tot)
 }

@@ -226,6 +226,41 @@ func TestPostgresRecoverRacingAnApply(t *testing.T) {
 	require.Equal(t, projection.Totals{Tenant: "t-race", Processed: 25}, got, "each version counted once")
 }
 
+// TestPostgresRecoverRacingTheFinalEvent: the job's final event arrives
+// between a recovery's read of the cursor and its write, while the view
+// holds a version past the item's (an event that was not the job's). The
+// recovery's write is refused as a whole, view included, and its second
+// round, the cursor in step, puts the view back to the final item and
+// says so: a view written by the refused round would leave the second
+// nothing to write and the recovery report no view updated.
+func TestPostgresRecoverRacingTheFinalEvent(t *testing.T) {
+	t.Parallel()
+	tr := &tracer{}
+	db, otherDB := tracedPostgres(t, tr)
+	store, other := newPostgresStore(t, db), newPostgresStore(t, otherDB)
+	ctx := t.Context()
+	evs := projectiontest.Lifecycle("job-42", "t-race")
+	for i := range 5 {
+		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+	}
+	done := &evs[5]
+	ahead := *done
+	ahead.Version = 9
+	_, err := store.Apply(ctx, projection.ViewOfEvent(&ahead), 0)
+	require.ErrorIs(t, err, projection.ErrGap, "the view takes it; the totals wait")
+	tr.arm("SELECT version, progress, status FROM projection_cursors", func() {
+		res, err := other.Apply(ctx, projection.ViewOfEvent(done), done.Delta)
+		require.NoError(t, err)
+		require.Equal(t, projection.Result{Outcome: projection.Applied, Cursor: 6}, res, "the view holds version 9")
+	})
+	r, err := store.Recover(ctx, projection.ViewOfEvent(done))
+	require.NoError(t, err)
+	at := projection.Cursor{Version: 6, Progress: 40, Status: jobs.StatusCompleted}
+	require.Equal(t, projection.Recovery{From: at, To: at, ViewUpdated: true}, r)
+	requirePostgresState(t, store, done, projection.Totals{Tenant: "t-race", Processed: 40, Completed: 1})
+}
+
 // The migrations: to an empty database, and to the schema of version 1
 // holding rows the store wrote, which survive and are checked by version
 // 2's constraints; the store works after either.
