@@ -77,10 +77,10 @@ var Libraries = Rule{
 	Patterns: []string{"./pkg/..."},
 	Flags:    []string{"-tags", "integration"},
 	Tests:    true,
-	MayReach: append([]string{Module + "/internal/base/...", Module + "/pkg/localesm", Module + "/pkg/awstest", Module + "/pkg/s3mem", Module + "/pkg/lanes/lanestest"}, serviceLibraries...),
+	MayReach: append([]string{Module + "/internal/base/...", Module + "/pkg/localesm", Module + "/pkg/awstest", Module + "/pkg/s3mem", Module + "/pkg/lanes/lanestest", Module + "/pkg/pgtest"}, serviceLibraries...),
 	Own:      Module + "/pkg",
 	Why: "a library is imported by another team, who runs its tests: " +
-		"they may use the base helpers, the libraries, their own conformance helpers and the tests' own libraries (pkg/awstest, pkg/s3mem, pkg/lanes/lanestest), " +
+		"they may use the base helpers, the libraries, their own conformance helpers and the tests' own libraries (pkg/awstest, pkg/s3mem, pkg/lanes/lanestest, pkg/pgtest), " +
 		"never another library's conformance helpers, the service (internal/app, internal/lambdawire, internal/sim), the CLI (cmd) or the tooling (internal/dev)",
 }
 
