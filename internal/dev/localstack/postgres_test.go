@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +102,45 @@ func TestThePostgresProbeWantsAnAnswer(t *testing.T) {
 	defer cancel()
 	port := silent.Addr().(*net.TCPAddr).Port
 	require.Error(t, probe(ctx, "postgres", PostgresDSN(port), "eu-west-1"), "a port that accepts is not a server")
+}
+
+// A postmaster left running on the stack's data directory (its `local
+// postgres` process was killed before it could stop it) is stopped by
+// Down: postmaster.pid names it, and its command line names the data
+// directory. A PID there that runs something else is left alone.
+func TestDownStopsAPostmasterLeftOnTheDataDirectory(t *testing.T) {
+	t.Parallel()
+	o := Options{Name: "left", CacheDir: t.TempDir()}
+	require.NoError(t, o.defaults())
+	dir := o.postgresDataDir()
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// A stand-in whose command line reads as the postmaster's on dir.
+	left := exec.Command("sh", "-c", "sleep 60; :", "postgres", "-D", dir, "-p", "1")
+	left.SysProcAttr = ownProcessGroup()
+	require.NoError(t, left.Start())
+	t.Cleanup(func() { _ = left.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- left.Wait() }()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(strconv.Itoa(left.Process.Pid)+"\n"+dir+"\n"), 0o600))
+	require.NoError(t, save(o, &State{Name: "left"}))
+	require.NoError(t, Down(o))
+	select {
+	case err := <-exited:
+		require.ErrorContains(t, err, "killed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the postmaster left on the data directory still runs after down")
+	}
+
+	other := exec.Command("sleep", "60") // a PID that is not a postmaster on dir
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o600))
+	require.NoError(t, save(o, &State{Name: "left"}))
+	require.NoError(t, Down(o))
+	ticks, state, err := procStat(other.Process.Pid)
+	require.NoError(t, err, "left alone")
+	require.NotZero(t, ticks)
+	require.NotEqual(t, "Z", state, "left alone")
 }

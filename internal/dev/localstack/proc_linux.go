@@ -3,8 +3,10 @@
 package localstack
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +39,29 @@ func procStat(pid int) (startTicks uint64, state string, err error) {
 	}
 	startTicks, err = strconv.ParseUint(fields[19], 10, 64) // field 22
 	return startTicks, fields[0], err
+}
+
+// stopLeftPostmaster kills the postmaster that still runs on the stack's
+// PostgreSQL data directory dir after its `local postgres` process is gone
+// (killed before it could stop the server, which runs in a process group
+// of its own): postmaster.pid names it, and its command line must name dir
+// for the PID to be taken as it. The data directory is removed next, so
+// nothing is lost that a fast shutdown would keep.
+func stopLeftPostmaster(dir string) {
+	body, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	first, _, _ := strings.Cut(string(body), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte("\x00-D\x00"+dir+"\x00")) {
+		return
+	}
+	_ = signalGroup(pid, syscall.SIGKILL)
 }
 
 // ours reports whether pid is still the process we started: same start

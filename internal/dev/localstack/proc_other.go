@@ -23,5 +23,7 @@ func signalGroup(int, syscall.Signal) error { return errUnsupported }
 
 func procStat(int) (uint64, string, error) { return 0, "", errUnsupported }
 
+func stopLeftPostmaster(string) {}
+
 // ours is false: no process can be shown to be ours without /proc.
 func ours(Process) bool { return false }

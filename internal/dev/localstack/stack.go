@@ -247,8 +247,8 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	}
 	// A fresh cluster each time, as every emulator starts empty: one a
 	// killed stack left is removed first.
-	if err := os.RemoveAll(o.postgresDataDir()); err != nil {
-		return nil, fmt.Errorf("localstack: %w", err)
+	if err := removePostgresDataDir(o); err != nil {
+		return nil, err
 	}
 	exited := map[string]<-chan error{}
 	for _, service := range starting {
@@ -528,12 +528,20 @@ func Down(o Options) error {
 			_ = signalGroup(p.PID, syscall.SIGKILL)
 		}
 	}
-	for _, dir := range []string{o.stateDir(), o.postgresDataDir()} {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
+	if err := os.RemoveAll(o.stateDir()); err != nil {
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, removePostgresDataDir(o))...)
+}
+
+// removePostgresDataDir removes the stack's PostgreSQL data directory,
+// first killing a postmaster left running on it.
+func removePostgresDataDir(o Options) error {
+	stopLeftPostmaster(o.postgresDataDir())
+	if err := os.RemoveAll(o.postgresDataDir()); err != nil {
+		return fmt.Errorf("localstack: %w", err)
+	}
+	return nil
 }
 
 // tail returns the last lines of a log file, for error messages.
