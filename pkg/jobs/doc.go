@@ -115,8 +115,8 @@
 //     write (same attempt, generation and result) returns success, not a
 //     false "stale".
 //   - The decision of every transition, and the classification of every
-//     refusal, is made by one pure function that both stores call, so the
-//     DynamoDB store and the in-memory store cannot drift; jobstest.Run
+//     refusal, is made by one pure function that every store calls, so the
+//     DynamoDB, PostgreSQL and in-memory stores cannot drift; jobstest.Run
 //     holds them to the same behaviour.
 //   - The item has one decoder (jobitem.Decode), which FromItem (the SDK's
 //     attribute values, as the stores read them) and FromStreamImage (a
@@ -170,10 +170,74 @@
 // nothing else (the relay) imports jobitem alone, and so links no
 // DynamoDB client nor the SDK's DynamoDB types.
 //
-// A store is built from its configuration: NewDynamoStore(DynamoConfig) or
-// NewMemoryStore(Config), both with the same settings (Config, whose zero
-// value is the defaults). A configuration that cannot work is an error
+// A store is built from its configuration: NewDynamoStore(DynamoConfig),
+// NewPostgresStore(PostgresConfig) or NewMemoryStore(Config), all with the
+// same settings (Config, whose zero value is the defaults). A configuration that cannot work is an error
 // wrapping ErrInvalidConfig that names the field, never a panic.
+//
+// # The PostgreSQL store
+//
+// PostgresStore keeps the job on PostgreSQL 18, in the schema
+// MigratePostgres applies (the files postgres/NNNN_*.sql, embedded: 0001
+// the tables jobs, job_intents and job_outbox, 0002 the listings' and the
+// purge's partial indexes). A row's columns are the item's attributes, its
+// times the same epoch milliseconds (expires_at epoch seconds), so its
+// conditions compare the numbers DynamoDB's do; ids are COLLATE "C", so
+// they sort as Go compares them. It takes a *sql.DB opened with pgx's
+// driver and imports no driver itself.
+//
+// Every transition after creation is one statement, the state machine's
+// write rendered as SQL: the guard is the UPDATE's WHERE (status,
+// generation, version, and the owner, the tenant, lease_expires_at < now
+// where the guard has them), the patch its SET; a data-modifying CTE
+// inserts the job_outbox row of the new version from the UPDATE's
+// RETURNING (PostgreSQL 18's old and new rows: image the job after,
+// prev_image before); and when the WHERE refuses the row, the same
+// statement returns the row, on which decide runs again: it tells a stale
+// write from a missing job, or recognises the caller's own earlier write,
+// without another round trip. Create is one statement too: the intent's
+// row (ON CONFLICT DO NOTHING), the job's row and the outbox row of
+// version 0 (prev_image NULL), all or none; a job id already taken fails
+// it with a unique violation, which undoes the intent's row.
+//
+// Read Committed, PostgreSQL's default, is enough, because no transition
+// reads and then writes: its check and its write are one UPDATE. The
+// UPDATE locks the row it changes; one that finds the row locked by
+// another transaction waits for it, and when that commits, evaluates its
+// WHERE again on the row that transaction wrote, and leaves the row alone
+// if the guard no longer holds (if that transaction rolls back, on the row
+// as it was). So two transitions of one job take turns on the row's lock,
+// and each is checked against the committed row it replaces: the
+// compare-and-set of DynamoDB's conditional write. A stricter isolation
+// would add serialization failures to retry and fence nothing more. One
+// thing is subtle: the statement's plain SELECT of the refused row reads
+// the statement's snapshot, taken before it waited, so it can show the
+// row as it was before the write that refused it, on which the guard
+// holds. The store then runs the statement again (a new snapshot; at most
+// maxRounds in all), as TestPostgresReadCommittedRechecksTheBlockedWrite
+// shows. For the same reason a job's outbox rows commit in version order:
+// version v+1's UPDATE cannot pass the row's lock before version v's
+// transaction has committed. The relay (internal/app/outbox) publishes
+// them per job in version order and deletes each once published.
+//
+// Round trips (statements; pgx prepares a statement's text once per
+// connection, one round trip more the first time): renew, accept, fail, a
+// nudge, a claim of a pending job, a cancel of a pending job and any
+// refusal, one; a takeover and the cancel of a running job, two (the first
+// statement returns the row that tells the lease or the status); a write
+// that waited for a competing one and was refused, one more. Create: one
+// for a new intent, two for an intent that has its job (the write, then a
+// read of the intent's row and its job), three for an intent whose job is
+// gone. Get, GetMany, LiveAfter and Finished: one each (the partial
+// indexes are the table's, so the listings are exact and strongly
+// consistent, unlike the DynamoDB indexes).
+//
+// PostgreSQL has no TTL. An expired row stays, read like any other (as
+// DynamoDB returns an expired item until TTL deletes it), until
+// PurgeExpired deletes it: rows whose expires_at is before now, at most a
+// limit a call, never a job whose outbox rows are still unpublished. The
+// rules above about expired intents hold as they are: the job's row
+// decides.
 //
 // Times are injected (Config.Now) and stored as epoch milliseconds. The
 // lease of a Lambda attempt ends at its invocation deadline plus a clock-skew

@@ -9,6 +9,10 @@
 // pkg/jobs's do. Only no item and an intent marker are not jobs
 // (ErrNotJob); a job item without its key or status is an error.
 //
+// The PostgreSQL store's rows and its outbox's images (the job_outbox
+// table) are JSON objects of the same attributes, which FromPostgresImage
+// decodes with the same decoder, and EncodePostgresImage writes.
+//
 // It is a package of its own so that a reader of the table's stream that
 // needs nothing else of pkg/jobs (the relay, internal/app/outbox) links no
 // DynamoDB client nor the SDK's DynamoDB types: their packages'
