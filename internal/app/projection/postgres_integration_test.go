@@ -151,7 +151,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 			res, err := store.Apply(ctx, projection.ViewOfEvent(e), e.Delta)
 			if wantErr != nil {
 				if !errors.Is(err, wantErr) {
-					return fmt.Errorf("apply %s: %v, want %v", e.EventID, err, wantErr)
+					return fmt.Errorf("apply %s: %w, want %w", e.EventID, err, wantErr)
 				}
 				return nil
 			}
@@ -190,6 +190,32 @@ func TestPostgresRoundTrips(t *testing.T) {
 	measure("cursor", cost{1, 0}, func() error { _, err := store.Cursor(ctx, "t-1", "job-42"); return err })
 }
 
+// cursorRead is how the store's read of a cursor starts.
+const cursorRead = "SELECT version, progress, status FROM projection_cursors"
+
+// setupPostgresRace returns a store whose statements tr traces, a second store on
+// the same database, and job-42's history in tenant t-race, its first n
+// events applied.
+func setupPostgresRace(t *testing.T, n int) (*tracer, *projection.PostgresStore, *projection.PostgresStore, []outbox.Event) {
+	t.Helper()
+	tr := &tracer{}
+	db, otherDB := tracedPostgres(t, tr)
+	store := newPostgresStore(t, db)
+	evs := projectiontest.Lifecycle("job-42", "t-race")
+	applyEach(t, store, evs[:n]...)
+	tr.take()
+	return tr, store, newPostgresStore(t, otherDB), evs
+}
+
+// applyEach applies evs in order, each without an error.
+func applyEach(t *testing.T, store projection.Store, evs ...outbox.Event) {
+	t.Helper()
+	for i := range evs {
+		_, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err, "apply %s", evs[i].EventID)
+	}
+}
+
 // TestPostgresRecoverRacingAnApply applies the next event between the
 // recovery's read of the cursor and its write. The write is conditioned
 // on the cursor read, so it moves nothing, and the recovery reads again
@@ -197,17 +223,9 @@ func TestPostgresRoundTrips(t *testing.T) {
 // it would count the event's delta a second time.
 func TestPostgresRecoverRacingAnApply(t *testing.T) {
 	t.Parallel()
-	tr := &tracer{}
-	db, otherDB := tracedPostgres(t, tr)
-	store, other := newPostgresStore(t, db), newPostgresStore(t, otherDB)
+	tr, store, other, evs := setupPostgresRace(t, 2)
 	ctx := t.Context()
-	evs := projectiontest.Lifecycle("job-42", "t-race")
-	for i := range 2 {
-		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
-		require.NoError(t, err)
-	}
-	tr.take()
-	tr.arm("SELECT version, progress, status FROM projection_cursors", func() {
+	tr.arm(cursorRead, func() {
 		res, err := other.Apply(ctx, projection.ViewOfEvent(&evs[2]), evs[2].Delta)
 		require.NoError(t, err)
 		require.Equal(t, projection.Applied, res.Outcome)
@@ -235,21 +253,14 @@ func TestPostgresRecoverRacingAnApply(t *testing.T) {
 // nothing to write and the recovery report no view updated.
 func TestPostgresRecoverRacingTheFinalEvent(t *testing.T) {
 	t.Parallel()
-	tr := &tracer{}
-	db, otherDB := tracedPostgres(t, tr)
-	store, other := newPostgresStore(t, db), newPostgresStore(t, otherDB)
+	tr, store, other, evs := setupPostgresRace(t, 5)
 	ctx := t.Context()
-	evs := projectiontest.Lifecycle("job-42", "t-race")
-	for i := range 5 {
-		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
-		require.NoError(t, err)
-	}
 	done := &evs[5]
 	ahead := *done
 	ahead.Version = 9
 	_, err := store.Apply(ctx, projection.ViewOfEvent(&ahead), 0)
 	require.ErrorIs(t, err, projection.ErrGap, "the view takes it; the totals wait")
-	tr.arm("SELECT version, progress, status FROM projection_cursors", func() {
+	tr.arm(cursorRead, func() {
 		res, err := other.Apply(ctx, projection.ViewOfEvent(done), done.Delta)
 		require.NoError(t, err)
 		require.Equal(t, projection.Result{Outcome: projection.Applied, Cursor: 6}, res, "the view holds version 9")
@@ -290,10 +301,7 @@ func TestMigratePostgresToAnEmptyDatabase(t *testing.T) {
 
 	store := newPostgresStore(t, db)
 	evs := projectiontest.Lifecycle("job-42", "t-1")
-	for i := range evs {
-		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
-		require.NoError(t, err)
-	}
+	applyEach(t, store, evs...)
 	requirePostgresState(t, store, &evs[5], projection.Totals{Tenant: "t-1", Processed: 40, Completed: 1})
 }
 
@@ -311,10 +319,7 @@ func TestMigratePostgresFromVersion1KeepsItsRows(t *testing.T) {
 	store := newPostgresStore(t, db)
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	failing := projectiontest.Failing("job-43", "t-1")
-	for _, e := range append(evs[:3:3], failing...) {
-		_, err := store.Apply(ctx, projection.ViewOfEvent(&e), e.Delta)
-		require.NoError(t, err)
-	}
+	applyEach(t, store, append(evs[:3:3], failing...)...)
 	recovered := projectiontest.Lifecycle("job-44", "t-2")
 	_, err = store.Recover(ctx, projection.ViewOfEvent(&recovered[5]))
 	require.NoError(t, err)
@@ -362,10 +367,7 @@ func TestPostgresLagOfAndRecoverJob(t *testing.T) {
 	ctx := t.Context()
 	store := newPostgresStore(t, setupPostgres(t))
 	evs := projectiontest.Lifecycle("job-42", "t-1")
-	for i := range 5 { // the completion's event is lost
-		_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[i]), evs[i].Delta)
-		require.NoError(t, err)
-	}
+	applyEach(t, store, evs[:5]...) // the completion's event is lost
 	done := &evs[5]
 	job := jobs.Job{ID: done.JobID, Tenant: done.Tenant, Status: done.Status, Generation: done.Generation, Version: done.Version,
 		Progress: done.Progress, Result: jobs.Result{Key: done.ResultKey, Size: done.ResultSize}, UpdatedAt: done.OccurredAt}
