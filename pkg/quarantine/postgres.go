@@ -364,6 +364,42 @@ func (s *PostgresStore) Holds(ctx context.Context, queue string) ([]HoldRecord, 
 	return out, nil
 }
 
+// PurgeExpired deletes at most limit tombstones whose expires_at is
+// strictly before now (Unix seconds, as DynamoDB's TTL compares them):
+// messages done or discarded, oldest first, then released holds none of
+// whose messages is left, in one statement, and returns how many rows it
+// deleted. PostgreSQL has no TTL, so a deployment calls it on a schedule
+// (as the sweeper runs) until it returns fewer than limit; until then an
+// expired tombstone is read like any other, as DynamoDB returns an
+// expired item until its TTL deletes it. Rows another transaction holds
+// are skipped, and a hold held again since the statement began (its
+// expires_at cleared) is not deleted: the lock's re-check reads the row
+// that write left.
+func (s *PostgresStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, fmt.Errorf("quarantine: purge expired tombstones: limit %d is not positive", limit)
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, `WITH m AS (
+	DELETE FROM quarantine_messages WHERE (queue, group_id, seq) IN (
+		SELECT queue, group_id, seq FROM quarantine_messages WHERE expires_at < $1::bigint
+		ORDER BY expires_at LIMIT $2::bigint FOR UPDATE SKIP LOCKED)
+	RETURNING queue, group_id, seq
+), h AS (
+	DELETE FROM quarantine_holds WHERE (queue, group_id) IN (
+		SELECT queue, group_id FROM quarantine_holds x WHERE expires_at < $1::bigint
+			AND NOT EXISTS (SELECT FROM quarantine_messages y WHERE y.queue = x.queue AND y.group_id = x.group_id
+				AND NOT EXISTS (SELECT FROM m WHERE m.queue = y.queue AND m.group_id = y.group_id AND m.seq = y.seq))
+		ORDER BY expires_at LIMIT greatest($2::bigint - (SELECT count(*) FROM m), 0) FOR UPDATE SKIP LOCKED)
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM m) + (SELECT count(*) FROM h)`, now.Unix(), int64(limit)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("quarantine: purge expired tombstones: %w", err)
+	}
+	return n, nil
+}
+
 // rounds runs round, a read of the hold and a write conditional on it,
 // until it is done or fails: a round that is not done found the hold
 // changed between its read and its write, and the next reads it anew. A

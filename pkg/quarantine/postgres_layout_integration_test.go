@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,8 +75,8 @@ func TestPostgresMigrations(t *testing.T) {
 	require.Equal(t, quarantine.StateReleased, h.State)
 	var indexes int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes
-		WHERE indexname IN ('quarantine_holds_not_released', 'quarantine_messages_parked')`).Scan(&indexes))
-	require.Equal(t, 2, indexes)
+		WHERE tablename LIKE 'quarantine_%' AND indexname NOT LIKE '%_pkey'`).Scan(&indexes))
+	require.Equal(t, 4, indexes, "0002's indexes")
 }
 
 // TestPostgresTombstonesExpire: a released hold and a message done or
@@ -127,6 +128,82 @@ func TestPostgresTombstonesExpire(t *testing.T) {
 	h, err := store.Hold(ctx, queue, "g")
 	require.NoError(t, err)
 	require.Equal(t, t2, h.UpdatedAt, "a count changes nothing else of the hold")
+}
+
+// TestPostgresPurgeExpired: PurgeExpired deletes the tombstones whose
+// expiry is strictly before now, messages first and then the released
+// holds with no message left, at most limit rows a call; a hold held or
+// released later, and a parked message, stay; a purged group starts anew.
+func TestPostgresPurgeExpired(t *testing.T) {
+	t.Parallel()
+	db := postgresDB(t)
+	store, err := quarantine.NewPostgresStore(quarantine.PostgresConfig{DB: db})
+	require.NoError(t, err)
+	ctx, queue := t.Context(), "purge.fifo"
+	park := func(group string, ns ...int) {
+		t.Helper()
+		items := make([]quarantine.Parked, len(ns))
+		for i, n := range ns {
+			items[i] = parkedItem(t, n)
+		}
+		_, err := store.Park(ctx, queue, group, items, true, "boom", t0)
+		require.NoError(t, err)
+	}
+	discard := func(group string, n int, at time.Time) {
+		t.Helper()
+		_, err := store.Discard(ctx, queue, group, seqKey(t, strconv.Itoa(n)), at)
+		require.NoError(t, err)
+	}
+	park("old", 1, 2)
+	discard("old", 1, t0)
+	discard("old", 2, t0) // released at t0: three tombstones expiring at t0+TTL
+	park("late", 1)
+	discard("late", 1, t0.Add(time.Hour)) // two, an hour later
+	park("held", 1, 2)
+	discard("held", 1, t0) // a tombstone under a hold still held
+
+	expiry := t0.Add(quarantine.TombstoneTTL)
+	n, err := store.PurgeExpired(ctx, expiry, 100)
+	require.NoError(t, err)
+	require.Zero(t, n, "a tombstone expiring at now is kept")
+	_, err = store.PurgeExpired(ctx, expiry, 0)
+	require.Error(t, err)
+
+	purge := func(limit int) int {
+		t.Helper()
+		n, err := store.PurgeExpired(ctx, expiry.Add(time.Second), limit)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 2, purge(2), "at most limit rows: two of the three expired messages")
+	require.Equal(t, 2, purge(2), "the third, and the released hold whose last message goes in the same statement")
+	require.Zero(t, purge(2))
+	_, err = store.Hold(ctx, queue, "old")
+	require.ErrorIs(t, err, quarantine.ErrNoHold)
+	ms, err := store.Messages(ctx, queue, "held", "", "", 0)
+	require.NoError(t, err)
+	require.Len(t, ms, 1, "the expired tombstone of a held group is gone, its parked message stays")
+	require.Equal(t, quarantine.StatusParked, ms[0].Status)
+	h, err := store.Hold(ctx, queue, "late")
+	require.NoError(t, err)
+	require.Equal(t, quarantine.StateReleased, h.State)
+	h, err = store.Hold(ctx, queue, "held")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), h.Parked)
+
+	// A released hold is kept while a message of its is: its tombstone
+	// would otherwise outlive it (here its expiry is moved back by hand).
+	_, err = db.ExecContext(ctx, `UPDATE quarantine_holds SET expires_at = 0 WHERE queue = $1 AND group_id = $2`, queue, []byte("late"))
+	require.NoError(t, err)
+	require.Zero(t, purge(2))
+	_, err = store.Hold(ctx, queue, "late")
+	require.NoError(t, err)
+
+	park("old", 1)
+	h, err = store.Hold(ctx, queue, "old")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), h.Parked)
+	require.Equal(t, quarantine.StateHeld, h.State)
 }
 
 // TestPostgresKeepsEveryByte: a Kafka key (the group) with NUL bytes, a
