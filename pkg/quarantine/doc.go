@@ -2,15 +2,17 @@
 // processed, keeps their messages in order, and gives them back in that
 // order when an operator redrives them. Quarantine is the fifo.Quarantine
 // the processor consults (fifo.Config's Quarantine); Operator is what the
-// CLI does with it; Store keeps the records, in memory (MemoryStore) or in
-// DynamoDB (DynamoStore), both held to one conformance suite
-// (quarantinetest) and both applying the same rules (rules.go).
+// CLI does with it; Store keeps the records, in memory (MemoryStore), in
+// DynamoDB (DynamoStore) or in PostgreSQL (PostgresStore), all held to one
+// conformance suite (quarantinetest) and all applying the same rules
+// (rules.go).
 //
 // Each is built from its configuration: New(Config),
-// NewOperator(OperatorConfig), NewDynamoStore(DynamoConfig) and
-// NewS3Bodies(S3BodiesConfig); NewMemoryStore has nothing to configure. A
-// configuration that cannot work, a nil client or an empty table name
-// included, is an error wrapping ErrInvalidConfig that names the field.
+// NewOperator(OperatorConfig), NewDynamoStore(DynamoConfig),
+// NewPostgresStore(PostgresConfig) and NewS3Bodies(S3BodiesConfig);
+// NewMemoryStore has nothing to configure. A configuration that cannot
+// work, a nil client, pool or an empty table name included, is an error
+// wrapping ErrInvalidConfig that names the field.
 //
 // # Holds
 //
@@ -89,7 +91,9 @@
 // those tombstones carry a TTL, TombstoneTTL (15 days) after their last
 // write: longer than SQS keeps any message (14 days at most), after which
 // no duplicate can arrive. A hold that is held again loses its TTL and
-// starts a new range.
+// starts a new range. On PostgreSQL the rows carry the same expires_at,
+// and PostgresStore.PurgeExpired, called on a schedule, deletes them
+// (PostgreSQL has no TTL).
 //
 // # Kafka
 //
@@ -169,4 +173,41 @@
 // record it finds, as its own (DynamoDB's client request token covers a
 // transaction's retry within ten minutes; the store checks beyond that).
 // Read is one consistent BatchGetItem per 100 keys.
+//
+// # The PostgreSQL tables
+//
+// MigratePostgres creates them (component "quarantine" of pgmigrate: 0001
+// the tables, 0002 their indexes); the store takes a *sql.DB and imports
+// no driver. quarantine_holds has a row per queue and group (key queue,
+// group_id), with the hold record's fields (seq_from, seq_through,
+// seq_next; "" for none), its version and, once released, expires_at;
+// quarantine_messages a row per message (key queue, group_id, seq), with
+// the item's fields, attributes as jsonb and a Kafka record's key and
+// value as bytea, its headers as jsonb (key and value in base64). Times
+// are Unix milliseconds and expires_at Unix seconds, as on DynamoDB. A
+// group and the producer's and handlers' strings (message id, body,
+// deduplication id, causes) are bytea, kept byte for byte: a Kafka key may
+// hold NUL, which text cannot, and a cause need not be UTF-8. A body is
+// kept in its row whatever its size (a row holds the queues' 256 KiB, and
+// a Park has no limit of messages); a Quarantine still sends bodies over
+// its MaxInlineBody to its BodyStore, and the row then keeps the key. Two
+// partial indexes stand for the sparse index and the Queries: the holds
+// not released by queue and time held, the messages parked by group and
+// sequence; two more index the tombstones by expiry.
+//
+// Every write is one statement, conditional on the hold's version as one
+// read statement found it together with what the rule needs (which of the
+// messages are stored, the oldest parked after a message, its status):
+// the hold's UPDATE (or its INSERT ... ON CONFLICT DO NOTHING when there
+// was none) comes first, and the messages' INSERT or UPDATE of the same
+// statement runs only if that wrote a row. Under Read Committed an UPDATE
+// that waited for another transaction on the hold's row evaluates the
+// version again on the row that transaction left; every write of a
+// message raises its hold's version in the same statement, so a version
+// still current means the messages are as read. A refused write reads
+// again and retries (at most 12 rounds). Park, Done, Discard and
+// BeginRedrive are two round trips when nothing competes, Failed one (its
+// condition is f.Seen, as on DynamoDB; three when that read was stale),
+// Read, Hold, Messages and Holds one each. The store never sends a write
+// twice: an answer lost with its connection is the caller's error.
 package quarantine

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Store keeps holds and parked messages. MemoryStore and DynamoStore
-// implement it, held to the same conformance suite (quarantinetest).
+// Store keeps holds and parked messages. MemoryStore, DynamoStore and
+// PostgresStore implement it, held to the same conformance suite
+// (quarantinetest).
 //
 // Every write is conditional and idempotent where a retry can repeat it:
 // parking a message already parked, under any status, changes nothing;
