@@ -302,6 +302,17 @@ func TestPostgresEachTransitionWritesOneOutboxRow(t *testing.T) {
 		require.NotNil(t, r.prev)
 		require.Equal(t, trail[v-1], *r.prev, "v%d: prev_image is the job before", v)
 	}
+	// The form built in Go is the form the statement builds (to_jsonb of
+	// the row), but for the NULL columns it leaves out and the generated
+	// finished_key.
+	for v, j := range trail {
+		built, err := jobitem.EncodePostgresImage(j)
+		require.NoError(t, err)
+		var same bool
+		require.NoError(t, b.raw.QueryRowContext(ctx, `SELECT jsonb_strip_nulls(image) - 'finished_key' = $1::text::jsonb
+			FROM job_outbox WHERE job_id = 'job-42' AND version = $2`, string(built), v).Scan(&same))
+		require.True(t, same, "v%d: EncodePostgresImage is the statement's image: %s", v, built)
+	}
 }
 
 // TestPostgresAFencedWriteOfAnotherGenerationIsStale: the generation is in
