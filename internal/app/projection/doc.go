@@ -27,7 +27,8 @@
 //     acknowledged, nothing counted. DynamoStore tells it from the refused
 //     cursor's old item (ReturnValuesOnConditionCheckFailure ALL_OLD),
 //     without another read; only a refusal with no cursor yet, or a first
-//     version whose delta is not its progress, costs one.
+//     version whose delta is not its progress, costs one. PostgresStore's
+//     one statement returns the cursor it read beside what it wrote.
 //   - An event beyond cursor+1 is a gap: nothing is counted and Apply returns
 //     a *GapError (ErrGap), so the message fails and pkg/fifo holds the rest
 //     of its group behind it until its predecessor arrives.
@@ -100,6 +101,42 @@
 // which no repair of the job looks at. Only the events queue's senders
 // guard against those.
 //
-// MemoryStore and DynamoStore make their decisions with the same functions
-// and pass the same conformance suite, projectiontest.Run.
+// MemoryStore, DynamoStore and PostgresStore make their decisions with the
+// same functions (judge, planRecovery, and the view's rules, which the two
+// databases' stores render as conditions) and pass the same conformance
+// suite, projectiontest.Run.
+//
+// On PostgreSQL (PostgresStore; MigratePostgres creates the tables
+// projection_views, projection_cursors and projection_totals from the
+// embedded files postgres/NNNN_name.sql, component "projection" of
+// internal/base/pgmigrate) every write is one statement in Read Committed,
+// so it is one transaction:
+//   - Apply's statement writes the view (INSERT ... ON CONFLICT DO UPDATE
+//     ... WHERE the held version is older), moves the cursor (UPDATE ...
+//     WHERE it is at the previous version and progress and not final; for
+//     version 1 an INSERT ... ON CONFLICT DO NOTHING), adds to the totals
+//     only if the cursor moved (INSERT ... ON CONFLICT DO UPDATE adding to
+//     the row), and returns the cursor of its snapshot. One round trip per
+//     event, whatever it answers.
+//   - It is race-free because each condition is checked on the newest
+//     committed version of its row, under the row's lock: an UPDATE that
+//     meets a row another transaction changed, or waits for one that holds
+//     it, evaluates its WHERE again on the new version before writing, and
+//     ON CONFLICT DO UPDATE locks the conflicting row and evaluates its
+//     WHERE and its SET on the newest version. So two writers can never
+//     both move a cursor from the same place, and an addition to a total
+//     is made to what the last writer committed.
+//   - The snapshot's cursor can be older than the row the UPDATE checked
+//     (a writer committed between the two): when it says the event
+//     follows although nothing moved, Apply runs the statement again (at
+//     most ten rounds in all), as it does after a deadlock or a
+//     serialization failure, which a writer taking the rows in another
+//     order, or a database whose default isolation is higher, can answer.
+//     The statements lock the cursor, then the view, then the totals.
+//   - Recover reads the cursor and writes with one statement whose cursor
+//     move is conditioned on the cursor read, and whose view and totals
+//     are written only if the cursor moved: two round trips, two more each
+//     time the cursor moved in between.
+//   - The driver is the wiring's (pgx's stdlib): the package uses
+//     database/sql alone, so that a bootstrap on DynamoDB links no driver.
 package projection
