@@ -28,7 +28,7 @@ import (
 
 // setupPostgres returns a database of the test's own, migrated, on a pool
 // of at most 8 connections (the server is shared).
-func setupPostgres(t *testing.T) *sql.DB {
+func setupPostgres(t testing.TB) *sql.DB {
 	t.Helper()
 	db := pgtest.DB(t)
 	db.SetMaxOpenConns(8)
