@@ -103,7 +103,7 @@ func (s *PostgresStore) Apply(ctx context.Context, v View, delta int64) (Result,
 	var res Result
 	for round := 1; round <= maxRounds; round++ {
 		m, err := s.move(ctx, applySQL, args)
-		if retry, err := s.again(ctx, round, err); err != nil {
+		if retry, err := again(ctx, round, err); err != nil {
 			return res, applyError(&v, err)
 		} else if retry {
 			continue
@@ -147,7 +147,7 @@ func (s *PostgresStore) Recover(ctx context.Context, snap View) (Recovery, error
 			m.counted = true
 			m.viewed, err = s.putView(ctx, viewSQL[snap.Status.Final()], &snap)
 		}
-		if retry, err := s.again(ctx, round, err); err != nil {
+		if retry, err := again(ctx, round, err); err != nil {
 			return Recovery{}, recoverError(&snap, err)
 		} else if retry {
 			continue
@@ -235,7 +235,7 @@ func (s *PostgresStore) putView(ctx context.Context, query string, v *View) (boo
 // again tells what the error of a statement's round means: nil, go on; a
 // deadlock or a serialization failure, run the statement again after a
 // jittered wait (true); any other, give up.
-func (s *PostgresStore) again(ctx context.Context, round int, err error) (bool, error) {
+func again(ctx context.Context, round int, err error) (bool, error) {
 	if err == nil {
 		return false, nil
 	}

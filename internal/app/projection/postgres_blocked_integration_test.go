@@ -228,11 +228,13 @@ func TestPostgresApplyRunsAgainAfterADeadlock(t *testing.T) {
 	cfg := pgtest.Config(t)
 	admin := sql.OpenDB(stdlib.GetConnector(*cfg))
 	t.Cleanup(func() { _ = admin.Close() })
+	admin.SetMaxOpenConns(4) // A, B, and the probes
 	require.NoError(t, projection.MigratePostgres(ctx, admin))
 	_, err := admin.ExecContext(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` SET deadlock_timeout = '20ms'`)
 	require.NoError(t, err)
 	db := sql.OpenDB(stdlib.GetConnector(*cfg)) // its sessions start after the ALTER
 	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(2)
 	store := newPostgresStore(t, db)
 	const tenant = "t-1"
 	evs := projectiontest.Lifecycle("job-42", tenant)
