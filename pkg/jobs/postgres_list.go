@@ -9,6 +9,20 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
+// The listings' statements, each on its partial index (0002).
+const (
+	// liveSQL lists live jobs before $1 (epoch ms), after the position
+	// ($2, $3), $4 at most.
+	liveSQL = `SELECT job_id, updated_at FROM jobs
+		WHERE status IN ('pending', 'running') AND updated_at < $1 AND (updated_at, job_id) > ($2, $3)
+		ORDER BY updated_at, job_id LIMIT $4`
+	// finishedSQL lists final jobs whose key is after $1 and before the
+	// bound $2, $3 at most.
+	finishedSQL = `SELECT job_id, finished_key FROM jobs
+		WHERE finished_key IS NOT NULL AND finished_key > $1 AND finished_key < $2
+		ORDER BY finished_key LIMIT $3`
+)
+
 // Live implements Lister: LiveAfter from the start.
 func (s *PostgresStore) Live(ctx context.Context, updatedBefore time.Time, limit int) ([]string, error) {
 	return liveIDs(s.LiveAfter(ctx, LivePosition{}, updatedBefore, limit))
@@ -22,9 +36,7 @@ func (s *PostgresStore) LiveAfter(ctx context.Context, after LivePosition, updat
 	if err := validateLimit(limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id, updated_at FROM jobs
-		WHERE status IN ('pending', 'running') AND updated_at < $1 AND (updated_at, job_id) > ($2, $3)
-		ORDER BY updated_at, job_id LIMIT $4`, updatedBefore.UnixMilli(), after.UpdatedAt, after.ID, limit)
+	rows, err := s.db.QueryContext(ctx, liveSQL, updatedBefore.UnixMilli(), after.UpdatedAt, after.ID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: live: %w", err)
 	}
@@ -50,9 +62,7 @@ func (s *PostgresStore) Finished(ctx context.Context, after string, before time.
 	if err := validateFinishedLimit(limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT job_id, finished_key FROM jobs
-		WHERE finished_key IS NOT NULL AND finished_key > $1 AND finished_key < $2
-		ORDER BY finished_key LIMIT $3`, after, FinishedBound(before), limit)
+	rows, err := s.db.QueryContext(ctx, finishedSQL, after, FinishedBound(before), limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: finished: %w", err)
 	}

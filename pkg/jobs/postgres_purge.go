@@ -9,6 +9,22 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
+// purgeSQL deletes at most $2 rows that expired before $1 (epoch
+// seconds), jobs first, and returns how many.
+const purgeSQL = `WITH j AS (
+	DELETE FROM jobs WHERE job_id IN (
+		SELECT job_id FROM jobs x WHERE expires_at < $1
+			AND NOT EXISTS (SELECT FROM job_outbox o WHERE o.job_id = x.job_id)
+		ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+	RETURNING 1
+), i AS (
+	DELETE FROM job_intents WHERE (tenant, intent_id) IN (
+		SELECT tenant, intent_id FROM job_intents WHERE expires_at < $1
+		ORDER BY expires_at LIMIT greatest($2 - (SELECT count(*) FROM j), 0) FOR UPDATE SKIP LOCKED)
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM j) + (SELECT count(*) FROM i)`
+
 // PurgeExpired deletes at most limit rows whose expires_at is strictly
 // before now (epoch seconds, as DynamoDB's TTL compares): final jobs, then
 // intents, in one statement, oldest first, and returns how many it
@@ -27,19 +43,7 @@ func (s *PostgresStore) PurgeExpired(ctx context.Context, now time.Time, limit i
 		return 0, fmt.Errorf("jobs: purge expired: %w: limit %d is not positive", ErrInvalid, limit)
 	}
 	var n int
-	err := s.db.QueryRowContext(ctx, `WITH j AS (
-	DELETE FROM jobs WHERE job_id IN (
-		SELECT job_id FROM jobs x WHERE expires_at < $1
-			AND NOT EXISTS (SELECT FROM job_outbox o WHERE o.job_id = x.job_id)
-		ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-	RETURNING 1
-), i AS (
-	DELETE FROM job_intents WHERE (tenant, intent_id) IN (
-		SELECT tenant, intent_id FROM job_intents WHERE expires_at < $1
-		ORDER BY expires_at LIMIT greatest($2 - (SELECT count(*) FROM j), 0) FOR UPDATE SKIP LOCKED)
-	RETURNING 1
-)
-SELECT (SELECT count(*) FROM j) + (SELECT count(*) FROM i)`, now.Unix(), limit).Scan(&n)
+	err := s.db.QueryRowContext(ctx, purgeSQL, now.Unix(), limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("jobs: purge expired: %w", err)
 	}

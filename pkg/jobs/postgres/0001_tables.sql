@@ -43,7 +43,7 @@ CREATE TABLE job_intents (
 -- transition's own statement, read and deleted by the relay. image is the
 -- job after the transition, prev_image before it (NULL for a creation).
 CREATE TABLE job_outbox (
-    job_id     text   NOT NULL,
+    job_id     text COLLATE "C" NOT NULL, -- as jobs.job_id, so a join of the two uses the primary key
     version    bigint NOT NULL,
     image      jsonb  NOT NULL,
     prev_image jsonb,
