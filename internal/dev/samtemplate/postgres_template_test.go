@@ -162,7 +162,8 @@ func TestPostgresTemplateRefusesAnExistingClusterWithoutItsSecret(t *testing.T) 
 
 // The parameters' patterns take what AWS takes and refuse what it would
 // refuse at deployment: a cluster identifier (a letter, then letters,
-// digits and single hyphens, not ending in one, at most 63), a database
+// digits and single hyphens, not ending in one; its length of at most 63
+// is RDS's to check), a database
 // user (PostgreSQL's unquoted identifier, at most 63), an engine version
 // of PostgreSQL 18 only (the stores use 18's RETURNING old/new); empty
 // where empty means "a new cluster".
