@@ -23,7 +23,7 @@ func postgresDB(t *testing.T) *sql.DB {
 	return db
 }
 
-func newPostgresStore(t *testing.T, db *sql.DB, cfg jobs.Config) *jobs.PostgresStore {
+func newPostgresStore(t testing.TB, db *sql.DB, cfg jobs.Config) *jobs.PostgresStore {
 	t.Helper()
 	s, err := jobs.NewPostgresStore(jobs.PostgresConfig{DB: db, Config: cfg})
 	require.NoError(t, err)

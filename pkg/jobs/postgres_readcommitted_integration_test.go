@@ -45,7 +45,7 @@ type pgBundle struct {
 	count *statements
 }
 
-func setupPostgres(t *testing.T) *pgBundle {
+func setupPostgres(t testing.TB) *pgBundle {
 	t.Helper()
 	b := &pgBundle{clock: jobstest.NewClock(jobstest.Start), count: &statements{}}
 	cfg := pgtest.Config(t)
