@@ -38,4 +38,28 @@
 //     known fields, an id that matches the job and version, a known type and
 //     status, a tenant the job store accepts, no negative count. Anything
 //     else wraps ErrMalformed and can never succeed.
+//
+// # The PostgreSQL source
+//
+// With the PostgreSQL job store there is no stream: each transition
+// inserts its "stream record" into the job_outbox table (the job after and
+// before it, in the statement that writes the job), and
+// internal/app/outbox/pgsource publishes that table. It builds the same
+// messages (FromTransition) and sends them through the same rounds
+// (Publish, which Relay runs too: one message per job per round, a job's
+// message only after its previous one was acknowledged, a failure stopping
+// the job's later ones), on the same transports. What the stream gives the
+// Relay, per-key order and a checkpoint, pgsource makes itself: a job is
+// published under a transaction-scoped advisory lock of its id (a job
+// another relay holds is skipped, not waited for), its rows are read in
+// version order after the lock was taken, and exactly the rows published
+// are deleted in the transaction that published them, so a relay that
+// dies deletes nothing and the next holder starts from the job's first row
+// left. Two classic designs would lose or reorder messages there: locking
+// outbox rows with SKIP LOCKED (a second relay takes a job's v2, unlocked,
+// while another holds its v1) and reading after a cursor on a global
+// sequence (a row that commits late sits behind the cursor for ever);
+// pgsource's doc.go says how, and which tests hold each. The relay runs on
+// a writer's asynchronous nudge after its commit (pgsource/nudge), with an
+// EventBridge schedule as the backstop.
 package outbox

@@ -158,11 +158,13 @@ type Report struct {
 // publish, MaxRows rows were published, or ctx's deadline minus Margin is
 // reached. A job whose publication fails is left out of the rest of the
 // run, so that one job's trouble neither stops the others nor keeps the
-// run busy. The error is a pass's database failure: what the pass
+// run busy; so is a job a pass locked but published nothing of (its rows
+// were gone when it read them), so that every pass either publishes or
+// shrinks what the run may lock, and the run ends. The error is a pass's database failure: what the pass
 // published is published again by the next run.
 func (r *Relay) Drain(ctx context.Context) (Report, error) {
 	var rep Report
-	failed := []string{} // not nil: the query compares against the array
+	skip := []string{} // not nil: the query compares against the array
 	for {
 		if rep.Rows >= r.maxRows {
 			rep.Stop = StopBound
@@ -172,7 +174,7 @@ func (r *Relay) Drain(ctx context.Context) (Report, error) {
 			rep.Stop = StopDeadline
 			return rep, nil
 		}
-		p, err := r.pass(ctx, failed, r.maxRows-rep.Rows)
+		p, err := r.pass(ctx, skip, r.maxRows-rep.Rows)
 		rep.Held += p.held
 		if err != nil {
 			return rep, err
@@ -184,15 +186,16 @@ func (r *Relay) Drain(ctx context.Context) (Report, error) {
 		rep.Passes++
 		rep.Rows += p.rows
 		rep.Messages += p.messages
-		rep.Failed += len(p.failed)
-		failed = append(failed, p.failed...)
+		rep.Failed += p.failed
+		skip = append(skip, p.skip...)
 	}
 }
 
 // passResult is what one pass did.
 type passResult struct {
 	locked, held, rows, messages int
-	failed                       []string // jobs whose lane stopped
+	failed                       int      // jobs whose lane stopped
+	skip                         []string // the jobs it locked and published nothing of, or stopped
 }
 
 // pass publishes, in one transaction, the rows of the jobs it locks: at
@@ -227,6 +230,7 @@ func (r *Relay) pass(ctx context.Context, skip []string, limit int) (passResult,
 			"job_id", m.JobID, "version", m.Version, "kind", m.Kind.String(), "error", err)
 	})
 	var del published
+	progressed := make(map[string]bool, len(lanes))
 	for i := range lanes {
 		l := &lanes[i]
 		n := l.rowsWithin(acked[i])
@@ -236,7 +240,14 @@ func (r *Relay) pass(ctx context.Context, skip []string, limit int) (passResult,
 		res.rows += n
 		res.messages += acked[i]
 		if l.stopped || acked[i] < len(l.msgs) {
-			res.failed = append(res.failed, l.jobID)
+			res.failed++
+			continue
+		}
+		progressed[l.jobID] = n > 0
+	}
+	for _, id := range locked {
+		if !progressed[id] {
+			res.skip = append(res.skip, id)
 		}
 	}
 	if err := del.delete(ctx, tx); err != nil {
