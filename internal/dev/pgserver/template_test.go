@@ -99,3 +99,47 @@ func TestATemplateInterruptedHalfwayIsNeverUsed(t *testing.T) {
 		t.Fatalf("the template made after the interrupted one: %v", err)
 	}
 }
+
+// BenchmarkStart: a server on a new data directory, from Start until it
+// accepts connections, with the cluster copied from the template or made
+// by initdb; Stop is outside the timing.
+func BenchmarkStart(b *testing.B) {
+	parent, err := os.MkdirTemp("", "pgserver-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil { // for the server's user, as root
+		b.Fatal(err)
+	}
+	// Installs and makes the template outside the timing.
+	warm, err := Start(b.Context(), Config{DataDir: filepath.Join(parent, "warm")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := warm.Stop(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name       string
+		noTemplate bool
+	}{{"template", false}, {"initdb", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				dir, err := os.MkdirTemp(parent, bc.name+"-") // new, empty
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := Start(b.Context(), Config{NoTemplate: bc.noTemplate, DataDir: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := s.Stop(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
