@@ -34,6 +34,7 @@ func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	require.Contains(t, string(env), "FIFOWORKER_STACK="+name)
 	require.Contains(t, string(env), "AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:")
 	require.Contains(t, string(env), "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:")
+	require.Contains(t, string(env), localstack.PostgresDSNVar+"=postgres://postgres@127.0.0.1:")
 	require.Contains(t, stderr.String(), "resources of ../../template.yaml deployed as stack fifoworker")
 
 	_, err = localstack.Load(localstack.Options{Name: name})
@@ -41,7 +42,7 @@ func TestLocalRunStopsTheStackWhenTheCommandFails(t *testing.T) {
 	_, _, err = localstack.Status(context.Background(), localstack.Options{Name: name})
 	require.Error(t, err)
 	pids := regexp.MustCompile(`\(pid (\d+)\)`).FindAllStringSubmatch(stderr.String(), -1)
-	require.Len(t, pids, 4, "three emulators and the Kafka broker were started")
+	require.Len(t, pids, 5, "three emulators, the Kafka broker and the PostgreSQL server were started")
 	for _, m := range pids {
 		require.Eventually(t, func() bool {
 			_, err := os.Stat("/proc/" + m[1])
