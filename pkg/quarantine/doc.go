@@ -205,7 +205,9 @@
 // version again on the row that transaction left; every write of a
 // message raises its hold's version in the same statement, so a version
 // still current means the messages are as read. A refused write reads
-// again and retries (at most 12 rounds). Park, Done, Discard and
+// again and retries (at most 12 rounds); so does one that failed with a
+// serialization error or a deadlock (under Repeatable Read, set as a
+// database's default, a write that waited fails instead of re-checking). Park, Done, Discard and
 // BeginRedrive are two round trips when nothing competes, Failed one (its
 // condition is f.Seen, as on DynamoDB; three when that read was stale),
 // Read, Hold, Messages and Holds one each. The store never sends a write

@@ -273,18 +273,21 @@ func (s *PostgresStore) Failed(ctx context.Context, queue, group string, f Failu
 	for round := 1; ; round++ {
 		next := attemptsAfter(f.Seen, f)
 		st := failedStatement(queue, group, f, next, now)
+		var n int64
 		res, err := s.db.ExecContext(ctx, st.sql, st.args...)
-		if err != nil {
-			return fail(err)
+		if err == nil {
+			n, err = res.RowsAffected()
 		}
-		n, err := res.RowsAffected()
+		if lostRace(err) {
+			n, err = 0, nil
+		}
 		switch {
 		case err != nil:
 			return fail(err)
 		case n == 1:
 			return next, nil
 		case round == maxRounds:
-			return fail(errors.New("the hold kept changing"))
+			return fail(fmt.Errorf("the hold changed under each of %d writes", maxRounds))
 		}
 		cur, _, err := s.readUnpark(ctx, queue, group, "")
 		if err != nil {
@@ -423,6 +426,9 @@ func rounds(round func() (h HoldRecord, done bool, err error)) (HoldRecord, erro
 func (s *PostgresStore) write(ctx context.Context, st statement, messages int64) (bool, error) {
 	var holds, changed int64
 	if err := s.db.QueryRowContext(ctx, st.sql, st.args...).Scan(&holds, &changed); err != nil {
+		if lostRace(err) {
+			return false, nil
+		}
 		return false, err
 	}
 	switch {
@@ -451,6 +457,22 @@ func (s *PostgresStore) each(ctx context.Context, query string, args pgArgs, des
 		}
 	}
 	return rows.Err()
+}
+
+// sqlStateError is a driver's error that carries PostgreSQL's SQLSTATE
+// (pgx's *pgconn.PgError does), read without importing the driver.
+type sqlStateError interface{ SQLState() string }
+
+// lostRace reports whether err is a statement's refusal by a competing
+// transaction, rolled back whole, rather than a failure: a serialization
+// failure (40001: under Repeatable Read or Serializable, set as a
+// database's default, a write that waited for another transaction on its
+// row fails instead of reading the row that transaction left) or a
+// deadlock (40P01). Such a write is computed again from a new read, as a
+// write refused on the hold's version is.
+func lostRace(err error) bool {
+	var e sqlStateError
+	return errors.As(err, &e) && (e.SQLState() == "40001" || e.SQLState() == "40P01")
 }
 
 // afterRead is what readUnpark reads beside the hold.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
@@ -90,9 +91,32 @@ type result struct {
 // longer parked): message 1 stays discarded and the hold counts message 2
 // alone. (A Done that wrote from its first read would have counted 1
 // twice: parked 0 with message 2 parked.)
+//
+// Under Repeatable Read (a database's default_transaction_isolation) the
+// waiting write fails with a serialization error instead of reading the
+// row again; the store takes it as the same refusal, and answers the same.
 func TestPostgresAWriteWaitingOnTheHoldsRowChecksItAgain(t *testing.T) {
 	t.Parallel()
-	db := postgresDB(t)
+	t.Run("read committed", func(t *testing.T) {
+		t.Parallel()
+		testAWriteWaitingOnTheHoldsRow(t, postgresDB(t))
+	})
+	t.Run("repeatable read", func(t *testing.T) {
+		t.Parallel()
+		cfg := pgtest.Config(t)
+		cfg.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+		db := stdlib.OpenDB(*cfg)
+		t.Cleanup(func() { _ = db.Close() })
+		db.SetMaxOpenConns(8)
+		require.NoError(t, quarantine.MigratePostgres(t.Context(), db))
+		var level string
+		require.NoError(t, db.QueryRowContext(t.Context(), `SHOW transaction_isolation`).Scan(&level))
+		require.Equal(t, "repeatable read", level)
+		testAWriteWaitingOnTheHoldsRow(t, db)
+	})
+}
+
+func testAWriteWaitingOnTheHoldsRow(t *testing.T, db *sql.DB) {
 	store, err := quarantine.NewPostgresStore(quarantine.PostgresConfig{DB: db})
 	require.NoError(t, err)
 	ctx, queue := t.Context(), "blocked.fifo"
