@@ -149,7 +149,8 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "fifoworker-cache")
 }
 
-func (o *Options) stateDir() string { return filepath.Join(o.CacheDir, "stacks", o.Name) }
+func (o *Options) stateDir() string  { return filepath.Join(o.CacheDir, "stacks", o.Name) }
+func (o *Options) statePath() string { return filepath.Join(o.stateDir(), "state.json") }
 
 // postgresDataDir is the data directory of the stack's PostgreSQL server:
 // in the system's temporary directory, not the state directory, because
@@ -161,7 +162,6 @@ func (o *Options) postgresDataDir() string {
 	sum := sha256.Sum256([]byte(o.stateDir()))
 	return filepath.Join(os.TempDir(), "fifoworker-pgdata-"+o.Name+"-"+hex.EncodeToString(sum[:])[:12])
 }
-func (o *Options) statePath() string { return filepath.Join(o.stateDir(), "state.json") }
 
 // Env returns the environment that points SDKs and tests at the stack, as
 // KEY=VALUE pairs in a stable order.
