@@ -1,4 +1,4 @@
-//go:build !kafka
+//go:build !kafka && !postgres
 
 // Command projector is the Lambda function that consumes the events queue
 // into the job views and tenant totals (internal/app/projection), one lane per job

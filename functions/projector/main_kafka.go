@@ -1,4 +1,4 @@
-//go:build kafka
+//go:build kafka && !postgres
 
 // Command projector, built with the kafka tag (template-kafka.yaml), is
 // the Lambda function that consumes the events topic into the job views

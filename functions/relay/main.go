@@ -1,4 +1,4 @@
-//go:build !kafka
+//go:build !kafka && !postgres
 
 // Command relay is the Lambda function that publishes the Jobs table's
 // outbox, its stream, to the commands and events FIFO queues: internal/app/outbox,

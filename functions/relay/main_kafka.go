@@ -1,4 +1,4 @@
-//go:build kafka
+//go:build kafka && !postgres
 
 // Command relay, built with the kafka tag (template-kafka.yaml), is the
 // Lambda function that publishes the Jobs table's outbox, its stream, to

@@ -1,3 +1,5 @@
+//go:build !postgres
+
 // Command sweeper is the scheduled function that deletes orphan candidates,
 // nudges stuck jobs, repairs the projections of final jobs whose last
 // event was lost (internal/app/sweeper) and reports the quarantine's held groups,

@@ -1,4 +1,4 @@
-//go:build !kafka
+//go:build !kafka && !postgres
 
 // Command worker is the Lambda function that consumes the commands queue:
 // each job.run command is claimed, run by the articles export and accepted

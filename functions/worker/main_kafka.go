@@ -1,4 +1,4 @@
-//go:build kafka
+//go:build kafka && !postgres
 
 // Command worker, built with the kafka tag (template-kafka.yaml), is the
 // Lambda function that consumes the commands topic: each record's job.run

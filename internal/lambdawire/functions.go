@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,10 +30,37 @@ import (
 // the tasks' resources). Settings: JOBS_TABLE, CANDIDATES_BUCKET,
 // TENANT_CLAIM (default "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h).
 func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	table := env.String("JOBS_TABLE")
-	bucket := env.String("CANDIDATES_BUCKET")
-	claim := env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim)
-	ttl := env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL)
+	s := readIntakeSettings(env)
+	h, err := s.intake(env, cfg, func() (jobs.Store, error) {
+		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
+// intakeSettings are intake's settings beside its store's, on either store.
+type intakeSettings struct {
+	bucket, claim string
+	ttl           time.Duration
+}
+
+// readIntakeSettings reads CANDIDATES_BUCKET, TENANT_CLAIM (default
+// "tenant") and RESULT_URL_TTL (default 5m, 1s to 1h).
+func readIntakeSettings(env *startup.Env) intakeSettings {
+	return intakeSettings{
+		bucket: env.String("CANDIDATES_BUCKET"),
+		claim:  env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim),
+		ttl:    env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL),
+	}
+}
+
+// intake returns the jobs API of s on the job store openJobs opens, or
+// every problem env has found, those its caller read first included.
+func (s intakeSettings) intake(env *startup.Env, cfg aws.Config, openJobs func() (jobs.Store, error), log *slog.Logger) (*intake.Handler, error) {
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
@@ -42,22 +70,22 @@ func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Co
 	}
 	client := S3(cfg)
 	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
-		Client: client, Presign: s3.NewPresignClient(client), Bucket: bucket,
+		Client: client, Presign: s3.NewPresignClient(client), Bucket: s.bucket,
 		// gofakes3 keeps no checksums: locally a version is matched by size.
 		EmulatorWithoutChecksums: localEndpoint(cfg, s3.ServiceID),
 	})
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
+	store, err := openJobs()
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Table": "JOBS_TABLE"})
 	}
 	h, err := intake.New(intake.Config{
 		Store:        store,
 		Presigner:    presigner,
-		TenantClaim:  claim,
-		ResultURLTTL: ttl,
+		TenantClaim:  s.claim,
+		ResultURLTTL: s.ttl,
 		// The named task's own check: a spec no task can run is refused
 		// here, not failed later as unknown_task or task_failed.
 		ValidateSpec: checks.ValidateSpec,
@@ -66,7 +94,7 @@ func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Co
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"TenantClaim": "TENANT_CLAIM", "ResultURLTTL": "RESULT_URL_TTL"})
 	}
-	return h.Handle, nil
+	return h, nil
 }
 
 // Relay publishes the Jobs table's stream (internal/app/outbox) to SQS
@@ -75,6 +103,7 @@ func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Co
 // own check: per-job order needs one), and TRANSPORT unset or "sqs" (see
 // startup.CheckTransport).
 func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportSQS)
 	commands := env.String("COMMANDS_QUEUE_URL")
 	evts := env.String("EVENTS_QUEUE_URL")
@@ -94,6 +123,7 @@ func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Con
 // reads it), RECOVER_AFTER_RECEIVES (default 3), the quarantine's (see
 // quarantined), and TRANSPORT unset or "sqs" (see startup.CheckTransport).
 func Projector(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportSQS)
 	tables := readProjectorTables(env)
 	recoverAfter := env.Int("RECOVER_AFTER_RECEIVES", projection.DefaultRecoverAfter, 1, projection.MaxRecoverAfter)
@@ -131,6 +161,12 @@ func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *s
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Table": "JOBS_TABLE"})
 	}
+	return newProjector(env, store, source, log, recoverAfter)
+}
+
+// newProjector returns the projector on store, recovering from source at
+// recoverAfter receives (0: the default).
+func newProjector(env *startup.Env, store projection.Store, source projection.JobSource, log *slog.Logger, recoverAfter int) (*projection.Projector, error) {
 	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter})
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
@@ -148,6 +184,7 @@ func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *s
 // quarantine's (see quarantined), and TRANSPORT unset or "sqs" (see
 // startup.CheckTransport).
 func Worker(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportSQS)
 	s := readWorkerSettings(env)
 	// A command's receives up to MaxGenerations + 1 are takeovers the
@@ -161,33 +198,42 @@ func Worker(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Co
 	return consume(env, consumer, w.Handle, log)
 }
 
-// workerSettings are the worker's own settings, on either transport.
+// workerSettings are the worker's own settings, on either transport and
+// either store.
 type workerSettings struct {
-	jobsTable, articlesTable, bucket string
-	maxGenerations                   int
+	articlesTable, bucket string
+	maxGenerations        int
 }
 
-// readWorkerSettings reads JOBS_TABLE, ARTICLES_TABLE, CANDIDATES_BUCKET
-// and MAX_GENERATIONS (default 3, 1 to 4).
+// readWorkerSettings reads ARTICLES_TABLE, CANDIDATES_BUCKET and
+// MAX_GENERATIONS (default 3, 1 to 4).
 func readWorkerSettings(env *startup.Env) workerSettings {
 	return workerSettings{
-		jobsTable:      env.String("JOBS_TABLE"),
 		articlesTable:  env.String("ARTICLES_TABLE"),
 		bucket:         env.String("CANDIDATES_BUCKET"),
 		maxGenerations: env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4),
 	}
 }
 
-// worker reads the spool's settings (see workerCandidates) and returns
-// the worker of s, or every problem env has found, those its caller read
-// first included.
+// worker reads JOBS_TABLE and the spool's settings (see
+// workerCandidates) and returns the worker of s on that table, or every
+// problem env has found, those its caller read first included.
 func (s workerSettings) worker(env *startup.Env, cfg aws.Config, ddb *dynamodb.Client, log *slog.Logger) (*worker.Worker, error) {
+	table := env.String("JOBS_TABLE")
+	return s.workerOn(env, cfg, ddb, func() (jobs.Store, error) {
+		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: table,
+			Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
+	}, log)
+}
+
+// workerOn is worker with the job store openJobs opens (with
+// s.maxGenerations), the articles read from ARTICLES_TABLE through ddb.
+func (s workerSettings) workerOn(env *startup.Env, cfg aws.Config, ddb *dynamodb.Client, openJobs func() (jobs.Store, error), log *slog.Logger) (*worker.Worker, error) {
 	candidates := workerCandidates(env, S3(cfg), s.bucket, log)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: s.jobsTable,
-		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
+	store, err := openJobs()
 	if err != nil {
 		return nil, env.Refused(err, jobsSettings)
 	}
@@ -225,14 +271,26 @@ func consume(env *startup.Env, cfg fifo.Config, h fifo.Handler, log *slog.Logger
 }
 
 // quarantined returns the processor's Config that puts a consumer under its
-// queue's quarantine (pkg/quarantine), for consume to complete: QUARANTINE_TABLE, the queue's ARN in
-// arnVar, QUARANTINE_BUCKET (large bodies, under quarantine/) and
+// queue's quarantine (pkg/quarantine), its holds in DynamoDB's
+// QUARANTINE_TABLE: see quarantinedOn.
+func quarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) fifo.Config {
+	table := env.String("QUARANTINE_TABLE")
+	if table == "" {
+		quarantinedOn(env, cfg, nil, log, arnVar, least) // its settings named too
+		return fifo.Config{}
+	}
+	return quarantinedOn(env, cfg, dynamoHolds(db, table), log, arnVar, least)
+}
+
+// quarantinedOn returns the processor's Config that puts a consumer under
+// its queue's quarantine (pkg/quarantine), for consume to complete: its
+// holds from holds (nil: none, a problem env names already), the queue's
+// ARN in arnVar, QUARANTINE_BUCKET (large bodies, under quarantine/) and
 // QUARANTINE_AFTER_RECEIVES, the receive count at which a message is parked
 // before it runs: at least least, and below the queue's maxReceiveCount
 // (the template test checks both). Parked and dropped messages are counted
 // in EMF records of the function's log.
-func quarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, arnVar string, least int) fifo.Config {
-	table := env.String("QUARANTINE_TABLE")
+func quarantinedOn(env *startup.Env, cfg aws.Config, holds holdsOpener, log *slog.Logger, arnVar string, least int) fifo.Config {
 	queueARN := env.String(arnVar)
 	bucket := env.String("QUARANTINE_BUCKET")
 	after := env.Int("QUARANTINE_AFTER_RECEIVES", least, least, 1000)
@@ -241,23 +299,41 @@ func quarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slo
 		env.Problem(arnVar, fmt.Errorf("%q is not a queue ARN", queueARN))
 		return fifo.Config{}
 	}
-	if table == "" || queueARN == "" || bucket == "" {
+	if holds == nil || queueARN == "" || bucket == "" {
 		return fifo.Config{} // env.Err reports it
 	}
-	q := newQuarantine(env, db, S3(cfg), table, arnVar, queueARN, bucket)
+	q := newQuarantine(env, holds, S3(cfg), arnVar, queueARN, bucket)
 	if q == nil {
 		return fifo.Config{}
 	}
 	return fifo.Config{Quarantine: q, QuarantineThreshold: after, Metrics: quarantine.LoggedBatchMetrics(log, queue)}
 }
 
+// holdsOpener opens the quarantine's holds store, or returns nil when it
+// refuses its settings (env names them): DynamoDB's (dynamoHolds) or
+// PostgreSQL's (postgresHolds). A builder passes the one of its store, so
+// the bootstrap links no other.
+type holdsOpener func(env *startup.Env) quarantine.Store
+
+// dynamoHolds opens the holds in DynamoDB's table, read from
+// QUARANTINE_TABLE.
+func dynamoHolds(db *dynamodb.Client, table string) holdsOpener {
+	return func(env *startup.Env) quarantine.Store {
+		store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
+		if err != nil {
+			env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
+			return nil
+		}
+		return store
+	}
+}
+
 // newQuarantine is the quarantine of the queue queueARN (read from
-// arnVar), its holds in table and its large bodies in bucket; nil when
+// arnVar), its holds from holds and its large bodies in bucket; nil when
 // env has a problem it reports, each under its own variable.
-func newQuarantine(env *startup.Env, db *dynamodb.Client, s3c *s3.Client, table, arnVar, queueARN, bucket string) *quarantine.Quarantine {
-	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
-	if err != nil {
-		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
+func newQuarantine(env *startup.Env, holds holdsOpener, s3c *s3.Client, arnVar, queueARN, bucket string) *quarantine.Quarantine {
+	store := holds(env)
+	if store == nil {
 		return nil
 	}
 	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: s3c, Bucket: bucket})

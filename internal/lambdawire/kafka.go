@@ -31,6 +31,7 @@ import (
 // BatchSize: the cold start's spool check makes room for ten candidates
 // of MAX_CANDIDATE_BYTES, so that, as on SQS, no lane waits for room.
 func WorkerKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportKafka)
 	s := readWorkerSettings(env)
 	ddb := DynamoDB(cfg)
@@ -65,6 +66,7 @@ func workerProcessor(cfg kafka.Config) kafka.Config {
 // be projected (malformed, under another job's key) is kafka.Permanent:
 // its job's key is held and its records parked, in order.
 func ProjectorKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportKafka)
 	tables := readProjectorTables(env)
 	ddb := DynamoDB(cfg)

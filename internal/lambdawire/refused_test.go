@@ -64,13 +64,13 @@ func TestEachQuarantineRefusalNamesItsVariable(t *testing.T) {
 		{"queue", "q", "arn:aws:sqs:eu-west-1:123456789012:", "b", "COMMANDS_QUEUE_ARN: quarantine: invalid configuration: QueueARN", quarantine.ErrInvalidConfig},
 	} {
 		env := startup.NewEnvFrom(nil)
-		q := newQuarantine(env, DynamoDB(cfg), S3(cfg), tc.table, "COMMANDS_QUEUE_ARN", tc.arn, tc.bucket)
+		q := newQuarantine(env, dynamoHolds(DynamoDB(cfg), tc.table), S3(cfg), "COMMANDS_QUEUE_ARN", tc.arn, tc.bucket)
 		require.Nil(t, q, tc.name)
 		err := env.Err()
 		require.ErrorIs(t, err, tc.sentinel, tc.name)
 		require.ErrorContains(t, err, tc.want, tc.name)
 	}
 	env := startup.NewEnvFrom(nil)
-	require.NotNil(t, newQuarantine(env, DynamoDB(cfg), S3(cfg), "q", "COMMANDS_QUEUE_ARN", arn, "b"))
+	require.NotNil(t, newQuarantine(env, dynamoHolds(DynamoDB(cfg), "q"), S3(cfg), "COMMANDS_QUEUE_ARN", arn, "b"))
 	require.NoError(t, env.Err())
 }

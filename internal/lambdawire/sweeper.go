@@ -69,34 +69,18 @@ const DefaultRepairBudget = 45 * time.Second
 // (a nudge's command reaches the worker through the relay, on either
 // transport), and only the holds' names differ.
 func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	table := env.String("JOBS_TABLE")
-	bucket := env.String("CANDIDATES_BUCKET")
 	views := env.String("VIEWS_TABLE")
 	totals := env.String("TOTALS_TABLE")
-	maxGenerations := env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4)
-	grace := env.Duration("SWEEP_GRACE", sweeper.DefaultGrace, minSweepDuration, maxSweepGrace)
-	stuckAfter := env.Duration("SWEEP_STUCK_AFTER", sweeper.DefaultStuckAfter, minSweepDuration, maxStuckAfter)
-	repairAfter := env.Duration("SWEEP_REPAIR_AFTER", sweeper.DefaultRepairAfter, minRepairAfter, maxRepairAfter)
-	recheckAfter := env.Duration("SWEEP_RECHECK_AFTER", 0, minRecheckAfter, maxRecheckAfter)
-	if recheckAfter != 0 && recheckAfter <= repairAfter {
-		env.Problem("SWEEP_RECHECK_AFTER", fmt.Errorf("%v is not beyond SWEEP_REPAIR_AFTER %v", recheckAfter, repairAfter))
-	}
-	repairBudget := env.Duration("SWEEP_REPAIR_BUDGET", DefaultRepairBudget, 0, maxRepairBudget)
-	maxItems := env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
-	function := env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
+	s := readSweeperSettings(env)
 	db := DynamoDB(cfg)
 	holds, commands, evts := sweeperQuarantine(env, db)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	settings := sweeperSettings(startup.Transport(env))
-	s3c := S3(cfg)
-	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: bucket})
-	if err != nil {
-		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
-	}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table,
-		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(maxGenerations)}}})
+		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
 	if err != nil {
 		return nil, env.Refused(err, jobsSettings)
 	}
@@ -104,33 +88,87 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	if err != nil {
 		return nil, env.Refused(err, projectionTables)
 	}
-	cursors, err := sweeperCursors(s3c, bucket)
+	sw, err := s.sweeper(env, cfg, sweeperStores{jobs: store, projection: proj, holds: holds, commands: commands, events: evts}, log)
+	if err != nil {
+		return nil, err
+	}
+	return sw.Run, nil
+}
+
+// sweeperReadSettings are the sweeper's settings beside its stores', on
+// either store.
+type sweeperReadSettings struct {
+	bucket, function                             string
+	maxGenerations, maxItems                     int
+	grace, stuckAfter, repairAfter, recheckAfter time.Duration
+	repairBudget                                 time.Duration
+}
+
+// readSweeperSettings reads CANDIDATES_BUCKET, MAX_GENERATIONS, the SWEEP_
+// settings and AWS_LAMBDA_FUNCTION_NAME (see Sweeper).
+func readSweeperSettings(env *startup.Env) sweeperReadSettings {
+	s := sweeperReadSettings{
+		bucket:         env.String("CANDIDATES_BUCKET"),
+		maxGenerations: env.Int("MAX_GENERATIONS", jobs.DefaultMaxGenerations, 1, 4),
+		grace:          env.Duration("SWEEP_GRACE", sweeper.DefaultGrace, minSweepDuration, maxSweepGrace),
+		stuckAfter:     env.Duration("SWEEP_STUCK_AFTER", sweeper.DefaultStuckAfter, minSweepDuration, maxStuckAfter),
+		repairAfter:    env.Duration("SWEEP_REPAIR_AFTER", sweeper.DefaultRepairAfter, minRepairAfter, maxRepairAfter),
+		recheckAfter:   env.Duration("SWEEP_RECHECK_AFTER", 0, minRecheckAfter, maxRecheckAfter),
+	}
+	if s.recheckAfter != 0 && s.recheckAfter <= s.repairAfter {
+		env.Problem("SWEEP_RECHECK_AFTER", fmt.Errorf("%v is not beyond SWEEP_REPAIR_AFTER %v", s.recheckAfter, s.repairAfter))
+	}
+	s.repairBudget = env.Duration("SWEEP_REPAIR_BUDGET", DefaultRepairBudget, 0, maxRepairBudget)
+	s.maxItems = env.Int("SWEEP_MAX_ITEMS", sweeper.DefaultMaxItems, 1, sweeper.MaxItemsLimit)
+	s.function = env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")
+	return s
+}
+
+// sweeperStores are the sweeper's stores, on either store, and the names
+// the commands and the events are held under (sweeperQuarantineOn).
+type sweeperStores struct {
+	jobs             sweeper.Jobs
+	projection       sweeper.Projection
+	holds            sweeper.Quarantine
+	commands, events string
+}
+
+// sweeper returns the sweeper of s on st, its candidates and cursors in
+// s.bucket, or every problem env has found.
+func (s sweeperReadSettings) sweeper(env *startup.Env, cfg aws.Config, st sweeperStores, log *slog.Logger) (*sweeper.Sweeper, error) {
+	settings := sweeperSettings(startup.Transport(env))
+	s3c := S3(cfg)
+	candidates, err := candidate.New(candidate.Config{Client: s3c, Bucket: s.bucket})
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
-	s, err := sweeper.New(sweeper.Config{
-		Jobs:          store,
+	cursors, err := sweeperCursors(s3c, s.bucket)
+	if err != nil {
+		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
+	}
+	sw, err := sweeper.New(sweeper.Config{
+		Jobs:          st.jobs,
 		Candidates:    candidates,
 		Cursor:        cursors[0],
-		Projection:    proj,
+		Projection:    st.projection,
 		RepairCursor:  cursors[1],
 		RecheckCursor: cursors[2],
-		Grace:         grace,
-		StuckAfter:    stuckAfter,
-		RepairAfter:   repairAfter,
-		RecheckAfter:  recheckAfter,
-		RepairBudget:  repairBudget,
-		MaxItems:      maxItems,
-		Quarantine:    holds,
-		CommandsQueue: commands,
-		EventsQueue:   evts,
-		FunctionName:  function,
+		Grace:         s.grace,
+		StuckAfter:    s.stuckAfter,
+		RepairAfter:   s.repairAfter,
+		RecheckAfter:  s.recheckAfter,
+		RepairBudget:  s.repairBudget,
+		MaxItems:      s.maxItems,
+		Quarantine:    st.holds,
+		CommandsQueue: st.commands,
+		EventsQueue:   st.events,
+		FunctionName:  s.function,
 		Logger:        log,
 	})
 	if err != nil {
 		return nil, env.Refused(err, settings)
 	}
-	return s.Run, nil
+	return sw, nil
 }
 
 // sweeperSettings are the variables behind sweeper.Config's settings,
@@ -163,9 +201,19 @@ var sweeperSources = map[string][2]string{
 // here the job ids, under the topic: pkg/quarantine's KafkaQuarantine).
 // No store without QUARANTINE_TABLE; then no source is required.
 func sweeperQuarantine(env *startup.Env, db *dynamodb.Client) (sweeper.Quarantine, string, string) {
+	if table := env.StringOr("QUARANTINE_TABLE", ""); table != "" {
+		return sweeperQuarantineOn(env, dynamoHolds(db, table))
+	}
+	startup.Transport(env) // named if wrong
+	return nil, "", ""
+}
+
+// sweeperQuarantineOn returns the holds store holds opens (none when nil)
+// and the names the commands and the events are held under, as
+// sweeperQuarantine says.
+func sweeperQuarantineOn(env *startup.Env, holds holdsOpener) (sweeper.Quarantine, string, string) {
 	transport := startup.Transport(env)
-	table := env.StringOr("QUARANTINE_TABLE", "")
-	if table == "" || transport == "" {
+	if holds == nil || transport == "" {
 		return nil, "", ""
 	}
 	if transport == startup.TransportSQS && env.StringOr("TRANSPORT", "") == "" && env.StringOr("COMMANDS_QUEUE_ARN", "") == "" &&
@@ -186,12 +234,11 @@ func sweeperQuarantine(env *startup.Env, db *dynamodb.Client) (sweeper.Quarantin
 		}
 		names[i] = name
 	}
-	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
-	if err != nil {
-		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
+	store := holds(env)
+	if store == nil {
 		return nil, "", ""
 	}
-	return holds, names[0], names[1]
+	return store, names[0], names[1]
 }
 
 // sweeperCursors are the sweep's, the repair's and the recheck's cursors,

@@ -35,6 +35,7 @@ import (
 // Every setting is checked before the secret is read. Nothing is dialled
 // before the first record.
 func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
+	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportKafka)
 	settings := readProducerSettings(env)
 	commands := env.String("COMMANDS_TOPIC")

@@ -59,13 +59,22 @@ func (c Config) Validate() error {
 // NewRelay returns a relay that sends commands to cfg.CommandsURL and
 // events to cfg.EventsURL, or an error wrapping ErrInvalidConfig.
 func NewRelay(cfg Config) (*outbox.Relay, error) {
+	s, err := NewSink(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.NewRelay(outbox.RelayConfig{Sink: s, Logger: cfg.Logger})
+}
+
+// NewSink returns the sink NewRelay's relay sends through (commands to
+// cfg.CommandsURL, events to cfg.EventsURL), for another relay to publish
+// with: the PostgreSQL outbox's (internal/app/outbox/pgsource). Or an
+// error wrapping ErrInvalidConfig.
+func NewSink(cfg Config) (outbox.Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return outbox.NewRelay(outbox.RelayConfig{
-		Sink:   &sink{api: cfg.Client, urls: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsURL, outbox.KindEvent: cfg.EventsURL}},
-		Logger: cfg.Logger,
-	})
+	return &sink{api: cfg.Client, urls: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsURL, outbox.KindEvent: cfg.EventsURL}}, nil
 }
 
 // sink sends each round to the queue of each message's kind, in batches of

@@ -1,0 +1,16 @@
+//go:build postgres && !kafka
+
+// Command relay, built with the postgres tag (template-postgres.yaml), is
+// the Lambda function that publishes the PostgreSQL job store's outbox
+// table to the commands and events FIFO queues, for the writers' nudges
+// and its schedule: internal/app/outbox/pgsource, wired by
+// internal/lambdawire.RelayPostgres. It links no DynamoDB client.
+package main
+
+import (
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
+
+func main() { startup.Main(lambdawire.RelayPostgres(pgopen.Open)) }

@@ -1,0 +1,80 @@
+package lambdawire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// countingNudger counts the nudges asked for.
+type countingNudger struct{ n int }
+
+func (c *countingNudger) Nudge(context.Context) error { c.n++; return errors.New("not sent") }
+
+// answering is a job store whose every write answers err.
+type answering struct {
+	writerJobs
+	err error
+}
+
+func (a *answering) Create(context.Context, jobs.CreateRequest) (jobs.CreateResult, error) {
+	return jobs.CreateResult{}, a.err
+}
+func (a *answering) Claim(context.Context, jobs.ClaimRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Renew(context.Context, jobs.RenewRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Accept(context.Context, jobs.AcceptRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Fail(context.Context, jobs.FailRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Cancel(context.Context, jobs.CancelRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Nudge(context.Context, jobs.NudgeRequest) (jobs.Job, error) {
+	return jobs.Job{}, a.err
+}
+func (a *answering) Get(context.Context, string) (jobs.Job, error) { return jobs.Job{}, nil }
+
+// Each of the seven writes nudges the relay once when it committed (no
+// error, or a *jobs.FinalError, which a claim that fails the job for good
+// returns after its write), and not when it was refused; a read nudges
+// nothing; the nudge's own failure is not the write's.
+func TestEveryCommittedWriteNudgesTheRelay(t *testing.T) {
+	t.Parallel()
+	writes := map[string]func(s *nudgingJobs) error{
+		"Create": func(s *nudgingJobs) error { _, err := s.Create(t.Context(), jobs.CreateRequest{}); return err },
+		"Claim":  func(s *nudgingJobs) error { _, err := s.Claim(t.Context(), jobs.ClaimRequest{}); return err },
+		"Renew":  func(s *nudgingJobs) error { _, err := s.Renew(t.Context(), jobs.RenewRequest{}); return err },
+		"Accept": func(s *nudgingJobs) error { _, err := s.Accept(t.Context(), jobs.AcceptRequest{}); return err },
+		"Fail":   func(s *nudgingJobs) error { _, err := s.Fail(t.Context(), jobs.FailRequest{}); return err },
+		"Cancel": func(s *nudgingJobs) error { _, err := s.Cancel(t.Context(), jobs.CancelRequest{}); return err },
+		"Nudge":  func(s *nudgingJobs) error { _, err := s.Nudge(t.Context(), jobs.NudgeRequest{}); return err },
+	}
+	final := fmt.Errorf("claim: %w", &jobs.FinalError{})
+	for name, write := range writes {
+		for _, tc := range []struct {
+			err    error
+			nudges int
+		}{{nil, 1}, {final, 1}, {jobs.ErrStaleGeneration, 0}, {context.DeadlineExceeded, 0}} {
+			n := &countingNudger{}
+			s := &nudgingJobs{writerJobs: &answering{err: tc.err}, nudger: n}
+			require.ErrorIs(t, write(s), tc.err, name)
+			require.Equal(t, tc.nudges, n.n, "%s answering %v", name, tc.err)
+		}
+	}
+	n := &countingNudger{}
+	s := &nudgingJobs{writerJobs: &answering{}, nudger: n}
+	_, err := s.Get(t.Context(), "job")
+	require.NoError(t, err)
+	require.Zero(t, n.n, "a read")
+}

@@ -1,0 +1,144 @@
+package pgopen
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+)
+
+// DSNVar names the local stack's server (`fifoworker local up` exports
+// it; pkg/pgtest's DSNVar is the same name). When it is set it replaces
+// every POSTGRES_* setting but POSTGRES_MAX_CONNS: a local server on
+// 127.0.0.1 with trust authentication, no TLS and no token.
+const DSNVar = "FIFOWORKER_POSTGRES_DSN"
+
+// Bounds of POSTGRES_MAX_CONNS.
+const (
+	// DefaultMaxConns is the connections one function instance opens at
+	// most: a Lambda instance runs one invocation at a time, whose lanes
+	// (ten at most) share them.
+	DefaultMaxConns = 4
+	// MaxMaxConns bounds the setting: an instance needs no more than its
+	// lanes, and every instance multiplies it.
+	MaxMaxConns = 64
+)
+
+// errIAMNeedsCredentials is the problem of a deployed function whose AWS
+// configuration has no credentials or region to sign its token with.
+var errIAMNeedsCredentials = errors.New("an IAM authentication token needs the function's credentials and region (AWS_REGION and the role's credentials Lambda sets)")
+
+// Open returns the pool of the function's database, or nil when a setting
+// is wrong (env names it). Settings:
+//   - FIFOWORKER_POSTGRES_DSN: locally only, the stack's server
+//     (postgres://user@127.0.0.1:port/db?sslmode=disable); replaces:
+//   - POSTGRES_HOST (the RDS Proxy's endpoint), POSTGRES_PORT (default
+//     5432), POSTGRES_DATABASE, POSTGRES_USER: each new connection presents
+//     an IAM authentication token for that user (signed locally with cfg's
+//     credentials for cfg's region, no request; valid 15 minutes, so one is
+//     signed per connection) as its password, over TLS verified against the
+//     system's roots for POSTGRES_HOST (sslmode verify-full). No password
+//     is read from anywhere.
+//   - POSTGRES_MAX_CONNS: the pool's bound (default 4, 1 to 64), open and
+//     idle alike.
+//
+// The pool connects lazily: Open itself sends nothing. It returns nil
+// too when env had a problem already, a setting the caller read before.
+func Open(env *startup.Env, cfg aws.Config) *sql.DB {
+	maxConns := env.Int("POSTGRES_MAX_CONNS", DefaultMaxConns, 1, MaxMaxConns)
+	var db *sql.DB
+	if dsn := env.StringOr(DSNVar, ""); dsn != "" {
+		db = openLocal(env, dsn)
+	} else {
+		db = openIAM(env, cfg)
+	}
+	if db != nil && env.Err() != nil {
+		_ = db.Close() // nothing was dialled: a misconfigured function gets no pool
+		db = nil
+	}
+	if db == nil {
+		return nil
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	return db
+}
+
+// openLocal opens the pool on the local server dsn names.
+func openLocal(env *startup.Env, dsn string) *sql.DB {
+	conf, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's error quotes no password; the DSN holds none anyway.
+		env.Problem(DSNVar, fmt.Errorf("not a PostgreSQL connection string: %w", err))
+		return nil
+	}
+	return stdlib.OpenDB(*conf)
+}
+
+// openIAM opens the pool on POSTGRES_HOST with an IAM token per connection.
+func openIAM(env *startup.Env, cfg aws.Config) *sql.DB {
+	conf, before := iamConfig(env, cfg)
+	if conf == nil {
+		return nil
+	}
+	return stdlib.OpenDB(*conf, stdlib.OptionBeforeConnect(before))
+}
+
+// iamConfig is the connection configuration of POSTGRES_HOST and the hook
+// that gives each new connection its token, or nil when env has a problem
+// it names.
+func iamConfig(env *startup.Env, cfg aws.Config) (*pgx.ConnConfig, func(context.Context, *pgx.ConnConfig) error) {
+	host := env.String("POSTGRES_HOST")
+	port := env.Int("POSTGRES_PORT", 5432, 1, 65535)
+	database := env.String("POSTGRES_DATABASE")
+	user := env.String("POSTGRES_USER")
+	if host == "" || database == "" || user == "" {
+		return nil, nil // named by env
+	}
+	if strings.ContainsAny(host, " '\\=/:,") {
+		env.Problem("POSTGRES_HOST", fmt.Errorf("%q is not a host name", host))
+		return nil, nil
+	}
+	if cfg.Credentials == nil || cfg.Region == "" {
+		env.Problem("POSTGRES_USER", errIAMNeedsCredentials)
+		return nil, nil
+	}
+	conf, err := pgx.ParseConfig(keywordValue(map[string]string{
+		"host": host, "port": strconv.Itoa(port), "dbname": database, "user": user, "sslmode": "verify-full",
+	}))
+	if err != nil {
+		env.Problem("POSTGRES_HOST", err)
+		return nil, nil
+	}
+	endpoint := net.JoinHostPort(host, strconv.Itoa(port))
+	return conf, func(ctx context.Context, c *pgx.ConnConfig) error {
+		token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, user, cfg.Credentials)
+		if err != nil {
+			return fmt.Errorf("pgopen: IAM authentication token for %s at %s: %w", user, endpoint, err)
+		}
+		c.Password = token
+		return nil
+	}
+}
+
+// keywordValue renders settings as a libpq keyword/value connection
+// string, each value quoted, so a value's space or quote cannot start
+// another setting.
+func keywordValue(settings map[string]string) string {
+	parts := make([]string, 0, len(settings))
+	for k, v := range settings {
+		v = strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`)
+		parts = append(parts, k+"='"+v+"'")
+	}
+	return strings.Join(parts, " ")
+}
