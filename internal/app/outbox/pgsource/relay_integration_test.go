@@ -53,12 +53,13 @@ func TestANudgesRowGoesOutAsItsCommandThenItsEvent(t *testing.T) {
 		}
 		return nil
 	}
-	rep, err := b.relay(t, pgsource.Config{}).Drain(ctx)
+	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
 	require.NoError(t, err)
+	require.Equal(t, pgsource.StopEmpty, rep.Stop)
 	require.Equal(t, 1, rep.Rows, "v0 published; v1's event refused, so v1 stays")
 	require.Equal(t, 1, b.rows(t))
 	b.sink.refuse = nil
-	_, err = b.relay(t, pgsource.Config{}).Drain(ctx)
+	_, err = b.relay(t, pgsource.Config{}).Drain(bounded(t))
 	require.NoError(t, err)
 	var kinds []string
 	for _, m := range b.sink.acked {
@@ -144,7 +145,7 @@ func TestASinkFailureStopsOnlyItsJob(t *testing.T) {
 		}
 		return nil
 	}
-	rep, err := b.relay(t, pgsource.Config{RowsPerJob: 2}).Drain(t.Context())
+	rep, err := b.relay(t, pgsource.Config{RowsPerJob: 2}).Drain(bounded(t))
 	require.NoError(t, err)
 	require.Equal(t, pgsource.StopEmpty, rep.Stop)
 	require.Equal(t, 1, rep.Failed)
@@ -251,8 +252,9 @@ func TestAnUndecodableRowStopsOnlyItsJob(t *testing.T) {
 	b.create(t, "job-2", 1)
 	_, err := b.db.ExecContext(t.Context(), `UPDATE job_outbox SET image = '{"job_id": 7}' WHERE job_id = 'job-1' AND version = 2`)
 	require.NoError(t, err)
-	rep, err := b.relay(t, pgsource.Config{}).Drain(t.Context())
+	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
 	require.NoError(t, err)
+	require.Equal(t, pgsource.StopEmpty, rep.Stop)
 	require.Equal(t, 1, rep.Failed)
 	require.Equal(t, map[string][]string{"job-1": {"job-1/v0", "job-1/v1"}, "job-2": {"job-2/v0", "job-2/v1"}}, b.sink.byJob())
 	require.Equal(t, 2, b.rows(t))
@@ -267,14 +269,15 @@ func TestARowHoldingAnotherVersionsImageIsRefused(t *testing.T) {
 	_, err := b.db.ExecContext(t.Context(), `UPDATE job_outbox SET image = (SELECT image FROM job_outbox WHERE job_id = 'job-1' AND version = 2)
 		WHERE job_id = 'job-1' AND version = 1`)
 	require.NoError(t, err)
-	rep, err := b.relay(t, pgsource.Config{}).Drain(t.Context())
+	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
 	require.NoError(t, err)
+	require.Equal(t, pgsource.StopEmpty, rep.Stop)
 	require.Equal(t, 1, rep.Failed)
 	require.Equal(t, map[string][]string{"job-1": {"job-1/v0"}}, b.sink.byJob())
 }
 
-// MaxRows bounds a Drain at exactly its value: 5 of 6 rows leaves one, 6
-// leaves none.
+// MaxRows bounds a Drain at exactly its value, even within a pass: 5 of 6
+// rows leaves one, 6 leaves none.
 func TestMaxRowsBoundsADrainExactly(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ max, left int }{{5, 1}, {6, 0}, {7, 0}} {
@@ -282,7 +285,8 @@ func TestMaxRowsBoundsADrainExactly(t *testing.T) {
 		for _, id := range jobIDs("job", 3) {
 			b.create(t, id, 1)
 		}
-		rep, err := b.relay(t, pgsource.Config{MaxRows: tc.max}).Drain(t.Context())
+		// One row per job per pass: the bound falls in the second pass.
+		rep, err := b.relay(t, pgsource.Config{MaxRows: tc.max, RowsPerJob: 1}).Drain(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 6-tc.left, rep.Rows, "MaxRows %d", tc.max)
 		require.Equal(t, tc.left, b.rows(t), "MaxRows %d", tc.max)
@@ -317,4 +321,13 @@ func TestDrainStopsAtTheDeadlineMinusMargin(t *testing.T) {
 		require.Equal(t, tc.rows, rep.Rows)
 		require.Equal(t, tc.stop, rep.Stop)
 	}
+}
+
+// bounded is a context whose deadline stops a Drain that would keep
+// retrying a failed job within its run (it then stops at the deadline
+// minus Margin, not on an empty outbox, and the test says so).
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), pgsource.DefaultMargin+10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
