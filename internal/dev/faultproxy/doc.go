@@ -63,5 +63,8 @@
 // (a statement outside a transaction, or a COMMIT, has committed: the
 // answer is lost after the commit), stalls it until the caller gives up
 // (not applied), or delays it. Operations are named by the statement's
-// first keyword (PostgresOperation), or by a function of the SQL.
+// first keyword (PostgresOperation), or by a function of the SQL; a round
+// trip that only prepares (pgx's first use of a statement on a connection)
+// is PostgresPrepare, so that statement caching changes no operation's
+// sequence of faults.
 package faultproxy

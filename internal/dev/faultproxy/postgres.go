@@ -48,10 +48,14 @@ type PostgresConfig struct {
 	// Operations overrides Rates per operation, as Operation names them;
 	// default none.
 	Operations map[string]Rates
-	// Operation names a round trip's operation from the SQL of the
-	// statement it executes (or, for a round trip that executes none, of
-	// the last statement it parses; "" when it has no SQL at all, such as a
-	// bare Sync). Default: PostgresOperation.
+	// Operation names a round trip's operation from the SQL of the first
+	// statement it executes. Default: PostgresOperation. A round trip that
+	// executes no statement is not named by it: one that parses or
+	// describes (pgx's first use of a statement on a connection, before it
+	// caches it) is PostgresPrepare, one with nothing at all (a bare Sync)
+	// "SYNC". So the n-th execution of an operation draws the same fault
+	// whether or not its connection had the statement prepared, and a Drop
+	// of an operation's round trip is always one that executed it.
 	Operation func(sql string) string
 	// MinLatency and MaxLatency bound an injected delay, with Config's
 	// defaults.
@@ -79,6 +83,11 @@ func (c PostgresConfig) Validate() error {
 	}
 	return Config{Service: DynamoDB, Target: "http://x", MinLatency: c.MinLatency, MaxLatency: c.MaxLatency}.Validate()
 }
+
+// PostgresPrepare is the operation of a round trip that parses or
+// describes statements and executes none: it applies nothing, so a fault
+// there never loses a commit's answer.
+const PostgresPrepare = "PREPARE"
 
 // PostgresOperation is the default operation of a round trip: the first
 // keyword of its SQL, upper case, after any leading blanks and comments
@@ -158,9 +167,15 @@ func NewPostgres(cfg PostgresConfig) (*PostgresProxy, error) {
 }
 
 // Close stops accepting and closes every connection, client's and
-// server's; a stalled round trip is never forwarded.
+// server's; a stalled round trip is never forwarded. A second Close
+// waits for the first and returns nil.
 func (p *PostgresProxy) Close() error {
-	p.closeOnce.Do(func() { close(p.closing) })
+	first := false
+	p.closeOnce.Do(func() { close(p.closing); first = true })
+	if !first {
+		p.wg.Wait()
+		return nil
+	}
 	err := p.ln.Close()
 	p.connsMu.Lock()
 	for c := range p.conns {
@@ -325,7 +340,8 @@ func cstrings(body []byte) []string {
 // a fault ended the session.
 func (s *pgSession) requests() {
 	var held []byte
-	var sql, parsed string // the round trip's executed SQL, the last it parsed
+	var sql string    // the SQL the round trip executes first
+	var prepares bool // it parses or describes a statement
 	if s.portals == nil {
 		s.portals = map[string]string{}
 	}
@@ -339,8 +355,9 @@ func (s *pgSession) requests() {
 		switch typ {
 		case 'P': // Parse: name, query, ...
 			if f := cstrings(body); len(f) >= 2 {
-				s.stmts[f[0]], parsed = f[1], f[1]
+				s.stmts[f[0]] = f[1]
 			}
+			prepares = true
 			continue
 		case 'B': // Bind: portal, statement, ...
 			if f := cstrings(body); len(f) >= 2 {
@@ -360,7 +377,10 @@ func (s *pgSession) requests() {
 		case 'X': // Terminate
 			_, _ = s.server.Write(held)
 			return
-		default: // Describe, Close, Flush, CopyData...: on with the round trip
+		case 'D': // Describe: a statement's or a portal's
+			prepares = true
+			continue
+		default: // Close, Flush, CopyData...: on with the round trip
 			if typ == 'H' || typ == 'd' || typ == 'c' || typ == 'f' || typ == 'p' {
 				// Flush, COPY data and the authentication exchange's
 				// answers ('p') want no Sync before the server answers:
@@ -372,17 +392,17 @@ func (s *pgSession) requests() {
 			}
 			continue
 		}
-		if sql == "" {
-			sql = parsed
-		}
 		op := "SYNC"
-		if sql != "" {
+		switch {
+		case sql != "":
 			op = s.p.cfg.Operation(sql)
+		case prepares:
+			op = PostgresPrepare
 		}
 		if !s.roundTrip(op, held) {
 			return
 		}
-		held, sql, parsed = held[:0], "", ""
+		held, sql, prepares = held[:0], "", false
 	}
 }
 

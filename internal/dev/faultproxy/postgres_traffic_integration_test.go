@@ -1,0 +1,95 @@
+//go:build integration
+
+package faultproxy_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
+)
+
+// pgx's default mode caches statements: a connection's first execution of
+// a statement is two round trips (Parse, Describe, Sync; then Bind,
+// Execute, Sync), the next ones one. A dropped answer is the answer of the
+// round trip that executes: the row is applied, whichever round trip the
+// connection needs first.
+func TestPostgresProxyDropsTheExecutionsAnswerUnderStatementCaching(t *testing.T) {
+	r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"INSERT": {Drop: 1}}}, pgx.QueryExecModeCacheStatement)
+	c := r.connect(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := c.Exec(ctx, `INSERT INTO t (id) VALUES ($1)`, 1)
+	require.Error(t, err, "the answer is lost")
+	require.True(t, r.applied(t, 1), "a dropped round trip is one that executed and committed")
+	require.Equal(t, 1, r.proxy.Counts().Injected[faultproxy.Drop]["INSERT"])
+}
+
+// The n-th execution of an operation meets the same fault whether its
+// connection had the statement prepared already (one round trip) or not
+// (two): a pool hands out connections in no fixed order, and the seed must
+// still replay.
+func TestPostgresProxyDecisionsReplayWhateverTheStatementCache(t *testing.T) {
+	rates := map[string]faultproxy.Rates{"INSERT": {Reset: 0.3, Drop: 0.3}}
+	run := func(fresh bool) []int {
+		r := newPGRig(t, faultproxy.PostgresConfig{Seed: 7, Operations: rates}, pgx.QueryExecModeCacheStatement)
+		var failed []int
+		var c *pgx.Conn
+		for i := range 30 {
+			if c == nil || fresh {
+				c = r.connect(t)
+			}
+			if _, err := c.Exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, i); err != nil {
+				failed = append(failed, i)
+				c = nil // a fault ends the connection
+			}
+		}
+		require.NotEmpty(t, failed)
+		return failed
+	}
+	require.Equal(t, run(true), run(false))
+}
+
+// COPY FROM STDIN under a dropped answer: the server's CopyInResponse is
+// what the client waits for before it sends the rows, so it passes; the
+// rest of the answer (through ReadyForQuery, after the commit) is lost.
+func TestPostgresProxyDropsACopysAnswerAfterItsRows(t *testing.T) {
+	r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"COPY": {Drop: 1}}}, pgx.QueryExecModeCacheStatement)
+	c := r.connect(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := c.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id"}, pgx.CopyFromRows([][]any{{11}, {12}}))
+	require.Error(t, err, "the answer is lost")
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "the client must not wait for an answer the proxy holds back")
+	require.True(t, r.applied(t, 11) && r.applied(t, 12), "the COPY committed")
+	require.Equal(t, 1, r.proxy.Counts().Injected[faultproxy.Drop]["COPY"])
+}
+
+// Close ends every goroutine of the proxy, whatever its connections were
+// doing: a stalled round trip, a delayed one, an idle session.
+func TestPostgresProxyCloseLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{
+		"INSERT": {Stall: 1}, "UPDATE": {Latency: 1},
+	}, MinLatency: time.Hour, MaxLatency: time.Hour}, pgx.QueryExecModeExec)
+	idle, stalled, delayed := r.connect(t), r.connect(t), r.connect(t)
+	_ = idle
+	errs := make(chan error, 2)
+	go func() { _, err := stalled.Exec(t.Context(), `INSERT INTO t (id) VALUES (1)`); errs <- err }()
+	go func() { _, err := delayed.Exec(t.Context(), `UPDATE t SET id = 2`); errs <- err }()
+	require.Eventually(t, func() bool {
+		c := r.proxy.Counts()
+		return c.Requests["INSERT"] == 1 && c.Requests["UPDATE"] == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, r.proxy.Close())
+	require.Error(t, <-errs)
+	require.Error(t, <-errs)
+	for _, c := range []*pgx.Conn{idle, stalled, delayed} {
+		_ = c.Close(context.Background())
+	}
+}
