@@ -45,6 +45,21 @@ const KafkaTag = "kafka"
 // against a network round trip of milliseconds; docs/BENCHMARKS.md).
 var KafkaGCFlags = []string{"-gcflags", "github.com/twmb/franz-go/pkg/kgo=-l"}
 
+// PostgresTag is the build tag that picks each function's PostgreSQL
+// wiring (functions/<name>/main_postgres.go) and builds functions/migrate:
+// template-postgres.yaml's bootstraps are built with it (`make bootstraps
+// STORE=postgres`).
+const PostgresTag = "postgres"
+
+// StoreTags are the build tags a template's bootstraps need for its STORE:
+// none for DynamoDB ("" or "dynamodb"), PostgresTag for "postgres".
+func StoreTags(store string) []string {
+	if store == PostgresTag {
+		return []string{PostgresTag}
+	}
+	return nil
+}
+
 // TransportTags are the build tags a template's bootstraps need for its
 // TRANSPORT: none for SQS ("" or "sqs", template.yaml's), KafkaTag for
 // "kafka".
