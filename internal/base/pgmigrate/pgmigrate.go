@@ -10,7 +10,11 @@
 // database whose recorded files differ from the ones given (an applied
 // file edited afterwards) or that holds a version the files do not (a
 // binary older than the schema): both are a deployment error that applying
-// more SQL would hide.
+// more SQL would hide. Apply's transaction is Read Committed whatever the
+// database's default, so that a racer that waited for the lock reads what
+// the winner recorded; and a file that ends it (a COMMIT, ROLLBACK or END
+// among its statements) is reported as ErrNotTransactional, since what
+// ran before that end cannot be rolled back.
 package pgmigrate
 
 import (
@@ -36,6 +40,11 @@ var (
 	// ErrNewer is a database that has applied a version of a component the
 	// files do not have.
 	ErrNewer = errors.New("pgmigrate: the database's schema is newer than this program")
+	// ErrNotTransactional is a file that ended Apply's transaction (a
+	// COMMIT, ROLLBACK or END among its statements): what ran before it
+	// may be committed and the lock released, so the schema must be
+	// repaired by hand.
+	ErrNotTransactional = errors.New("pgmigrate: a migration ended the transaction it runs in")
 )
 
 // Set is one component's migrations: the files NNNN_name.sql in FS's
@@ -110,7 +119,11 @@ func Apply(ctx context.Context, db *sql.DB, sets ...Set) ([]Migration, error) {
 		}
 		all = append(all, ms)
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	// Read Committed whatever the database's default: under Repeatable
+	// Read the snapshot would be taken by the lock's statement, before the
+	// lock is granted, and a racer that waited would not see what the
+	// winner recorded, and apply its files again.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("pgmigrate: begin: %w", err)
 	}
@@ -126,7 +139,10 @@ func Apply(ctx context.Context, db *sql.DB, sets ...Set) ([]Migration, error) {
 }
 
 func apply(ctx context.Context, tx *sql.Tx, sets [][]Migration) ([]Migration, error) {
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(lockKey)); err != nil {
+	// The transaction's id, assigned now, tells whether a file ended the
+	// transaction: the statements after it would run in another.
+	var xid string
+	if err := tx.QueryRowContext(ctx, `SELECT pg_advisory_xact_lock($1), pg_current_xact_id()::text`, int64(lockKey)).Scan(new(any), &xid); err != nil {
 		return nil, fmt.Errorf("pgmigrate: lock: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (
@@ -151,6 +167,9 @@ func apply(ctx context.Context, tx *sql.Tx, sets [][]Migration) ([]Migration, er
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return nil, fmt.Errorf("pgmigrate: %s: %s: %w", m.Component, m.Name, err)
 			}
+			if err := sameTransaction(ctx, tx, xid); err != nil {
+				return nil, fmt.Errorf("%w: %s: %s: %w", ErrNotTransactional, m.Component, m.Name, err)
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+Table+` (component, version, name, sha256) VALUES ($1, $2, $3, $4)`,
 				m.Component, m.Version, m.Name, m.SHA256); err != nil {
 				return nil, fmt.Errorf("pgmigrate: %s: record %s: %w", m.Component, m.Name, err)
@@ -159,6 +178,20 @@ func apply(ctx context.Context, tx *sql.Tx, sets [][]Migration) ([]Migration, er
 		}
 	}
 	return out, nil
+}
+
+// sameTransaction fails unless tx still runs in the transaction xid: a
+// file whose statements include a COMMIT, ROLLBACK or END ends it, and
+// PostgreSQL runs the rest of the file, and what follows, outside it.
+func sameTransaction(ctx context.Context, tx *sql.Tx, xid string) error {
+	var now sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT pg_current_xact_id_if_assigned()::text`).Scan(&now); err != nil {
+		return err
+	}
+	if now.String != xid {
+		return fmt.Errorf("it ran in transaction %s, and the next statement in %q: what ran before its end may be committed, and the lock was released", xid, now.String)
+	}
+	return nil
 }
 
 // recorded returns the component's applied migrations in version order
