@@ -116,17 +116,29 @@ func kafkaProblems(tpl *samtemplate.Template) []string {
 		}
 		c := &kafkaCheck{d: d, raw: tpl, tpl: dep, ev: evaluator{tpl: tpl, values: d.values()}}
 		c.functions()
-		c.mappings()
-		c.relay()
-		c.consumerRoles()
+		c.transportChecks()
 		c.leastPrivilege()
 		c.network()
 		c.endpoints()
-		c.quarantine()
-		c.failedRecords()
-		c.alarms()
 		out = append(out, c.problems...)
 	}
+	return append(out, kafkaRetryProblems(tpl)...)
+}
+
+// transportChecks are the checks of the Kafka side, which
+// template-kafka-postgres.yaml's hold too (kafka_postgres_checks_test.go).
+func (c *kafkaCheck) transportChecks() {
+	c.mappings()
+	c.relay()
+	c.consumerRoles()
+	c.quarantine()
+	c.failedRecords()
+	c.alarms()
+}
+
+// kafkaRetryProblems is kafkaRetryProblem of each consumer of tpl.
+func kafkaRetryProblems(tpl *samtemplate.Template) []string {
+	var out []string
 	for _, k := range kafkaConsumers {
 		if p := kafkaRetryProblem(tpl, k); p != "" {
 			out = append(out, p)
@@ -537,6 +549,13 @@ func (c *kafkaCheck) network() {
 			c.addf("%s is in a VPC, which it has no use for: its requests would need endpoints or a NAT", fn)
 		}
 	}
+	c.clusterAccess()
+}
+
+// clusterAccess: the clients' security group may reach only the brokers'
+// port and HTTPS; the brokers let it in on their port; the cluster's group
+// lets itself in when asked (MSK only).
+func (c *kafkaCheck) clusterAccess() {
 	port := mskIAMPort
 	if !c.d.msk {
 		port = c.str(ref("SelfManagedKafkaPort"))
@@ -658,7 +677,8 @@ func (c *kafkaCheck) quarantine() {
 				}
 			}
 		}
-		if table == 0 || parked == 0 {
+		_, hasTable := c.tpl.Resources["QuarantineTable"] // none when the quarantine is in PostgreSQL
+		if table == 0 && hasTable || parked == 0 {
 			c.addf("%s's role: no grant on the quarantine table or on parked bodies", k.function)
 		}
 	}

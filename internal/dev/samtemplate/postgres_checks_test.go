@@ -1,6 +1,7 @@
 package samtemplate_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -77,6 +78,10 @@ func (d postgresDeployment) values() map[string]string {
 type postgresCheck struct {
 	*kafkaCheck
 	pd postgresDeployment
+	// kafka: the template is template-kafka-postgres.yaml, whose Kafka
+	// side (the mappings, the relay's secret's ARN, the cluster's grants)
+	// the Kafka template's checks hold instead (kafka_postgres_checks_test.go).
+	kafka bool
 }
 
 // postgresProblems runs every check on every deployment of tpl.
@@ -89,21 +94,27 @@ func postgresProblems(tpl *samtemplate.Template) []string {
 			continue
 		}
 		c := &postgresCheck{pd: d, kafkaCheck: &kafkaCheck{d: kafkaDeployment{name: d.name}, raw: tpl, tpl: dep, ev: evaluator{tpl: tpl, values: d.values()}}}
-		c.functions()
-		c.environment()
-		c.noDynamoArbiter()
-		c.cluster()
-		c.proxy()
-		c.connect()
-		c.nudges()
-		c.leastPrivilege()
+		c.storeChecks()
 		c.network()
 		c.endpoints()
-		c.relay()
-		c.schema()
 		out = append(out, c.problems...)
 	}
 	return out
+}
+
+// storeChecks are the checks of the database side, which
+// template-kafka-postgres.yaml's hold too (kafka_postgres_checks_test.go).
+func (c *postgresCheck) storeChecks() {
+	c.functions()
+	c.environment()
+	c.noDynamoArbiter()
+	c.cluster()
+	c.proxy()
+	c.connect()
+	c.nudges()
+	c.leastPrivilege()
+	c.relay()
+	c.schema()
 }
 
 // fnProp is a function's property as deployed, Globals' when it has none.
@@ -164,7 +175,8 @@ func (c *postgresCheck) environment() {
 			}
 		}
 		for k, v := range env {
-			if secretishName.MatchString(k) || secretishValue.MatchString(fmt.Sprint(v)) {
+			kafkaSecret := c.kafka && fn == relayFunction && k == "KAFKA_SECRET_ARN" && reflect.DeepEqual(v, ref("KafkaSecretArn")) // the SCRAM secret's ARN, which the relay's role reads
+			if !kafkaSecret && (secretishName.MatchString(k) || secretishValue.MatchString(fmt.Sprint(v))) {
 				c.addf("%s: %s=%v: a secret in the environment", fn, k, v)
 			}
 			if slices.Contains([]string{"JOBS_TABLE", "VIEWS_TABLE", "TOTALS_TABLE", "QUARANTINE_TABLE"}, k) {
@@ -190,7 +202,7 @@ func (c *postgresCheck) noDynamoArbiter() {
 			}
 		}
 	}
-	if got := c.tpl.OfType("AWS::Lambda::EventSourceMapping"); len(got) > 0 {
+	if got := c.tpl.OfType("AWS::Lambda::EventSourceMapping"); len(got) > 0 && !c.kafka {
 		c.addf("event source mappings %v outside the functions' SQS events", got)
 	}
 }
@@ -406,8 +418,8 @@ func (c *postgresCheck) grantProblems(s map[string]any) []string {
 				out = append(out, "action "+action)
 			case r == "*" && !slices.Contains(eniActions, action):
 				out = append(out, fmt.Sprintf("%s on \"*\"", action))
-			case r != "*" && !refersToTemplate(r, c.tpl) && c.arn(r) != testProxyUser:
-				out = append(out, fmt.Sprintf("resource %v is neither one of this stack's nor its proxy's user", r))
+			case r != "*" && !refersToTemplate(r, c.tpl) && c.arn(r) != testProxyUser && !(c.kafka && c.kafkaResource(r)):
+				out = append(out, fmt.Sprintf("resource %v is neither one of this stack's nor its proxy's user (nor its Kafka cluster's)", r))
 			}
 		}
 	}
@@ -450,10 +462,8 @@ func (c *postgresCheck) ingress(group string) []string {
 	return out
 }
 
-// network: every function runs in SubnetIds with the functions' group,
-// which may reach only the proxy's port and HTTPS; the proxy lets only
-// the functions in and may reach only the database's port; the database
-// lets only the proxy in.
+// network: every function runs in SubnetIds with the functions' group;
+// and databaseGroups.
 func (c *postgresCheck) network() {
 	vpc := map[string]any{"SubnetIds": ref("SubnetIds"), "SecurityGroupIds": []any{getAtt("FunctionsSecurityGroup", "GroupId")}}
 	for _, fn := range c.tpl.OfType("AWS::Serverless::Function") {
@@ -461,6 +471,13 @@ func (c *postgresCheck) network() {
 			c.addf("%s is not in SubnetIds with the functions' security group: VpcConfig %v", fn, got)
 		}
 	}
+	c.databaseGroups()
+}
+
+// databaseGroups: the functions' group may reach only the proxy's port
+// and HTTPS; the proxy lets only the functions in and may reach only the
+// database's port; the database lets only the proxy in.
+func (c *postgresCheck) databaseGroups() {
 	functions, proxy, database := "<FunctionsSecurityGroup.GroupId>", "<ProxySecurityGroup.GroupId>", "<DatabaseSecurityGroup.GroupId>"
 	if c.pd.existing {
 		database = testDBGroup
@@ -490,9 +507,17 @@ func (c *postgresCheck) network() {
 // SubnetIds, with private DNS, that the functions may reach on 443), and
 // none other; without it none: the VPC's own, or a NAT, serve.
 func (c *postgresCheck) endpoints() {
+	c.vpcEndpoints(map[string]string{"s3": "Gateway", "dynamodb": "Gateway", "sqs": "Interface", "lambda": "Interface"}, nil)
+}
+
+// vpcEndpoints: with CreateVpcEndpoints the stack makes the endpoints
+// made (service: type) and none other, without it none; an interface
+// endpoint lets in on 443 only the group clients names for its service,
+// the functions' by default.
+func (c *postgresCheck) vpcEndpoints(made, clients map[string]string) {
 	want := map[string]string{}
 	if c.pd.endpoints {
-		want = map[string]string{"s3": "Gateway", "dynamodb": "Gateway", "sqs": "Interface", "lambda": "Interface"}
+		want = made
 	}
 	got := map[string]string{}
 	for _, name := range c.tpl.OfType("AWS::EC2::VPCEndpoint") {
@@ -508,7 +533,8 @@ func (c *postgresCheck) endpoints() {
 			c.addf("%s: an interface endpoint needs SubnetIds and private DNS (the SDK calls the service's own name)", name)
 		case got[svc] == "Interface":
 			groups := asList(p["SecurityGroupIds"])
-			if len(groups) != 1 || !slices.Equal(c.ingress(c.str(groups[0])), []string{"tcp 443-443 <FunctionsSecurityGroup.GroupId>"}) {
+			from := cmp.Or(clients[svc], "<FunctionsSecurityGroup.GroupId>")
+			if len(groups) != 1 || !slices.Equal(c.ingress(c.str(groups[0])), []string{"tcp 443-443 " + from}) {
 				c.addf("%s: the functions may not reach it on 443 alone (groups %v)", name, groups)
 			}
 		}

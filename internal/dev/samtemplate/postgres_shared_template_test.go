@@ -26,13 +26,23 @@ import (
 // changes or adds is checked by postgresProblems
 // (postgres_checks_test.go).
 
-// variant is a template that copies template.yaml but for what it names.
+// variant is a template that copies another (its base, template.yaml
+// unless named) but for what it names.
 type variant struct {
 	file string
+	// base is the file the variant copies; "" for template.yaml.
+	base string
 	// changes are the entries the variant has in another form, with why.
 	changes map[string]string
-	// baseOnly are template.yaml's entries the variant has no use for.
+	// baseOnly are the base's entries the variant has no use for.
 	baseOnly []string
+}
+
+func (v variant) baseFile() string {
+	if v.base == "" {
+		return "template.yaml"
+	}
+	return v.base
 }
 
 var postgresVariant = variant{
@@ -64,7 +74,14 @@ var postgresVariant = variant{
 // listed, or listed as changed though the same; and a listed name base does
 // not have.
 func (v variant) drift(base, tpl *samtemplate.Template) []string {
-	ours, theirs := templateEntries(base), templateEntries(tpl)
+	return v.driftFrom(templateEntries(base), tpl)
+}
+
+// driftFrom is drift from the base's entries ours (all of them, or those
+// the variant copies from this base).
+func (v variant) driftFrom(ours map[string]any, tpl *samtemplate.Template) []string {
+	theirs := templateEntries(tpl)
+	base := v.baseFile()
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(ours)) {
 		mine, has := theirs[name]
@@ -73,19 +90,19 @@ func (v variant) drift(base, tpl *samtemplate.Template) []string {
 		same := has && reflect.DeepEqual(ours[name], mine)
 		switch {
 		case only && has:
-			out = append(out, fmt.Sprintf("%s is listed as template.yaml's only, but %s has it", name, v.file))
+			out = append(out, fmt.Sprintf("%s is listed as %s's only, but %s has it", name, base, v.file))
 		case only:
 		case !has:
 			out = append(out, fmt.Sprintf("%s is missing from %s", name, v.file))
 		case listed && same:
 			out = append(out, fmt.Sprintf("%s is listed as changed (%s), but is the same in both", name, why))
 		case !listed && !same:
-			out = append(out, fmt.Sprintf("%s differs from template.yaml's: mirror the change in %s, or list it as changed with why", name, v.file))
+			out = append(out, fmt.Sprintf("%s differs from %s's: mirror the change in %s, or list it as changed with why", name, base, v.file))
 		}
 	}
 	for _, name := range slices.Concat(slices.Sorted(maps.Keys(v.changes)), v.baseOnly) {
 		if _, ok := ours[name]; !ok {
-			out = append(out, fmt.Sprintf("%s is listed, but template.yaml has none", name))
+			out = append(out, fmt.Sprintf("%s is listed, but %s has none", name, base))
 		}
 	}
 	return out

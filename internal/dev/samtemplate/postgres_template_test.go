@@ -2,6 +2,7 @@ package samtemplate_test
 
 import (
 	"fmt"
+	"go/build/constraint"
 	"maps"
 	"os"
 	"path/filepath"
@@ -198,7 +199,7 @@ func TestPostgresParametersTakeWhatAWSTakes(t *testing.T) {
 // (logged); once it is, the file must be what the template builds.
 func TestPostgresFunctionsAreBuiltFromTheirDirectories(t *testing.T) {
 	t.Parallel()
-	require.Empty(t, postgresBootstrapProblems(t, filepath.Join("..", "..", "..")))
+	require.Empty(t, bootstrapProblems(t, filepath.Join("..", "..", ".."), postgresFunctions, "main_postgres.go", "postgres"))
 	// A main_postgres.go built without the tag, and a migrate directory
 	// with no main package, are named.
 	root := t.TempDir()
@@ -209,21 +210,24 @@ func TestPostgresFunctionsAreBuiltFromTheirDirectories(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(dir)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(root, dir), []byte(file), 0o600))
 	}
-	problems := strings.Join(postgresBootstrapProblems(t, root), "\n")
+	problems := strings.Join(bootstrapProblems(t, root, postgresFunctions, "main_postgres.go", "postgres"), "\n")
 	require.Contains(t, problems, "WorkerFunction: no file of "+filepath.Join(root, "functions/worker/main_postgres.go"))
 	require.Contains(t, problems, "MigrateFunction: no file of "+filepath.Join(root, "functions/migrate/*.go"))
 }
 
-// postgresBootstrapProblems names each function whose files under root
-// are there but are not the main package the template builds.
-func postgresBootstrapProblems(t *testing.T, root string) []string {
+// bootstrapProblems names each function of a template whose files under
+// root are there but are not the main package the template builds with
+// tags: a function's file (the migration's: any of its files) is package
+// main under a //go:build line the tags satisfy and, but for the
+// migration's (built the same whatever the transport), that any one of
+// them left out fails.
+func bootstrapProblems(t *testing.T, root string, fns map[string]string, file string, tags ...string) []string {
 	t.Helper()
 	var out []string
-	for _, fn := range slices.Sorted(maps.Keys(postgresFunctions)) {
-		pattern := filepath.Join(root, postgresFunctions[fn], "main_postgres.go")
-		want := regexp.MustCompile(`(?m)^//go:build .*\bpostgres\b[\s\S]*^package main$`)
+	for _, fn := range slices.Sorted(maps.Keys(fns)) {
+		pattern := filepath.Join(root, fns[fn], file)
 		if fn == migrateFunction {
-			pattern, want = filepath.Join(root, postgresFunctions[fn], "*.go"), regexp.MustCompile(`(?m)^package main$`)
+			pattern = filepath.Join(root, fns[fn], "*.go")
 		}
 		files, err := filepath.Glob(pattern)
 		require.NoError(t, err)
@@ -234,10 +238,35 @@ func postgresBootstrapProblems(t *testing.T, root string) []string {
 		if !slices.ContainsFunc(files, func(f string) bool {
 			raw, err := os.ReadFile(f)
 			require.NoError(t, err)
-			return want.Match(raw)
+			with, only := builtWith(raw, tags)
+			return regexp.MustCompile(`(?m)^package main$`).Match(raw) && with && (only || fn == migrateFunction)
 		}) {
-			out = append(out, fmt.Sprintf("%s: no file of %s matches %s", fn, pattern, want))
+			out = append(out, fmt.Sprintf("%s: no file of %s is package main built with %v alone", fn, pattern, tags))
 		}
 	}
 	return out
+}
+
+// builtWith reports whether src's //go:build line (none: every build) is
+// satisfied by tags, and whether it is by them only: not with any one left
+// out.
+func builtWith(src []byte, tags []string) (with, only bool) {
+	for _, line := range strings.Split(string(src), "\n") {
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return false, false
+		}
+		eval := func(without string) bool {
+			return expr.Eval(func(tag string) bool { return tag != without && slices.Contains(tags, tag) })
+		}
+		only = true
+		for _, tag := range tags {
+			only = only && !eval(tag)
+		}
+		return eval(""), only
+	}
+	return true, false
 }
