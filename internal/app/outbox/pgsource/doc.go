@@ -18,7 +18,10 @@
 //     another relay holds;
 //  2. read the locked jobs' rows in version order, in a statement of its own
 //     begun after the locks, so it sees everything the previous holder
-//     deleted and committed;
+//     deleted and committed (Read Committed, set on the transaction: under
+//     Repeatable Read the snapshot is the lock statement's, taken before
+//     the lock was granted, and the concurrent relays' test sees messages
+//     published again and out of order);
 //  3. publish them in rounds;
 //  4. delete exactly the rows whose messages were all acknowledged, by
 //     (job_id, version);
@@ -26,6 +29,17 @@
 //
 // Handle is the Lambda handler: it drains for a writer's nudge (package
 // nudge) and for the EventBridge schedule that backs the nudges up.
+// Aurora has no stream and logical decoding needs a long-lived consumer,
+// so the writers trigger the relay: after each commit that wrote a row a
+// writer's Coalescer invokes the relay function asynchronously, at most
+// once per interval (the commits in between go with the next nudge or the
+// writer's Flush before its invocation returns), and a Drain publishes
+// everything committed until it finds nothing left. A nudge lost, refused
+// or throttled delays its rows until the schedule's next run, and never
+// changes which rows are published or in what order. BenchmarkCommitToPublish
+// measures commit, nudge and Drain in one process on the local server;
+// Lambda's queueing of an asynchronous invocation and the relay's start
+// come on top and cannot be measured here.
 //
 // Invariants:
 //   - Per job, a message is published only after every earlier version's
