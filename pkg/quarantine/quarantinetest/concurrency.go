@@ -1,6 +1,7 @@
 package quarantinetest
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
@@ -78,4 +79,69 @@ func testConcurrentUnparks(t *testing.T, newStore NewStore) {
 		"1": quarantine.StatusDone, "2": quarantine.StatusDiscarded, "3": quarantine.StatusDiscarded,
 		"4": quarantine.StatusDiscarded, "5": quarantine.StatusDiscarded, "6": quarantine.StatusDiscarded,
 	}, statuses(b.messages(t, "g", "")))
+}
+
+// testConcurrentParksAndDonesKeepTheOrder redrives a group while older
+// messages keep being parked into it and a redrive keeps beginning: a
+// Done succeeds only on the oldest message parked at the moment it
+// writes (the hold it returns names no older one next), so no message
+// runs before an older one, and the count and Next hold throughout.
+func testConcurrentParksAndDonesKeepTheOrder(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	ns := make([]int, 20)
+	for i := range ns {
+		ns[i] = 100 + i
+	}
+	b.park(t, "g", true, "boom", ns...)
+	b.redrive(t, "g")
+	now := b.tick()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var broken []string
+	dones := 0
+	wg.Go(func() { // the copies: each finishes the hold's next
+		for range 60 {
+			h, err := b.store.Hold(b.ctx, b.queue, "g")
+			if err != nil || h.State != quarantine.StateDraining {
+				continue
+			}
+			got, err := b.store.Done(b.ctx, b.queue, "g", h.Next, h.Epoch, now)
+			if errors.Is(err, quarantine.ErrConflict) || errors.Is(err, quarantine.ErrNoHold) {
+				continue
+			}
+			mu.Lock()
+			switch {
+			case err != nil:
+				broken = append(broken, "done: "+err.Error())
+			case got.Next != "" && got.Next < h.Next:
+				broken = append(broken, "message "+quarantine.SeqNumber(h.Next)+" done while "+quarantine.SeqNumber(got.Next)+" was parked")
+			default:
+				dones++
+			}
+			mu.Unlock()
+		}
+	})
+	wg.Go(func() { // failures parking ever older messages
+		for n := 99; n >= 80; n-- {
+			if _, err := b.store.Park(b.ctx, b.queue, "g", items(n), false, "older", now); err != nil {
+				mu.Lock()
+				broken = append(broken, "park: "+err.Error())
+				mu.Unlock()
+			}
+		}
+	})
+	wg.Go(func() { // an operator redriving whenever the group is held
+		for range 20 {
+			if _, err := b.store.BeginRedrive(b.ctx, b.queue, "g", now); err != nil && !errors.Is(err, quarantine.ErrNoHold) {
+				mu.Lock()
+				broken = append(broken, "redrive: "+err.Error())
+				mu.Unlock()
+			}
+		}
+	})
+	wg.Wait()
+	require.Empty(t, broken)
+	require.Positive(t, dones, "no copy finished: the test raced nothing")
+	b.requireCounted(t, "g")
+	require.Len(t, b.messages(t, "g", quarantine.StatusDone), dones, "every done counted once")
 }

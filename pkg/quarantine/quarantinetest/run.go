@@ -57,6 +57,7 @@ var suite = []struct {
 	{"QueuesAndGroupsAreIndependent", testIsolation},
 	{"ConcurrentParksCountEachMessageOnce", testConcurrentParks},
 	{"ConcurrentUnparksReleaseOnce", testConcurrentUnparks},
+	{"ConcurrentParksAndDonesKeepTheOrder", testConcurrentParksAndDonesKeepTheOrder},
 	{"KafkaRecordsRoundTrip", testKafkaRoundTrip},
 	{"KafkaHoldKeepsItsPartition", testKafkaPartitions},
 	{"KafkaParkRejectsInvalidArguments", testKafkaParkInvalid},
