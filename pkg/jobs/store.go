@@ -3,7 +3,10 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fifoworker/fifoworker/internal/base/checksum"
 )
@@ -170,10 +173,32 @@ func (r *CreateRequest) validate() error {
 			return err
 		}
 	}
-	for k := range r.Spec {
+	for k, v := range r.Spec {
 		if k == "" {
 			return fmt.Errorf("%w: spec has an empty key", ErrInvalid)
 		}
+		if err := validateFreeText("spec key "+strconv.Quote(k), k); err != nil {
+			return err
+		}
+		if err := validateFreeText("spec value of "+strconv.Quote(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateFreeText accepts what every store keeps byte for byte: UTF-8
+// without NUL. PostgreSQL's jsonb (and text) keeps no NUL, and JSON, the
+// form PostgresStore's jsonb columns and DynamoDB's API are sent in, no
+// byte that is not UTF-8: encoding/json would replace it with U+FFFD
+// without a word. So all stores refuse both, and none changes a request's
+// text.
+func validateFreeText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not UTF-8", ErrInvalid, what)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%w: %s holds NUL", ErrInvalid, what)
 	}
 	return nil
 }
@@ -258,7 +283,7 @@ func (r *FailRequest) validate(time.Time, *config) error {
 	if len(r.Failure.Message) > maxText {
 		return fmt.Errorf("%w: failure message longer than %d bytes", ErrInvalid, maxText)
 	}
-	return nil
+	return validateFreeText("failure message", r.Failure.Message)
 }
 
 func (r *CancelRequest) validate(time.Time, *config) error {
@@ -268,7 +293,7 @@ func (r *CancelRequest) validate(time.Time, *config) error {
 	if len(r.Reason) > maxText {
 		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, maxText)
 	}
-	return nil
+	return validateFreeText("reason", r.Reason)
 }
 
 func (r *NudgeRequest) validate(time.Time, *config) error {
@@ -283,5 +308,5 @@ func (r *NudgeRequest) validate(time.Time, *config) error {
 	if len(r.Reason) > maxText {
 		return fmt.Errorf("%w: reason longer than %d bytes", ErrInvalid, maxText)
 	}
-	return nil
+	return validateFreeText("reason", r.Reason)
 }

@@ -310,6 +310,8 @@ func TestRequests(t *testing.T) {
 		badBody("invalid JSON", `{"spec":`),
 		badBody("a syntax error", `{"spec" {}}`),
 		badBody("a trailing comma", `{"spec":{},}`),
+		badBody("a spec value holding NUL", `{"spec":{"page_size":"5\u0000"}}`),
+		badBody("a spec key holding NUL", `{"spec":{"a\u0000":"5"}}`),
 		badBody("null", `null`),
 		badBody("an array", `[]`),
 		badBody("a string", `"spec"`),

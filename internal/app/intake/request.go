@@ -200,6 +200,10 @@ func decodeStrings(dec *json.Decoder) (map[string]string, error) {
 		if !isString {
 			return nil, errors.New("the value of " + strconv.Quote(k) + " is " + kind(tok) + ", not a string")
 		}
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			// No job store keeps NUL (PostgreSQL's jsonb has none): jobs.ErrInvalid.
+			return nil, errors.New("the key or value " + strconv.Quote(k) + " holds NUL (\\u0000)")
+		}
 		m[k] = v
 	}
 	return m, expectDelim(dec, '}')

@@ -361,9 +361,9 @@ func statusAttr(err error) slog.Attr {
 }
 
 // failureMessage is err's text cut to MaxFailureMessage bytes of valid
-// UTF-8.
+// UTF-8 without NUL (which the job stores refuse: PostgreSQL keeps none).
 func failureMessage(err error) string {
-	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	s := strings.ReplaceAll(strings.ToValidUTF8(err.Error(), "\uFFFD"), "\x00", "\uFFFD")
 	if len(s) <= MaxFailureMessage {
 		return s
 	}

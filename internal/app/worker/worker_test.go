@@ -389,6 +389,9 @@ func TestPermanentTaskErrorFailsTheJob(t *testing.T) {
 		"message not UTF-8": {err: fifo.Permanent(errors.New("bad byte \xff here")), message: func(t *testing.T, m string) {
 			require.Equal(t, "permanent: bad byte \uFFFD here", m)
 		}},
+		"message with NUL": {err: fifo.Permanent(errors.New("key \x00 here")), message: func(t *testing.T, m string) {
+			require.Equal(t, "permanent: key \uFFFD here", m) // the job stores refuse NUL (jobs.ErrInvalid)
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

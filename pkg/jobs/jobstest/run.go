@@ -60,6 +60,7 @@ var suite = []struct {
 	{"RecoveryPolicyFailsTheJobAfterMaxGenerations", testRecoveryPolicy},
 	{"MissingJob", testMissingJob},
 	{"InvalidRequests", testInvalidRequests},
+	{"TextEveryStoreKeeps", testTextEveryStoreKeeps},
 	{"ConcurrentClaimsElectOneHolder", testConcurrentClaims},
 	{"NudgeReissuesTheCommandOfAPendingJob", testNudgePending},
 	{"NudgeRunningJobOnlyAfterItsLeaseEnded", testNudgeRunning},
