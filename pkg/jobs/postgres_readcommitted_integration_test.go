@@ -81,21 +81,22 @@ func (b *pgBundle) accept(ctx context.Context, j jobs.Job) (jobs.Job, error) {
 
 // outboxRow is one row of job_outbox, decoded.
 type outboxRow struct {
-	version int64
-	image   jobs.Job
-	prev    *jobs.Job // nil: NULL
+	version   int64
+	image     jobs.Job
+	prev      *jobs.Job // nil: NULL
+	createdAt int64     // epoch ms
 }
 
 func (b *pgBundle) outbox(t *testing.T, id string) []outboxRow {
 	t.Helper()
-	rows, err := b.raw.QueryContext(t.Context(), `SELECT version, image, prev_image FROM job_outbox WHERE job_id = $1 ORDER BY version`, id)
+	rows, err := b.raw.QueryContext(t.Context(), `SELECT version, image, prev_image, created_at FROM job_outbox WHERE job_id = $1 ORDER BY version`, id)
 	require.NoError(t, err)
 	defer func() { _ = rows.Close() }()
 	var out []outboxRow
 	for rows.Next() {
 		var r outboxRow
 		var img, prev []byte
-		require.NoError(t, rows.Scan(&r.version, &img, &prev))
+		require.NoError(t, rows.Scan(&r.version, &img, &prev, &r.createdAt))
 		r.image, err = jobitem.FromPostgresImage(img)
 		require.NoError(t, err)
 		if prev != nil {
@@ -295,6 +296,9 @@ func TestPostgresEachTransitionWritesOneOutboxRow(t *testing.T) {
 		require.Equal(t, int64(v), r.version)
 		require.Equal(t, trail[v], r.image, "v%d: the image is the job the call returned", v)
 		require.Equal(t, int64(v), r.image.Outbox.Version)
+		// The relay takes the oldest jobs first by it: the store's clock at
+		// the transition, never the database server's.
+		require.Equal(t, trail[v].UpdatedAt.UnixMilli(), r.createdAt, "v%d: created_at is the store's now", v)
 		if v == 0 {
 			require.Nil(t, r.prev, "a creation has no prev_image")
 			continue
