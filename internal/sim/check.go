@@ -211,6 +211,7 @@ func (w *World) checkEnd() {
 		}
 		w.checkReleased(ctx, q.Name, groups)
 	}
+	w.checkOutboxEnd(ctx)
 	// Past the grace period, the sweeper has left only the results.
 	for _, k := range w.s3.Keys(bucket, candidate.Prefix) {
 		if !results[k] {

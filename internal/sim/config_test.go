@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"database/sql"
 	"testing"
 	"time"
 
@@ -47,7 +48,8 @@ func TestNewQueueRefusesAnInvalidConfig(t *testing.T) {
 }
 
 // A world the simulation cannot build is Run's error, never a panic: an
-// unknown Break or Transport, or a Break of the other transport's.
+// unknown Break, Transport or Store, a Break of the other transport's, or
+// a DB missing for StorePostgres or given to StoreMemory.
 func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -60,6 +62,10 @@ func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 		"a transport past the last":       {sim.Config{Transport: sim.TransportKafka + 1}, "Transport"},
 		"the quarantine's break on kafka": {sim.Config{Break: sim.BreakQuarantineCheck, Transport: sim.TransportKafka}, "Break"},
 		"kafka's break on sqs":            {sim.Config{Break: sim.BreakCommitFence, Transport: sim.TransportSQS}, "Break"},
+		"a store below the first":         {sim.Config{Store: -1}, "Store"},
+		"a store past the last":           {sim.Config{Store: sim.StorePostgres + 1}, "Store"},
+		"postgres without a database":     {sim.Config{Store: sim.StorePostgres}, "DB"},
+		"a database for the memory store": {sim.Config{DB: &sql.DB{}}, "DB"},
 	} {
 		tc.cfg.Seed = 1
 		var err error
@@ -70,6 +76,7 @@ func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 	for _, cfg := range []sim.Config{
 		{}, {Transport: sim.TransportKafka},
 		{Break: sim.BreakQuarantineCheck}, {Break: sim.BreakCommitFence, Transport: sim.TransportKafka},
+		{Store: sim.StorePostgres, DB: &sql.DB{}}, {Store: sim.StorePostgres, DB: &sql.DB{}, Transport: sim.TransportKafka},
 	} {
 		require.NoError(t, cfg.Validate(), "%+v", cfg)
 	}

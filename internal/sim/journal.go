@@ -9,16 +9,17 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
-// journal is the job store under every caller: jobs.MemoryStore, with each
-// transition it applies appended, as its (previous, current) pair, to the
-// job's stream, as the Jobs table's stream (NEW_AND_OLD_IMAGES) would have
-// it. The fault plan sits above it, so the journal sees what was applied,
+// journal is the job store under every caller (jobs.MemoryStore or
+// jobs.PostgresStore), with each transition it applies appended, as its
+// (previous, current) pair, to the job's stream, as the Jobs table's
+// stream (NEW_AND_OLD_IMAGES) or job_outbox would have it; it reads the
+// job through Get before and after each write. The fault plan sits above it, so the journal sees what was applied,
 // answered or not. Every applied write is checked against the job as it
 // was just before: the fences are verified here, independently of the
 // store's own decision.
 type journal struct {
 	w   *World
-	mem *jobs.MemoryStore
+	mem jobStore
 }
 
 var _ jobs.Store = (*journal)(nil)
@@ -129,6 +130,7 @@ func (w *World) applied(ctx context.Context, a attempt, before *jobs.Job, after 
 	}
 	w.logf("  %s %s → %s", a.op, a.jobID, describe(&after))
 	w.record(before, after)
+	w.checkOutboxRow(ctx, before, after)
 }
 
 // refused counts a write the store did not apply.

@@ -259,7 +259,6 @@ func (w *World) newKafka(worker, projector kafka.Handler) error {
 	}
 	k.commands, k.events = commands, evts
 	w.kafka = k
-	w.qmem = quarantine.NewMemoryStore()
 	w.qstore = &faultQuarantine{Store: w.qmem, w: w}
 	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: w.s3, Bucket: bucket})
 	if err != nil {

@@ -16,8 +16,9 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
-// views is the projection store under the projector and the sweeper:
-// projection.MemoryStore, with every write observed. A view must never go
+// views is the projection store under the projector and the sweeper
+// (projection.MemoryStore or projection.PostgresStore), with every write
+// observed. A view must never go
 // back, except from a snapshot its job never had to the job's final item
 // (a recovery undoing a forged event); the totals must always be the sum
 // of the deltas and completions the store reports it counted; and the
@@ -25,7 +26,7 @@ import (
 // history put there.
 type views struct {
 	w   *World
-	mem *projection.MemoryStore
+	mem projection.Store
 }
 
 var _ projection.Store = (*views)(nil)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,15 @@ type Config struct {
 	// through Kafka topics and event source mappings; a seed runs
 	// differently on each transport.
 	Transport Transport
+	// Store holds the jobs, the projection and the quarantine (default
+	// StoreMemory: the in-memory stores). With StorePostgres they are the
+	// PostgreSQL stores on DB; everything else is the same.
+	Store Store
+	// DB is StorePostgres's database: an empty one of the run's own (the
+	// run applies the three stores' migrations), on a PostgreSQL 18 server,
+	// through the pgx driver. Required with StorePostgres, refused with
+	// StoreMemory (default nil).
+	DB *sql.DB
 	// Trace, when set, receives the run's steps as they happen; otherwise
 	// the last lines are kept for the error of a failed run.
 	Trace io.Writer
@@ -107,17 +117,31 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Transport %v is none of the transports", ErrInvalidConfig, c.Transport)
 	case c.Break != BreakNone && c.Break.Transport() != c.Transport:
 		return fmt.Errorf("%w: Break %v breaks Transport %v, not %v", ErrInvalidConfig, c.Break, c.Break.Transport(), c.Transport)
+	case c.Store < StoreMemory || c.Store > StorePostgres:
+		return fmt.Errorf("%w: Store %v is none of the stores", ErrInvalidConfig, c.Store)
+	case c.Store == StorePostgres && c.DB == nil:
+		return fmt.Errorf("%w: DB is nil, and Store is %v", ErrInvalidConfig, c.Store)
+	case c.Store == StoreMemory && c.DB != nil:
+		return fmt.Errorf("%w: DB is set, and Store is %v", ErrInvalidConfig, c.Store)
 	}
 	return nil
 }
 
 // name names the run in its errors: "seed 12", or "seed 12 (kafka)" for
-// another transport than the default.
+// another transport than the default, "seed 12 (postgres)" for another
+// store, "seed 12 (kafka, postgres)" for both.
 func (c Config) name() string {
-	if c.Transport == TransportSQS {
+	var other []string
+	if c.Transport != TransportSQS {
+		other = append(other, c.Transport.String())
+	}
+	if c.Store != StoreMemory {
+		other = append(other, c.Store.String())
+	}
+	if len(other) == 0 {
 		return fmt.Sprintf("seed %d", c.Seed)
 	}
-	return fmt.Sprintf("seed %d (%s)", c.Seed, c.Transport)
+	return fmt.Sprintf("seed %d (%s)", c.Seed, strings.Join(other, ", "))
 }
 
 // Stats count what a run did, so that a set of seeds can be shown to reach
@@ -208,7 +232,6 @@ type World struct {
 	suspended []*fiber
 	sweeping  bool // a sweeper run has not ended
 
-	mem        *jobs.MemoryStore
 	journal    *journal
 	jobs       *faultJobs
 	s3         *s3mem.S3
@@ -217,10 +240,12 @@ type World struct {
 	checker    *candidate.Store // on the bucket itself, for the checks: no faults
 	// commands and evts are the SQS transport's queues, nil with Kafka;
 	// kafka is the Kafka transport, nil with SQS.
-	commands  *Queue
-	evts      *Queue
-	kafka     *kafkaWorld
-	qmem      *quarantine.MemoryStore
+	commands *Queue
+	evts     *Queue
+	kafka    *kafkaWorld
+	// qmem is the quarantine's store itself, without faults, for the
+	// checks.
+	qmem      quarantine.Store
 	qstore    *faultQuarantine
 	views     *views
 	proj      *faultProjection
@@ -296,12 +321,12 @@ func newWorld(cfg Config) (*World, error) {
 	// Each seed has its own fault rates, some of them near zero.
 	w.odds = odds{before: w.rng.IntN(40), after: w.rng.IntN(25), delay: w.rng.IntN(12), conflict: w.rng.IntN(4), slow: w.rng.IntN(30)}
 
-	mem, err := jobs.NewMemoryStore(jobs.Config{Now: w.clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: maxGenerations}})
+	st, err := newStores(context.Background(), cfg, jobs.Config{Now: w.clock.Now, Recovery: jobs.RecoveryPolicy{MaxGenerations: maxGenerations}})
 	if err != nil {
 		return nil, err
 	}
-	w.mem = mem
-	w.journal = &journal{w: w, mem: w.mem}
+	w.qmem = st.quarantine
+	w.journal = &journal{w: w, mem: st.jobs}
 	w.jobs = &faultJobs{w: w, inner: w.journal}
 	w.s3, err = s3mem.New(s3mem.Config{Buckets: []string{bucket}, Now: w.clock.Now})
 	if err != nil {
@@ -320,7 +345,7 @@ func newWorld(cfg Config) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.views = &views{w: w, mem: projection.NewMemoryStore()}
+	w.views = &views{w: w, mem: st.projection}
 	w.proj = &faultProjection{w: w, inner: w.views}
 	p, err := projection.NewProjector(projection.ProjectorConfig{Store: w.proj, Source: w.jobs, RecoverAfter: recoverAfter})
 	if err != nil {
@@ -377,7 +402,6 @@ func (w *World) newSQS(cfg Config, worker, projector fifo.Handler) error {
 	w.processed[w.commands] = map[string]map[uint64]bool{}
 	w.processed[w.evts] = map[string]map[uint64]bool{}
 
-	w.qmem = quarantine.NewMemoryStore()
 	qstore := &faultQuarantine{Store: w.qmem, w: w}
 	w.qstore = qstore
 	commandsQuarantine, cerr := quarantine.New(quarantine.Config{Store: qstore, QueueARN: w.commands.ARN, Now: w.clock.Now})
