@@ -211,5 +211,10 @@
 // BeginRedrive are two round trips when nothing competes, Failed one (its
 // condition is f.Seen, as on DynamoDB; three when that read was stale),
 // Read, Hold, Messages and Holds one each. The store never sends a write
-// twice: an answer lost with its connection is the caller's error.
+// twice; a write of Park, Done, Discard or BeginRedrive whose answer was
+// lost with its connection (an error that is not the server's) is
+// followed by one read of the hold, and when the hold is the one written,
+// at the version after the one read, the write is recognised as made and
+// the call succeeds, as on DynamoDB; otherwise the error stands. Failed's
+// lost answer is the caller's error (its retry may count twice).
 package quarantine

@@ -159,7 +159,7 @@ func (s *PostgresStore) Park(ctx context.Context, queue, group string, items []P
 		if err != nil {
 			return HoldRecord{}, false, err
 		}
-		done, err := s.write(ctx, st, int64(len(fresh)))
+		done, err := s.writeHold(ctx, st, int64(len(fresh)), h, cur)
 		return h, done, err
 	})
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *PostgresStore) unpark(ctx context.Context, op, queue, group, seq string
 			next = after.next
 		}
 		h := unparkedHold(cur.rec, seq, next, now)
-		done, err := s.write(ctx, unparkStatement(h, cur, seq, to, now), 1)
+		done, err := s.writeHold(ctx, unparkStatement(h, cur, seq, to, now), 1, h, cur)
 		return h, done, err
 	})
 	if err != nil {
@@ -243,7 +243,7 @@ func (s *PostgresStore) BeginRedrive(ctx context.Context, queue, group string, n
 			oldest = after.next
 		}
 		h := redrivenHold(cur.rec, oldest, now)
-		done, err := s.write(ctx, holdStatement(h, cur), 0)
+		done, err := s.writeHold(ctx, holdStatement(h, cur), 0, h, cur)
 		return h, done, err
 	})
 	if err != nil {
@@ -438,6 +438,28 @@ func (s *PostgresStore) write(ctx context.Context, st statement, messages int64)
 		return false, fmt.Errorf("the hold was written with %d of its %d messages: a message changed without its hold", changed, messages)
 	}
 	return true, nil
+}
+
+// writeHold is write of st, which writes hold h over cur, and recognises
+// a write whose answer was lost as its own: an error that is not the
+// server's (no SQLSTATE: the connection failed, possibly after the commit)
+// is followed by a read of the hold, and when the hold is h at the version
+// after cur's, the write was made (the messages with it: one statement),
+// as DynamoStore recognises a write the SDK sent again. A caller that sent
+// the same write again would instead be refused (ErrConflict, ErrNotParked
+// or ErrNoHold) by the write its lost answer made. Otherwise the error
+// stands.
+func (s *PostgresStore) writeHold(ctx context.Context, st statement, messages int64, h HoldRecord, cur storedHold) (bool, error) {
+	done, err := s.write(ctx, st, messages)
+	var e sqlStateError
+	if err == nil || errors.As(err, &e) {
+		return done, err
+	}
+	now, _, rerr := s.readUnpark(ctx, h.Queue, h.Group, "")
+	if rerr == nil && now.ok && now.version == cur.version+1 && now.rec == h {
+		return true, nil
+	}
+	return false, err
 }
 
 // each runs query and scans each row it returns into dest, then calls
