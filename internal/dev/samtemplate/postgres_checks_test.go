@@ -418,7 +418,7 @@ func (c *postgresCheck) grantProblems(s map[string]any) []string {
 				out = append(out, "action "+action)
 			case r == "*" && !slices.Contains(eniActions, action):
 				out = append(out, fmt.Sprintf("%s on \"*\"", action))
-			case r != "*" && !refersToTemplate(r, c.tpl) && c.arn(r) != testProxyUser && !(c.kafka && c.kafkaResource(r)):
+			case r != "*" && !refersToTemplate(r, c.tpl) && c.arn(r) != testProxyUser && (!c.kafka || !c.kafkaResource(r)):
 				out = append(out, fmt.Sprintf("resource %v is neither one of this stack's nor its proxy's user (nor its Kafka cluster's)", r))
 			}
 		}
