@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 //     through its ReadyForQuery, and then the client's connection is reset
 //     instead of answering. A statement outside a transaction (or a COMMIT)
 //     has committed: the answer is lost after the commit.
+//     A round trip the client pipelined behind it is not forwarded.
 //   - Stall: nothing is forwarded and nothing answered until the client
 //     gives up and closes (its context's deadline), or the proxy closes;
 //     then the server's connection is closed: not applied.
@@ -428,9 +430,19 @@ func (s *pgSession) roundTrip(op string, held []byte) bool {
 		_, _ = io.Copy(io.Discard, s.cin)
 		return false
 	}
+	// Behind a dropped answer the session ends at that answer's
+	// ReadyForQuery: a round trip the client pipelined after it is not
+	// forwarded (not applied), rather than applied or not as fast as the
+	// server reads it before the proxy closes the connection.
 	s.mu.Lock()
-	s.pending = append(s.pending, d.fault)
+	behindDrop := slices.Contains(s.pending, Drop)
+	if !behindDrop {
+		s.pending = append(s.pending, d.fault)
+	}
 	s.mu.Unlock()
+	if behindDrop {
+		return true
+	}
 	_, err := s.server.Write(held)
 	return err == nil
 }

@@ -4,6 +4,7 @@ package faultproxy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,38 @@ func TestPostgresProxyCloseLeavesNoGoroutine(t *testing.T) {
 	require.Error(t, <-errs)
 	for _, c := range []*pgx.Conn{idle, stalled, delayed} {
 		_ = c.Close(context.Background())
+	}
+}
+
+// A client that pipelines a second round trip behind one whose answer is
+// dropped: the session ends at the dropped answer's ReadyForQuery, and the
+// second round trip is never forwarded, so whether it was applied does not
+// depend on how fast the server read it before the proxy closed.
+func TestPostgresProxyForwardsNothingPipelinedBehindADrop(t *testing.T) {
+	op := func(sql string) string {
+		if strings.Contains(sql, "(21)") {
+			return "FIRST"
+		}
+		return faultproxy.PostgresOperation(sql)
+	}
+	for range 5 {
+		r := newPGRig(t, faultproxy.PostgresConfig{Operation: op, Operations: map[string]faultproxy.Rates{"FIRST": {Drop: 1}}}, pgx.QueryExecModeExec)
+		c := r.connect(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		pl := c.PgConn().StartPipeline(ctx)
+		pl.SendQueryParams(`INSERT INTO t (id) VALUES (21)`, nil, nil, nil, nil)
+		pl.SendPipelineSync()
+		pl.SendQueryParams(`INSERT INTO t (id) VALUES (22)`, nil, nil, nil, nil)
+		pl.SendPipelineSync()
+		require.NoError(t, pl.Flush())
+		var err error
+		for err == nil {
+			_, err = pl.GetResults()
+		}
+		_ = pl.Close()
+		cancel()
+		require.Eventually(t, func() bool { return r.proxy.Counts().Requests["INSERT"] == 1 }, 5*time.Second, 5*time.Millisecond)
+		require.True(t, r.applied(t, 21), "the dropped round trip committed")
+		require.False(t, r.applied(t, 22), "a round trip pipelined behind a dropped answer is not forwarded")
 	}
 }
