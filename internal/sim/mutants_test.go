@@ -35,6 +35,9 @@ type mutant struct {
 	// transport runs the pipeline's simulation on this transport only
 	// (-transport); empty: on both, each seed on SQS then on Kafka.
 	transport string
+	// store runs the pipeline's simulation on this store (-store); empty:
+	// memory.
+	store string
 }
 
 var mutants = []mutant{
@@ -189,6 +192,12 @@ func TestMutantsAreCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the mutants each compile and run a simulation of their own")
 	}
+	runMutants(t, mutants)
+}
+
+// runMutants runs each of ms in a go test of its own, in parallel, and
+// requires the simulation to catch it within its number of seeds.
+func runMutants(t *testing.T, ms []mutant) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +206,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range mutants {
+	for _, m := range ms {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			src, err := os.ReadFile(filepath.Join(root, m.file))
@@ -223,6 +232,9 @@ func TestMutantsAreCaught(t *testing.T) {
 				"-args", "-first", strconv.FormatUint(first, 10), "-seeds", strconv.Itoa(m.within)}
 			if m.transport != "" {
 				args = append(args, "-transport", m.transport)
+			}
+			if m.store != "" {
+				args = append(args, "-store", m.store)
 			}
 			caughtAt := caughtAfter
 			if m.quarantineSim {
@@ -285,7 +297,7 @@ func caughtAtQuarantineSeed(out string) (int, bool) {
 	return n, err == nil
 }
 
-var caughtRE = regexp.MustCompile(`after (\d+) seeds: seed \d+(?: \(\w+\))?: `)
+var caughtRE = regexp.MustCompile(`after (\d+) seeds: seed \d+(?: \([\w, ]+\))?: `)
 
 // caughtAfter reads how many seeds TestSimulation ran before one failed.
 func caughtAfter(out string) (int, bool) {

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fifoworker/fifoworker/internal/sim"
+	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
 var (
@@ -22,24 +24,27 @@ var (
 	breakFlag     = flag.String("break", "", "run with a deliberate bug: quarantine-check (SQS), commit-fence (Kafka)")
 	transportFlag = flag.String("transport", "", "run each seed on this transport only: sqs or kafka (default: both, or sqs with -break)")
 	workersFlag   = flag.Int("workers", runtime.GOMAXPROCS(0), "how many seeds run at once (each run is deterministic on its own)")
+	storeFlag     = flag.String("store", "memory", "the stores each seed runs on: memory, or postgres (a new database per run on the server "+pgtest.DSNVar+" names)")
 )
 
 // TestSimulation runs a fixed set of seeds (-seeds from -first), or seeds
 // for a time (-soak-time), or one seed (-seed, with its trace under -v),
-// each on every transport (-transport: one). A failure names the seed, the
-// transport and the command that replays it.
+// each on every transport (-transport: one), on the memory stores or
+// (-store postgres) on PostgreSQL. A failure names the seed, the transport,
+// the store and the command that replays it.
 func TestSimulation(t *testing.T) {
 	brk := parseBreak(t, *breakFlag)
 	transports := parseTransports(t, *transportFlag, brk)
+	run := runOn(t, parseStore(t, *storeFlag))
 	if *seedFlag != 0 {
 		for _, tr := range transports {
 			cfg := sim.Config{Seed: *seedFlag, Break: brk, Transport: tr}
 			if testing.Verbose() {
 				cfg.Trace = os.Stdout
 			}
-			stats, err := sim.Run(cfg)
+			stats, err := run(cfg)
 			if err != nil {
-				t.Fatalf("%v\nreplay: %s", err, replay(*seedFlag, *breakFlag, tr))
+				t.Fatalf("%v\nreplay: %s", err, replay(*seedFlag, *breakFlag, tr, *storeFlag))
 			}
 			t.Logf("seed %d (%s): %+v", *seedFlag, tr, stats)
 		}
@@ -47,14 +52,14 @@ func TestSimulation(t *testing.T) {
 	}
 	totals := make([]sim.Stats, len(transports))
 	start := time.Now()
-	seeds, failed, err := runSeeds(*firstFlag, *seedsFlag, *soakTime, *workersFlag, brk, transports, totals)
+	seeds, failed, err := runSeeds(*firstFlag, *seedsFlag, *soakTime, *workersFlag, brk, transports, totals, run)
 	if err != nil {
-		t.Fatalf("after %d seeds: %v\nreplay: %s", failed.seed-*firstFlag+1, err, replay(failed.seed, *breakFlag, failed.transport))
+		t.Fatalf("after %d seeds: %v\nreplay: %s", failed.seed-*firstFlag+1, err, replay(failed.seed, *breakFlag, failed.transport, *storeFlag))
 	}
 	elapsed := time.Since(start)
-	t.Logf("%d seeds (%d to %d) on %v in %s: %.1f seeds/s", seeds, *firstFlag, *firstFlag+uint64(seeds)-1, transports, elapsed.Round(time.Millisecond),
+	t.Logf("%d seeds (%d to %d) on %v (%s) in %s: %.1f seeds/s", seeds, *firstFlag, *firstFlag+uint64(seeds)-1, transports, *storeFlag, elapsed.Round(time.Millisecond),
 		float64(seeds)/elapsed.Seconds())
-	fmt.Printf("sim: %d seeds on %v in %s, %.1f seeds/s\n", seeds, transports, elapsed.Round(time.Millisecond), float64(seeds)/elapsed.Seconds())
+	fmt.Printf("sim: %d seeds on %v (%s) in %s, %.1f seeds/s\n", seeds, transports, *storeFlag, elapsed.Round(time.Millisecond), float64(seeds)/elapsed.Seconds())
 	for i, tr := range transports {
 		t.Logf("totals (%s): %+v", tr, totals[i])
 		if seeds >= 100 && brk == sim.BreakNone {
@@ -124,7 +129,8 @@ type failure struct {
 // totals, and stops at the first failure. Seeds are handed out in order
 // and every seed handed out is run to its end, so the failure reported is
 // the lowest failing seed, and every seed before it passed.
-func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, transports []sim.Transport, totals []sim.Stats) (int, failure, error) {
+func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, transports []sim.Transport, totals []sim.Stats,
+	run func(sim.Config) (sim.Stats, error)) (int, failure, error) {
 	var (
 		mu     sync.Mutex
 		next   = first
@@ -151,7 +157,7 @@ func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, 
 					return
 				}
 				for i, tr := range transports {
-					stats, err := sim.Run(sim.Config{Seed: seed, Break: brk, Transport: tr})
+					stats, err := run(sim.Config{Seed: seed, Break: brk, Transport: tr})
 					mu.Lock()
 					totals[i].Add(stats)
 					if err != nil && (failE == nil || seed < failed.seed) {
@@ -172,12 +178,50 @@ func runSeeds(first uint64, n int, d time.Duration, workers int, brk sim.Break, 
 	return ran, failed, failE
 }
 
-func replay(seed uint64, brk string, tr sim.Transport) string {
+func replay(seed uint64, brk string, tr sim.Transport, store string) string {
 	cmd := fmt.Sprintf("go test ./internal/sim -run 'TestSimulation$' -seed %d -transport %s -v", seed, tr)
 	if brk != "" {
 		cmd += " -break " + brk
 	}
+	if store != sim.StoreMemory.String() {
+		cmd = pgtest.DSNVar + "=... " + cmd + " -store " + store
+	}
 	return cmd
+}
+
+// parseStore reads -store.
+func parseStore(t *testing.T, name string) sim.Store {
+	t.Helper()
+	for _, s := range []sim.Store{sim.StoreMemory, sim.StorePostgres} {
+		if name == s.String() {
+			return s
+		}
+	}
+	t.Fatalf("unknown -store %q: memory or postgres", name)
+	return sim.StoreMemory
+}
+
+// runOn returns how a run goes on store. On PostgreSQL each run has a new
+// database, made and dropped by a subtest of t (named after the run), so
+// that runSeeds' workers may each make theirs: a subtest may be started
+// from any goroutine. The run's outcome is returned, not failed in the
+// subtest, so that the caller reports the lowest failing seed.
+func runOn(t *testing.T, store sim.Store) func(sim.Config) (sim.Stats, error) {
+	if store == sim.StoreMemory {
+		return sim.Run
+	}
+	return func(cfg sim.Config) (sim.Stats, error) {
+		var (
+			stats sim.Stats
+			err   = errors.New("the run's database could not be made")
+		)
+		t.Run(fmt.Sprintf("seed %d %s", cfg.Seed, cfg.Transport), func(t *testing.T) {
+			cfg.Store, cfg.DB = sim.StorePostgres, pgtest.DB(t)
+			cfg.DB.SetMaxOpenConns(4) // one fiber runs at a time: one connection at a time is used
+			stats, err = sim.Run(cfg)
+		})
+		return stats, err
+	}
 }
 
 func parseBreak(t *testing.T, name string) sim.Break {
