@@ -241,12 +241,20 @@ func (r *Relay) pass(ctx context.Context, skip []string, limit int) (passResult,
 		res.messages += acked[i]
 		if l.stopped || acked[i] < len(l.msgs) {
 			res.failed++
+			progressed[l.jobID] = false // read, and left out of the run
 			continue
 		}
 		progressed[l.jobID] = n > 0
 	}
+	// A locked job the read returned no row of had its rows deleted by
+	// the previous holder, unless the read stopped at its limit before
+	// reaching it: that job keeps its rows and stays in the run (the
+	// read's first job is in a lane, which either progressed or failed,
+	// so the run still ends).
+	truncated := len(rows) == limit
 	for _, id := range locked {
-		if !progressed[id] {
+		p, read := progressed[id]
+		if !p && (read || !truncated) {
 			res.skip = append(res.skip, id)
 		}
 	}

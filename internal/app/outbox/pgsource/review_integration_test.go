@@ -4,6 +4,7 @@ package pgsource_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,4 +51,31 @@ func TestARowHoldingALaterPreviousImageIsRefused(t *testing.T) {
 	require.Equal(t, 1, rep.Failed)
 	require.Equal(t, map[string][]string{"job-1": {"job-1/v0"}}, b.sink.byJob())
 	require.Equal(t, 2, b.rows(t))
+}
+
+// A job that a pass locked but did not read because the read's limit
+// (what MaxRows leaves) was reached is not a job whose rows were gone: it
+// stays in the run, which publishes up to MaxRows. Here job-000's
+// messages are refused; the first pass reads its two rows and job-001's
+// first, so job-002 is locked and not read; the run must still publish
+// job-001's second row and job-002's first (3 rows, its bound), not stop
+// with job-002's rows left until the next trigger.
+func TestAJobLockedButNotReadUnderTheBoundStaysInTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := jobIDs("job", 3)
+	for _, id := range ids {
+		b.create(t, id, 1)
+	}
+	b.sink.refuse = func(m outbox.Message) error {
+		if m.JobID == "job-000" {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	rep, err := b.relay(t, pgsource.Config{Jobs: 3, RowsPerJob: 2, MaxRows: 3}).Drain(bounded(t))
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Rows)
+	require.Equal(t, pgsource.StopBound, rep.Stop)
+	require.Equal(t, map[string][]string{"job-001": {"job-001/v0", "job-001/v1"}, "job-002": {"job-002/v0"}}, b.sink.byJob())
 }
