@@ -15,10 +15,8 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/pgschema"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
-	"github.com/fifoworker/fifoworker/pkg/jobs"
-	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // The custom resource's answer, as CloudFormation's custom resource
@@ -43,23 +41,10 @@ const (
 	answerReserve = 10 * time.Second
 )
 
-// migrationSets are the three components' migrations, in the order they
-// are applied: jobs, projection, quarantine. Each is its own transaction
-// under pgmigrate's advisory lock, so a run that stops halfway applies the
-// rest the next time.
-var migrationSets = []struct {
-	component string
-	apply     func(ctx context.Context, db *sql.DB) error
-}{
-	{"jobs", jobs.MigratePostgres},
-	{"projection", projection.MigratePostgres},
-	{"quarantine", quarantine.MigratePostgres},
-}
-
 // Migrate is template-postgres.yaml's MigrateFunction, the provider of the
 // DatabaseSchema custom resource (Custom::FifoworkerSchema): on Create and
 // Update it applies the jobs', the projection's and the quarantine's
-// migrations (each package's MigratePostgres) to the database
+// migrations (pgschema.Apply) to the database
 // (OpenDB's settings), on Delete it does nothing (the data outlives the
 // stack, as the cluster does), and it answers CloudFormation at the
 // request's ResponseURL, FAILED with the reason when a migration fails.
@@ -129,12 +114,7 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-answerReserve))
 		defer cancel()
 	}
-	for _, set := range migrationSets {
-		if err := set.apply(ctx, m.db); err != nil {
-			return fmt.Errorf("migrate %s: %w", set.component, err)
-		}
-	}
-	return nil
+	return pgschema.Apply(ctx, m.db)
 }
 
 // reason is err's message, cut to maxReason bytes.

@@ -2,6 +2,7 @@ package localdeploy
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,12 @@ type Clients struct {
 	// reads Kafka topics (template-kafka.yaml): its topics are created
 	// there, and it is the template's brokers. Default none.
 	KafkaBootstrapServers string
+	// Postgres is the local stack's PostgreSQL database
+	// (FIFOWORKER_POSTGRES_DSN), needed by a template with a database
+	// schema (template-postgres.yaml's Custom::FifoworkerSchema): its
+	// migrations are applied there, as the stack's MigrateFunction applies
+	// them to the cluster. Default none: the schema is skipped.
+	Postgres *sql.DB
 }
 
 // Result is what a deployment made.
@@ -122,6 +129,8 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 			skipped, err = deployBucket(ctx, r, name, rsc, c.S3)
 		case "AWS::Serverless::Function":
 			skipped = []string{"not deployed: functions run under pkg/localesm"}
+		case schemaType:
+			skipped, err = deploySchema(ctx, c.Postgres)
 		case "AWS::Lambda::EventSourceMapping":
 			var made []string
 			made, skipped, err = deployMapping(ctx, r, rsc, topics)
@@ -131,7 +140,7 @@ func Deploy(ctx context.Context, tpl *samtemplate.Template, stackName, region st
 				}
 			}
 		default:
-			skipped = []string{"not emulated locally"}
+			skipped = []string{notEmulated(rsc.Type)}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("localdeploy: %s (%s): %w", name, rsc.Type, err)

@@ -310,12 +310,16 @@ func groupLag(ctx context.Context, m KafkaMapping) (int64, error) {
 // TemplateTransport is the transport tpl's functions are built for: the
 // TRANSPORT its Globals give every function ("kafka" in
 // template-kafka.yaml), or "sqs" when it gives none (template.yaml).
-func TemplateTransport(tpl *samtemplate.Template) string {
+func TemplateTransport(tpl *samtemplate.Template) string { return globalSetting(tpl, "TRANSPORT", "sqs") }
+
+// globalSetting is the literal value tpl's Globals give every function's
+// variable name, or def when they give none.
+func globalSetting(tpl *samtemplate.Template, name, def string) string {
 	globals, _ := tpl.Globals["Function"].(map[string]any)
 	env, _ := globals["Environment"].(map[string]any)
 	vars, _ := env["Variables"].(map[string]any)
-	if t, ok := vars["TRANSPORT"].(string); ok && t != "" {
-		return t
+	if v, ok := vars[name].(string); ok && v != "" {
+		return v
 	}
-	return "sqs"
+	return def
 }

@@ -84,14 +84,14 @@ func TestKafkaFunctionsReachTheLocalBrokerWithoutAuthentication(t *testing.T) {
 	t.Parallel()
 	for _, source := range []string{"msk", "self-managed"} {
 		cfg := kafkaConfig(t, source, "127.0.0.1:9092")
-		env, err := cfg.settings("relay")
+		env, err := cfg.settings("relay", "")
 		require.NoError(t, err, source)
 		require.Equal(t, "127.0.0.1:9092", env["KAFKA_BOOTSTRAP_SERVERS"], source)
 		require.NotContains(t, env, "KAFKA_SASL_MECHANISM", source)
 		require.NotContains(t, env, "KAFKA_SECRET_ARN", source)
 		require.Equal(t, "fifoworker-commands", env["COMMANDS_TOPIC"], source)
 		for _, fn := range Functions {
-			env, err := cfg.settings(fn)
+			env, err := cfg.settings(fn, "")
 			require.NoError(t, err, fn)
 			require.Equal(t, "kafka", env["TRANSPORT"], fn)
 		}

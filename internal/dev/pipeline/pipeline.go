@@ -79,6 +79,12 @@ type Config struct {
 	// function's clients (request counting in tests).
 	APIOptions func(function string) []func(*middleware.Stack) error
 
+	// RelayBackstop is how often the relay runs on its schedule on
+	// PostgreSQL (template-postgres.yaml's RelaySchedule), beside the
+	// writers' nudges. Default (0): DefaultRelayBackstop, the template's
+	// minute.
+	RelayBackstop time.Duration
+
 	OnSQSBatch    func(function string, r localesm.SQSBatchResult)
 	OnStreamBatch func(r localesm.StreamBatchResult)
 	OnKafkaBatch  func(function string, r localesm.KafkaBatchResult)
@@ -122,6 +128,7 @@ type Pipeline struct {
 	ries     []*RIEProcess
 	mappings []mapping
 	kafka    []KafkaMapping
+	lambda   *lambdaAPI // the relay's nudges, on PostgreSQL
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -146,6 +153,15 @@ func Build(ctx context.Context, cfg Config) (*Pipeline, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, invokers: map[string]localesm.Invoker{}, timeouts: map[string]time.Duration{}, settings: map[string]map[string]string{}}
+	if TemplateStore(cfg.Template) == StorePostgres {
+		// The writers nudge the relay through Lambda's API: the
+		// pipeline's, started before them.
+		a, err := startLambdaAPI(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		p.lambda = a
+	}
 	for _, fn := range Functions {
 		if err := p.build(ctx, fn); err != nil {
 			_ = p.Stop()
@@ -164,7 +180,15 @@ func Build(ctx context.Context, cfg Config) (*Pipeline, error) {
 func (p *Pipeline) Run(ctx context.Context) {
 	runCtx, cancel := context.WithCancel(ctx)
 	p.cancel = cancel
-	for _, m := range p.mappings {
+	mappings := p.mappings
+	if p.lambda != nil {
+		backstop := p.cfg.RelayBackstop
+		if backstop <= 0 {
+			backstop = DefaultRelayBackstop
+		}
+		mappings = append(mappings, mapping{name: "relay.schedule", run: func(ctx context.Context) error { return p.lambda.backstop(ctx, backstop) }})
+	}
+	for _, m := range mappings {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -185,13 +209,16 @@ type mapping struct {
 
 // Settings returns function fn's environment as template.yaml gives it,
 // resolved against the deployment, with cfg.Settings applied.
-func (c *Config) settings(fn string) (map[string]string, error) {
+func (c *Config) settings(fn, lambdaURL string) (map[string]string, error) {
 	logical := functionResources[fn]
 	out := map[string]string{}
+	nudges := false
 	globals, _ := c.Template.Globals["Function"].(map[string]any)
 	for _, env := range []any{globals["Environment"], c.Template.Resources[logical].Properties["Environment"]} {
 		m, _ := env.(map[string]any)
 		vars, _ := m["Variables"].(map[string]any)
+		vars, relay := withoutCloudDatabase(vars)
+		nudges = nudges || relay
 		resolved, err := localdeploy.Resolve(c.Template, c.Deployed, c.StackName, c.Region, vars)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %s's environment: %w", fn, err)
@@ -202,6 +229,7 @@ func (c *Config) settings(fn string) (map[string]string, error) {
 		}
 	}
 	localKafkaSettings(out)
+	c.localPostgresSettings(out, nudges, lambdaURL)
 	for k, v := range c.Settings[fn] {
 		out[k] = v
 	}
@@ -227,7 +255,11 @@ func (c *Config) timeout(fn string) (time.Duration, error) {
 }
 
 func (p *Pipeline) build(ctx context.Context, fn string) error {
-	env, err := p.cfg.settings(fn)
+	lambdaURL := ""
+	if p.lambda != nil {
+		lambdaURL = p.lambda.url()
+	}
+	env, err := p.cfg.settings(fn, lambdaURL)
 	if err != nil {
 		return err
 	}
@@ -264,11 +296,18 @@ func (p *Pipeline) build(ctx context.Context, fn string) error {
 	if p.cfg.APIOptions != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, p.cfg.APIOptions(fn)...)
 	}
+	if u := env[lambdaEndpointVar]; u != "" {
+		// What the variable does for a bootstrap: the SDK's loader read
+		// this process's environment, not the function's.
+		awsCfg.ConfigSources = append([]any{lambdaEndpoint(u)}, awsCfg.ConfigSources...)
+	}
 	log := p.cfg.Logger.With("function", fn)
 	e := startup.NewEnvFrom(env)
 	kafka := env["TRANSPORT"] == startup.TransportKafka // the builders a kafka-tagged bootstrap's main calls
 	var inv localesm.Invoker
 	switch {
+	case env["STORE"] == StorePostgres:
+		inv, err = p.buildPostgres(fn, e, awsCfg, log) //nolint:contextcheck // a builder has no context, as at a function's init
 	case fn == "intake":
 		inv, err = inProcess(lambdawire.Intake, e, awsCfg, log)
 	case fn == "relay" && kafka:
@@ -533,12 +572,16 @@ func (p *Pipeline) Stop() error {
 		p.cancel()
 	}
 	p.wg.Wait()
+	var errs []error
+	if p.lambda != nil {
+		errs = append(errs, p.lambda.stop())
+	}
 	for _, r := range p.ries {
 		r.Stop()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return errors.Join(p.errs...)
+	return errors.Join(append(errs, p.errs...)...)
 }
 
 // newRequestID returns a random UUID, as Lambda's request ids are.
