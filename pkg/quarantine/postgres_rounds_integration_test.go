@@ -52,4 +52,14 @@ func TestPostgresAWriteIsSentAtMostTwelveTimes(t *testing.T) {
 	var left int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT n FROM refusals`).Scan(&left))
 	require.Zero(t, left, "each refusal was a write sent")
+
+	// Failed, its own loop: the same bound.
+	f := quarantine.Failure{Sequence: seqKey(t, "1"), Cause: "again", Seen: h.Attempts, SeenHeld: true}
+	refuse(12)
+	_, err = store.Failed(ctx, queue, "g", f, t0.Add(3e9))
+	require.ErrorContains(t, err, "12 writes")
+	refuse(11)
+	a, err := store.Failed(ctx, queue, "g", f, t0.Add(4e9))
+	require.NoError(t, err, "the 12th write lands")
+	require.Equal(t, int64(1), a.Failed)
 }
