@@ -1,9 +1,11 @@
 package projection
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -31,4 +33,30 @@ func TestRetryableIsADeadlockOrASerializationFailure(t *testing.T) {
 	} {
 		require.Equal(t, want, retryable(err), "%v", err)
 	}
+}
+
+// TestAgainGivesUpOnTheLastRoundWithTheServersError: a deadlock on a round
+// before the last is waited out and run again; on round maxRounds (the
+// bound, exactly) the statement is not run again and the caller gets the
+// server's error itself, not a "kept changing" that hides the SQLSTATE. A
+// cancelled wait returns the context's error.
+func TestAgainGivesUpOnTheLastRoundWithTheServersError(t *testing.T) {
+	t.Parallel()
+	deadlock := fmt.Errorf("apply: %w", sqlStateError("40P01"))
+	synctest.Test(t, func(t *testing.T) {
+		retry, err := again(t.Context(), maxRounds-1, deadlock)
+		require.NoError(t, err)
+		require.True(t, retry, "round %d of %d: run again", maxRounds-1, maxRounds)
+		retry, err = again(t.Context(), maxRounds, deadlock)
+		require.ErrorIs(t, err, sqlStateError("40P01"))
+		require.False(t, retry, "round %d of %d: give up", maxRounds, maxRounds)
+		retry, err = again(t.Context(), 1, nil)
+		require.NoError(t, err)
+		require.False(t, retry, "no error: go on")
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		retry, err = again(ctx, 1, deadlock)
+		require.ErrorIs(t, err, context.Canceled)
+		require.False(t, retry)
+	})
 }
