@@ -127,20 +127,20 @@ func testCreateRejectsInvalid(t *testing.T, newStore NewStore) {
 
 func testConcurrentCreates(t *testing.T, newStore NewStore) {
 	b := setup(t, newStore)
-	b.createConcurrently(t, "export-intent-7")
+	b.createConcurrently(t, "export-intent-7", "job")
 }
 
 // createConcurrently sends 8 concurrent creates of intent, each proposing
-// its own id, as an intake with random ids would, and checks that they
-// return one job, written by exactly one of them, and that no other
-// proposed id has a job. It returns that job.
-func (b *bundle) createConcurrently(t *testing.T, intent string) jobs.Job {
+// its own id (prefix-i), as an intake with random ids would, and checks
+// that they return one job, written by exactly one of them, and that no
+// other proposed id has a job. It returns that job.
+func (b *bundle) createConcurrently(t *testing.T, intent, prefix string) jobs.Job {
 	t.Helper()
 	j := b.raceCreates(t, func(i int) jobs.CreateRequest {
-		return jobs.CreateRequest{JobID: b.id(fmt.Sprintf("job-%d", i)), IntentID: intent, Tenant: b.tenant}
+		return jobs.CreateRequest{JobID: b.id(fmt.Sprintf("%s-%d", prefix, i)), IntentID: intent, Tenant: b.tenant}
 	})
 	for i := range raceWidth {
-		if id := b.id(fmt.Sprintf("job-%d", i)); id != j.ID {
+		if id := b.id(fmt.Sprintf("%s-%d", prefix, i)); id != j.ID {
 			_, err := b.store.Get(b.ctx, id)
 			require.ErrorIs(t, err, jobs.ErrNotFound)
 		}
