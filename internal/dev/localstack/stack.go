@@ -209,17 +209,30 @@ func (s *State) Shell() string {
 }
 
 // Up starts the stack, or returns the state of the one already running
-// under this name. It installs missing tools first. With AWS_ENDPOINT_URL
-// set it starts no AWS emulator, only the Kafka broker: no AWS endpoint
-// serves Kafka's protocol, and the broker, like the runtime interface
-// emulator, is the stack's own.
+// under this name with every service, each answering (one left
+// half-started by a killed Up is stopped and started again). It installs
+// missing tools first. With AWS_ENDPOINT_URL set it starts no AWS
+// emulator, only the Kafka broker: no AWS endpoint serves Kafka's
+// protocol, and the broker, like the runtime interface emulator, is the
+// stack's own.
 func Up(ctx context.Context, o Options) (*State, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	if s, err := load(o); err == nil {
-		if running(s) {
-			return s, nil
+		// A `local up` killed half-way leaves its processes running (each
+		// in a process group of its own) and a state naming those it
+		// started: the stack is up only if it has every service and each
+		// answers.
+		if running(s) && complete(s) {
+			err := waitReady(ctx, o, s, nil)
+			if err == nil {
+				return s, nil
+			}
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			fmt.Fprintf(o.Progress, "localstack: stack %s runs but does not answer: %v\n", o.Name, err)
 		}
 		fmt.Fprintf(o.Progress, "localstack: stack %s was left half-running; stopping what remains\n", o.Name)
 		if err := Down(o); err != nil {
@@ -298,7 +311,35 @@ func prepare(ctx context.Context, o Options, s *State) (starting []string, tools
 		return nil, nil, nil
 	}
 	fmt.Fprintf(o.Progress, "localstack: AWS_ENDPOINT_URL=%s is set; starting no AWS emulator, only the Kafka broker and PostgreSQL\n", s.External)
-	return []string{"kafka", "postgres"}, nil, nil
+	return besideExternal, nil, nil
+}
+
+// besideExternal are the services a stack starts beside an external
+// endpoint (on Linux).
+var besideExternal = []string{"kafka", "postgres"}
+
+// complete reports whether s records a process for every service its Up
+// starts: one whose Up was killed before it started them all lacks some.
+// A stack on an external endpoint that started none (not on Linux) is
+// complete.
+func complete(s *State) bool {
+	want := services
+	if s.External != "" {
+		if len(s.Processes) == 0 {
+			return true
+		}
+		want = besideExternal
+	}
+	recorded := map[string]bool{}
+	for _, p := range s.Processes {
+		recorded[p.Service] = true
+	}
+	for _, service := range want {
+		if !recorded[service] {
+			return false
+		}
+	}
+	return true
 }
 
 // command is the program and arguments that run service on its port;
