@@ -4,13 +4,16 @@ package pgsource_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource/nudge"
 )
 
 // A job's rows deleted by something that does not take the job's lock
@@ -78,4 +81,18 @@ func TestAJobLockedButNotReadUnderTheBoundStaysInTheRun(t *testing.T) {
 	require.Equal(t, 3, rep.Rows)
 	require.Equal(t, pgsource.StopBound, rep.Stop)
 	require.Equal(t, map[string][]string{"job-001": {"job-001/v0", "job-001/v1"}, "job-002": {"job-002/v0"}}, b.sink.byJob())
+}
+
+// A nudge standing for exactly one commit (the bound: at least one) is a
+// trigger: the relay drains for it.
+func TestHandleDrainsForANudgeOfOneCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.create(t, "job-1", 0)
+	event, err := json.Marshal(nudge.Payload{Type: nudge.PayloadType, FirstCommit: time.Now(), Commits: 1})
+	require.NoError(t, err)
+	rep, err := b.relay(t, pgsource.Config{}).Handle(t.Context(), event)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Rows)
+	require.Zero(t, b.rows(t))
 }
