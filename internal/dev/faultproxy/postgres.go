@@ -26,7 +26,8 @@ import (
 //
 //   - Reset: the client's connection is reset and the server's closed
 //     before anything of the round trip is forwarded. The server rolls back
-//     the session's open transaction: not applied.
+//     the session's open transaction: not applied. Round trips the client
+//     pipelined before it are answered first (they were forwarded).
 //   - Drop: the round trip is forwarded and the server's whole answer read,
 //     through its ReadyForQuery, and then the client's connection is reset
 //     instead of answering. A statement outside a transaction (or a COMMIT)
@@ -234,12 +235,14 @@ func (p *PostgresProxy) session(client net.Conn) {
 	defer p.untrack(server)
 	s := &pgSession{p: p, client: client, server: server, cin: bufio.NewReader(client), sin: bufio.NewReader(server),
 		stmts: map[string]string{}}
+	s.answered.L = &s.mu
 	if err := s.startup(); err != nil {
 		return
 	}
 	done := make(chan struct{})
 	p.wg.Go(func() {
 		defer close(done)
+		defer s.answersEnded()
 		s.answers()
 	})
 	s.requests()
@@ -257,8 +260,10 @@ type pgSession struct {
 	stmts   map[string]string // prepared statements' SQL by name ("" the unnamed one)
 	portals map[string]string // portals' statement names
 
-	mu      sync.Mutex
-	pending []Kind // the fault of each round trip forwarded and not yet answered, in order
+	mu       sync.Mutex
+	answered sync.Cond // signalled when pending empties or answers ends
+	pending  []Kind    // the fault of each round trip forwarded and not yet answered, in order
+	ended    bool      // answers has returned
 }
 
 // The protocol's special startup codes.
@@ -422,6 +427,7 @@ func (s *pgSession) roundTrip(op string, held []byte) bool {
 	}
 	switch d.fault {
 	case Reset:
+		s.awaitAnswers()
 		resetConn(s.client)
 		return false
 	case Stall:
@@ -445,6 +451,27 @@ func (s *pgSession) roundTrip(op string, held []byte) bool {
 	}
 	_, err := s.server.Write(held)
 	return err == nil
+}
+
+// awaitAnswers waits until every round trip forwarded has been answered
+// (or the answers can no longer come): a round trip the client pipelined
+// before a reset one was forwarded, and is applied; closing the server's
+// connection with its answer unread would send the server a TCP reset that
+// may undo it, as fast as the server was.
+func (s *pgSession) awaitAnswers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) > 0 && !s.ended {
+		s.answered.Wait()
+	}
+}
+
+// answersEnded records that answers has returned, waking awaitAnswers.
+func (s *pgSession) answersEnded() {
+	s.mu.Lock()
+	s.ended = true
+	s.answered.Broadcast()
+	s.mu.Unlock()
 }
 
 // untilClosed is a context that ends when the proxy closes.
@@ -493,6 +520,9 @@ func (s *pgSession) answers() {
 		s.mu.Lock()
 		if len(s.pending) > 0 {
 			s.pending = s.pending[1:]
+		}
+		if len(s.pending) == 0 {
+			s.answered.Broadcast()
 		}
 		s.mu.Unlock()
 		if buffered {

@@ -127,3 +127,36 @@ func TestPostgresProxyForwardsNothingPipelinedBehindADrop(t *testing.T) {
 		require.False(t, r.applied(t, 22), "a round trip pipelined behind a dropped answer is not forwarded")
 	}
 }
+
+// A reset round trip pipelined behind one without a fault: the earlier one
+// was forwarded, and is applied whatever the timing; the proxy resets only
+// once its answer is through (closing the server's connection with that
+// answer unread would send the server a reset that could undo it).
+func TestPostgresProxyResetsOnlyBehindTheAnswersBeforeIt(t *testing.T) {
+	op := func(sql string) string {
+		if strings.Contains(sql, "(32)") {
+			return "SECOND"
+		}
+		return faultproxy.PostgresOperation(sql)
+	}
+	for range 15 {
+		r := newPGRig(t, faultproxy.PostgresConfig{Operation: op, Operations: map[string]faultproxy.Rates{"SECOND": {Reset: 1}}}, pgx.QueryExecModeExec)
+		c := r.connect(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		pl := c.PgConn().StartPipeline(ctx)
+		pl.SendQueryParams(`INSERT INTO t (id) VALUES (31)`, nil, nil, nil, nil)
+		pl.SendPipelineSync()
+		pl.SendQueryParams(`INSERT INTO t (id) VALUES (32)`, nil, nil, nil, nil)
+		pl.SendPipelineSync()
+		require.NoError(t, pl.Flush())
+		var err error
+		for err == nil {
+			_, err = pl.GetResults()
+		}
+		_ = pl.Close()
+		cancel()
+		require.Eventually(t, func() bool { return r.applied(t, 31) }, 5*time.Second, 5*time.Millisecond,
+			"the round trip forwarded before the reset one is applied")
+		require.False(t, r.applied(t, 32), "the reset round trip is not")
+	}
+}
