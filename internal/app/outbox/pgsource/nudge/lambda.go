@@ -31,8 +31,9 @@ type LambdaConfig struct {
 	// (each send is bounded by its context: the Coalescer's Timeout).
 	HTTPClient *http.Client
 	// Endpoint is the Lambda API's base URL. Default (""):
-	// https://lambda.<Region>.amazonaws.com; a function in a VPC reaches
-	// it through an interface endpoint for Lambda or a NAT.
+	// https://lambda.<Region>.amazonaws.com (.com.cn in the China
+	// regions); a function in a VPC reaches it through an interface
+	// endpoint for Lambda or a NAT.
 	Endpoint string
 	// Now is the signing clock. Default (nil): time.Now.
 	Now func() time.Time
@@ -87,7 +88,7 @@ func NewLambda(cfg LambdaConfig) (*Lambda, error) {
 	}
 	base := cfg.Endpoint
 	if base == "" {
-		base = "https://lambda." + cfg.Region + ".amazonaws.com"
+		base = "https://lambda." + cfg.Region + "." + domain(cfg.Region)
 	}
 	l := &Lambda{
 		url:    strings.TrimSuffix(base, "/") + "/2015-03-31/functions/" + url.PathEscape(cfg.Function) + "/invocations",
@@ -100,6 +101,16 @@ func NewLambda(cfg LambdaConfig) (*Lambda, error) {
 		l.now = time.Now
 	}
 	return l, nil
+}
+
+// domain is the endpoint domain of region's partition: amazonaws.com.cn
+// for the China regions (Beijing and Ningxia, as AWS's China endpoint
+// lists give it), amazonaws.com for the others this service deploys to.
+func domain(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "amazonaws.com.cn"
+	}
+	return "amazonaws.com"
 }
 
 // Send invokes the relay function asynchronously with p.
