@@ -5,7 +5,7 @@
 // projection.Projector.Handle under fifo.Processor with the quarantine,
 // sweeper.Sweeper, quarantine.Operator) on the in-memory stores
 // (jobs.MemoryStore, projection.MemoryStore, quarantine.MemoryStore,
-// s3mem.S3), with a simulated clock and simulated SQS FIFO
+// s3mem.S3; or PostgreSQL's, below), with a simulated clock and simulated SQS FIFO
 // queues (group lock, visibility timeout, receive counts, a redrive policy
 // to a dead-letter queue, the five-minute deduplication window).
 //
@@ -228,4 +228,25 @@
 //     is released with nothing parked, and the on-failure destinations
 //     hold nothing: each record in them was redriven, and its copy
 //     completed, or discarded.
+//
+// # Two stores
+//
+// Config.Store picks the stores of the jobs, the projection and the
+// quarantine. The default, StoreMemory, is the memory stores above. With
+// StorePostgres they are jobs.PostgresStore, projection.PostgresStore and
+// quarantine.PostgresStore on Config.DB, a PostgreSQL 18 database of the
+// run's own, which the run migrates; everything else is the same: the
+// fault plan above the stores, the journal (it reads the job through Get
+// before and after each write), the observers, the invariants. Every time
+// the stores are given is the simulated clock's (none of their statements
+// reads the server's clock), and one fiber runs at a time, so each
+// statement ends before the next begins: a seed replays exactly, and runs
+// as it does on the memory stores (the same steps and the same Stats; the
+// traces differ only in the wording of the stores' errors). The relay still
+// publishes the journal's stream, which keeps the two runs of a seed
+// alike; one more invariant holds the job store's outbox to it:
+//   - Each transition the journal saw applied is the job_outbox row of its
+//     job and version, whose images decode (jobitem.FromPostgresImage) to
+//     the job before and after it; at the end each job's rows are its
+//     stream, version by version, and no row belongs to another job.
 package sim
