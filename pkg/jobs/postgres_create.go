@@ -30,7 +30,9 @@ func (s *PostgresStore) Create(ctx context.Context, req CreateRequest) (CreateRe
 	}
 	now := s.cfg.now()
 	var dangling *intentMarker
+	var last error // the error that made the last round try again, for the give-up
 	for range maxRounds {
+		last = nil
 		job, marker := newJob(&req, dangling, now, &s.cfg)
 		created, err := s.insert(ctx, &job, &marker, dangling)
 		switch {
@@ -38,12 +40,15 @@ func (s *PostgresStore) Create(ctx context.Context, req CreateRequest) (CreateRe
 			return CreateResult{Job: *created}, nil
 		case isUniqueViolation(err):
 			// The job id is taken: that job decides.
+			taken := err
 			existing, err := s.getJob(ctx, job.ID)
 			if err != nil {
 				return CreateResult{}, createError(&req, err)
 			}
 			if existing == nil {
-				dangling = nil // deleted meanwhile: try again
+				// Deleted meanwhile (try again), or the key was not the
+				// job's: the give-up then says which it was.
+				dangling, last = nil, taken
 				continue
 			}
 			res, _, err := resolveCreate(&req, nil, existing)
@@ -66,6 +71,9 @@ func (s *PostgresStore) Create(ctx context.Context, req CreateRequest) (CreateRe
 			return res, createError(&req, err)
 		}
 		dangling = m
+	}
+	if last != nil {
+		return CreateResult{}, createError(&req, fmt.Errorf("the intent's rows kept changing; giving up: %w", last))
 	}
 	return CreateResult{}, createError(&req, errors.New("the intent's rows kept changing; giving up"))
 }
