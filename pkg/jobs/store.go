@@ -61,7 +61,10 @@ type CreateRequest struct {
 	// Tenant is the authenticated caller, never a request field. It must
 	// not contain '#'.
 	Tenant string
-	Spec   map[string]string
+	// Spec's keys and values, as every free text of a request (a failure's
+	// message, a reason), are UTF-8 without NUL (else ErrInvalid): what
+	// every store keeps byte for byte.
+	Spec map[string]string
 }
 
 // CreateResult is the outcome of Create.
@@ -125,7 +128,7 @@ type FailRequest struct {
 // CancelRequest ends a pending or running job.
 type CancelRequest struct {
 	JobID  string
-	Reason string // optional, recorded as the failure message
+	Reason string // optional, recorded as the failure message; UTF-8 without NUL
 	// Strict makes a job that is already cancelled a *FinalError, as any
 	// other ended job is, so the cancel succeeds only when this request
 	// wrote. Without it (the API's DELETE) a cancelled job is success, which
@@ -145,8 +148,9 @@ type NudgeRequest struct {
 	JobID      string
 	Generation int64
 	Version    int64
-	// Reason is recorded in the command's payload (PayloadReason); optional.
-	// A retry of the request must send the same reason to be recognised.
+	// Reason is recorded in the command's payload (PayloadReason); optional,
+	// UTF-8 without NUL. A retry of the request must send the same reason to
+	// be recognised.
 	Reason string
 }
 
