@@ -4,11 +4,13 @@ package faultproxy_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -159,4 +161,38 @@ func TestPostgresProxyResetsOnlyBehindTheAnswersBeforeIt(t *testing.T) {
 			"the round trip forwarded before the reset one is applied")
 		require.False(t, r.applied(t, 32), "the reset round trip is not")
 	}
+}
+
+// A client that waits for the server's CopyInResponse before it sends a
+// COPY's rows (as libpq's clients do; pgx streams them at once): under a
+// dropped answer the CopyInResponse still passes, since the round trip
+// cannot go on without it; the COPY commits and the rest is lost.
+func TestPostgresProxyPassesCopyInResponseUnderADrop(t *testing.T) {
+	r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"COPY": {Drop: 1}}}, pgx.QueryExecModeExec)
+	conn, err := net.Dial("tcp", r.proxy.Addr)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	fe := pgproto3.NewFrontend(conn, conn)
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+		Parameters: map[string]string{"user": r.via.User, "database": r.via.Database}})
+	require.NoError(t, fe.Flush())
+	for {
+		msg, err := fe.Receive()
+		require.NoError(t, err, "startup")
+		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	fe.Send(&pgproto3.Query{String: "COPY t (id) FROM STDIN"})
+	require.NoError(t, fe.Flush())
+	msg, err := fe.Receive()
+	require.NoError(t, err, "the client waits for the CopyInResponse")
+	require.IsType(t, &pgproto3.CopyInResponse{}, msg)
+	fe.Send(&pgproto3.CopyData{Data: []byte("41\n42\n")})
+	fe.Send(&pgproto3.CopyDone{})
+	require.NoError(t, fe.Flush())
+	_, err = fe.Receive()
+	require.Error(t, err, "the rest of the answer is lost")
+	require.Eventually(t, func() bool { return r.applied(t, 41) && r.applied(t, 42) }, 5*time.Second, 5*time.Millisecond)
 }
