@@ -21,8 +21,8 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 .PHONY: demo
-demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator; TRANSPORT=kafka: template-kafka.yaml on the stack's Kafka broker)
-	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie) --transport $(TRANSPORT)
+demo: ## run the whole pipeline on sample jobs on the local AWS stack (RIE=1: built bootstraps under the runtime interface emulator; TRANSPORT=kafka: template-kafka.yaml on the stack's Kafka broker; STORE=postgres: template-postgres.yaml on the stack's PostgreSQL)
+	go run ./cmd/fifoworker demo $(if $(filter 1,$(RIE)),--rie) --transport $(TRANSPORT) --store $(STORE)
 
 .PHONY: serve
 serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and their mappings on a fresh local stack; prints tokens; Ctrl-C stops it all
@@ -35,19 +35,25 @@ serve: ## the jobs API on http://127.0.0.1:8080 with the five functions and thei
 # 0.39 to 0.46 MB more of most; docs/BENCHMARKS.md);
 # TRANSPORT=kafka builds template-kafka.yaml's, with the kafka tag (each
 # variant's bootstrap carries its transport only: docs/KAFKA.md), into
-# .aws-sam-go/kafka/.
+# .aws-sam-go/kafka/. STORE=postgres builds template-postgres.yaml's, with
+# the postgres tag (each function's PostgreSQL wiring, and the schema's
+# migrate function), into .aws-sam-go/postgres/ (.aws-sam-go/kafka-postgres/
+# with TRANSPORT=kafka).
 FUNCTIONS := intake relay worker projector sweeper
 TRANSPORT ?= sqs
+STORE ?= dynamodb
 comma := ,
-BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)
-BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter kafka,$(TRANSPORT)),/kafka)
+BOOTSTRAP_FUNCTIONS := $(FUNCTIONS)$(if $(filter postgres,$(STORE)), migrate)
+BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)$(if $(filter postgres,$(STORE)),$(comma)postgres)
+BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter-out sqs-dynamodb,$(TRANSPORT)-$(STORE)),/$(subst sqs-,,$(subst -dynamodb,,$(TRANSPORT)-$(STORE))))
 # The AWS SDK's service clients, and on Kafka franz-go's kgo, without
 # inlining, for the bootstraps' size (pipeline.BuildFlags, KafkaGCFlags).
 BOOTSTRAP_GCFLAGS := -gcflags=github.com/aws/aws-sdk-go-v2/service/...=-l$(if $(filter kafka,$(TRANSPORT)), -gcflags=github.com/twmb/franz-go/pkg/kgo=-l)
 .PHONY: bootstraps
-bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (TRANSPORT=kafka: .aws-sam-go/kafka/<name>/, with the kafka tag; linux/arm64, stripped) and list their sizes against the 10 MB goal
+bootstraps: ## build each function's bootstrap into .aws-sam-go/<name>/bootstrap (TRANSPORT=kafka: .aws-sam-go/kafka/<name>/, with the kafka tag; STORE=postgres: .aws-sam-go/postgres/<name>/, with the postgres tag, migrate included; linux/arm64, stripped) and list their sizes against the 10 MB goal
 	@case "$(TRANSPORT)" in sqs|kafka) ;; *) echo "TRANSPORT is sqs or kafka, not $(TRANSPORT)" >&2; exit 2;; esac
-	@for f in $(FUNCTIONS); do \
+	@case "$(STORE)" in dynamodb|postgres) ;; *) echo "STORE is dynamodb or postgres, not $(STORE)" >&2; exit 2;; esac
+	@for f in $(BOOTSTRAP_FUNCTIONS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags $(BOOTSTRAP_TAGS) -ldflags=-s -trimpath $(BOOTSTRAP_GCFLAGS) -o $(BOOTSTRAP_DIR)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 	@ls -l $(BOOTSTRAP_DIR)/*/bootstrap | awk '{printf "%-38s %6.2f MB%s\n", $$9, $$5/1e6, ($$5 > 10e6 ? "  over the 10 MB goal" : "")}'

@@ -22,12 +22,23 @@ type demoOptions struct {
 	// Transport is the template's: "sqs" (or "", template.yaml) or "kafka"
 	// (template-kafka.yaml, on the stack's Kafka broker).
 	Transport string
+	// Store is the arbiter's: "dynamodb" (or "") or "postgres"
+	// (template-postgres.yaml, on the stack's PostgreSQL).
+	Store string
 	// Name is the local stack's (default "demo").
 	Name string
 }
 
 // demoTemplates are the demo's template by transport.
 var demoTemplates = map[string]string{"": "template.yaml", "sqs": "template.yaml", "kafka": "template-kafka.yaml"}
+
+// demoStores are the stores the demo runs on, each transport's template
+// by store: DynamoDB's are demoTemplates; PostgreSQL's are
+// template-postgres.yaml and, once written, template-kafka-postgres.yaml.
+var demoStores = map[string]map[string]string{
+	"": demoTemplates, "dynamodb": demoTemplates,
+	"postgres": {"": "template-postgres.yaml", "sqs": "template-postgres.yaml", "kafka": "template-kafka-postgres.yaml"},
+}
 
 func (c *cli) demoCmd() *cobra.Command {
 	o := &demoOptions{}
@@ -45,6 +56,7 @@ when every invariant held, 1 otherwise, 2 a usage error.`,
 	cmd.Flags().BoolVar(&o.RIE, "rie", os.Getenv("RIE") == "1", "run the built bootstraps under the runtime interface emulator (make demo RIE=1)")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 300, "how many bulk jobs to submit, across tenants")
 	cmd.Flags().StringVar(&o.Transport, "transport", "", `the commands' and events' transport: sqs (template.yaml; "" too) or kafka (template-kafka.yaml; make demo TRANSPORT=kafka)`)
+	cmd.Flags().StringVar(&o.Store, "store", "", `the arbiter's store: dynamodb (the default; "" too) or postgres (template-postgres.yaml on the stack's PostgreSQL; make demo STORE=postgres)`)
 	cmd.Flags().StringVar(&o.Name, "name", "", `the local stack's name ("": demo)`)
 	return cmd
 }
@@ -53,12 +65,15 @@ func (o *demoOptions) Validate() error {
 	if _, ok := demoTemplates[o.Transport]; !ok {
 		return fmt.Errorf("--transport %q: it is sqs or kafka", o.Transport)
 	}
+	if _, ok := demoStores[o.Store]; !ok {
+		return fmt.Errorf("--store %q: it is dynamodb or postgres", o.Store)
+	}
 	return nil
 }
 
 // Run runs internal/dev/demo on a fresh stack named "demo" (or --name).
 func (o *demoOptions) Run(ctx context.Context, c *cli) error {
-	template := demoTemplates[o.Transport]
+	template := demoStores[o.Store][o.Transport]
 	if o.Transport == "kafka" {
 		fmt.Fprintf(c.stdout, "fifoworker demo: the five functions of %s on a local stack, on its Kafka broker (worker timeout %ds; a timed-out batch is retried by its mapping)\n",
 			template, demo.WorkerTimeout)

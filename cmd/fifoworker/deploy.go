@@ -11,9 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // deploy creates the template's resources on the stack and prints its
@@ -94,9 +99,18 @@ func stackEnv(s *localstack.State, outputs map[string]string) []string {
 // deployTemplate deploys tpl and reports what was made and, grouped by
 // reason, what the emulators do not do.
 func deployTemplate(ctx context.Context, s *localstack.State, tpl *samtemplate.Template, d deployFlags, stderr io.Writer) (*localdeploy.Result, error) {
-	res, err := localdeploy.Deploy(ctx, tpl, d.StackName, s.Region, localdeploy.Clients{
-		SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(), KafkaBootstrapServers: s.Kafka,
-	})
+	clients := localdeploy.Clients{SQS: s.SQSClient(), DynamoDB: s.DynamoDBClient(), S3: s.S3Client(), KafkaBootstrapServers: s.Kafka}
+	if pipeline.TemplateStore(tpl) == pipeline.StorePostgres {
+		// The schema goes to the stack's PostgreSQL, opened as the
+		// functions open it.
+		env := startup.NewEnvFrom(map[string]string{pgopen.DSNVar: s.Postgres})
+		clients.Postgres = pgopen.Open(env, aws.Config{})
+		if err := env.Err(); err != nil {
+			return nil, fmt.Errorf("the stack's PostgreSQL: %w", err)
+		}
+		defer func() { _ = clients.Postgres.Close() }()
+	}
+	res, err := localdeploy.Deploy(ctx, tpl, d.StackName, s.Region, clients)
 	if err != nil {
 		return nil, err
 	}

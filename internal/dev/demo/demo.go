@@ -13,6 +13,7 @@ package demo
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,7 +36,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
@@ -78,6 +78,9 @@ type Summary struct {
 	// Transport is the template's: "sqs" (template.yaml) or "kafka"
 	// (template-kafka.yaml).
 	Transport string `json:"transport"`
+	// Store is the arbiter's: "dynamodb" (template.yaml,
+	// template-kafka.yaml) or "postgres" (template-postgres.yaml).
+	Store string `json:"store"`
 	// Skipped names the parts of the demo not run on this transport, and
 	// so not checked: [] when none, as today on both (the poison job runs
 	// on Kafka too, the Kafka quarantine and its redrive having landed).
@@ -159,6 +162,7 @@ type demoRun struct {
 	rie   bool
 
 	ddb  *dynamodb.Client
+	db   *sql.DB // the stack's PostgreSQL, on PostgreSQL
 	p    *pipeline.Pipeline
 	hold *faultproxy.Proxy
 
@@ -192,7 +196,14 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	if d.rie {
 		d.sum.Mode = "rie"
 	}
-	d.sum.Transport, d.sum.Skipped = pipeline.TemplateTransport(d.tpl), []string{}
+	d.sum.Transport, d.sum.Store, d.sum.Skipped = pipeline.TemplateTransport(d.tpl), pipeline.TemplateStore(d.tpl), []string{}
+	if d.postgres() {
+		if err := d.openDatabase(); err != nil {
+			return d.sum, err
+		}
+		defer func() { _ = d.db.Close() }()
+		d.sum.Skipped = append(d.sum.Skipped, skippedFencedAccept)
+	}
 	for _, kv := range d.state.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		d.o.Setenv(k, v)
@@ -280,7 +291,8 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	cfg.Logger = slog.New(slog.NewJSONHandler(logFile, nil))
 	if d.rie {
 		cfg.Mode, cfg.RIE = pipeline.UnderRIE, d.state.RIE
-		build := pipeline.BootstrapConfig{Root: d.o.Root, Dir: filepath.Join(cfg.LogDir, "bootstraps"), Tags: pipeline.TransportTags(d.sum.Transport)}
+		build := pipeline.BootstrapConfig{Root: d.o.Root, Dir: filepath.Join(cfg.LogDir, "bootstraps"),
+			Tags: append(pipeline.TransportTags(d.sum.Transport), pipeline.StoreTags(d.sum.Store)...)}
 		d.say("building the five bootstraps (%s) ...", build.Describe())
 		cfg.Bootstraps, err = pipeline.BuildBootstrapsFor(ctx, build)
 		if err != nil {
@@ -309,6 +321,8 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 	if d.kafka() {
 		d.say("event source mappings started: Jobs stream → relay → topic %s → worker; topic %s → projector",
 			d.res.Outputs["CommandsTopic"], d.res.Outputs["EventsTopic"])
+	} else if d.postgres() {
+		d.say("event source mappings started: job_outbox → relay (the writers' nudges, a backstop schedule) → commands.fifo → worker; events.fifo → projector")
 	} else {
 		d.say("event source mappings started: Jobs stream → relay → commands.fifo → worker; events.fifo → projector")
 	}
@@ -596,16 +610,16 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 // waitFinal shows progress until every job is final and its view caught
 // up, releasing worker A's held accept once generation 2 has won.
 func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
+	store, err := d.jobStore()
 	if err != nil {
 		return err
 	}
-	views, err := projection.NewDynamoStore(projection.DynamoConfig{Client: d.state.DynamoDBClient(), Tables: projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]}})
+	views, err := d.projectionStore()
 	if err != nil {
 		return err
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	released := false
+	released := d.postgres() // nothing is held there (skippedFencedAccept)
 	for tick := 0; ; tick++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -668,7 +682,7 @@ func (d *demoRun) sweep(ctx context.Context) error {
 	// Of the running example's candidates only generation 2's result is
 	// left: worker A's is the orphan the sweeper removed.
 	example := jobs.DeriveJobID("t-1", exampleIntent)
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
+	store, err := d.jobStore()
 	if err != nil {
 		return err
 	}
@@ -684,7 +698,7 @@ func (d *demoRun) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(left) != 1 || left[0].Key.String() != job.Result.Key {
+	if !d.postgres() && (len(left) != 1 || left[0].Key.String() != job.Result.Key) {
 		d.sum.OrphansSwept = 0
 		d.say("MISMATCH: the example's candidates after the sweep: %v; want only its result %s", left, job.Result.Key)
 	}
@@ -695,11 +709,11 @@ func (d *demoRun) sweep(ctx context.Context) error {
 
 // check holds the tables, the bucket and the queues to the invariants.
 func (d *demoRun) check(ctx context.Context, articles map[string]int) error {
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: d.state.DynamoDBClient(), Table: d.res.Resources["JobsTable"]})
+	store, err := d.jobStore()
 	if err != nil {
 		return err
 	}
-	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: d.state.DynamoDBClient(), Tables: projection.Tables{Views: d.res.Resources["ViewsTable"], Totals: d.res.Resources["TotalsTable"]}})
+	proj, err := d.projectionStore()
 	if err != nil {
 		return err
 	}
@@ -854,6 +868,9 @@ func (d *demoRun) drain(ctx context.Context) error {
 // queuesLeft counts messages still in any queue: every message must have
 // been acknowledged.
 func (d *demoRun) queuesLeft(ctx context.Context) (int, error) {
+	if d.postgres() {
+		return d.postgresLeft(ctx)
+	}
 	return d.queuesHold(ctx, "CommandsQueue", "CommandsDLQ", "EventsQueue", "EventsDLQ", "StreamFailureQueue")
 }
 

@@ -74,7 +74,7 @@ func (d *demoRun) poison(ctx context.Context, articles map[string]int) error {
 	}
 	defer source.close()
 	queue, group := source.queue, source.group
-	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: d.ddb, Table: d.res.Resources["QuarantineTable"]})
+	store, err := d.quarantineStore()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 // passing is a summary of a run on SQS where every invariant held.
 func passing() Summary {
 	return Summary{Jobs: 10, Completed: 9, Cancelled: 1, DuplicateIntents: 1, StaleAcceptsRejected: 1, OrphansSwept: 1,
-		GroupsHeld: 1, Parked: 3, Redriven: 3, OrderKept: true, Transport: "sqs", Skipped: []string{}}
+		GroupsHeld: 1, Parked: 3, Redriven: 3, OrderKept: true, Transport: "sqs", Store: "dynamodb", Skipped: []string{}}
 }
 
 // A run is ok only when every invariant held and every part ran, on
@@ -43,16 +43,16 @@ func TestASummaryIsOKOnlyWhenWhatItCheckedHeld(t *testing.T) {
 	}
 }
 
-// The summary's JSON names its transport and what was skipped, an empty
-// list included, for a script to check.
+// The summary's JSON names its transport, its store and what was
+// skipped, an empty list included, for a script to check.
 func TestTheSummaryLineNamesItsTransportAndWhatWasSkipped(t *testing.T) {
 	t.Parallel()
 	line, err := json.Marshal(passing())
 	require.NoError(t, err)
-	require.Contains(t, string(line), `"transport":"sqs","skipped":[],"ok":false`)
+	require.Contains(t, string(line), `"transport":"sqs","store":"dynamodb","skipped":[],"ok":false`)
 	s := passing()
-	s.Transport, s.Skipped, s.OK = "kafka", []string{"a part"}, true
+	s.Transport, s.Store, s.Skipped, s.OK = "kafka", "postgres", []string{"a part"}, true
 	line, err = json.Marshal(s)
 	require.NoError(t, err)
-	require.Contains(t, string(line), `"transport":"kafka","skipped":["a part"],"ok":true`)
+	require.Contains(t, string(line), `"transport":"kafka","store":"postgres","skipped":["a part"],"ok":true`)
 }
