@@ -359,8 +359,9 @@ func makeTemplate(ctx context.Context, root, dir string, cred *syscall.Credentia
 }
 
 // clearStalePID removes the postmaster.pid a killed server left behind,
-// refusing when its process is still a live postgres: PostgreSQL itself
-// refuses a lock file whose PID another process has taken since.
+// refusing when its process is still a postgres running on dir: PostgreSQL
+// itself refuses a lock file whose PID another process of its user has
+// taken since, and the PIDs wrap soon (32768 by default).
 func clearStalePID(dir string) error {
 	path := filepath.Join(dir, "postmaster.pid")
 	body, err := os.ReadFile(path)
@@ -371,16 +372,31 @@ func clearStalePID(dir string) error {
 		return fmt.Errorf("pgserver: %w", err)
 	}
 	first, _, _ := strings.Cut(string(body), "\n")
-	if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 {
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			return fmt.Errorf("pgserver: %w: %s (PID %d)", ErrAlreadyRunning, dir, pid)
-		}
+	if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 && postgresOn(pid, dir) {
+		return fmt.Errorf("pgserver: %w: %s (PID %d)", ErrAlreadyRunning, dir, pid)
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("pgserver: stale postmaster.pid: %w", err)
 	}
 	return nil
+}
+
+// postgresOn reports whether pid is a postgres process running on the
+// data directory dir: the postmaster and every child of it work in the
+// data directory. Another postgres (another server's, after the PID
+// wrapped) works elsewhere. A working directory that cannot be read is
+// taken as dir: two servers on one cluster would corrupt it.
+func postgresOn(pid int, dir string) bool {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+		return false
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		return true
+	}
+	resolved, err := filepath.EvalSymlinks(dir)
+	return cwd == dir || (err == nil && cwd == resolved)
 }
 
 // pickPort returns port if it is free on 127.0.0.1, or a free one when port
