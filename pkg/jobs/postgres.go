@@ -43,7 +43,9 @@ type PostgresConfig struct {
 	// DB is a pool on a database that MigratePostgres has brought to this
 	// version, opened with the pgx driver (stdlib). Required. The store
 	// runs every statement on its own (autocommit), at the pool's default
-	// isolation, which must be Read Committed (PostgreSQL's default).
+	// isolation: Read Committed (PostgreSQL's default) re-checks a write
+	// that waited; above it a write that waited fails (40001), and the
+	// store runs it again on the newer row, as it does a deadlock (40P01).
 	DB *sql.DB
 	// Config holds the settings the store shares with the other stores;
 	// its zero value is the defaults.
@@ -141,8 +143,21 @@ func (s *PostgresStore) getJob(ctx context.Context, id string) (*Job, error) {
 // expects: each round is one statement that either writes (the guard held
 // on the row it found) or returns the row, on which decide runs again.
 func (s *PostgresStore) transition(ctx context.Context, req request) (Job, error) {
+	decided := req.expect() // the item the round's step was decided on
 	return runRounds(req, &s.cfg, func(st *step, now time.Time) (Job, *Job, error) {
-		return s.update(ctx, req.jobID(), st, now)
+		next, old, err := s.update(ctx, req.jobID(), st, now)
+		if lostRace(err) {
+			// Above Read Committed (a database's or role's default), an
+			// UPDATE that waited for a competing write fails instead of
+			// checking its WHERE again; it wrote nothing. Refused on the
+			// item the step was decided on: the next round's statement
+			// sees the newer row.
+			return Job{}, decided, errConditionFailed
+		}
+		if errors.Is(err, errConditionFailed) {
+			decided = old
+		}
+		return next, old, err
 	}, func(*Job) error {
 		// The row refused is the statement's snapshot. The UPDATE may have
 		// waited for a competing write and refused the newer row its WHERE

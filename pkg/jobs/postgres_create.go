@@ -38,6 +38,12 @@ func (s *PostgresStore) Create(ctx context.Context, req CreateRequest) (CreateRe
 		switch {
 		case err == nil && created != nil:
 			return CreateResult{Job: *created}, nil
+		case lostRace(err):
+			// Above Read Committed, an insert that met an intent's or a
+			// job's row committed after its snapshot fails instead of
+			// finding it; nothing was written. The next round's does.
+			last = err
+			continue
 		case isUniqueViolation(err):
 			// The job id is taken: that job decides.
 			taken := err
@@ -159,6 +165,19 @@ func (s *PostgresStore) intent(ctx context.Context, tenant, intentID string) (*i
 		return nil, nil, fmt.Errorf("job %s of intent %s: %w", m.JobID, intentID, err)
 	}
 	return &m, &j, nil
+}
+
+// lostRace reports whether err is PostgreSQL's serialization_failure
+// (40001) or deadlock_detected (40P01): the statement lost a race to a
+// concurrent write and changed nothing. Under Read Committed, the store's
+// statements re-check the row instead; above it (a database's default
+// isolation), they fail so.
+func lostRace(err error) bool {
+	var pg interface{ SQLState() string }
+	if !errors.As(err, &pg) {
+		return false
+	}
+	return pg.SQLState() == "40001" || pg.SQLState() == "40P01"
 }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation
