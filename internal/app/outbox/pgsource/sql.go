@@ -8,8 +8,11 @@ import (
 
 // lockSeed keys the per-job advisory locks: hashtextextended(job_id,
 // lockSeed). Another seed is another set of locks, so every relay of a
-// database must use this one. A collision of two jobs' keys (2^-64) only
-// makes one wait for the other's pass.
+// database must use this one. Two jobs whose keys collide (about n²/2^65
+// for n jobs with rows at once) lose nothing: a relay holding one skips
+// the other as held until its pass ends, and one pass may hold both (the
+// lock is re-entrant within a transaction). A key that collides with
+// pgmigrate's lock only skips that job while a migration runs.
 const lockSeed = 0x6a6f625f6f757462 // "job_outb"
 
 // lockQuery takes, in one round trip, the lock of each of the oldest jobs
