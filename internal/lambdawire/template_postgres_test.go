@@ -12,6 +12,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/pgrelay"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
@@ -21,7 +22,7 @@ func postgresBuilders(cfg aws.Config) map[string]func(*startup.Env) error {
 	log := slog.New(slog.DiscardHandler)
 	return map[string]func(*startup.Env) error{
 		"IntakeFunction":    func(e *startup.Env) error { _, err := IntakePostgres(pgopen.Open)(e, cfg, log); return err },
-		"RelayFunction":     func(e *startup.Env) error { _, err := RelayPostgres(pgopen.Open)(e, cfg, log); return err },
+		"RelayFunction":     func(e *startup.Env) error { _, err := pgrelay.Relay(pgopen.Open)(e, cfg, log); return err },
 		"WorkerFunction":    func(e *startup.Env) error { _, err := WorkerPostgres(pgopen.Open)(e, cfg, log); return err },
 		"ProjectorFunction": func(e *startup.Env) error { _, err := ProjectorPostgres(pgopen.Open)(e, cfg, log); return err },
 		"SweeperFunction":   func(e *startup.Env) error { _, err := SweeperPostgres(pgopen.Open)(e, cfg, log); return err },

@@ -310,7 +310,9 @@ func groupLag(ctx context.Context, m KafkaMapping) (int64, error) {
 // TemplateTransport is the transport tpl's functions are built for: the
 // TRANSPORT its Globals give every function ("kafka" in
 // template-kafka.yaml), or "sqs" when it gives none (template.yaml).
-func TemplateTransport(tpl *samtemplate.Template) string { return globalSetting(tpl, "TRANSPORT", "sqs") }
+func TemplateTransport(tpl *samtemplate.Template) string {
+	return globalSetting(tpl, "TRANSPORT", "sqs")
+}
 
 // globalSetting is the literal value tpl's Globals give every function's
 // variable name, or def when they give none.

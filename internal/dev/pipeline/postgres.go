@@ -19,6 +19,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/pgrelay"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/localesm"
 )
@@ -31,7 +32,9 @@ const (
 
 // TemplateStore is the store tpl's functions run on: its Globals' STORE
 // (template-postgres.yaml: "postgres"), or "dynamodb" when it sets none.
-func TemplateStore(tpl *samtemplate.Template) string { return globalSetting(tpl, "STORE", StoreDynamoDB) }
+func TemplateStore(tpl *samtemplate.Template) string {
+	return globalSetting(tpl, "STORE", StoreDynamoDB)
+}
 
 // cloudDatabaseSettings are the settings of a deployed PostgreSQL
 // function that name what exists only in AWS: the proxy's endpoint, port,
@@ -258,7 +261,7 @@ func (p *Pipeline) buildPostgres(fn string, e *startup.Env, cfg aws.Config, log 
 	case "intake":
 		return inProcess(lambdawire.IntakePostgres(pgopen.Open), e, cfg, log)
 	case "relay":
-		return inProcess(lambdawire.RelayPostgres(pgopen.Open), e, cfg, log)
+		return inProcess(pgrelay.Relay(pgopen.Open), e, cfg, log)
 	case "worker":
 		return inProcess(lambdawire.WorkerPostgres(pgopen.Open), e, cfg, log)
 	case "projector":
