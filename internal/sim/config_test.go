@@ -66,6 +66,7 @@ func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 		"a store past the last":           {sim.Config{Store: sim.StorePostgres + 1}, "Store"},
 		"postgres without a database":     {sim.Config{Store: sim.StorePostgres}, "DB"},
 		"a database for the memory store": {sim.Config{DB: &sql.DB{}}, "DB"},
+		"the outbox relay on memory":      {sim.Config{OutboxRelay: true}, "OutboxRelay"},
 	} {
 		tc.cfg.Seed = 1
 		var err error
@@ -77,6 +78,7 @@ func TestRunRefusesAWorldItCannotBuild(t *testing.T) {
 		{}, {Transport: sim.TransportKafka},
 		{Break: sim.BreakQuarantineCheck}, {Break: sim.BreakCommitFence, Transport: sim.TransportKafka},
 		{Store: sim.StorePostgres, DB: &sql.DB{}}, {Store: sim.StorePostgres, DB: &sql.DB{}, Transport: sim.TransportKafka},
+		{Store: sim.StorePostgres, DB: &sql.DB{}, OutboxRelay: true},
 	} {
 		require.NoError(t, cfg.Validate(), "%+v", cfg)
 	}

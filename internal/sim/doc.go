@@ -244,9 +244,20 @@
 // as it does on the memory stores (the same steps and the same Stats; the
 // traces differ only in the wording of the stores' errors). The relay still
 // publishes the journal's stream, which keeps the two runs of a seed
-// alike; one more invariant holds the job store's outbox to it:
+// alike. With Config.OutboxRelay it is the real pgsource.Relay instead:
+// Drain reads job_outbox (a step's drain bounded at random in jobs, rows
+// per job and rows) through a sink that checks each message against the
+// journal's record of its transition and sends it to the queues or
+// topics; the sink refuses some sends (the row waits for the next drain),
+// loses some answers after sending (the row is published again: an outbox
+// row, unlike a stream record, is never lost), sends some messages twice,
+// and with a transactional Kafka relay writes a round in one transaction
+// that a failure aborts. One more invariant holds the job store's outbox to
+// the journal:
 //   - Each transition the journal saw applied is the job_outbox row of its
 //     job and version, whose images decode (jobitem.FromPostgresImage) to
-//     the job before and after it; at the end each job's rows are its
-//     stream, version by version, and no row belongs to another job.
+//     the job before and after it; at the end each job's rows left are the
+//     end of its stream, version by version, the records before them the
+//     rows the relay took (none without the outbox relay), each published,
+//     and no row belongs to another job.
 package sim

@@ -36,8 +36,9 @@ type mutant struct {
 	// (-transport); empty: on both, each seed on SQS then on Kafka.
 	transport string
 	// store runs the pipeline's simulation on this store (-store); empty:
-	// memory.
-	store string
+	// memory. outboxRelay adds -outbox-relay (with store postgres).
+	store       string
+	outboxRelay bool
 }
 
 var mutants = []mutant{
@@ -235,6 +236,9 @@ func runMutants(t *testing.T, ms []mutant) {
 			}
 			if m.store != "" {
 				args = append(args, "-store", m.store)
+			}
+			if m.outboxRelay {
+				args = append(args, "-outbox-relay")
 			}
 			caughtAt := caughtAfter
 			if m.quarantineSim {

@@ -43,35 +43,72 @@ func TestSimulationOnPostgres(t *testing.T) {
 		}
 		return stats, err
 	}
-	totals := make([]sim.Stats, len(transports))
-	start := time.Now()
-	seeds, failed, err := runSeeds(1, *postgresSeeds, 0, runtime.GOMAXPROCS(0), sim.BreakNone, transports, totals, compared)
-	if err != nil {
-		t.Fatalf("after %d seeds: %v\nreplay: %s", failed.seed, err, replay(failed.seed, "", failed.transport, sim.StorePostgres.String()))
-	}
-	t.Logf("%d seeds on %v on PostgreSQL in %s", seeds, transports, time.Since(start).Round(time.Millisecond))
-	for i, tr := range transports {
-		t.Logf("totals (%s): %+v", tr, totals[i])
-		if totals[i].Jobs == 0 || totals[i].Accepts == 0 || totals[i].Takeovers == 0 || totals[i].FencedWrites == 0 {
-			t.Errorf("the seeds on %s reached too little: %+v", tr, totals[i])
+	for tr, total := range runPostgresSeeds(t, transports, compared, "") {
+		if total.Jobs == 0 || total.Accepts == 0 || total.Takeovers == 0 || total.FencedWrites == 0 {
+			t.Errorf("the seeds on %s reached too little: %+v", tr, total)
 		}
 	}
 }
 
-// A seed replays exactly on PostgreSQL: two runs of it, each on a new
-// database, write the same trace, byte for byte, and end the same.
+// runPostgresSeeds runs seeds 1 to -postgres-seeds on each transport
+// through run, fails the test at the lowest failing seed with the command
+// that replays it (flags added), and returns each transport's totals.
+func runPostgresSeeds(t *testing.T, transports []sim.Transport, run func(sim.Config) (sim.Stats, error), flags string) map[sim.Transport]sim.Stats {
+	totals := make([]sim.Stats, len(transports))
+	start := time.Now()
+	seeds, failed, err := runSeeds(1, *postgresSeeds, 0, runtime.GOMAXPROCS(0), sim.BreakNone, transports, totals, run)
+	if err != nil {
+		t.Fatalf("after %d seeds: %v\nreplay: %s%s", failed.seed, err, replay(failed.seed, "", failed.transport, sim.StorePostgres.String()), flags)
+	}
+	t.Logf("%d seeds on %v on PostgreSQL%s in %s", seeds, transports, flags, time.Since(start).Round(time.Millisecond))
+	out := map[sim.Transport]sim.Stats{}
+	for i, tr := range transports {
+		t.Logf("totals (%s): %+v", tr, totals[i])
+		out[tr] = totals[i]
+	}
+	return out
+}
+
+// Seeds 1 to -postgres-seeds, each on both transports, on PostgreSQL with
+// the outbox relay: the real pgsource.Relay drains job_outbox into the
+// simulated queues or topics, under the relay's faults (sends refused,
+// answers lost, messages sent twice, a Kafka round's transaction aborted).
+// The invariants are the memory runs' and the outbox's: at the end each
+// job's rows left are the end of its stream, and each row the relay took
+// was published.
+func TestSimulationOnPostgresThroughTheOutboxRelay(t *testing.T) {
+	transports := []sim.Transport{sim.TransportSQS, sim.TransportKafka}
+	onPostgres := runOn(t, sim.StorePostgres)
+	viaOutbox := func(cfg sim.Config) (sim.Stats, error) {
+		cfg.OutboxRelay = true
+		return onPostgres(cfg)
+	}
+	for tr, total := range runPostgresSeeds(t, transports, viaOutbox, " -outbox-relay") {
+		if total.Jobs == 0 || total.Redelivered == 0 || total.Refused == 0 || total.LostPublishes == 0 {
+			t.Errorf("the seeds on %s reached too little: %+v", tr, total)
+		}
+	}
+}
+
+// A seed replays exactly on PostgreSQL, with either relay: two runs of it,
+// each on a new database, write the same trace, byte for byte, and end the
+// same.
 func TestSameSeedSameRunOnPostgres(t *testing.T) {
 	for _, tr := range []sim.Transport{sim.TransportSQS, sim.TransportKafka} {
-		for _, seed := range []uint64{3, 17} {
+		for _, c := range []struct {
+			seed   uint64
+			outbox bool
+		}{{3, false}, {17, false}, {3, true}} {
+			seed := c.seed
 			var traces [2]bytes.Buffer
 			var stats [2]sim.Stats
 			var errs [2]error
 			for i := range traces {
-				stats[i], errs[i] = runOn(t, sim.StorePostgres)(sim.Config{Seed: seed, Transport: tr, Trace: &traces[i]})
+				stats[i], errs[i] = runOn(t, sim.StorePostgres)(sim.Config{Seed: seed, Transport: tr, OutboxRelay: c.outbox, Trace: &traces[i]})
 			}
 			if traces[0].Len() == 0 || !bytes.Equal(traces[0].Bytes(), traces[1].Bytes()) || stats[0] != stats[1] || fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
-				t.Errorf("seed %d (%s) ran differently on PostgreSQL: %d and %d bytes of trace\n%+v %v\n%+v %v",
-					seed, tr, traces[0].Len(), traces[1].Len(), stats[0], errs[0], stats[1], errs[1])
+				t.Errorf("seed %d (%s, outbox relay %v) ran differently on PostgreSQL: %d and %d bytes of trace\n%+v %v\n%+v %v",
+					seed, tr, c.outbox, traces[0].Len(), traces[1].Len(), stats[0], errs[0], stats[1], errs[1])
 			}
 		}
 	}
@@ -80,8 +117,8 @@ func TestSameSeedSameRunOnPostgres(t *testing.T) {
 // postgresMutants are bugs the simulation on PostgreSQL catches: one of
 // the memory runs' mutants, in the decisions every store shares
 // (PostgresStore renders decide's guard as its WHERE, so a fence decide
-// drops goes with it), and one in the PostgreSQL job store's statement,
-// which no memory run executes.
+// drops goes with it), one in the PostgreSQL job store's statement, which
+// no memory run executes, and one in the outbox relay (-outbox-relay).
 func postgresMutants(t *testing.T) []mutant {
 	var shared mutant
 	for _, m := range mutants {
@@ -102,6 +139,14 @@ func postgresMutants(t *testing.T) []mutant {
 		old: "`, img, prev, `", new: "`, img, img, `",
 		store: sim.StorePostgres.String(), transport: sim.TransportSQS.String(),
 		within: 1,
+	}, {
+		// The outbox relay deletes every row it read, published or not: a
+		// row whose message the transport refused is gone for good.
+		// Caught at the end: the relay took the row and never published it.
+		name: "pgsource-deletes-unpublished-rows", file: "internal/app/outbox/pgsource/pgsource.go", fn: "rowsWithin",
+		old: "for n < len(l.ends) && l.ends[n] <= acked {", new: "for n < len(l.ends) {",
+		store: sim.StorePostgres.String(), outboxRelay: true, transport: sim.TransportSQS.String(),
+		within: 5,
 	}}
 }
 

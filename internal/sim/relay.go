@@ -42,8 +42,12 @@ func (w *World) record(before *jobs.Job, after jobs.Job) {
 }
 
 // pendingStreams returns the jobs with records the relay has not
-// published, in the order the jobs were created.
+// published (with the outbox relay, rows in job_outbox), in the order the
+// jobs were created.
 func (w *World) pendingStreams() []string {
+	if w.cfg.OutboxRelay {
+		return w.outboxJobs()
+	}
 	var ids []string
 	for _, id := range w.jobIDs {
 		if s := w.streams[id]; s.next < len(s.records) {
@@ -61,6 +65,10 @@ func (w *World) pendingStreams() []string {
 // (the stream delivers a batch again after a failure), and with faults on
 // a few are lost (the mapping gave up on their batch).
 func (w *World) relay(all bool) {
+	if w.cfg.OutboxRelay {
+		w.drainOutbox(all)
+		return
+	}
 	ids := w.pendingStreams()
 	if len(ids) == 0 {
 		return
@@ -115,63 +123,100 @@ func (w *World) publish(r *record) bool {
 		w.violate("the relay cannot encode %s: %v", describe(&r.cur), err)
 		return false
 	}
-	want := []outbox.Kind{outbox.KindEvent}
-	switch {
-	case r.cur.Version == 0:
-		want = []outbox.Kind{outbox.KindCommand}
-	case r.cur.Outbox.Type == jobs.MessageRun:
-		want = []outbox.Kind{outbox.KindCommand, outbox.KindEvent}
-	}
+	want := wantKinds(&r.cur)
 	if len(msgs) != len(want) {
 		w.violate("transition %s emitted %d messages, want %d", jobs.OutboxID(r.cur.ID, r.cur.Version), len(msgs), len(want))
 		return false
 	}
-	if w.kafka != nil && w.kafka.change.relayRefuses() {
-		w.logf("relay: the topics have %d partitions, the relay's count is %d: nothing is produced until the count is deployed", w.kafka.change.to, w.kafka.change.relay)
+	if w.relayRefuses() {
 		return false
 	}
 	var written []*LogRecord // with Kafka, this publish's records
 	for i, m := range msgs {
-		id := jobs.OutboxID(r.cur.ID, r.cur.Version)
-		if m.Kind != want[i] || m.GroupID != r.cur.ID || m.DeduplicationID != id || m.JobID != r.cur.ID || m.Version != r.cur.Version {
-			w.violate("transition %s emitted %v in group %s under %q", id, m.Kind, m.GroupID, m.DeduplicationID)
+		if !w.checkEmitted(m, r, want[i]) {
 			return false
 		}
-		q, bodies := w.commands, w.commandBodies
-		if m.Kind == outbox.KindEvent {
-			q, bodies = w.evts, w.eventBodies
-		}
-		if b, ok := bodies[id]; ok && b != string(m.Body) {
-			w.violate("%s %s was published with two bodies:\n  %s\n  %s", m.Kind, id, b, m.Body)
-		}
-		bodies[id] = string(m.Body)
-		if err := w.sendFault(); err != nil {
-			w.logf("relay: %s %s refused: %v", m.Kind, id, err)
+		lr, ok := w.send(m)
+		if !ok {
 			w.endTransaction(written, false)
 			return false
 		}
-		if w.kafka != nil {
-			lr, err := w.kafka.topicOf(m.Kind == outbox.KindCommand).ProduceOver(w.kafka.change.relay, []byte(m.GroupID), m.Body, w.kafka.partitionCount())
-			if err != nil {
-				w.fail(fmt.Errorf("the relay's produce: %w", err))
-				return false
-			}
+		if lr != nil {
 			written = append(written, lr)
-			w.kafka.relayed = append(w.kafka.relayed, lr)
-			w.logf("relay: %s %s → %s-%d offset %d", m.Kind, id, lr.Topic, lr.Partition, lr.Offset)
-			continue
 		}
-		mid, fresh := q.Send(m.GroupID, string(m.Body), m.DeduplicationID, nil)
-		if !fresh {
-			w.stats.Deduplicated++
-		}
-		w.logf("relay: %s %s → %s %s (new: %v)", m.Kind, id, q.Name, mid, fresh)
 	}
 	if !w.commitTransaction(written) {
 		return false
 	}
 	r.published++
 	return true
+}
+
+// wantKinds is what a transition emits, in order: a command for a creation,
+// a command and an event for a nudge (a run message), an event otherwise.
+func wantKinds(cur *jobs.Job) []outbox.Kind {
+	switch {
+	case cur.Version == 0:
+		return []outbox.Kind{outbox.KindCommand}
+	case cur.Outbox.Type == jobs.MessageRun:
+		return []outbox.Kind{outbox.KindCommand, outbox.KindEvent}
+	}
+	return []outbox.Kind{outbox.KindEvent}
+}
+
+// checkEmitted checks a message the relay's codec emitted for r: of kind
+// want, in the job's group, under the transition's outbox id.
+func (w *World) checkEmitted(m outbox.Message, r *record, want outbox.Kind) bool {
+	id := jobs.OutboxID(r.cur.ID, r.cur.Version)
+	if m.Kind != want || m.GroupID != r.cur.ID || m.DeduplicationID != id || m.JobID != r.cur.ID || m.Version != r.cur.Version {
+		w.violate("transition %s emitted %v in group %s under %q", id, m.Kind, m.GroupID, m.DeduplicationID)
+		return false
+	}
+	return true
+}
+
+// relayRefuses reports (and logs) that the relay produces nothing now: the
+// topics grew and its count is not deployed yet.
+func (w *World) relayRefuses() bool {
+	if w.kafka == nil || !w.kafka.change.relayRefuses() {
+		return false
+	}
+	w.logf("relay: the topics have %d partitions, the relay's count is %d: nothing is produced until the count is deployed", w.kafka.change.to, w.kafka.change.relay)
+	return true
+}
+
+// send sends one message to its queue or topic, unless the transport
+// refuses it (false). With Kafka it returns the record written.
+func (w *World) send(m outbox.Message) (*LogRecord, bool) {
+	id := m.DeduplicationID
+	q, bodies := w.commands, w.commandBodies
+	if m.Kind == outbox.KindEvent {
+		q, bodies = w.evts, w.eventBodies
+	}
+	if b, ok := bodies[id]; ok && b != string(m.Body) {
+		w.violate("%s %s was published with two bodies:\n  %s\n  %s", m.Kind, id, b, m.Body)
+	}
+	bodies[id] = string(m.Body)
+	if err := w.sendFault(); err != nil {
+		w.logf("relay: %s %s refused: %v", m.Kind, id, err)
+		return nil, false
+	}
+	if w.kafka != nil {
+		lr, err := w.kafka.topicOf(m.Kind == outbox.KindCommand).ProduceOver(w.kafka.change.relay, []byte(m.GroupID), m.Body, w.kafka.partitionCount())
+		if err != nil {
+			w.fail(fmt.Errorf("the relay's produce: %w", err))
+			return nil, false
+		}
+		w.kafka.relayed = append(w.kafka.relayed, lr)
+		w.logf("relay: %s %s → %s-%d offset %d", m.Kind, id, lr.Topic, lr.Partition, lr.Offset)
+		return lr, true
+	}
+	mid, fresh := q.Send(m.GroupID, string(m.Body), m.DeduplicationID, nil)
+	if !fresh {
+		w.stats.Deduplicated++
+	}
+	w.logf("relay: %s %s → %s %s (new: %v)", m.Kind, id, q.Name, mid, fresh)
+	return nil, true
 }
 
 // commitTransaction commits the relay's transaction over the records

@@ -24,6 +24,7 @@ var (
 	breakFlag     = flag.String("break", "", "run with a deliberate bug: quarantine-check (SQS), commit-fence (Kafka)")
 	transportFlag = flag.String("transport", "", "run each seed on this transport only: sqs or kafka (default: both, or sqs with -break)")
 	workersFlag   = flag.Int("workers", runtime.GOMAXPROCS(0), "how many seeds run at once (each run is deterministic on its own)")
+	outboxFlag    = flag.Bool("outbox-relay", false, "with -store postgres, the relay drains job_outbox (pgsource) instead of the journal's stream")
 	storeFlag     = flag.String("store", "memory", "the stores each seed runs on: memory, or postgres (a new database per run on the server "+pgtest.DSNVar+" names)")
 )
 
@@ -217,6 +218,7 @@ func runOn(t *testing.T, store sim.Store) func(sim.Config) (sim.Stats, error) {
 		)
 		t.Run(fmt.Sprintf("seed %d %s", cfg.Seed, cfg.Transport), func(t *testing.T) {
 			cfg.Store, cfg.DB = sim.StorePostgres, pgtest.DB(t)
+			cfg.OutboxRelay = cfg.OutboxRelay || *outboxFlag
 			cfg.DB.SetMaxOpenConns(4) // one fiber runs at a time: one connection at a time is used
 			stats, err = sim.Run(cfg)
 		})

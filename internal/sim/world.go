@@ -103,6 +103,12 @@ type Config struct {
 	// through the pgx driver. Required with StorePostgres, refused with
 	// StoreMemory (default nil).
 	DB *sql.DB
+	// OutboxRelay, with StorePostgres, has the relay read job_outbox
+	// through the real pgsource.Relay (Drain, with a sink feeding the
+	// simulated queues or topics) instead of publishing the journal's
+	// stream. Default false: the journal's stream, as with StoreMemory, so
+	// that a seed runs on PostgreSQL as it does on the memory stores.
+	OutboxRelay bool
 	// Trace, when set, receives the run's steps as they happen; otherwise
 	// the last lines are kept for the error of a failed run.
 	Trace io.Writer
@@ -123,13 +129,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: DB is nil, and Store is %v", ErrInvalidConfig, c.Store)
 	case c.Store == StoreMemory && c.DB != nil:
 		return fmt.Errorf("%w: DB is set, and Store is %v", ErrInvalidConfig, c.Store)
+	case c.OutboxRelay && c.Store != StorePostgres:
+		return fmt.Errorf("%w: OutboxRelay is set, and Store is %v: only PostgreSQL has an outbox table", ErrInvalidConfig, c.Store)
 	}
 	return nil
 }
 
 // name names the run in its errors: "seed 12", or "seed 12 (kafka)" for
 // another transport than the default, "seed 12 (postgres)" for another
-// store, "seed 12 (kafka, postgres)" for both.
+// store, "seed 12 (kafka, postgres, outbox relay)" for all three.
 func (c Config) name() string {
 	var other []string
 	if c.Transport != TransportSQS {
@@ -137,6 +145,9 @@ func (c Config) name() string {
 	}
 	if c.Store != StoreMemory {
 		other = append(other, c.Store.String())
+	}
+	if c.OutboxRelay {
+		other = append(other, "outbox relay")
 	}
 	if len(other) == 0 {
 		return fmt.Sprintf("seed %d", c.Seed)
@@ -180,6 +191,9 @@ type Stats struct {
 	// carrying another partition count than their consumer's; records of
 	// a held key refused in another partition than its hold's.
 	PartitionChanges, CountHeld, MovedRefused int
+	// LostPublishes: with Config.OutboxRelay, messages published whose
+	// answer the relay lost (its row is published again).
+	LostPublishes int
 }
 
 // Add adds o to s.
@@ -190,14 +204,14 @@ func (s *Stats) Add(o Stats) {
 		&s.DeadLettered, &s.Poisons, &s.Hostile, &s.Discarded, &s.Outages, &s.DeadLetteredCopies, &s.Recoveries, &s.Repairs, &s.OrphansDeleted, &s.IntakeConflicts, &s.IntakeRetries, &s.ForgedEvents, &s.ViewsPutBack,
 		&s.Rebalances, &s.MidBatchRebalances, &s.FencedCommits, &s.RecordsRedelivered, &s.KafkaRetries, &s.GaveUp, &s.OnFailure, &s.Compacted, &s.Aborted, &s.RefusedNullKeys,
 		&s.Bisections, &s.Expired, &s.TooLargeForEvent, &s.SizeClosed, &s.WindowEnded, &s.HeaderBombs, &s.RefusedTooLarge,
-		&s.PartitionChanges, &s.CountHeld, &s.MovedRefused}
+		&s.PartitionChanges, &s.CountHeld, &s.MovedRefused, &s.LostPublishes}
 	b := []int{o.Steps, o.Jobs, o.Completed, o.Failed, o.Cancelled, o.Accepts, o.Takeovers, o.Nudges, o.FencedWrites, o.LeaseHeld,
 		o.Crashes, o.Refused, o.LostAnswers, o.Delayed, o.DroppedAnswers, o.TimedOut, o.Stalls, o.SlowRequests, o.Redelivered,
 		o.Deduplicated, o.LostRecords, o.Parked, o.Dropped, o.SkippedDeadline, o.Redrives, o.Released,
 		o.DeadLettered, o.Poisons, o.Hostile, o.Discarded, o.Outages, o.DeadLetteredCopies, o.Recoveries, o.Repairs, o.OrphansDeleted, o.IntakeConflicts, o.IntakeRetries, o.ForgedEvents, o.ViewsPutBack,
 		o.Rebalances, o.MidBatchRebalances, o.FencedCommits, o.RecordsRedelivered, o.KafkaRetries, o.GaveUp, o.OnFailure, o.Compacted, o.Aborted, o.RefusedNullKeys,
 		o.Bisections, o.Expired, o.TooLargeForEvent, o.SizeClosed, o.WindowEnded, o.HeaderBombs, o.RefusedTooLarge,
-		o.PartitionChanges, o.CountHeld, o.MovedRefused}
+		o.PartitionChanges, o.CountHeld, o.MovedRefused, o.LostPublishes}
 	for i := range a {
 		*a[i] += b[i]
 	}
