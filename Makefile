@@ -44,7 +44,8 @@ TRANSPORT ?= sqs
 STORE ?= dynamodb
 comma := ,
 BOOTSTRAP_FUNCTIONS := $(FUNCTIONS)$(if $(filter postgres,$(STORE)), migrate)
-BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)$(if $(filter postgres,$(STORE)),$(comma)postgres)
+# pipeline.StoreTags: with postgres, pgx's nopgxregisterdefaulttypes (1.4 MB less).
+BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)$(if $(filter postgres,$(STORE)),$(comma)postgres$(comma)nopgxregisterdefaulttypes)
 BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter-out sqs-dynamodb,$(TRANSPORT)-$(STORE)),/$(subst sqs-,,$(subst -dynamodb,,$(TRANSPORT)-$(STORE))))
 # The AWS SDK's service clients, and on Kafka franz-go's kgo, without
 # inlining, for the bootstraps' size (pipeline.BuildFlags, KafkaGCFlags).
@@ -110,7 +111,9 @@ lint: $(GOLANGCI_LINT) ## golangci-lint at the pinned version
 # FIFOWORKER_POSTGRES_DSN names (local up's): a run costs 10 to 30 times a
 # memory run (measured on 2 cores at load 17: 2.2 to 2.7 s a run, its
 # database's creation included, against 0.08 to 0.25 s), so the default
-# seed counts are a twenty-fifth of the memory ones.
+# seed counts are a twenty-fifth of the memory ones. RELAY=outbox (with
+# STORE=postgres) has the relay drain job_outbox through pgsource instead
+# of publishing the journal's stream.
 SOAK_TRANSPORT := $(if $(filter command line environment environment override,$(origin TRANSPORT)),$(TRANSPORT),both)
 SOAK_STORE     := $(if $(filter command line environment environment override,$(origin STORE)),$(STORE),memory)
 soak_seeds_sqs   := 100000
@@ -120,11 +123,11 @@ SOAK_SEEDS ?= $(if $(filter postgres,$(SOAK_STORE)),$(shell echo $$(( $(soak_see
 SOAK_FIRST ?= 1
 SOAK_TIME  ?=
 .PHONY: soak
-soak: ## the pipeline simulation on many seeds: TRANSPORT=both (default here), sqs or kafka; STORE=memory (default here) or postgres (FIFOWORKER_POSTGRES_DSN's server, a twenty-fifth of the seeds); SOAK_SEEDS from SOAK_FIRST=1 (50000 on both, 100000 on sqs, 70000 on kafka: about the same time), or SOAK_TIME=10m; prints seeds/s, and a failing seed with the command that replays it
+soak: ## the pipeline simulation on many seeds: TRANSPORT=both (default here), sqs or kafka; STORE=memory (default here) or postgres (FIFOWORKER_POSTGRES_DSN's server, a twenty-fifth of the seeds; RELAY=outbox: pgsource's relay); SOAK_SEEDS from SOAK_FIRST=1 (50000 on both, 100000 on sqs, 70000 on kafka: about the same time), or SOAK_TIME=10m; prints seeds/s, and a failing seed with the command that replays it
 	@case "$(SOAK_TRANSPORT)" in sqs|kafka|both) ;; *) echo "TRANSPORT is sqs, kafka or both, not $(SOAK_TRANSPORT)" >&2; exit 2;; esac
 	@case "$(SOAK_STORE)" in memory|postgres) ;; *) echo "STORE is memory or postgres, not $(SOAK_STORE)" >&2; exit 2;; esac
 	go test -count=1 -timeout 0 -v -run '^TestSimulation$$' ./internal/sim \
-		-args -first $(SOAK_FIRST) $(if $(SOAK_TIME),-soak-time $(SOAK_TIME),-seeds $(SOAK_SEEDS)) $(if $(filter-out both,$(SOAK_TRANSPORT)),-transport $(SOAK_TRANSPORT)) -store $(SOAK_STORE) \
+		-args -first $(SOAK_FIRST) $(if $(SOAK_TIME),-soak-time $(SOAK_TIME),-seeds $(SOAK_SEEDS)) $(if $(filter-out both,$(SOAK_TRANSPORT)),-transport $(SOAK_TRANSPORT)) -store $(SOAK_STORE) $(if $(filter outbox,$(RELAY)),-outbox-relay) \
 		| grep -vE '^=== (RUN|CONT|PAUSE)|^    --- PASS: TestSimulation/'
 
 # make bench: pkg/fifo's and pkg/kafka's benchmarks, then the local stack's, each round on a
