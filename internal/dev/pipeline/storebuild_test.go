@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 // bootstrapDeps is every package function fn's bootstrap links when built
@@ -62,4 +64,34 @@ func TestNoDynamoDBBootstrapLinksPgx(t *testing.T) {
 		require.Contains(t, deps, "github.com/jackc/pgx/v5/stdlib", "%s built with the postgres tag", fn)
 		require.Contains(t, deps, module+"/internal/lambdawire/pgopen", fn)
 	}
+}
+
+// `make bootstraps STORE=postgres` builds the six bootstraps (the five
+// and migrate) with exactly the flags BuildBootstrapsFor passes for
+// template-postgres.yaml (StoreTags), and a DynamoDB bootstrap deployed
+// with that template names those tags, all of them.
+func TestThePostgresBuildsPassTheBuildsFlags(t *testing.T) {
+	t.Parallel()
+	want := canonicalFlags(BootstrapConfig{Tags: StoreTags(StorePostgres)}.flags())
+	out, err := exec.CommandContext(t.Context(), "make", "-s", "-n", "-C", "../../..", "bootstraps", "STORE=postgres").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "migrate")
+	var builds int
+	for line := range strings.Lines(string(out)) {
+		_, args, ok := strings.Cut(line, " go build ")
+		if !ok {
+			continue
+		}
+		builds++
+		args, _, _ = strings.Cut(args, " -o ")
+		require.Equal(t, want, canonicalFlags(strings.Fields(args)), line)
+		require.Contains(t, line, ".aws-sam-go/postgres/", line)
+	}
+	require.Equal(t, 1, builds, "one go build line in\n%s", out)
+
+	flags := BootstrapConfig{Tags: StoreTags(StorePostgres)}.flags()
+	tags := flags[slices.Index(flags, "-tags")+1]
+	env := startup.NewEnvFrom(map[string]string{"STORE": startup.StorePostgres})
+	startup.CheckStore(env, startup.StoreDynamoDB)
+	require.ErrorContains(t, env.Err(), "-tags "+tags+" ")
 }
