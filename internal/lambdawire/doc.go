@@ -18,4 +18,19 @@
 // own (internal/lambdawire/kafkarelay), which does not import this one:
 // its bootstrap would link every builder's packages, and their clients,
 // with franz-go (docs/BENCHMARKS.md).
+//
+// Each function has a builder per store as well: the DynamoDB ones above
+// (template.yaml, template-kafka.yaml) and the PostgreSQL ones
+// (template-postgres.yaml): IntakePostgres, WorkerPostgres,
+// ProjectorPostgres, SweeperPostgres and Migrate (the DatabaseSchema
+// custom resource), each taking an OpenDB, and the relay's
+// internal/lambdawire/pgrelay.Relay, a package of its own as kafkarelay
+// is. The postgres build tag picks functions/<name>/main_postgres.go,
+// which passes internal/lambdawire/pgopen.Open: the one package of the
+// wiring that imports pgx, so that no DynamoDB bootstrap links it. STORE
+// says which store a template deploys, and a builder of the other refuses
+// to start (startup.CheckStore). On PostgreSQL the relay has no stream:
+// the writers' job store (nudgingJobs) nudges it after each committed
+// write, and their handlers flush the nudges before they return
+// (flushing); a schedule backs the nudges up.
 package lambdawire

@@ -4,7 +4,11 @@
 // Lambda runtime interface emulator, and connected to its event sources by
 // pkg/localesm with the event source settings of the template. A Kafka
 // template (template-kafka.yaml, TRANSPORT=kafka) runs its functions' Kafka
-// wiring and its Kafka mappings on the local broker (kafka.go). The demo,
+// wiring and its Kafka mappings on the local broker (kafka.go); a
+// PostgreSQL template (template-postgres.yaml, STORE=postgres) runs its
+// functions' PostgreSQL wiring on the stack's server, the relay invoked
+// for the writers' nudges through a local Lambda API and by a backstop
+// schedule (postgres.go). The demo,
 // `fifoworker local serve` and the end-to-end tests all run the pipeline
 // through it, so they run what a deployment runs.
 package pipeline
