@@ -99,13 +99,21 @@ const workerLanes = 10
 // Proxy for PostgreSQL pins the session on, see docs/BENCHMARKS.md); mode=exec
 // is pgx.QueryExecModeExec (the extended protocol with the unnamed
 // statement, the parameters' types taken from the Go values, one round
-// trip per statement, nothing kept on the session). The two side by side
-// are what leaving the statement cache costs on the local server.
+// trip per statement, nothing kept on the session); mode=describe is
+// pgx.QueryExecModeDescribeExec (the unnamed statement described, then
+// executed: two round trips); mode=simple the simple protocol (no Parse
+// message at all: pgx quotes the arguments into the text). Side by side
+// they are what leaving the statement cache costs on the local server.
 func BenchmarkPostgresPool(b *testing.B) {
 	modes := []struct {
 		name string
 		mode pgx.QueryExecMode
-	}{{"cache", pgx.QueryExecModeCacheStatement}, {"exec", pgx.QueryExecModeExec}, {"simple", pgx.QueryExecModeSimpleProtocol}}
+	}{
+		{"cache", pgx.QueryExecModeCacheStatement},
+		{"exec", pgx.QueryExecModeExec},
+		{"describe", pgx.QueryExecModeDescribeExec},
+		{"simple", pgx.QueryExecModeSimpleProtocol},
+	}
 	for _, m := range modes {
 		for _, conns := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("mode=%s/conns=%d", m.name, conns), func(b *testing.B) {
