@@ -40,11 +40,7 @@ func WorkerKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(conte
 	if err != nil {
 		return nil, err
 	}
-	p, err := consumeKafka(env, workerProcessor(consumer), w.HandleRecord, log)
-	if err != nil {
-		return nil, err
-	}
-	return p.Process, nil
+	return processKafka(env, workerProcessor(consumer), w.HandleRecord, log)
 }
 
 // workerProcessor is the Kafka processor's Config cfg for the worker: at
@@ -75,9 +71,5 @@ func ProjectorKafka(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(co
 	if err != nil {
 		return nil, err
 	}
-	p, err := consumeKafka(env, consumer, projector.HandleRecord, log)
-	if err != nil {
-		return nil, err
-	}
-	return p.Process, nil
+	return processKafka(env, consumer, projector.HandleRecord, log)
 }

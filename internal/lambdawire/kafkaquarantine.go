@@ -1,7 +1,10 @@
 package lambdawire
 
 import (
+	"context"
 	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -30,6 +33,16 @@ import (
 // topic.
 func kafkaQuarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log *slog.Logger, topicVar string, least int) kafka.Config {
 	table := env.String("QUARANTINE_TABLE")
+	var holds holdsOpener
+	if table != "" {
+		holds = dynamoHolds(db, table)
+	}
+	return kafkaQuarantinedOn(env, cfg, holds, log, topicVar, least)
+}
+
+// kafkaQuarantinedOn is kafkaQuarantined with the holds holds opens (nil:
+// none, a problem env names already).
+func kafkaQuarantinedOn(env *startup.Env, cfg aws.Config, holds holdsOpener, log *slog.Logger, topicVar string, least int) kafka.Config {
 	topic := env.String(topicVar)
 	bucket := env.String("QUARANTINE_BUCKET")
 	after := env.Int("QUARANTINE_AFTER_ATTEMPTS", least, least, 1000)
@@ -37,12 +50,11 @@ func kafkaQuarantined(env *startup.Env, cfg aws.Config, db *dynamodb.Client, log
 	if env.String("TOPIC_PARTITIONS") != "" {
 		partitions = env.Int("TOPIC_PARTITIONS", 1, 1, maxPartitions)
 	}
-	if table == "" || topic == "" || bucket == "" || partitions == 0 {
+	if holds == nil || topic == "" || bucket == "" || partitions == 0 {
 		return kafka.Config{} // env.Err reports it
 	}
-	store, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: db, Table: table})
-	if err != nil {
-		env.Refuse(err, startup.Fields{"Table": "QUARANTINE_TABLE"})
+	store := holds(env)
+	if store == nil {
 		return kafka.Config{}
 	}
 	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: S3(cfg), Bucket: bucket})
@@ -75,4 +87,13 @@ func consumeKafka(env *startup.Env, cfg kafka.Config, h kafka.Handler, log *slog
 		return nil, env.Refused(err, startup.Fields{"QuarantineThreshold": "QUARANTINE_AFTER_ATTEMPTS", "PartitionCount": "TOPIC_PARTITIONS"})
 	}
 	return p, nil
+}
+
+// processKafka is the Process of consumeKafka's processor.
+func processKafka(env *startup.Env, cfg kafka.Config, h kafka.Handler, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+	p, err := consumeKafka(env, cfg, h, log)
+	if err != nil {
+		return nil, err
+	}
+	return p.Process, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
+	"github.com/fifoworker/fifoworker/pkg/kafka"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
@@ -146,4 +147,53 @@ func postgresProjection(db *sql.DB) (*projection.PostgresStore, *jobs.PostgresSt
 		return nil, nil, err
 	}
 	return store, source, nil
+}
+
+// WorkerKafkaPostgres is WorkerKafka with the jobs and the commands
+// topic's quarantine on PostgreSQL (template-kafka-postgres.yaml):
+// settings as WorkerKafka's but JOBS_TABLE and QUARANTINE_TABLE, plus the
+// database's (OpenDB), STORE "postgres" and RELAY_FUNCTION_NAME
+// (relayNudger).
+func WorkerKafkaPostgres(open OpenDB) startup.Builder[events.KafkaEvent, kafka.EventResponse] {
+	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+		startup.CheckStore(env, startup.StorePostgres)
+		startup.CheckTransport(env, startup.TransportKafka)
+		s := readWorkerSettings(env)
+		store, nudger := postgresWriterJobs(env, cfg, open, s.maxGenerations, log)
+		consumer := kafkaQuarantinedOn(env, cfg, postgresHolds(store.db), log, "COMMANDS_TOPIC", s.maxGenerations+2)
+		w, err := s.workerOn(env, cfg, DynamoDB(cfg), func() (jobs.Store, error) { return store, nil }, log)
+		if err != nil {
+			return nil, err
+		}
+		h, err := processKafka(env, workerProcessor(consumer), w.HandleRecord, log)
+		if err != nil {
+			return nil, err
+		}
+		return flushing(h, nudger), nil
+	}
+}
+
+// ProjectorKafkaPostgres is ProjectorKafka with the views, the totals,
+// the jobs it recovers from and the events topic's quarantine on
+// PostgreSQL: settings as ProjectorKafka's but the tables, plus the
+// database's (OpenDB) and STORE "postgres".
+func ProjectorKafkaPostgres(open OpenDB) startup.Builder[events.KafkaEvent, kafka.EventResponse] {
+	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.KafkaEvent) (kafka.EventResponse, error), error) {
+		startup.CheckStore(env, startup.StorePostgres)
+		startup.CheckTransport(env, startup.TransportKafka)
+		db := open(env, cfg)
+		consumer := kafkaQuarantinedOn(env, cfg, postgresHolds(db), log, "EVENTS_TOPIC", kafka.MinQuarantineThreshold)
+		if err := env.Err(); err != nil {
+			return nil, err
+		}
+		store, source, err := postgresProjection(db)
+		if err != nil {
+			return nil, err
+		}
+		projector, err := newProjector(env, store, source, log, 0)
+		if err != nil {
+			return nil, err
+		}
+		return processKafka(env, consumer, projector.HandleRecord, log)
+	}
 }

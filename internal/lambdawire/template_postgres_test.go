@@ -98,3 +98,42 @@ func TestEachStoresBuilderRefusesTheOtherStoresTemplate(t *testing.T) {
 		require.ErrorContains(t, b(startup.NewEnvFrom(templateEnv(t, pg, fn))), "build it with the postgres tag", fn)
 	}
 }
+
+// Each function of template-kafka-postgres.yaml but the relay (whose
+// settings hold the template's conditions: kafkarelay's test) builds from
+// exactly the settings it gives it, with the Kafka and PostgreSQL builders
+// a bootstrap built with both tags runs (intake and the sweeper are the
+// same on both transports), and a variable the template forgets is named.
+func TestTheFunctionsBuildFromTheKafkaPostgresTemplatesEnvironment(t *testing.T) {
+	t.Parallel()
+	tpl, err := samtemplate.Load("../../template-kafka-postgres.yaml")
+	require.NoError(t, err)
+	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
+	log := slog.New(slog.DiscardHandler)
+	pg := postgresBuilders(cfg)
+	for fn, build := range map[string]func(*startup.Env) error{
+		"WorkerFunction":    func(e *startup.Env) error { _, err := WorkerKafkaPostgres(pgopen.Open)(e, cfg, log); return err },
+		"ProjectorFunction": func(e *startup.Env) error { _, err := ProjectorKafkaPostgres(pgopen.Open)(e, cfg, log); return err },
+		"IntakeFunction":    pg["IntakeFunction"],
+		"SweeperFunction":   pg["SweeperFunction"],
+		"MigrateFunction":   pg["MigrateFunction"],
+	} {
+		env := templateEnv(t, tpl, fn)
+		require.Equal(t, startup.TransportKafka, env["TRANSPORT"], fn)
+		require.NoError(t, build(startup.NewEnvFrom(env)), "%s with template-kafka-postgres.yaml's environment %v", fn, env)
+		for k := range env {
+			without := maps.Clone(env)
+			delete(without, k)
+			if err := build(startup.NewEnvFrom(without)); err != nil && k != "STORE" && k != "TRANSPORT" {
+				require.ErrorContains(t, err, k+" is not set", fn)
+			}
+		}
+		without := maps.Clone(env)
+		delete(without, "STORE")
+		require.ErrorContains(t, build(startup.NewEnvFrom(without)), `STORE: "dynamodb", but this bootstrap's wiring is PostgreSQL's`, fn)
+	}
+	// The SQS PostgreSQL consumers refuse the Kafka template, naming the tag.
+	for _, fn := range []string{"WorkerFunction", "ProjectorFunction"} {
+		require.ErrorContains(t, pg[fn](startup.NewEnvFrom(templateEnv(t, tpl, fn))), `TRANSPORT: "kafka", but this bootstrap's wiring is SQS's`, fn)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/kafkarelay"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgrelay"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
@@ -257,6 +258,16 @@ func (p *Pipeline) RelayStats() RelayStats {
 // the one its bootstrap's main_postgres.go calls (functions/<name>), on
 // the database pgopen.Open opens from its settings.
 func (p *Pipeline) buildPostgres(fn string, e *startup.Env, cfg aws.Config, log *slog.Logger) (localesm.Invoker, error) {
+	if e.StringOr("TRANSPORT", "") == startup.TransportKafka { // main_kafka_postgres.go's
+		switch fn {
+		case "relay":
+			return inProcess(kafkarelay.RelayPostgres(pgopen.Open), e, cfg, log)
+		case "worker":
+			return inProcess(lambdawire.WorkerKafkaPostgres(pgopen.Open), e, cfg, log)
+		case "projector":
+			return inProcess(lambdawire.ProjectorKafkaPostgres(pgopen.Open), e, cfg, log)
+		}
+	}
 	switch fn {
 	case "intake":
 		return inProcess(lambdawire.IntakePostgres(pgopen.Open), e, cfg, log)

@@ -2,6 +2,8 @@ package kafkarelay
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox/kafkaout"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
@@ -37,33 +40,92 @@ import (
 func Relay(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error), error) {
 	startup.CheckStore(env, startup.StoreDynamoDB)
 	startup.CheckTransport(env, startup.TransportKafka)
-	settings := readProducerSettings(env)
-	commands := env.String("COMMANDS_TOPIC")
-	evts := env.String("EVENTS_TOPIC")
-	partitions := 0
-	if env.String("TOPIC_PARTITIONS") != "" {
-		partitions = env.Int("TOPIC_PARTITIONS", 0, 1, 100_000)
-	}
+	s := readRelaySettings(env)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	pc, err := settings.config(env, cfg, log)
+	kc, closeProducer, err := s.config(env, cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	relay, err := kafkaout.NewRelay(kc)
+	if err != nil {
+		closeProducer()
+		return nil, env.Refused(err, topicsFields)
+	}
+	return relay.Handle, nil
+}
+
+// RelayPostgres publishes the PostgreSQL job store's outbox table
+// (internal/app/outbox/pgsource) to the commands and events topics, as
+// Relay publishes the Jobs table's stream, for each writer's nudge and for
+// the schedule that backs them up (template-kafka-postgres.yaml). Settings:
+// Relay's, STORE "postgres", and the database's (open:
+// internal/lambdawire/pgopen.Open, which a bootstrap built with the kafka
+// and postgres tags passes; this package imports no driver).
+func RelayPostgres(open func(*startup.Env, aws.Config) *sql.DB) startup.Builder[json.RawMessage, pgsource.Report] {
+	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, json.RawMessage) (pgsource.Report, error), error) {
+		startup.CheckStore(env, startup.StorePostgres)
+		startup.CheckTransport(env, startup.TransportKafka)
+		s := readRelaySettings(env)
+		db := open(env, cfg)
+		if err := env.Err(); err != nil {
+			return nil, err
+		}
+		kc, closeProducer, err := s.config(env, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		sink, err := kafkaout.NewSink(kc)
+		if err != nil {
+			closeProducer()
+			return nil, env.Refused(err, topicsFields)
+		}
+		relay, err := pgsource.New(pgsource.Config{DB: db, Sink: sink, Logger: log})
+		if err != nil {
+			closeProducer()
+			return nil, err // its Config holds no setting of its own
+		}
+		return relay.Handle, nil
+	}
+}
+
+// topicsFields are the variables behind kafkaout.Config's settings.
+var topicsFields = startup.Fields{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC", "PartitionCount": "TOPIC_PARTITIONS"}
+
+// relaySettings are the Kafka relay's settings, on either store.
+type relaySettings struct {
+	producer         producerSettings
+	commands, events string
+	partitions       int
+}
+
+// readRelaySettings reads the producer's settings, COMMANDS_TOPIC,
+// EVENTS_TOPIC and TOPIC_PARTITIONS.
+func readRelaySettings(env *startup.Env) relaySettings {
+	s := relaySettings{producer: readProducerSettings(env), commands: env.String("COMMANDS_TOPIC"), events: env.String("EVENTS_TOPIC")}
+	if env.String("TOPIC_PARTITIONS") != "" {
+		s.partitions = env.Int("TOPIC_PARTITIONS", 0, 1, 100_000)
+	}
+	return s
+}
+
+// config is the relay's kafkaout.Config, its producer made (with SCRAM,
+// its user read from the secret) and the function that closes it, or
+// every problem env has found.
+func (s relaySettings) config(env *startup.Env, cfg aws.Config, log *slog.Logger) (kafkaout.Config, func(), error) {
+	pc, err := s.producer.config(env, cfg, log)
+	if err != nil {
+		return kafkaout.Config{}, nil, err
+	}
 	producer, err := kafkaout.NewProducer(pc)
 	if err != nil {
-		return nil, env.Refused(err, startup.Fields{
+		return kafkaout.Config{}, nil, env.Refused(err, startup.Fields{
 			"Brokers": "KAFKA_BOOTSTRAP_SERVERS", "Auth": "KAFKA_SASL_MECHANISM", "Credentials": "KAFKA_SASL_MECHANISM",
 			"Username": "KAFKA_SECRET_ARN", "Password": "KAFKA_SECRET_ARN",
 		})
 	}
-	relay, err := kafkaout.NewRelay(kafkaout.Config{Producer: producer, CommandsTopic: commands, EventsTopic: evts, PartitionCount: partitions, Logger: log})
-	if err != nil {
-		producer.Close()
-		return nil, env.Refused(err, startup.Fields{"CommandsTopic": "COMMANDS_TOPIC", "EventsTopic": "EVENTS_TOPIC", "PartitionCount": "TOPIC_PARTITIONS"})
-	}
-	return relay.Handle, nil
+	return kafkaout.Config{Producer: producer, CommandsTopic: s.commands, EventsTopic: s.events, PartitionCount: s.partitions, Logger: log}, producer.Close, nil
 }
 
 // producerSettings are the producer's settings, as read from the

@@ -142,6 +142,17 @@ func idempotent(p Producer) bool {
 // NewRelay returns a relay that produces commands to cfg.CommandsTopic and
 // events to cfg.EventsTopic, or an error wrapping ErrInvalidConfig.
 func NewRelay(cfg Config) (*outbox.Relay, error) {
+	s, err := NewSink(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.NewRelay(outbox.RelayConfig{Sink: s, Logger: cfg.Logger})
+}
+
+// NewSink returns the sink NewRelay's relay produces through, for another
+// relay to publish with: the PostgreSQL outbox's
+// (internal/app/outbox/pgsource). Or an error wrapping ErrInvalidConfig.
+func NewSink(cfg Config) (outbox.Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -149,11 +160,8 @@ func NewRelay(cfg Config) (*outbox.Relay, error) {
 	if reserve == 0 {
 		reserve = DefaultResponseReserve
 	}
-	return outbox.NewRelay(outbox.RelayConfig{
-		Sink: &sink{producer: cfg.Producer, reserve: reserve, partitions: cfg.PartitionCount,
-			topics: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsTopic, outbox.KindEvent: cfg.EventsTopic}},
-		Logger: cfg.Logger,
-	})
+	return &sink{producer: cfg.Producer, reserve: reserve, partitions: cfg.PartitionCount,
+		topics: map[outbox.Kind]string{outbox.KindCommand: cfg.CommandsTopic, outbox.KindEvent: cfg.EventsTopic}}, nil
 }
 
 // sink produces each round's records at once and waits for all their
