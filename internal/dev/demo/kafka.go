@@ -169,6 +169,10 @@ func (d *demoRun) kafkaLeft(ctx context.Context) (int, error) {
 		}
 		left += len(keys)
 	}
+	if d.postgres() {
+		n, err := d.outboxLeft(ctx) // no stream, so no stream failure queue
+		return left + n, err
+	}
 	n, err := d.queuesHold(ctx, "StreamFailureQueue")
 	return left + n, err
 }

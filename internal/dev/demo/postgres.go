@@ -61,14 +61,21 @@ func (d *demoRun) quarantineStore() (quarantine.Store, error) {
 	return quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: d.ddb, Table: d.res.Resources["QuarantineTable"]})
 }
 
-// postgresLeft counts what is left on PostgreSQL: the queues' messages
-// (there is no stream, so no stream failure queue) and the outbox's rows,
-// each a transition the relay has not published.
+// postgresLeft counts what is left on PostgreSQL with SQS: the queues'
+// messages (there is no stream, so no stream failure queue) and the
+// outbox's rows (outboxLeft).
 func (d *demoRun) postgresLeft(ctx context.Context) (int, error) {
 	left, err := d.queuesHold(ctx, "CommandsQueue", "CommandsDLQ", "EventsQueue", "EventsDLQ")
 	if err != nil {
 		return 0, err
 	}
+	rows, err := d.outboxLeft(ctx)
+	return left + rows, err
+}
+
+// outboxLeft counts the outbox's rows: each a transition the relay has
+// not published.
+func (d *demoRun) outboxLeft(ctx context.Context) (int, error) {
 	var rows int
 	if err := d.db.QueryRowContext(ctx, `SELECT count(*) FROM job_outbox`).Scan(&rows); err != nil {
 		return 0, fmt.Errorf("demo: the outbox: %w", err)
@@ -76,5 +83,5 @@ func (d *demoRun) postgresLeft(ctx context.Context) (int, error) {
 	if rows > 0 {
 		d.say("LEFT: job_outbox holds %d rows the relay has not published", rows)
 	}
-	return left + rows, nil
+	return rows, nil
 }
