@@ -29,25 +29,40 @@ type writerJobs interface {
 var _ writerJobs = (*jobs.PostgresStore)(nil)
 
 // nudgingJobs is a writer's job store on PostgreSQL: each write that
-// committed (its call returned the job, or a *jobs.FinalError, which a
-// claim that failed the job for good returns after writing it) nudges the
-// relay, after the commit, as the relay has no stream to wake it. A write
-// refused or lost sends no nudge: if it committed all the same, the
-// relay's schedule publishes its row. Reads nudge nothing.
+// committed or may have nudges the relay, after the commit, as the relay
+// has no stream to wake it. Only a write the store refused (refused) sends
+// none: a *jobs.FinalError nudges, as a claim that failed the job for good
+// returns it after writing it, and so does any other error, an answer lost
+// after the commit (the connection's error, a deadline) among them, whose
+// row would otherwise wait for the relay's schedule. A nudge for a write
+// that did not commit costs one asynchronous invocation that finds
+// nothing. Reads nudge nothing.
 type nudgingJobs struct {
 	writerJobs
 	nudger nudge.Nudger
 	db     *sql.DB // the pool the store is on, for the function's other stores
 }
 
-// after nudges the relay if the write that returned err committed. The
-// nudge's own failure is not the write's: the Coalescer logs it and counts
-// the commit into its next nudge.
+// after nudges the relay unless the write that returned err was refused.
+// The nudge's own failure is not the write's: the Coalescer logs it and
+// counts the commit into its next nudge.
 func (s *nudgingJobs) after(ctx context.Context, err error) {
-	var final *jobs.FinalError
-	if err == nil || errors.As(err, &final) {
+	if !refused(err) {
 		_ = s.nudger.Nudge(ctx)
 	}
+}
+
+// refused reports whether err is a store's refusal of a write, which wrote
+// nothing: each of jobs' refusal categories but ErrFinal (see
+// nudgingJobs), and ErrNoDeadline, refused before anything is sent.
+func refused(err error) bool {
+	for _, r := range []error{jobs.ErrStaleGeneration, jobs.ErrLeaseHeld, jobs.ErrNotFound, jobs.ErrIntentConflict,
+		jobs.ErrJobExists, jobs.ErrInvalid, jobs.ErrNoDeadline} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // Create implements jobs.Store, nudging after a creation. A create that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,8 +48,10 @@ func (a *answering) Get(context.Context, string) (jobs.Job, error) { return jobs
 
 // Each of the seven writes nudges the relay once when it committed (no
 // error, or a *jobs.FinalError, which a claim that fails the job for good
-// returns after its write), and not when it was refused; a read nudges
-// nothing; the nudge's own failure is not the write's.
+// returns after its write) or may have (an answer lost after the commit:
+// the connection's error, a deadline), and not when the store refused it
+// (each refusal category but ErrFinal); a read nudges nothing; the
+// nudge's own failure is not the write's.
 func TestEveryCommittedWriteNudgesTheRelay(t *testing.T) {
 	t.Parallel()
 	writes := map[string]func(s *nudgingJobs) error{
@@ -65,7 +68,11 @@ func TestEveryCommittedWriteNudgesTheRelay(t *testing.T) {
 		for _, tc := range []struct {
 			err    error
 			nudges int
-		}{{nil, 1}, {final, 1}, {jobs.ErrStaleGeneration, 0}, {context.DeadlineExceeded, 0}} {
+		}{
+			{nil, 1}, {final, 1}, {context.DeadlineExceeded, 1}, {io.ErrUnexpectedEOF, 1}, {errors.New("conn closed"), 1},
+			{&jobs.StaleError{}, 0}, {&jobs.LeaseHeldError{}, 0}, {jobs.ErrNotFound, 0}, {jobs.ErrIntentConflict, 0},
+			{jobs.ErrJobExists, 0}, {jobs.ErrInvalid, 0}, {jobs.ErrNoDeadline, 0},
+		} {
 			n := &countingNudger{}
 			s := &nudgingJobs{writerJobs: &answering{err: tc.err}, nudger: n}
 			require.ErrorIs(t, write(s), tc.err, name)
