@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
@@ -34,6 +35,24 @@ const (
 	MaxMaxConns = 64
 )
 
+// MaxConnLifetime is how long the pool reuses a connection; the next
+// statement then dials a new one, with a new token. Not for the token's
+// sake: a token is checked when a connection opens, and a connection
+// opened with it outlives it (AWS's IAM database authentication page: the
+// token "doesn't affect the session after it is established"). For RDS
+// Proxy's: it closes a client connection idle for its IdleClientTimeout,
+// 30 minutes by default (RDS Proxy connection considerations, Aurora User
+// Guide; template-postgres.yaml keeps the default). A connection the pool
+// reuses has been idle no longer than it has lived, so under this
+// lifetime it was never closed so; database/sql checks the age when it
+// hands a connection out (its idle-time limit only in a background
+// sweep, which races a thawed Lambda's first statement), and otherwise the
+// statement after a long freeze would first ping a connection the proxy
+// closed (a round trip lost, or, where no reset comes back, a wait to the
+// statement's deadline). A new connection costs a TLS handshake and the proxy's check
+// of the token every 20 minutes per connection.
+const MaxConnLifetime = 20 * time.Minute
+
 // errIAMNeedsCredentials is the problem of a deployed function whose AWS
 // configuration has no credentials or region to sign its token with.
 var errIAMNeedsCredentials = errors.New("an IAM authentication token needs the function's credentials and region (AWS_REGION and the role's credentials Lambda sets)")
@@ -50,7 +69,7 @@ var errIAMNeedsCredentials = errors.New("an IAM authentication token needs the f
 //     system's roots for POSTGRES_HOST (sslmode verify-full). No password
 //     is read from anywhere.
 //   - POSTGRES_MAX_CONNS: the pool's bound (default 4, 1 to 64), open and
-//     idle alike.
+//     idle alike; each connection is reused for MaxConnLifetime.
 //
 // The pool connects lazily: Open itself sends nothing. It returns nil
 // too when env had a problem already, a setting the caller read before.
@@ -69,9 +88,16 @@ func Open(env *startup.Env, cfg aws.Config) *sql.DB {
 	if db == nil {
 		return nil
 	}
+	bound(db, maxConns)
+	return db
+}
+
+// bound sets db's bounds: maxConns connections, open and idle alike, each
+// reused until it is MaxConnLifetime old.
+func bound(db *sql.DB, maxConns int) {
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	return db
+	db.SetConnMaxLifetime(MaxConnLifetime)
 }
 
 // openLocal opens the pool on the local server dsn names.
