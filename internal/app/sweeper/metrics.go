@@ -25,6 +25,10 @@ const (
 	// MetricUnmeasured is how many of the run's gauges it could not
 	// measure, 0 included.
 	MetricUnmeasured = "UnmeasuredGauges"
+	// MetricPurged is Report.Purged, written only by a Sweeper with
+	// Purgers: near Config.PurgeLimit run after run, expired rows come
+	// faster than the runs delete them.
+	MetricPurged = "PurgedRows"
 )
 
 var lagMetrics = []string{MetricRepairLag, MetricRecheckLag}
@@ -77,6 +81,9 @@ func (r *run) logMetrics() {
 		}
 	}
 	metrics = append(metrics, emf.Metric{Name: MetricUnmeasured, Unit: emf.Count, Value: int64(unmeasured)})
+	if len(r.purgers) > 0 {
+		metrics = append(metrics, emf.Metric{Name: MetricPurged, Unit: emf.Count, Value: int64(r.r.Purged)})
+	}
 	emf.Record{
 		Namespace: MetricsNamespace, Time: r.now,
 		Dimensions: []emf.Dimension{{Name: "FunctionName", Value: r.function}}, Metrics: metrics,

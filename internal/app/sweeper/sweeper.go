@@ -63,6 +63,18 @@ var (
 	_ Quarantine = (*quarantine.MemoryStore)(nil)
 )
 
+// Purger deletes a store's expired rows where no TTL does (PostgreSQL):
+// at most limit rows whose expiry is strictly before now, returning how
+// many it deleted.
+type Purger interface {
+	PurgeExpired(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+var (
+	_ Purger = (*jobs.PostgresStore)(nil)
+	_ Purger = (*quarantine.PostgresStore)(nil)
+)
+
 // Defaults and bounds of Config.
 const (
 	DefaultGrace       = time.Hour
@@ -73,6 +85,8 @@ const (
 	// index may take to show a job and the job still be checked.
 	DefaultRecheckAfter = 24 * time.Hour
 	DefaultMaxItems     = 1000
+	// DefaultPurgeLimit bounds the rows a run purges (Config.PurgeLimit).
+	DefaultPurgeLimit = 1000
 	// MaxItemsLimit bounds MaxItems: every object examined may cost a
 	// DeleteObject, and a run must end within its function's timeout.
 	MaxItemsLimit = 100_000
@@ -151,6 +165,15 @@ type Config struct {
 	// format records through Logger); lambdawire passes the function's
 	// name. Empty means no metrics.
 	FunctionName string
+	// Purgers are the stores without a TTL (PostgreSQL's jobs and
+	// quarantine) whose expired rows each run deletes, in order, at most
+	// PurgeLimit rows in all: the part of DynamoDB's TTL such a store
+	// lacks. Rows left over are the next run's. Nil: nothing is purged.
+	Purgers []Purger
+	// PurgeLimit bounds the rows a run purges (default DefaultPurgeLimit,
+	// at most MaxItemsLimit): each purge is one statement, and a run must
+	// end within its function's timeout.
+	PurgeLimit int
 	// MaxItems bounds a run: at most this many objects listed, at most
 	// this many stuck jobs read and at most this many final jobs checked
 	// by each check per listing (see RepairBudget) (default
@@ -187,6 +210,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: RepairBudget %v is negative", ErrInvalidConfig, c.RepairBudget)
 	case c.Quarantine != nil && c.CommandsQueue == "":
 		return fmt.Errorf("%w: CommandsQueue is empty, and Quarantine is set", ErrInvalidConfig)
+	case c.PurgeLimit < 0 || c.PurgeLimit > MaxItemsLimit:
+		return fmt.Errorf("%w: PurgeLimit %d is outside 0..%d", ErrInvalidConfig, c.PurgeLimit, MaxItemsLimit)
 	case c.MaxItems < 0 || c.MaxItems > MaxItemsLimit:
 		return fmt.Errorf("%w: MaxItems %d is outside 0..%d", ErrInvalidConfig, c.MaxItems, MaxItemsLimit)
 	}
@@ -213,6 +238,8 @@ type Sweeper struct {
 	quarantine    Quarantine
 	queues        [2]string // commands, events
 	maxItems      int
+	purgers       []Purger
+	purgeLimit    int
 	function      string
 	log           *slog.Logger
 }
@@ -229,6 +256,7 @@ func New(cfg Config) (*Sweeper, error) {
 		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, recheckAfter: cfg.RecheckAfter,
 		repairBudget: cfg.RepairBudget, maxItems: cfg.MaxItems, function: cfg.FunctionName, log: cfg.Logger,
 		quarantine: cfg.Quarantine, queues: [2]string{cfg.CommandsQueue, cfg.EventsQueue},
+		purgers: cfg.Purgers, purgeLimit: cmp.Or(cfg.PurgeLimit, DefaultPurgeLimit),
 	}
 	if s.cursor == nil {
 		s.cursor = &MemoryCursor{}
@@ -339,6 +367,9 @@ type Report struct {
 	// (jobs.UndecodableError): each is logged and left alone, as if it
 	// did not exist, except that its candidates are never deleted.
 	Undecodable int `json:"undecodable"`
+	// Purged counts the expired rows deleted by Config.Purgers (none in a
+	// dry run).
+	Purged int `json:"purged"`
 	// Errors counts failed requests; a run with errors returns an error.
 	Errors int `json:"errors"`
 	// Cursor is where the next run starts ("" the beginning): saved,
@@ -405,6 +436,7 @@ func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 	r.nudgeStuck()
 	r.repairFinished()
 	r.sweepCandidates()
+	r.purgeExpired()
 	r.countHeld()
 	r.logMetrics()
 	r.r.ElapsedMS = time.Since(start).Milliseconds()
@@ -413,6 +445,23 @@ func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 		return r.r, fmt.Errorf("sweeper: %d requests failed: %w", r.r.Errors, errors.Join(r.errs...))
 	}
 	return r.r, nil
+}
+
+// purgeExpired deletes the Purgers' expired rows, at most purgeLimit in
+// all; a dry run deletes nothing.
+func (r *run) purgeExpired() {
+	for _, p := range r.purgers {
+		left := r.purgeLimit - r.r.Purged
+		if r.dry || left <= 0 || r.outOfTime() {
+			return
+		}
+		n, err := p.PurgeExpired(r.ctx, r.now, left)
+		if err != nil {
+			r.fail(err, "sweep: purge expired rows")
+			continue
+		}
+		r.r.Purged += n
+	}
 }
 
 // nudgeStuck nudges the live jobs unchanged since now - StuckAfter.

@@ -498,7 +498,7 @@ func TestReportFieldNamesAreStable(t *testing.T) {
 		"examined", "deleted", "would_delete", "kept_current", "kept_result", "kept_grace", "unparsable",
 		"stuck", "nudged", "would_nudge", "nudge_refused", "held", "errors", "cursor", "wrapped", "out_of_time",
 		"dry_run", "elapsed_ms", "finished", "repaired", "would_repair", "repair_cursor",
-		"rechecked", "repaired_on_recheck", "diverged", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable",
+		"rechecked", "repaired_on_recheck", "diverged", "recheck_cursor", "repair_lag_seconds", "recheck_lag_seconds", "undecodable", "purged",
 	}, names)
 	opts, err := json.Marshal(sweeper.Options{DryRun: true})
 	require.NoError(t, err)
@@ -525,8 +525,10 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		"negative budget": {func(c *sweeper.Config) { c.RepairBudget = -time.Second }, "RepairBudget -1s is negative"},
 		"holds of no queue": {func(c *sweeper.Config) { c.Quarantine = quarantine.NewMemoryStore() },
 			"CommandsQueue is empty, and Quarantine is set"},
-		"negative max items": {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
-		"too many items":     {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
+		"negative max items":      {func(c *sweeper.Config) { c.MaxItems = -1 }, "MaxItems -1 is outside 0..100000"},
+		"too many items":          {func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit + 1 }, "MaxItems 100001"},
+		"negative purge limit":    {func(c *sweeper.Config) { c.PurgeLimit = -1 }, "PurgeLimit -1 is outside 0..100000"},
+		"too large a purge limit": {func(c *sweeper.Config) { c.PurgeLimit = sweeper.MaxItemsLimit + 1 }, "PurgeLimit 100001"},
 	} {
 		cfg := b.cfg
 		tc.mutate(&cfg)
@@ -540,6 +542,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	// Each bound is a valid setting itself.
 	for name, mutate := range map[string]func(*sweeper.Config){
 		"the most items":            func(c *sweeper.Config) { c.MaxItems = sweeper.MaxItemsLimit },
+		"the largest purge limit":   func(c *sweeper.Config) { c.PurgeLimit = sweeper.MaxItemsLimit },
 		"recheck just after repair": func(c *sweeper.Config) { c.RecheckAfter = sweeper.DefaultRepairAfter + time.Nanosecond },
 		"holds of the commands queue": func(c *sweeper.Config) {
 			c.Quarantine, c.CommandsQueue = quarantine.NewMemoryStore(), "commands.fifo"
