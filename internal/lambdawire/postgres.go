@@ -97,13 +97,19 @@ func ProjectorPostgres(open OpenDB) startup.Builder[events.SQSEvent, events.SQSE
 // VIEWS_TABLE, TOTALS_TABLE and QUARANTINE_TABLE (the holds are always
 // there, so COMMANDS_QUEUE_ARN and EVENTS_QUEUE_ARN are required), plus the
 // database's (OpenDB), STORE "postgres" and RELAY_FUNCTION_NAME: its
-// nudges of stuck jobs are job writes, which nudge the relay.
+// nudges of stuck jobs are job writes, which nudge the relay. PostgreSQL
+// has no TTL, so each run also deletes the expired jobs, intents and
+// quarantine tombstones DynamoDB's TTL would (sweeper.Config.Purgers), at
+// most SWEEP_PURGE_LIMIT rows (default sweeper.DefaultPurgeLimit, 1 to
+// sweeper.MaxItemsLimit). The projection's views and totals have no TTL
+// on DynamoDB either, so nothing of theirs is purged.
 func SweeperPostgres(open OpenDB) startup.Builder[sweeper.Options, sweeper.Report] {
 	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 		startup.CheckStore(env, startup.StorePostgres)
 		s := readSweeperSettings(env)
 		store, nudger := postgresWriterJobs(env, cfg, open, s.maxGenerations, log)
 		held, commands, evts := sweeperQuarantineOn(env, postgresHolds(store.db))
+		purgeLimit := env.Int("SWEEP_PURGE_LIMIT", sweeper.DefaultPurgeLimit, 1, sweeper.MaxItemsLimit)
 		if err := env.Err(); err != nil {
 			return nil, err
 		}
@@ -111,12 +117,32 @@ func SweeperPostgres(open OpenDB) startup.Builder[sweeper.Options, sweeper.Repor
 		if err != nil {
 			return nil, err // its Config holds no setting of its own
 		}
-		sw, err := s.sweeper(env, cfg, sweeperStores{jobs: store, projection: proj, holds: held, commands: commands, events: evts}, log)
+		purgers, err := postgresPurgers(store.db)
+		if err != nil {
+			return nil, err // their Configs hold no setting of their own
+		}
+		sw, err := s.sweeper(env, cfg, sweeperStores{jobs: store, projection: proj, holds: held, commands: commands,
+			events: evts, purgers: purgers, purgeLimit: purgeLimit}, log)
 		if err != nil {
 			return nil, err
 		}
 		return flushing(sw.Run, nudger), nil
 	}
+}
+
+// postgresPurgers are the stores in db whose expired rows the sweeper
+// deletes: the jobs' (final jobs and intents) and the quarantine's
+// (tombstones).
+func postgresPurgers(db *sql.DB) ([]sweeper.Purger, error) {
+	js, err := jobs.NewPostgresStore(jobs.PostgresConfig{DB: db})
+	if err != nil {
+		return nil, err
+	}
+	qs, err := quarantine.NewPostgresStore(quarantine.PostgresConfig{DB: db})
+	if err != nil {
+		return nil, err
+	}
+	return []sweeper.Purger{js, qs}, nil
 }
 
 // postgresHolds opens the quarantine's holds in db; nil without a pool

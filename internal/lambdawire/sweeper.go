@@ -131,6 +131,10 @@ type sweeperStores struct {
 	projection       sweeper.Projection
 	holds            sweeper.Quarantine
 	commands, events string
+	// purgers are the stores without a TTL, purgeLimit the rows a run
+	// purges (SweeperPostgres).
+	purgers    []sweeper.Purger
+	purgeLimit int
 }
 
 // sweeper returns the sweeper of s on st, its candidates and cursors in
@@ -159,6 +163,8 @@ func (s sweeperReadSettings) sweeper(env *startup.Env, cfg aws.Config, st sweepe
 		RecheckAfter:  s.recheckAfter,
 		RepairBudget:  s.repairBudget,
 		MaxItems:      s.maxItems,
+		Purgers:       st.purgers,
+		PurgeLimit:    st.purgeLimit,
 		Quarantine:    st.holds,
 		CommandsQueue: st.commands,
 		EventsQueue:   st.events,
