@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgschema"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
@@ -39,6 +41,11 @@ const (
 	// migration cut short is still answered FAILED, not left for
 	// CloudFormation to wait an hour on.
 	answerReserve = 10 * time.Second
+	// firstRetry and maxRetry bound the wait between two tries of the
+	// migrations that could not reach the database: it doubles from
+	// firstRetry up to maxRetry, within the invocation's deadline.
+	firstRetry = 500 * time.Millisecond
+	maxRetry   = 10 * time.Second
 )
 
 // Migrate is template-postgres.yaml's MigrateFunction, the provider of the
@@ -52,10 +59,21 @@ const (
 // only a failed answer (Lambda then retries the invocation, which applies
 // nothing twice).
 //
+// On a stack's first deployment RDS Proxy may still be registering its
+// target when the schema is created: a try that cannot reach the database
+// (no connection, or the server's connection, resource or start-up
+// errors) is tried again, waiting firstRetry doubling to maxRetry, until
+// the invocation's deadline less answerReserve (no retry without a
+// deadline); an answer from the database that refuses the migrations is
+// not retried.
+//
 // A rollback after a migration applied leaves the schema newer than the
-// old code: its Update then fails (pgmigrate's ErrNewer) and the rollback
-// stops there, UPDATE_ROLLBACK_FAILED, for an operator to continue it
-// skipping DatabaseSchema: code never runs on a schema it does not know.
+// old code: its Update (pgmigrate's ErrNewer) is answered SUCCESS, the
+// reason logged, since FAILED would leave the stack in
+// UPDATE_ROLLBACK_FAILED; the migrations are additive, so the old code
+// runs on the newer schema, which the next deployment of the newer code
+// finds applied. A Create on a newer schema, and an applied migration
+// whose file changed (ErrChanged), are still FAILED.
 func Migrate(open OpenDB) startup.Builder[cfn.Event, struct{}] {
 	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, cfn.Event) (struct{}, error), error) {
 		startup.CheckStore(env, startup.StorePostgres)
@@ -63,7 +81,7 @@ func Migrate(open OpenDB) startup.Builder[cfn.Event, struct{}] {
 		if err := env.Err(); err != nil {
 			return nil, err
 		}
-		m := &migrator{db: db, client: http.DefaultClient, log: log}
+		m := &migrator{db: db, client: http.DefaultClient, log: log, firstRetry: firstRetry}
 		return m.handle, nil
 	}
 }
@@ -73,6 +91,9 @@ type migrator struct {
 	db     *sql.DB
 	client *http.Client
 	log    *slog.Logger
+	// firstRetry is the first wait before the migrations are tried again
+	// (the constant's value; tests shorten it).
+	firstRetry time.Duration
 }
 
 // handle applies the migrations a request asks for and answers it.
@@ -84,6 +105,11 @@ func (m *migrator) handle(ctx context.Context, ev cfn.Event) (struct{}, error) {
 	}
 	resp.Status = cfn.StatusSuccess
 	err := m.apply(ctx, ev.RequestType)
+	if err != nil && ev.RequestType == cfn.RequestUpdate && errors.Is(err, pgmigrate.ErrNewer) {
+		m.log.WarnContext(ctx, "migrate: the database's schema is newer than this code (a rollback?): nothing applied, answered SUCCESS",
+			"logical_resource_id", ev.LogicalResourceID, "error", err)
+		err = nil
+	}
 	if err != nil {
 		resp.Status, resp.Reason = cfn.StatusFailed, reason(err)
 	}
@@ -109,12 +135,50 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 	default:
 		return fmt.Errorf("%w %q (Create, Update or Delete)", errUnknownRequest, rt)
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-answerReserve))
-		defer cancel()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return pgschema.Apply(ctx, m.db)
 	}
-	return pgschema.Apply(ctx, m.db)
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(-answerReserve))
+	defer cancel()
+	wait := m.firstRetry
+	for try := 1; ; try++ {
+		err := pgschema.Apply(ctx, m.db)
+		if err == nil || !unreachableDB(err) {
+			return err
+		}
+		m.log.WarnContext(ctx, "migrate: the database could not be reached; trying again", "try", try, "wait", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (tried %d times until the deadline)", err, try)
+		case <-t.C:
+		}
+		wait = min(2*wait, maxRetry)
+	}
+}
+
+// unreachableDB reports whether err is a try that did not reach the
+// database, which a later one may: not an answer of its that refuses the
+// migrations (pgmigrate's sentinels, or an SQL error other than the
+// connection exception class 08, insufficient resources 53 or the
+// server's start-up and shutdown 57P01-57P03). The SQLSTATE is read
+// through the interface pgx's error has, so that the wiring links no pgx.
+func unreachableDB(err error) bool {
+	if errors.Is(err, pgmigrate.ErrNewer) || errors.Is(err, pgmigrate.ErrChanged) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return true
+	}
+	code := coded.SQLState()
+	switch {
+	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
+		return true
+	}
+	return code == "57P01" || code == "57P02" || code == "57P03"
 }
 
 // reason is err's message, cut to maxReason bytes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
@@ -147,3 +149,30 @@ func TestMigrateCutsALongReason(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// sqlStateError is an error with a SQLSTATE, as pgx's PgError.
+type sqlStateError string
+
+func (e sqlStateError) Error() string    { return "server: " + string(e) }
+func (e sqlStateError) SQLState() string { return string(e) }
+
+// A try is retried only when it did not reach the database: no answer, or
+// the server's connection, resource or start-up errors; not pgmigrate's
+// refusals, another SQL error or a cancellation.
+func TestUnreachableDBTellsATryToRepeat(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]bool{
+		errString("dial tcp 127.0.0.1:5432: connect: connection refused"): true,
+		fmt.Errorf("migrate jobs: %w", sqlStateError("08006")):            true,
+		sqlStateError("53300"):                               true,
+		sqlStateError("57P03"):                               true,
+		sqlStateError("57014"):                               false,
+		sqlStateError("28000"):                               false,
+		sqlStateError("42601"):                               false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrNewer):   false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrChanged): false,
+		context.Canceled:                                     false,
+	} {
+		require.Equal(t, want, unreachableDB(err), err.Error())
+	}
+}
