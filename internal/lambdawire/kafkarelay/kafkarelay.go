@@ -81,7 +81,7 @@ func RelayPostgres(open func(*startup.Env, aws.Config) *sql.DB) startup.Builder[
 			closeProducer()
 			return nil, env.Refused(err, topicsFields)
 		}
-		relay, err := pgsource.New(pgsource.Config{DB: db, Sink: sink, Logger: log})
+		relay, err := pgsource.New(pgsource.Config{DB: db, Sink: sink, Logger: log, FunctionName: env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")})
 		if err != nil {
 			closeProducer()
 			return nil, err // its Config holds no setting of its own

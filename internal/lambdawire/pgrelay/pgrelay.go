@@ -26,7 +26,9 @@ import (
 // for each writer's nudge and for the schedule that backs them up.
 // Settings: COMMANDS_QUEUE_URL, EVENTS_QUEUE_URL, the database's (open:
 // internal/lambdawire/pgopen.Open), STORE "postgres" and TRANSPORT unset or
-// "sqs". Its bootstrap links no DynamoDB client: pgsource reads the rows
+// "sqs", and AWS_LAMBDA_FUNCTION_NAME, the dimension of each Drain's
+// metrics (pgsource.MetricsNamespace; none without it). Its bootstrap
+// links no DynamoDB client: pgsource reads the rows
 // with pkg/jobs/jobitem.
 func Relay(open func(*startup.Env, aws.Config) *sql.DB) startup.Builder[json.RawMessage, pgsource.Report] {
 	return func(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, json.RawMessage) (pgsource.Report, error), error) {
@@ -42,7 +44,7 @@ func Relay(open func(*startup.Env, aws.Config) *sql.DB) startup.Builder[json.Raw
 		if err != nil {
 			return nil, env.Refused(err, startup.Fields{"CommandsURL": "COMMANDS_QUEUE_URL", "EventsURL": "EVENTS_QUEUE_URL"})
 		}
-		relay, err := pgsource.New(pgsource.Config{DB: db, Sink: sink, Logger: log})
+		relay, err := pgsource.New(pgsource.Config{DB: db, Sink: sink, Logger: log, FunctionName: env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")})
 		if err != nil {
 			return nil, err // its Config holds no setting of its own
 		}

@@ -65,6 +65,11 @@ type Config struct {
 	// Logger logs what could not be published and each Drain's outcome.
 	// Default (nil): nothing is logged.
 	Logger *slog.Logger
+	// FunctionName is the value of the FunctionName dimension of the
+	// metrics each Drain writes through Logger (MetricsNamespace: the age
+	// of the oldest row left and the rows published); the wiring passes
+	// the function's name. Default (""): no metrics.
+	FunctionName string
 }
 
 // Validate reports the first field that cannot work, wrapping
@@ -98,6 +103,7 @@ type Relay struct {
 	margin     time.Duration
 	now        func() time.Time
 	log        *slog.Logger
+	function   string
 }
 
 // New returns a relay, or an error wrapping ErrInvalidConfig.
@@ -106,7 +112,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r := &Relay{db: cfg.DB, sink: cfg.Sink, jobs: cfg.Jobs, rowsPerJob: cfg.RowsPerJob, maxRows: cfg.MaxRows,
-		margin: cfg.Margin, now: cfg.Now, log: cfg.Logger}
+		margin: cfg.Margin, now: cfg.Now, log: cfg.Logger, function: cfg.FunctionName}
 	if r.jobs == 0 {
 		r.jobs = DefaultJobs
 	}
@@ -161,8 +167,16 @@ type Report struct {
 // run busy; so is a job a pass locked but published nothing of (its rows
 // were gone when it read them), so that every pass either publishes or
 // shrinks what the run may lock, and the run ends. The error is a pass's database failure: what the pass
-// published is published again by the next run.
+// published is published again by the next run. With a FunctionName, each
+// Drain ends by writing its metrics (logMetrics), failed or not.
 func (r *Relay) Drain(ctx context.Context) (Report, error) {
+	rep, err := r.drain(ctx)
+	r.logMetrics(ctx, rep)
+	return rep, err
+}
+
+// drain is Drain without its metrics.
+func (r *Relay) drain(ctx context.Context) (Report, error) {
 	var rep Report
 	skip := []string{} // not nil: the query compares against the array
 	for {
