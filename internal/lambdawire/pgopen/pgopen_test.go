@@ -136,3 +136,22 @@ func TestOpenDialsNothingUntilAConnectionIsNeeded(t *testing.T) {
 	require.NoError(t, err, "the first statement dials")
 	_ = conn.Close()
 }
+
+// POSTGRES_DATABASE and POSTGRES_USER reach the connection as they are,
+// quotes, backslashes and spaces included: no value can add a setting of
+// its own to the connection string (a user ending the quote and asking for
+// sslmode=disable still connects over verified TLS, as that user).
+func TestASettingsQuoteCannotAddASetting(t *testing.T) {
+	t.Parallel()
+	user, database := `u' sslmode='disable`, `d\' host='evil b`
+	env := startup.NewEnvFrom(iamEnv(map[string]string{"POSTGRES_USER": user, "POSTGRES_DATABASE": database}))
+	conf, _ := pgopen.IAMConfig(env, deployed)
+	require.NoError(t, env.Err())
+	require.NotNil(t, conf)
+	require.Equal(t, user, conf.User)
+	require.Equal(t, database, conf.Database)
+	require.Equal(t, "db.proxy-abc.eu-west-1.rds.amazonaws.com", conf.Host)
+	require.NotNil(t, conf.TLSConfig, "still verify-full")
+	require.False(t, conf.TLSConfig.InsecureSkipVerify)
+	require.Empty(t, conf.Fallbacks)
+}
