@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource/nudge"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -84,4 +87,46 @@ func TestEveryCommittedWriteNudgesTheRelay(t *testing.T) {
 	_, err := s.Get(t.Context(), "job")
 	require.NoError(t, err)
 	require.Zero(t, n.n, "a read")
+}
+
+// recordingSender records the nudges sent and whether each send's context
+// was live.
+type recordingSender struct {
+	sent []nudge.Payload
+	dead int
+}
+
+func (r *recordingSender) Send(ctx context.Context, p nudge.Payload) error {
+	r.sent = append(r.sent, p)
+	if ctx.Err() != nil {
+		r.dead++
+		return ctx.Err()
+	}
+	return nil
+}
+
+// A writer's handler sends, before it returns, the nudge its last commits
+// wait for (those the Coalescer held back within its interval), even when
+// the invocation's context has ended with the work: nothing waits for the
+// relay's schedule, and nothing of a nudge outlives the invocation.
+func TestTheHandlerFlushesTheNudgesItsCommitsWaitFor(t *testing.T) {
+	t.Parallel()
+	rec := &recordingSender{}
+	at := time.Unix(1_700_000_000, 0)
+	c, err := nudge.NewCoalescer(nudge.CoalescerConfig{Sender: rec, Now: func() time.Time { return at }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	h := flushing(func(ctx context.Context, commits int) (string, error) {
+		for range commits {
+			_ = c.Nudge(ctx) // the first is sent, the others held within the interval
+		}
+		cancel() // the invocation's context ends with its work
+		return "done", nil
+	}, c)
+	got, err := h(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, "done", got)
+	require.Len(t, rec.sent, 2, "the first commit's nudge, then the flush of the other two")
+	require.Equal(t, 2, rec.sent[1].Commits)
+	require.Zero(t, rec.dead, "the flush is not bound to the invocation's context")
 }
