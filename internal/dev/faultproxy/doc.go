@@ -66,5 +66,9 @@
 // first keyword (PostgresOperation), or by a function of the SQL; a round
 // trip that only prepares (pgx's first use of a statement on a connection)
 // is PostgresPrepare, so that statement caching changes no operation's
-// sequence of faults.
+// sequence of faults. It holds back one round trip that
+// PostgresConfig.Hold picks, as the HTTP proxy does a request: Release
+// replays it on a connection of the proxy's own (the Parse of a statement
+// it binds first), after its caller has gone, and reports the server's
+// answer, so a conditional UPDATE's WHERE can be seen to refuse it.
 package faultproxy

@@ -95,6 +95,13 @@ func (l *ledger) decide(op string) decision {
 	return d
 }
 
+// seen counts a request that draws no fault: a held one.
+func (l *ledger) seen(op string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests[op]++
+}
+
 func (l *ledger) count(k Kind, op string) {
 	m := l.injected[k]
 	if m == nil {

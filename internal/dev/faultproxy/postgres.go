@@ -66,6 +66,12 @@ type PostgresConfig struct {
 	// Sleep waits for an injected delay (tests replace it); by default a
 	// timer that the end of ctx cuts short.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Hold picks the one round trip to hold until Release (pghold.go):
+	// asked for each round trip that executes a statement, with its
+	// operation, the SQL it executes first and its first Bind's
+	// parameters (nil for a simple query), until it first says yes.
+	// Default nil: none is held.
+	Hold func(operation, sql string, args []string) bool
 }
 
 // Validate reports the first setting NewPostgres cannot run with, naming it.
@@ -141,6 +147,12 @@ type PostgresProxy struct {
 	wg        sync.WaitGroup
 	connsMu   sync.Mutex
 	conns     map[net.Conn]struct{}
+
+	holdMu     sync.Mutex // serialises the calls of PostgresConfig.Hold
+	picked     bool       // Hold has picked its round trip; guarded by holdMu
+	heldMu     sync.Mutex
+	held       *pgHeld  // the round trip held until Release; guarded by heldMu
+	heldClient net.Conn // its caller's connection while it waits; guarded by heldMu
 }
 
 // NewPostgres starts a PostgreSQL proxy on a free port of 127.0.0.1 that
@@ -180,6 +192,7 @@ func (p *PostgresProxy) Close() error {
 		return nil
 	}
 	err := p.ln.Close()
+	p.resetHeldClient()
 	p.connsMu.Lock()
 	for c := range p.conns {
 		_ = c.Close()
@@ -234,7 +247,7 @@ func (p *PostgresProxy) session(client net.Conn) {
 	}
 	defer p.untrack(server)
 	s := &pgSession{p: p, client: client, server: server, cin: bufio.NewReader(client), sin: bufio.NewReader(server),
-		stmts: map[string]string{}}
+		stmts: map[string]string{}, parses: map[string][]byte{}}
 	s.answered.L = &s.mu
 	if err := s.startup(); err != nil {
 		return
@@ -258,6 +271,8 @@ type pgSession struct {
 	cin, sin       *bufio.Reader
 
 	stmts   map[string]string // prepared statements' SQL by name ("" the unnamed one)
+	parses  map[string][]byte // the Parse message of each prepared statement, by name
+	started []byte            // the client's startup message, as it came
 	portals map[string]string // portals' statement names
 
 	mu       sync.Mutex
@@ -301,7 +316,8 @@ func (s *pgSession) startup() error {
 			_, err := s.server.Write(append(hdr[:], rest...))
 			return errors.Join(err, errors.New("faultproxy: cancel request passed on"))
 		}
-		_, err := s.server.Write(append(hdr[:], rest...))
+		s.started = append(hdr[:], rest...)
+		_, err := s.server.Write(s.started)
 		return err
 	}
 }
@@ -349,6 +365,7 @@ func (s *pgSession) requests() {
 	var held []byte
 	var sql string    // the SQL the round trip executes first
 	var prepares bool // it parses or describes a statement
+	var rt pgRoundTrip
 	if s.portals == nil {
 		s.portals = map[string]string{}
 	}
@@ -363,12 +380,15 @@ func (s *pgSession) requests() {
 		case 'P': // Parse: name, query, ...
 			if f := cstrings(body); len(f) >= 2 {
 				s.stmts[f[0]] = f[1]
+				s.parses[f[0]] = msg
+				rt.parsed = append(rt.parsed, f[0])
 			}
 			prepares = true
 			continue
 		case 'B': // Bind: portal, statement, ...
 			if f := cstrings(body); len(f) >= 2 {
 				s.portals[f[0]] = f[1]
+				rt.bind(f[1], body)
 			}
 			continue
 		case 'E': // Execute: portal, row limit
@@ -406,10 +426,13 @@ func (s *pgSession) requests() {
 		case prepares:
 			op = PostgresPrepare
 		}
+		if sql != "" && s.hold(op, sql, &rt, held) {
+			return
+		}
 		if !s.roundTrip(op, held) {
 			return
 		}
-		held, sql, prepares = held[:0], "", false
+		held, sql, prepares, rt = held[:0], "", false, pgRoundTrip{}
 	}
 }
 
