@@ -75,6 +75,10 @@
 //     delete, no nudge, no repair, no cursor.
 //   - A run leaves the time it needs to save the cursors and report before
 //     its context's deadline: work it could not finish is the next run's.
+//   - On a store without a TTL (PostgreSQL), Config.Purgers: each run
+//     deletes the rows DynamoDB's TTL would (expired final jobs, intents,
+//     the quarantine's tombstones), at most Config.PurgeLimit, counted in
+//     Report.Purged; a dry run purges nothing.
 //
 // # Repair
 //
