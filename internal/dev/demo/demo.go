@@ -165,6 +165,9 @@ type demoRun struct {
 	db   *sql.DB // the stack's PostgreSQL, on PostgreSQL
 	p    *pipeline.Pipeline
 	hold *faultproxy.Proxy
+	// pgHold holds worker A's accept on its way to PostgreSQL, on
+	// PostgreSQL.
+	pgHold *faultproxy.PostgresProxy
 
 	events    atomic.Int64 // events the projector consumed
 	seenMu    sync.Mutex
@@ -202,7 +205,6 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 			return d.sum, err
 		}
 		defer func() { _ = d.db.Close() }()
-		d.sum.Skipped = append(d.sum.Skipped, skippedFencedAccept)
 	}
 	for _, kv := range d.state.Env() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -240,6 +242,13 @@ func (d *demoRun) run(ctx context.Context) (Summary, error) {
 		if strings.HasPrefix(kv, "AWS_ENDPOINT_URL_DYNAMODB=") {
 			endpoints[i] = "AWS_ENDPOINT_URL_DYNAMODB=" + d.hold.URL
 		}
+	}
+	if d.postgres() {
+		var stop func()
+		if endpoints, stop, err = d.holdPostgres(exampleJob, endpoints); err != nil {
+			return d.sum, err
+		}
+		defer stop() //nolint:contextcheck // the proxy is stopped whatever became of ctx
 	}
 	if endpoints, err = d.route(endpoints); err != nil {
 		return d.sum, err
@@ -607,6 +616,27 @@ func (d *demoRun) submit(ctx context.Context, articles map[string]int) error {
 	return nil
 }
 
+// exampleHeld says whether worker A's accept of the running example is
+// held back.
+func (d *demoRun) exampleHeld() bool {
+	if d.pgHold != nil {
+		return d.pgHold.Held()
+	}
+	return d.hold.Held()
+}
+
+// releaseExample sends worker A's held accept on, and says whether the
+// store's condition refused it, where it went, and the answer.
+func (d *demoRun) releaseExample(ctx context.Context) (refused bool, where, answer string) {
+	if d.pgHold != nil {
+		res := d.pgHold.Release(ctx)
+		return acceptRefused(res), "PostgreSQL", fmt.Sprintf("%v %q %v", res.Tags, res.Rows, res.Err)
+	}
+	res := d.hold.Release(ctx)
+	refused = res.Err == nil && res.Status == http.StatusBadRequest && strings.Contains(res.Body, "ConditionalCheckFailed")
+	return refused, "DynamoDB", fmt.Sprintf("%d %s %v", res.Status, res.Body, res.Err)
+}
+
 // waitFinal shows progress until every job is final and its view caught
 // up, releasing worker A's held accept once generation 2 has won.
 func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
@@ -619,7 +649,7 @@ func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
 		return err
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	released := d.postgres() // nothing is held there (skippedFencedAccept)
+	released := false
 	for tick := 0; ; tick++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -636,19 +666,18 @@ func (d *demoRun) waitFinal(ctx context.Context, exampleJob string) error {
 					viewed++
 				}
 			}
-			if j.id == exampleJob && !released && d.hold.Held() && job.Status == jobs.StatusCompleted && job.Generation >= 2 {
-				res := d.hold.Release(ctx)
+			if j.id == exampleJob && !released && d.exampleHeld() && job.Status == jobs.StatusCompleted && job.Generation >= 2 {
+				refused, where, answer := d.releaseExample(ctx)
 				released = true
-				refused := res.Err == nil && res.Status == http.StatusBadRequest && strings.Contains(res.Body, "ConditionalCheckFailed")
 				if refused {
 					d.sum.StaleAcceptsRejected++
 				}
-				d.say("worker A's accept of %s (generation 1) finally reached DynamoDB after generation %d won: %s",
-					j.id, job.Generation, map[bool]string{true: "refused by the condition, nothing changed", false: fmt.Sprintf("NOT refused: %d %s %v", res.Status, res.Body, res.Err)}[refused])
+				d.say("worker A's accept of %s (generation 1) finally reached %s after generation %d won: %s",
+					j.id, where, job.Generation, map[bool]string{true: "refused by the condition, nothing changed", false: "NOT refused: " + answer}[refused])
 			}
 		}
 		if tick%2 == 0 || (final == len(d.submitted) && viewed == final) {
-			d.say("progress: %d/%d jobs final, %d views current, %d events projected, example held=%v", final, len(d.submitted), viewed, d.events.Load(), d.hold.Held())
+			d.say("progress: %d/%d jobs final, %d views current, %d events projected, example held=%v", final, len(d.submitted), viewed, d.events.Load(), d.exampleHeld())
 		}
 		if final == len(d.submitted) && viewed == final && released {
 			return nil
@@ -698,7 +727,7 @@ func (d *demoRun) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !d.postgres() && (len(left) != 1 || left[0].Key.String() != job.Result.Key) {
+	if len(left) != 1 || left[0].Key.String() != job.Result.Key {
 		d.sum.OrphansSwept = 0
 		d.say("MISMATCH: the example's candidates after the sweep: %v; want only its result %s", left, job.Result.Key)
 	}
