@@ -93,6 +93,7 @@ func TestACrashBetweenPublishAndDeleteRepublishesInOrder(t *testing.T) {
 	require.Equal(t, 25, b.rows(t), "nothing deleted")
 	require.Equal(t, 15, len(b.sink.acked), "three rounds of five jobs published")
 	b.sink.after = nil
+	b.awaitLocksReleased(t)
 	rep, err := b.relay(t, pgsource.Config{}).Drain(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 25, rep.Rows)
@@ -122,6 +123,7 @@ func TestARelayWhoseConnectionDiesLosesNothing(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 12, b.rows(t))
 	b.sink.after = nil
+	b.awaitLocksReleased(t)
 	_, err = b.relay(t, pgsource.Config{}).Drain(t.Context())
 	require.NoError(t, err)
 	requireInOrder(t, b.sink, want(ids, 3))

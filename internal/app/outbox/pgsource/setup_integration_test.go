@@ -216,3 +216,18 @@ func keys(m map[string][]string) []string {
 	}
 	return out
 }
+
+// awaitLocksReleased waits until no session of the database holds an
+// advisory lock: a Drain whose context was cancelled has its transaction
+// rolled back by database/sql asynchronously, on a connection it discards,
+// and the server releases that session's locks only when it has ended it.
+// Until then a relay skips the crashed relay's jobs as held, as it should.
+func (b *bundle) awaitLocksReleased(t testing.TB) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+			WHERE l.locktype = 'advisory' AND d.datname = current_database()`).Scan(&n))
+		return n == 0
+	}, 30*time.Second, 5*time.Millisecond, "the crashed relay's locks are still held")
+}
