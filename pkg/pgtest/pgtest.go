@@ -74,6 +74,10 @@ func Config(t testing.TB) *pgx.ConnConfig {
 	t.Cleanup(func() { drop(t, cfg, name) })
 	own := cfg.Copy()
 	own.Database = name
+	// As the functions' pools send statements (unnamed, never a prepared
+	// statement RDS Proxy would pin a session for): the stores are tested
+	// in the mode they run in.
+	own.DefaultQueryExecMode = pgx.QueryExecModeExec
 	return own
 }
 

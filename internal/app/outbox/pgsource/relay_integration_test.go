@@ -233,7 +233,7 @@ func TestARowThatCommitsLateIsPublished(t *testing.T) {
 	slow, err := b.db.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = slow.Rollback() }()
-	_, err = slow.ExecContext(ctx, `INSERT INTO job_outbox (job_id, version, image, created_at) VALUES ('job-late', 0, $1, $2)`, image, created)
+	_, err = slow.ExecContext(ctx, `INSERT INTO job_outbox (job_id, version, image, created_at) VALUES ('job-late', 0, $1, $2)`, string(image), created)
 	require.NoError(t, err)
 	b.create(t, "job-early", 2)
 	_, err = b.relay(t, pgsource.Config{}).Drain(ctx)
