@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgcode"
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgschema"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
@@ -169,11 +170,10 @@ func unreachableDB(err error) bool {
 	if errors.Is(err, pgmigrate.ErrNewer) || errors.Is(err, pgmigrate.ErrChanged) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	var coded interface{ SQLState() string }
-	if !errors.As(err, &coded) {
+	code, ok := pgcode.Of(err)
+	if !ok {
 		return true
 	}
-	code := coded.SQLState()
 	switch {
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
 		return true

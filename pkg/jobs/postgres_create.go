@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgcode"
 	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
 )
 
@@ -172,18 +173,9 @@ func (s *PostgresStore) intent(ctx context.Context, tenant, intentID string) (*i
 // concurrent write and changed nothing. Under Read Committed, the store's
 // statements re-check the row instead; above it (a database's default
 // isolation), they fail so.
-func lostRace(err error) bool {
-	var pg interface{ SQLState() string }
-	if !errors.As(err, &pg) {
-		return false
-	}
-	return pg.SQLState() == "40001" || pg.SQLState() == "40P01"
-}
+func lostRace(err error) bool { return pgcode.LostRace(err) }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation
 // (SQLSTATE 23505), as pgx's error reports it (SQLState), without
 // importing the driver.
-func isUniqueViolation(err error) bool {
-	var pg interface{ SQLState() string }
-	return errors.As(err, &pg) && pg.SQLState() == "23505"
-}
+func isUniqueViolation(err error) bool { return pgcode.UniqueViolation(err) }

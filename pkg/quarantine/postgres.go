@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgcode"
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 )
 
@@ -451,8 +451,7 @@ func (s *PostgresStore) write(ctx context.Context, st statement, messages int64)
 // stands.
 func (s *PostgresStore) writeHold(ctx context.Context, st statement, messages int64, h HoldRecord, cur storedHold) (bool, error) {
 	done, err := s.write(ctx, st, messages)
-	var e sqlStateError
-	if err == nil || errors.As(err, &e) {
+	if _, fromServer := pgcode.Of(err); err == nil || fromServer {
 		return done, err
 	}
 	now, _, rerr := s.readUnpark(ctx, h.Queue, h.Group, "")
@@ -481,10 +480,6 @@ func (s *PostgresStore) each(ctx context.Context, query string, args pgArgs, des
 	return rows.Err()
 }
 
-// sqlStateError is a driver's error that carries PostgreSQL's SQLSTATE
-// (pgx's *pgconn.PgError does), read without importing the driver.
-type sqlStateError interface{ SQLState() string }
-
 // lostRace reports whether err is a statement's refusal by a competing
 // transaction, rolled back whole, rather than a failure: a serialization
 // failure (40001: under Repeatable Read or Serializable, set as a
@@ -492,10 +487,7 @@ type sqlStateError interface{ SQLState() string }
 // row fails instead of reading the row that transaction left) or a
 // deadlock (40P01). Such a write is computed again from a new read, as a
 // write refused on the hold's version is.
-func lostRace(err error) bool {
-	var e sqlStateError
-	return errors.As(err, &e) && (e.SQLState() == "40001" || e.SQLState() == "40P01")
-}
+func lostRace(err error) bool { return pgcode.LostRace(err) }
 
 // afterRead is what readUnpark reads beside the hold.
 type afterRead struct {

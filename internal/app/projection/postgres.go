@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fifoworker/fifoworker/internal/base/backoff"
+	"github.com/fifoworker/fifoworker/internal/base/pgcode"
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -255,14 +256,4 @@ func again(ctx context.Context, round int, err error) (bool, error) {
 // database whose default isolation is above Read Committed answers where
 // Read Committed would re-check. The driver's error says its SQLSTATE
 // (pgconn.PgError.SQLState); the store does not import the driver.
-func retryable(err error) bool {
-	var pg interface{ SQLState() string }
-	if !errors.As(err, &pg) {
-		return false
-	}
-	switch pg.SQLState() {
-	case "40P01", "40001":
-		return true
-	}
-	return false
-}
+func retryable(err error) bool { return pgcode.LostRace(err) }
