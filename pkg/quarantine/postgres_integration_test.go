@@ -46,13 +46,14 @@ func blockedBy(t *testing.T, db *sql.DB, pid int) (waitEvent, query string) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := db.QueryRowContext(t.Context(), `SELECT wait_event_type, query FROM pg_stat_activity
+		err := db.QueryRowContext(t.Context(), `SELECT COALESCE(wait_event_type, ''), query FROM pg_stat_activity
 			WHERE $1::int = ANY (pg_blocking_pids(pid))`, pid).Scan(&waitEvent, &query)
 		// pg_stat_activity's rows are a snapshot taken before
 		// pg_blocking_pids runs: a backend that was still reading when the
 		// snapshot was taken shows its read though its write now waits. So
-		// the write is waited for by its statement.
-		if err == nil && strings.Contains(query, "UPDATE quarantine_holds") {
+		// the write is waited for by its statement and its wait (a snapshot
+		// may show the backend between the two, waiting on nothing).
+		if err == nil && waitEvent == "Lock" && strings.Contains(query, "UPDATE quarantine_holds") {
 			return waitEvent, query
 		}
 		if err != nil {

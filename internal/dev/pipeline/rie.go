@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,26 @@ func StartRIE(ctx context.Context, cfg RIEConfig) (*RIEProcess, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The two ports are free when picked, but another process may take one
+	// before the emulator binds it (a connection's ephemeral port comes
+	// from the same range): the emulator then exits saying so, and is
+	// started again on new ports.
+	for attempt := 1; ; attempt++ {
+		p, err := startRIE(ctx, cfg)
+		if err == nil || attempt == maxRIEStarts || !errors.Is(err, errPortTaken) {
+			return p, err
+		}
+	}
+}
+
+// maxRIEStarts bounds the starts of one emulator whose port was taken.
+const maxRIEStarts = 5
+
+// errPortTaken marks an emulator that exited because a port it was given
+// was taken meanwhile.
+var errPortTaken = errors.New("a port was taken before the emulator bound it")
+
+func startRIE(ctx context.Context, cfg RIEConfig) (*RIEProcess, error) {
 	name, rie, bootstrap, logDir, timeout, env := cfg.Name, cfg.RIE, cfg.Bootstrap, cfg.LogDir, cfg.Timeout, cfg.Env
 	apiPort, err := freePort()
 	if err != nil {
@@ -117,6 +138,9 @@ func StartRIE(ctx context.Context, cfg RIEConfig) (*RIEProcess, error) {
 		}
 		select {
 		case <-p.done:
+			if log, _ := os.ReadFile(p.Log); bytes.Contains(log, []byte("address already in use")) {
+				return nil, fmt.Errorf("pipeline: the RIE for %s: %w (%w)", name, errPortTaken, p.exit)
+			}
 			return nil, fmt.Errorf("pipeline: the RIE for %s exited before listening (%w); see %s", name, p.exit, p.Log)
 		case <-ctx.Done():
 			p.Stop()
