@@ -254,23 +254,21 @@ func (s *DynamoStore) Read(ctx context.Context, queue string, groups []string, k
 // is used; and the transaction is tried again, so no message is counted
 // twice and the hold counts exactly the messages parked.
 func (s *DynamoStore) Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error) {
-	if err := ctx.Err(); err != nil {
+	c := parkCall{queue: queue, group: group, items: items, hold: hold, cause: cause}
+	fail, err := c.begin(ctx, func(items []Parked) error {
+		if len(items) > MaxParkMessages {
+			return fmt.Errorf("more than the %d messages one transaction holds", MaxParkMessages)
+		}
+		return nil
+	})
+	if err != nil {
 		return HoldRecord{}, err
-	}
-	if err := checkPark(queue, group, items); err != nil {
-		return HoldRecord{}, err
-	}
-	fail := func(err error) (HoldRecord, error) {
-		return HoldRecord{}, fmt.Errorf("quarantine: park %d messages of group %q of %s: %w", len(items), group, queue, err)
-	}
-	if len(items) > MaxParkMessages {
-		return fail(fmt.Errorf("more than the %d messages one transaction holds", MaxParkMessages))
 	}
 	pk, err := partition(queue, group)
 	if err != nil {
 		return fail(err)
 	}
-	now = millis(now)
+	c.now = millis(now)
 	var cur storedHold
 	var exists map[string]bool
 	reread := true
@@ -281,20 +279,13 @@ func (s *DynamoStore) Park(ctx context.Context, queue, group string, items []Par
 			}
 			reread = false
 		}
-		if err := parkConflict(cur.rec, cur.ok, items); err != nil {
+		h, fresh, write, err := c.apply(cur.rec, cur.ok, func(seq string) bool { return exists[seq] })
+		if err != nil {
 			return fail(err)
 		}
-		var fresh []Parked
-		for _, p := range items {
-			if !exists[p.Sequence] {
-				p.Queue, p.Group, p.Status, p.ParkedAt, p.UpdatedAt = queue, group, StatusParked, now, now
-				fresh = append(fresh, p)
-			}
+		if !write {
+			return h, nil
 		}
-		if nothingToHold(cur.rec, cur.ok, fresh) {
-			return cur.rec, nil
-		}
-		h := parkedHold(cur.rec, cur.ok, queue, group, fresh, hold, cause, now)
 		tx := make([]types.TransactWriteItem, 0, len(fresh)+1)
 		for i := range fresh {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{
@@ -417,21 +408,20 @@ func (s *DynamoStore) holdPut(h HoldRecord, cur storedHold) *dynamodb.PutItemInp
 // still the one read). A refusal of the hold's condition returns the hold
 // as it is now, and the write is tried again from it.
 func (s *DynamoStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error { return doneConflict(h, seq, epoch) })
+	return s.unpark(ctx, doneCall(queue, group, seq, epoch), now)
 }
 
 // Discard implements Store as Done does, under any state but released.
 func (s *DynamoStore) Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "discard", queue, group, seq, StatusDiscarded, now, func(HoldRecord) error { return nil })
+	return s.unpark(ctx, discardCall(queue, group, seq), now)
 }
 
-func (s *DynamoStore) unpark(ctx context.Context, op, queue, group, seq string, to Status, now time.Time, check func(HoldRecord) error) (HoldRecord, error) {
-	if err := ctx.Err(); err != nil {
+func (s *DynamoStore) unpark(ctx context.Context, c unparkCall, now time.Time) (HoldRecord, error) {
+	fail, err := c.begin(ctx)
+	if err != nil {
 		return HoldRecord{}, err
 	}
-	fail := func(err error) (HoldRecord, error) {
-		return HoldRecord{}, fmt.Errorf("quarantine: %s message %s of group %q of %s: %w", op, SeqNumber(seq), group, queue, err)
-	}
+	queue, group, seq, to := c.queue, c.group, c.seq, c.to
 	pk, err := partition(queue, group)
 	if err != nil {
 		return fail(err)
@@ -442,10 +432,7 @@ func (s *DynamoStore) unpark(ctx context.Context, op, queue, group, seq string, 
 		return fail(err)
 	}
 	for round := 1; ; round++ {
-		if !cur.ok || cur.rec.State == StateReleased {
-			return fail(fmt.Errorf("no hold, or a released one: %w", ErrNoHold))
-		}
-		if err := check(cur.rec); err != nil {
+		if err := c.refusal(cur.rec, cur.ok); err != nil {
 			return fail(err)
 		}
 		next := ""

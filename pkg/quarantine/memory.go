@@ -49,10 +49,9 @@ func (m *MemoryStore) Read(ctx context.Context, queue string, groups []string, k
 
 // Park implements Store.
 func (m *MemoryStore) Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return HoldRecord{}, err
-	}
-	if err := checkPark(queue, group, items); err != nil {
+	// The memory store's errors go unwrapped: begin's fail is not used.
+	c := parkCall{queue: queue, group: group, items: items, hold: hold, cause: cause, now: now}
+	if _, err := c.begin(ctx, nil); err != nil {
 		return HoldRecord{}, err
 	}
 	m.mu.Lock()
@@ -61,22 +60,15 @@ func (m *MemoryStore) Park(ctx context.Context, queue, group string, items []Par
 	if m.items[k] == nil {
 		m.items[k] = map[string]Parked{}
 	}
-	var fresh []Parked
-	for _, p := range items {
-		if _, ok := m.items[k][p.Sequence]; !ok {
-			fresh = append(fresh, p)
-		}
-	}
 	h, ok := m.holds[k]
-	if err := parkConflict(h, ok, items); err != nil {
-		return HoldRecord{}, err
+	h, fresh, write, err := c.apply(h, ok, func(seq string) bool {
+		_, ok := m.items[k][seq]
+		return ok
+	})
+	if err != nil || !write {
+		return h, err
 	}
-	if nothingToHold(h, ok, fresh) {
-		return h, nil
-	}
-	h = parkedHold(h, ok, queue, group, fresh, hold, cause, now)
 	for _, p := range fresh {
-		p.Queue, p.Group, p.Status, p.ParkedAt, p.UpdatedAt = queue, group, StatusParked, now, now
 		m.items[k][p.Sequence] = clone(p)
 	}
 	m.holds[k] = h

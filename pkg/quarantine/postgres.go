@@ -124,38 +124,24 @@ func (s *PostgresStore) Read(ctx context.Context, queue string, groups []string,
 // if that write was made, inserts the messages not stored: two round
 // trips, and two more for each time the hold changed in between.
 func (s *PostgresStore) Park(ctx context.Context, queue, group string, items []Parked, hold bool, cause string, now time.Time) (HoldRecord, error) {
-	if err := ctx.Err(); err != nil {
+	c := parkCall{queue: queue, group: group, items: items, hold: hold, cause: cause, now: millis(now)}
+	fail, err := c.begin(ctx, checkPostgresItems)
+	if err != nil {
 		return HoldRecord{}, err
 	}
-	if err := checkPark(queue, group, items); err != nil {
-		return HoldRecord{}, err
-	}
-	fail := func(err error) (HoldRecord, error) {
-		return HoldRecord{}, fmt.Errorf("quarantine: park %d messages of group %q of %s: %w", len(items), group, queue, err)
-	}
-	if err := checkPostgresItems(items); err != nil {
-		return fail(err)
-	}
-	now = millis(now)
 	h, err := rounds(func() (HoldRecord, bool, error) {
 		cur, exists, err := s.readPark(ctx, queue, group, items)
 		if err != nil {
 			return HoldRecord{}, false, err
 		}
-		if err := parkConflict(cur.rec, cur.ok, items); err != nil {
+		h, fresh, write, err := c.apply(cur.rec, cur.ok, func(seq string) bool { return exists[seq] })
+		if err != nil {
 			return HoldRecord{}, false, err
 		}
-		var fresh []Parked
-		for _, p := range items {
-			if !exists[p.Sequence] {
-				fresh = append(fresh, p)
-			}
+		if !write {
+			return h, true, nil
 		}
-		if nothingToHold(cur.rec, cur.ok, fresh) {
-			return cur.rec, true, nil
-		}
-		h := parkedHold(cur.rec, cur.ok, queue, group, fresh, hold, cause, now)
-		st, err := parkStatement(h, cur, fresh, now)
+		st, err := parkStatement(h, cur, fresh, c.now)
 		if err != nil {
 			return HoldRecord{}, false, err
 		}
@@ -174,31 +160,27 @@ func (s *PostgresStore) Park(ctx context.Context, queue, group string, items []P
 // was made, marks the message done. Two round trips, and two more for
 // each time the hold changed in between.
 func (s *PostgresStore) Done(ctx context.Context, queue, group, seq string, epoch int64, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "done", queue, group, seq, StatusDone, now, func(h HoldRecord) error { return doneConflict(h, seq, epoch) })
+	return s.unpark(ctx, doneCall(queue, group, seq, epoch), now)
 }
 
 // Discard implements Store as Done does, under any state but released.
 func (s *PostgresStore) Discard(ctx context.Context, queue, group, seq string, now time.Time) (HoldRecord, error) {
-	return s.unpark(ctx, "discard", queue, group, seq, StatusDiscarded, now, func(HoldRecord) error { return nil })
+	return s.unpark(ctx, discardCall(queue, group, seq), now)
 }
 
-func (s *PostgresStore) unpark(ctx context.Context, op, queue, group, seq string, to Status, now time.Time, check func(HoldRecord) error) (HoldRecord, error) {
-	if err := ctx.Err(); err != nil {
+func (s *PostgresStore) unpark(ctx context.Context, c unparkCall, now time.Time) (HoldRecord, error) {
+	fail, err := c.begin(ctx)
+	if err != nil {
 		return HoldRecord{}, err
 	}
-	fail := func(err error) (HoldRecord, error) {
-		return HoldRecord{}, fmt.Errorf("quarantine: %s message %s of group %q of %s: %w", op, SeqNumber(seq), group, queue, err)
-	}
+	queue, group, seq, to := c.queue, c.group, c.seq, c.to
 	now = millis(now)
 	h, err := rounds(func() (HoldRecord, bool, error) {
 		cur, after, err := s.readUnpark(ctx, queue, group, seq)
 		if err != nil {
 			return HoldRecord{}, false, err
 		}
-		if !cur.ok || cur.rec.State == StateReleased {
-			return HoldRecord{}, false, fmt.Errorf("no hold, or a released one: %w", ErrNoHold)
-		}
-		if err := check(cur.rec); err != nil {
+		if err := c.refusal(cur.rec, cur.ok); err != nil {
 			return HoldRecord{}, false, err
 		}
 		if after.status != StatusParked {

@@ -2,6 +2,7 @@ package quarantine
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,6 +32,59 @@ func checkPark(queue, group string, items []Parked) error {
 		}
 	}
 	return nil
+}
+
+// parkCall is one Park call's arguments, which every store's Park takes
+// through the same steps: begin, then, for each hold it reads, apply.
+type parkCall struct {
+	queue, group string
+	items        []Parked
+	hold         bool
+	cause        string
+	now          time.Time
+}
+
+// begin is what a store's Park does before it reads anything: it returns
+// the context's error and checkPark's as they are, then runs the store's
+// own check of the items (check; nil: none), whose error, as every later
+// one of the call, fail wraps with the call's operation.
+func (c parkCall) begin(ctx context.Context, check func([]Parked) error) (fail func(error) (HoldRecord, error), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPark(c.queue, c.group, c.items); err != nil {
+		return nil, err
+	}
+	fail = func(err error) (HoldRecord, error) {
+		return HoldRecord{}, fmt.Errorf("quarantine: park %d messages of group %q of %s: %w", len(c.items), c.group, c.queue, err)
+	}
+	if check != nil {
+		if err := check(c.items); err != nil {
+			_, err = fail(err)
+			return nil, err
+		}
+	}
+	return fail, nil
+}
+
+// apply runs the park's rules on hold h (ok: it exists), stored saying
+// which items are parked already: fresh is the others, stamped parked by
+// the call's queue and group at its now, and next the hold after them.
+// write false: there is nothing to write, and h is the answer.
+func (c parkCall) apply(h HoldRecord, ok bool, stored func(seq string) bool) (next HoldRecord, fresh []Parked, write bool, err error) {
+	if err := parkConflict(h, ok, c.items); err != nil {
+		return HoldRecord{}, nil, false, err
+	}
+	for _, p := range c.items {
+		if !stored(p.Sequence) {
+			p.Queue, p.Group, p.Status, p.ParkedAt, p.UpdatedAt = c.queue, c.group, StatusParked, c.now, c.now
+			fresh = append(fresh, p)
+		}
+	}
+	if nothingToHold(h, ok, fresh) {
+		return h, fresh, false, nil
+	}
+	return parkedHold(h, ok, c.queue, c.group, fresh, c.hold, c.cause, c.now), fresh, true, nil
 }
 
 // checkKafkaItem checks that items[i] is a Kafka record if and only if
@@ -146,6 +200,48 @@ func unparkedHold(h HoldRecord, seq, next string, now time.Time) HoldRecord {
 	}
 	h.UpdatedAt = now
 	return h
+}
+
+// unparkCall is one Done or Discard call's arguments, which both stores'
+// unpark takes through the same steps: begin, then, for each hold it
+// reads, refusal.
+type unparkCall struct {
+	op                string // "done" or "discard", for errors
+	queue, group, seq string
+	to                Status                 // the message's status after
+	check             func(HoldRecord) error // the call's own rule on a hold that holds
+}
+
+// doneCall is a Done of message seq of epoch: doneConflict's rule.
+func doneCall(queue, group, seq string, epoch int64) unparkCall {
+	return unparkCall{op: "done", queue: queue, group: group, seq: seq, to: StatusDone,
+		check: func(h HoldRecord) error { return doneConflict(h, seq, epoch) }}
+}
+
+// discardCall is a Discard of message seq: under any state but released.
+func discardCall(queue, group, seq string) unparkCall {
+	return unparkCall{op: "discard", queue: queue, group: group, seq: seq, to: StatusDiscarded,
+		check: func(HoldRecord) error { return nil }}
+}
+
+// begin returns the context's error as it is, or fail, which wraps every
+// later error of the call with its operation.
+func (c unparkCall) begin(ctx context.Context) (fail func(error) (HoldRecord, error), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return func(err error) (HoldRecord, error) {
+		return HoldRecord{}, fmt.Errorf("quarantine: %s message %s of group %q of %s: %w", c.op, SeqNumber(c.seq), c.group, c.queue, err)
+	}, nil
+}
+
+// refusal says why the call may not unpark its message under hold h (ok:
+// it exists), or nil.
+func (c unparkCall) refusal(h HoldRecord, ok bool) error {
+	if !ok || h.State == StateReleased {
+		return fmt.Errorf("no hold, or a released one: %w", ErrNoHold)
+	}
+	return c.check(h)
 }
 
 // needsNext reports whether unparking message seq from hold h needs the
