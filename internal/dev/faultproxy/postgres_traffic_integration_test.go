@@ -4,6 +4,7 @@ package faultproxy_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -97,33 +98,50 @@ func TestPostgresProxyCloseLeavesNoGoroutine(t *testing.T) {
 	}
 }
 
+// insertOf names operation name the INSERT of row id (as pipelinedPair
+// writes it), and every other statement as PostgresOperation does: a fault
+// for one of two round trips of the same shape.
+func insertOf(id int, name string) func(sql string) string {
+	marker := fmt.Sprintf("(%d)", id)
+	return func(sql string) string {
+		if strings.Contains(sql, marker) {
+			return name
+		}
+		return faultproxy.PostgresOperation(sql)
+	}
+}
+
+// pipelinedPair inserts rows first and second through r's proxy, each in
+// a round trip of its own (its own Sync), both sent before any answer is
+// read, and reads answers until the first error: the end of a session a
+// fault ends, or of the pipeline.
+func pipelinedPair(t *testing.T, r *pgRig, first, second int) {
+	t.Helper()
+	c := r.connect(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	pl := c.PgConn().StartPipeline(ctx)
+	for _, id := range []int{first, second} {
+		pl.SendQueryParams(fmt.Sprintf(`INSERT INTO t (id) VALUES (%d)`, id), nil, nil, nil, nil)
+		pl.SendPipelineSync()
+	}
+	require.NoError(t, pl.Flush())
+	var err error
+	for err == nil {
+		_, err = pl.GetResults()
+	}
+	_ = pl.Close()
+}
+
 // A client that pipelines a second round trip behind one whose answer is
 // dropped: the session ends at the dropped answer's ReadyForQuery, and the
 // second round trip is never forwarded, so whether it was applied does not
 // depend on how fast the server read it before the proxy closed.
 func TestPostgresProxyForwardsNothingPipelinedBehindADrop(t *testing.T) {
-	op := func(sql string) string {
-		if strings.Contains(sql, "(21)") {
-			return "FIRST"
-		}
-		return faultproxy.PostgresOperation(sql)
-	}
+	op := insertOf(21, "FIRST")
 	for range 5 {
 		r := newPGRig(t, faultproxy.PostgresConfig{Operation: op, Operations: map[string]faultproxy.Rates{"FIRST": {Drop: 1}}}, pgx.QueryExecModeExec)
-		c := r.connect(t)
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		pl := c.PgConn().StartPipeline(ctx)
-		pl.SendQueryParams(`INSERT INTO t (id) VALUES (21)`, nil, nil, nil, nil)
-		pl.SendPipelineSync()
-		pl.SendQueryParams(`INSERT INTO t (id) VALUES (22)`, nil, nil, nil, nil)
-		pl.SendPipelineSync()
-		require.NoError(t, pl.Flush())
-		var err error
-		for err == nil {
-			_, err = pl.GetResults()
-		}
-		_ = pl.Close()
-		cancel()
+		pipelinedPair(t, r, 21, 22)
 		require.Eventually(t, func() bool { return r.proxy.Counts().Requests["INSERT"] == 1 }, 5*time.Second, 5*time.Millisecond)
 		require.True(t, r.applied(t, 21), "the dropped round trip committed")
 		require.False(t, r.applied(t, 22), "a round trip pipelined behind a dropped answer is not forwarded")
@@ -135,28 +153,10 @@ func TestPostgresProxyForwardsNothingPipelinedBehindADrop(t *testing.T) {
 // once its answer is through (closing the server's connection with that
 // answer unread would send the server a reset that could undo it).
 func TestPostgresProxyResetsOnlyBehindTheAnswersBeforeIt(t *testing.T) {
-	op := func(sql string) string {
-		if strings.Contains(sql, "(32)") {
-			return "SECOND"
-		}
-		return faultproxy.PostgresOperation(sql)
-	}
+	op := insertOf(32, "SECOND")
 	for range 15 {
 		r := newPGRig(t, faultproxy.PostgresConfig{Operation: op, Operations: map[string]faultproxy.Rates{"SECOND": {Reset: 1}}}, pgx.QueryExecModeExec)
-		c := r.connect(t)
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		pl := c.PgConn().StartPipeline(ctx)
-		pl.SendQueryParams(`INSERT INTO t (id) VALUES (31)`, nil, nil, nil, nil)
-		pl.SendPipelineSync()
-		pl.SendQueryParams(`INSERT INTO t (id) VALUES (32)`, nil, nil, nil, nil)
-		pl.SendPipelineSync()
-		require.NoError(t, pl.Flush())
-		var err error
-		for err == nil {
-			_, err = pl.GetResults()
-		}
-		_ = pl.Close()
-		cancel()
+		pipelinedPair(t, r, 31, 32)
 		require.Eventually(t, func() bool { return r.applied(t, 31) }, 5*time.Second, 5*time.Millisecond,
 			"the round trip forwarded before the reset one is applied")
 		require.False(t, r.applied(t, 32), "the reset round trip is not")
