@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 )
 
 // ErrNothingHeld is what Release answers when no request is held: Hold has
@@ -17,21 +18,65 @@ type Released struct {
 	Err    error
 }
 
-// hold reports whether the request is the one Config.Hold picks, and
-// keeps it if so (counted as seen: it draws no fault). Hold is asked under
-// holdMu, not mu: a picker may ask the proxy (Held, Counts), and a test
-// may call Held under a lock its picker takes.
-func (p *Proxy) hold(op string, o outbound) bool {
-	p.holdMu.Lock()
-	defer p.holdMu.Unlock()
-	if p.cfg.Hold == nil || p.picked || !p.cfg.Hold(op, o.body) {
+// holding is the one request (HTTP) or round trip (PostgreSQL) a proxy
+// holds back for Release: its Hold is asked about each until it first says
+// yes, and never after. The zero value holds nothing.
+type holding[T any] struct {
+	// askMu serialises Hold's calls. It is neither mu nor the proxy's
+	// lock: a picker may ask the proxy (Held, Counts), and a test may call
+	// Held under a lock its picker takes.
+	askMu  sync.Mutex
+	picked bool // Hold has said yes; guarded by askMu
+
+	mu   sync.Mutex
+	held *T // what waits for Release; guarded by mu
+}
+
+// pick reports whether Hold, asked through ask unless it said yes before,
+// picks this one: a proxy holds one at most.
+func (h *holding[T]) pick(ask func() bool) bool {
+	h.askMu.Lock()
+	defer h.askMu.Unlock()
+	if h.picked || !ask() {
 		return false
 	}
-	p.picked = true
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.requests[op]++
-	p.held = &o
+	h.picked = true
+	return true
+}
+
+// keep keeps what pick picked until take.
+func (h *holding[T]) keep(v *T) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = v
+}
+
+// has reports whether something is kept: what the proxies' Held answer.
+func (h *holding[T]) has() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held != nil
+}
+
+// take returns what is kept, or nil, and keeps nothing after: a release
+// sends it once.
+func (h *holding[T]) take() *T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v := h.held
+	h.held = nil
+	return v
+}
+
+// hold reports whether the request is the one Config.Hold picks, and
+// keeps it if so, counted as seen (it draws no fault) before it is kept,
+// so that a caller who sees it Held finds it in Counts.
+func (p *Proxy) hold(op string, o outbound) bool {
+	if p.cfg.Hold == nil || !p.holding.pick(func() bool { return p.cfg.Hold(op, o.body) }) {
+		return false
+	}
+	p.seen(op)
+	p.holding.keep(&o)
 	return true
 }
 
@@ -47,9 +92,7 @@ func (p *Proxy) await(w http.ResponseWriter, r *http.Request) {
 
 // Held reports whether the request Hold picked is waiting for Release.
 func (p *Proxy) Held() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.held != nil
+	return p.holding.has()
 }
 
 // Release sends the held request upstream now, as its caller sent it, and
@@ -59,10 +102,7 @@ func (p *Proxy) Held() bool {
 // page on SigV4 request signing), so a release within that is what the
 // service would take.
 func (p *Proxy) Release(ctx context.Context) Released {
-	p.mu.Lock()
-	o := p.held
-	p.held = nil
-	p.mu.Unlock()
+	o := p.holding.take()
 	if o == nil {
 		return Released{Err: ErrNothingHeld}
 	}

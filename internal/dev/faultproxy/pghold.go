@@ -112,13 +112,9 @@ func bindArgs(body []byte) []string {
 // for the caller to give up or the proxy to close. True ends the session.
 func (s *pgSession) hold(op, sql string, rt *pgRoundTrip, msgs []byte) bool {
 	p := s.p
-	p.holdMu.Lock()
-	if p.cfg.Hold == nil || p.picked || !p.cfg.Hold(op, sql, rt.args) {
-		p.holdMu.Unlock()
+	if p.cfg.Hold == nil || !p.holding.pick(func() bool { return p.cfg.Hold(op, sql, rt.args) }) {
 		return false
 	}
-	p.picked = true
-	p.holdMu.Unlock()
 	p.seen(op)
 
 	// On the proxy's own connection no statement is prepared: the Parse of
@@ -132,8 +128,8 @@ func (s *pgSession) hold(op, sql string, rt *pgRoundTrip, msgs []byte) bool {
 	replay = append(replay, msgs...)
 	// What the caller pipelined before it is answered first.
 	s.awaitAnswers()
+	p.holding.keep(&pgHeld{startup: slices.Clone(s.started), msgs: replay})
 	p.heldMu.Lock()
-	p.held = &pgHeld{startup: slices.Clone(s.started), msgs: replay}
 	p.heldClient = s.client
 	p.heldMu.Unlock()
 	select {
@@ -164,9 +160,7 @@ func (p *PostgresProxy) resetHeldClient() {
 // Held reports whether the round trip Hold picked is waiting for
 // Release.
 func (p *PostgresProxy) Held() bool {
-	p.heldMu.Lock()
-	defer p.heldMu.Unlock()
-	return p.held != nil
+	return p.holding.has()
 }
 
 // Release sends the held round trip to the server now, on a connection of
@@ -176,10 +170,7 @@ func (p *PostgresProxy) Held() bool {
 // after its sender has gone, as from a slow network. It runs outside any
 // transaction its caller had open. ErrNothingHeld if none is held.
 func (p *PostgresProxy) Release(ctx context.Context) PostgresReleased {
-	p.heldMu.Lock()
-	h := p.held
-	p.held = nil
-	p.heldMu.Unlock()
+	h := p.holding.take()
 	if h == nil {
 		return PostgresReleased{Err: ErrNothingHeld}
 	}

@@ -148,10 +148,8 @@ type PostgresProxy struct {
 	connsMu   sync.Mutex
 	conns     map[net.Conn]struct{}
 
-	holdMu     sync.Mutex // serialises the calls of PostgresConfig.Hold
-	picked     bool       // Hold has picked its round trip; guarded by holdMu
+	holding    holding[pgHeld] // the round trip PostgresConfig.Hold picks, until Release
 	heldMu     sync.Mutex
-	held       *pgHeld  // the round trip held until Release; guarded by heldMu
 	heldClient net.Conn // its caller's connection while it waits; guarded by heldMu
 }
 

@@ -185,10 +185,7 @@ type Proxy struct {
 	client *http.Client
 
 	ledger
-	held *outbound // the request held until Release; guarded by mu
-
-	holdMu sync.Mutex // serialises the calls of Config.Hold
-	picked bool       // Hold has picked its request; guarded by holdMu
+	holding holding[outbound] // the request Config.Hold picks, until Release
 
 	closing   chan struct{} // closed by Close: a held request's caller is answered with a reset
 	closeOnce sync.Once
