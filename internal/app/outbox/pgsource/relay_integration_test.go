@@ -4,6 +4,7 @@ package pgsource_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource"
+	"github.com/fifoworker/fifoworker/internal/app/outbox/pgsource/nudge"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -19,11 +21,7 @@ import (
 // every message once, each job in version order, the table left empty.
 func TestDrainPublishesEachJobInVersionOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ids := jobIDs("job", 20)
-	for _, id := range ids {
-		b.create(t, id, 9)
-	}
+	b, ids := setupJobs(t, 20, 9)
 	rep, err := b.relay(t, pgsource.Config{Jobs: 7, RowsPerJob: 3}).Drain(t.Context())
 	require.NoError(t, err)
 	requireExactly(t, b.sink, want(ids, 9))
@@ -76,11 +74,7 @@ func TestANudgesRowGoesOutAsItsCommandThenItsEvent(t *testing.T) {
 // messages again from each job's first row, never a later version first.
 func TestACrashBetweenPublishAndDeleteRepublishesInOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ids := jobIDs("job", 5)
-	for _, id := range ids {
-		b.create(t, id, 4)
-	}
+	b, ids := setupJobs(t, 5, 4)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	b.sink.after = func(context.Context, []outbox.Message) {
@@ -106,11 +100,7 @@ func TestACrashBetweenPublishAndDeleteRepublishesInOrder(t *testing.T) {
 // locks are released, and the next relay publishes from the first row.
 func TestARelayWhoseConnectionDiesLosesNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ids := jobIDs("job", 3)
-	for _, id := range ids {
-		b.create(t, id, 3)
-	}
+	b, ids := setupJobs(t, 3, 3)
 	b.sink.after = func(ctx context.Context, _ []outbox.Message) {
 		if b.sink.rounds != 2 {
 			return
@@ -136,11 +126,7 @@ func TestARelayWhoseConnectionDiesLosesNothing(t *testing.T) {
 // than retrying it. The next Drain goes on from the refused version.
 func TestASinkFailureStopsOnlyItsJob(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ids := jobIDs("job", 4)
-	for _, id := range ids {
-		b.create(t, id, 5)
-	}
+	b, ids := setupJobs(t, 4, 5)
 	b.sink.refuse = func(m outbox.Message) error {
 		if m.JobID == "job-002" && m.Version >= 3 {
 			return errors.New("throttled")
@@ -252,12 +238,7 @@ func TestAnUndecodableRowStopsOnlyItsJob(t *testing.T) {
 	b := setup(t)
 	b.create(t, "job-1", 3)
 	b.create(t, "job-2", 1)
-	_, err := b.db.ExecContext(t.Context(), `UPDATE job_outbox SET image = '{"job_id": 7}' WHERE job_id = 'job-1' AND version = 2`)
-	require.NoError(t, err)
-	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
-	require.NoError(t, err)
-	require.Equal(t, pgsource.StopEmpty, rep.Stop)
-	require.Equal(t, 1, rep.Failed)
+	b.drainBroken(t, `UPDATE job_outbox SET image = '{"job_id": 7}' WHERE job_id = 'job-1' AND version = 2`)
 	require.Equal(t, map[string][]string{"job-1": {"job-1/v0", "job-1/v1"}, "job-2": {"job-2/v0", "job-2/v1"}}, b.sink.byJob())
 	require.Equal(t, 2, b.rows(t))
 }
@@ -268,13 +249,8 @@ func TestARowHoldingAnotherVersionsImageIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.create(t, "job-1", 2)
-	_, err := b.db.ExecContext(t.Context(), `UPDATE job_outbox SET image = (SELECT image FROM job_outbox WHERE job_id = 'job-1' AND version = 2)
+	b.drainBroken(t, `UPDATE job_outbox SET image = (SELECT image FROM job_outbox WHERE job_id = 'job-1' AND version = 2)
 		WHERE job_id = 'job-1' AND version = 1`)
-	require.NoError(t, err)
-	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
-	require.NoError(t, err)
-	require.Equal(t, pgsource.StopEmpty, rep.Stop)
-	require.Equal(t, 1, rep.Failed)
 	require.Equal(t, map[string][]string{"job-1": {"job-1/v0"}}, b.sink.byJob())
 }
 
@@ -283,10 +259,7 @@ func TestARowHoldingAnotherVersionsImageIsRefused(t *testing.T) {
 func TestMaxRowsBoundsADrainExactly(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ max, left int }{{5, 1}, {6, 0}, {7, 0}} {
-		b := setup(t)
-		for _, id := range jobIDs("job", 3) {
-			b.create(t, id, 1)
-		}
+		b, _ := setupJobs(t, 3, 1)
 		// One row per job per pass: the bound falls in the second pass.
 		rep, err := b.relay(t, pgsource.Config{MaxRows: tc.max, RowsPerJob: 1}).Drain(t.Context())
 		require.NoError(t, err)
@@ -325,6 +298,20 @@ func TestDrainStopsAtTheDeadlineMinusMargin(t *testing.T) {
 	}
 }
 
+// drainBroken changes the outbox with stmt, which breaks one job's rows,
+// then drains under bounded: the Drain must fail that one job only and
+// still end on an empty outbox (StopEmpty), not retry it until the
+// deadline.
+func (b *bundle) drainBroken(t *testing.T, stmt string) {
+	t.Helper()
+	_, err := b.db.ExecContext(t.Context(), stmt)
+	require.NoError(t, err)
+	rep, err := b.relay(t, pgsource.Config{}).Drain(bounded(t))
+	require.NoError(t, err)
+	require.Equal(t, pgsource.StopEmpty, rep.Stop)
+	require.Equal(t, 1, rep.Failed)
+}
+
 // bounded is a context whose deadline stops a Drain that would keep
 // retrying a failed job within its run (it then stops at the deadline
 // minus Margin, not on an empty outbox, and the test says so).
@@ -332,4 +319,77 @@ func bounded(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), pgsource.DefaultMargin+10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// A job's rows deleted by something that does not take the job's lock
+// while a pass publishes them: the pass's delete finds fewer rows than it
+// published, so it fails with ErrNotHeld and rolls back, and the row it
+// still held (v1) is published again by the next Drain rather than
+// silently dropped.
+func TestAPassWhoseRowsAnotherDeletedFailsWithErrNotHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.create(t, "job-1", 1)
+	b.sink.after = func(ctx context.Context, msgs []outbox.Message) {
+		if msgs[0].Version == 0 {
+			_, err := b.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM job_outbox WHERE job_id = 'job-1' AND version = 0`)
+			require.NoError(t, err)
+		}
+	}
+	_, err := b.relay(t, pgsource.Config{}).Drain(t.Context())
+	require.ErrorIs(t, err, pgsource.ErrNotHeld)
+	require.Equal(t, 1, b.rows(t), "v1 not deleted: the pass rolled back")
+	b.sink.after = nil
+	_, err = b.relay(t, pgsource.Config{}).Drain(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, b.rows(t))
+	require.Equal(t, []string{"job-1/v0", "job-1/v1", "job-1/v1"}, b.sink.byJob()["job-1"])
+}
+
+// A row whose previous image is not an earlier version of its job (here
+// its own version's) is refused, not published as a transition from it.
+func TestARowHoldingALaterPreviousImageIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.create(t, "job-1", 2)
+	b.drainBroken(t, `UPDATE job_outbox SET prev_image = image WHERE job_id = 'job-1' AND version = 1`)
+	require.Equal(t, map[string][]string{"job-1": {"job-1/v0"}}, b.sink.byJob())
+	require.Equal(t, 2, b.rows(t))
+}
+
+// A job that a pass locked but did not read because the read's limit
+// (what MaxRows leaves) was reached is not a job whose rows were gone: it
+// stays in the run, which publishes up to MaxRows. Here job-000's
+// messages are refused; the first pass reads its two rows and job-001's
+// first, so job-002 is locked and not read; the run must still publish
+// job-001's second row and job-002's first (3 rows, its bound), not stop
+// with job-002's rows left until the next trigger.
+func TestAJobLockedButNotReadUnderTheBoundStaysInTheRun(t *testing.T) {
+	t.Parallel()
+	b, _ := setupJobs(t, 3, 1)
+	b.sink.refuse = func(m outbox.Message) error {
+		if m.JobID == "job-000" {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	rep, err := b.relay(t, pgsource.Config{Jobs: 3, RowsPerJob: 2, MaxRows: 3}).Drain(bounded(t))
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Rows)
+	require.Equal(t, pgsource.StopBound, rep.Stop)
+	require.Equal(t, map[string][]string{"job-001": {"job-001/v0", "job-001/v1"}, "job-002": {"job-002/v0"}}, b.sink.byJob())
+}
+
+// A nudge standing for exactly one commit (the bound: at least one) is a
+// trigger: the relay drains for it.
+func TestHandleDrainsForANudgeOfOneCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.create(t, "job-1", 0)
+	event, err := json.Marshal(nudge.Payload{Type: nudge.PayloadType, FirstCommit: time.Now(), Commits: 1})
+	require.NoError(t, err)
+	rep, err := b.relay(t, pgsource.Config{}).Handle(t.Context(), event)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Rows)
+	require.Zero(t, b.rows(t))
 }

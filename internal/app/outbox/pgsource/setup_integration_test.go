@@ -38,6 +38,18 @@ func setup(t testing.TB) *bundle {
 	return &bundle{db: db, store: store, sink: &recorder{}}
 }
 
+// setupJobs is setup with jobs "job-000" on (n of them, their ids), each
+// made with create's transitions more.
+func setupJobs(t testing.TB, n, transitions int) (*bundle, []string) {
+	t.Helper()
+	b := setup(t)
+	ids := jobIDs("job", n)
+	for _, id := range ids {
+		b.create(t, id, transitions)
+	}
+	return b, ids
+}
+
 // relay is a relay on the bundle's database and sink, cfg's other fields
 // kept.
 func (b *bundle) relay(t testing.TB, cfg pgsource.Config) *pgsource.Relay {
