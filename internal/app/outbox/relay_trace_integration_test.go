@@ -3,7 +3,6 @@
 package outbox_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -24,14 +23,9 @@ import (
 func TestTheLocalSQSTakesTheRelaysTracedMessages(t *testing.T) {
 	t.Parallel()
 	client := awstest.SQS(t)
-	name := awstest.Name(t, "trace")
-	urls := map[string]string{}
-	for _, q := range []string{"commands", "events"} {
-		out, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name + "-" + q + ".fifo"),
-			Attributes: map[string]string{"FifoQueue": "true"}})
-		require.NoError(t, err)
-		urls[q] = aws.ToString(out.QueueUrl)
-		t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+	urls := map[string]string{
+		"commands": awstest.FIFOQueue(t, client, "trace-commands"),
+		"events":   awstest.FIFOQueue(t, client, "trace-events"),
 	}
 	relay, err := sqsout.NewRelay(sqsout.Config{Client: client, CommandsURL: urls["commands"], EventsURL: urls["events"]})
 	require.NoError(t, err)

@@ -3,7 +3,6 @@
 package pgsource_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,14 +22,9 @@ func TestTheSQSSinkCarriesEachJobInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	client := awstest.SQS(t)
-	name := awstest.Name(t, "pgsource")
-	urls := map[string]string{}
-	for _, q := range []string{"commands", "events"} {
-		out, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name + "-" + q + ".fifo"),
-			Attributes: map[string]string{"FifoQueue": "true"}})
-		require.NoError(t, err)
-		urls[q] = aws.ToString(out.QueueUrl)
-		t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+	urls := map[string]string{
+		"commands": awstest.FIFOQueue(t, client, "pgsource-commands"),
+		"events":   awstest.FIFOQueue(t, client, "pgsource-events"),
 	}
 	sink, err := sqsout.NewSink(sqsout.Config{Client: client, CommandsURL: urls["commands"], EventsURL: urls["events"]})
 	require.NoError(t, err)
