@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
@@ -226,19 +224,18 @@ func TestPostgresApplyRunsAgainAfterADeadlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cfg := pgtest.Config(t)
-	admin := sql.OpenDB(stdlib.GetConnector(*cfg))
+	admin := sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = admin.Close() })
 	admin.SetMaxOpenConns(4) // A, B, and the probes
 	require.NoError(t, projection.MigratePostgres(ctx, admin))
-	_, err := admin.ExecContext(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` SET deadlock_timeout = '20ms'`)
-	require.NoError(t, err)
-	db := sql.OpenDB(stdlib.GetConnector(*cfg)) // its sessions start after the ALTER
+	cfg.Params = map[string]string{"deadlock_timeout": "20ms"} // the store's sessions only
+	db := sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(2)
 	store := newPostgresStore(t, db)
 	const tenant = "t-1"
 	evs := projectiontest.Lifecycle("job-42", tenant)
-	_, err = store.Apply(ctx, projection.ViewOfEvent(&evs[0]), evs[0].Delta)
+	_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[0]), evs[0].Delta)
 	require.NoError(t, err)
 
 	// A recovers job-42 to its version 3 by hand, the totals first.

@@ -14,8 +14,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
@@ -49,64 +47,50 @@ func TestPostgresStoreConformance(t *testing.T) {
 	projectiontest.Run(t, func(t *testing.T) projection.Store { return newPostgresStore(t, db) })
 }
 
-// tracer counts what a pool sends the server: statements (Query, QueryRow,
-// Exec, a transaction's begin and commit) and prepares (the driver
-// prepares a statement the first time a connection runs it), each one
-// round trip. After a statement whose text starts with the armed prefix
-// has been answered, it runs the armed function once: between a read and
-// the write that depends on it.
+// tracer counts the round trips a pool makes (pgwire's Config.Trace is
+// called before each: a statement, a transaction's begin and commit). Once
+// a statement whose text starts with the armed prefix has been sent, it
+// runs the armed function before the next round trip: the driver reads a
+// result whole before the call returns, so that is between a read and the
+// write that depends on it.
 type tracer struct {
 	mu         sync.Mutex
 	statements int
-	prepares   int
 	prefix     string
 	fn         func()
+	due        bool // the armed statement has been sent; fn runs before the next
 }
 
-type sqlKey struct{}
-
-func (tr *tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+func (tr *tracer) trace(_ context.Context, query string) {
 	tr.mu.Lock()
-	defer tr.mu.Unlock()
 	tr.statements++
-	return context.WithValue(ctx, sqlKey{}, data.SQL)
-}
-
-func (tr *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	tr.mu.Lock()
 	fn := tr.fn
-	query, _ := ctx.Value(sqlKey{}).(string)
-	if fn == nil || !strings.HasPrefix(query, tr.prefix) {
+	if fn == nil {
 		tr.mu.Unlock()
 		return
 	}
-	tr.fn = nil
+	if !tr.due {
+		tr.due = strings.HasPrefix(query, tr.prefix)
+		tr.mu.Unlock()
+		return
+	}
+	tr.fn, tr.due = nil, false
 	tr.mu.Unlock()
 	fn()
 }
 
-func (tr *tracer) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+// take returns the count since the last take.
+func (tr *tracer) take() (statements int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.prepares++
-	return ctx
-}
-
-func (tr *tracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
-
-// take returns the counts since the last take.
-func (tr *tracer) take() (statements, prepares int) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	statements, prepares = tr.statements, tr.prepares
-	tr.statements, tr.prepares = 0, 0
-	return statements, prepares
+	statements, tr.statements = tr.statements, 0
+	return statements
 }
 
 func (tr *tracer) arm(prefix string, fn func()) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.prefix, tr.fn = prefix, fn
+	tr.prefix, tr.fn, tr.due = prefix, fn, false
 }
 
 // tracedPostgres returns a migrated database of the test's own on a pool
@@ -114,10 +98,10 @@ func (tr *tracer) arm(prefix string, fn func()) {
 // same database.
 func tracedPostgres(t *testing.T, tr *tracer) (traced, other *sql.DB) {
 	t.Helper()
-	cfg := pgtest.Config(t)
-	plain := cfg.Copy()
-	cfg.Tracer = tr
-	traced, other = sql.OpenDB(stdlib.GetConnector(*cfg)), sql.OpenDB(stdlib.GetConnector(*plain))
+	plain := pgtest.Config(t)
+	cfg := plain
+	cfg.Trace = tr.trace
+	traced, other = sql.OpenDB(pgtest.Connector(t, cfg)), sql.OpenDB(pgtest.Connector(t, plain))
 	t.Cleanup(func() { _ = traced.Close(); _ = other.Close() })
 	traced.SetMaxOpenConns(1)
 	other.SetMaxOpenConns(4)
@@ -128,8 +112,8 @@ func tracedPostgres(t *testing.T, tr *tracer) (traced, other *sql.DB) {
 // TestPostgresRoundTrips pins what each operation costs: Apply one
 // statement whatever it answers (a gap and a mismatch included, which
 // cost DynamoStore a read more when there is no cursor), Recover two (the
-// cursor's read and one write), each read one; and nothing is prepared:
-// statements go unnamed, as pgtest's and the functions' pools send them
+// cursor's read and one write), each read one; and nothing is prepared on
+// the session: statements go unnamed, as the functions' driver sends them
 // (no prepared statement for RDS Proxy to pin a session on).
 func TestPostgresRoundTrips(t *testing.T) {
 	t.Parallel()
@@ -139,13 +123,12 @@ func TestPostgresRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	tr.take()
 
-	type cost struct{ statements, prepares int }
-	measure := func(what string, want cost, op func() error) {
+	measure := func(what string, want int, op func() error) {
 		t.Helper()
 		require.NoError(t, op(), what)
-		s, p := tr.take()
-		require.Equal(t, want, cost{s, p}, what)
-		t.Logf("%-44s %d statement(s), %d prepare(s)", what, s, p)
+		got := tr.take()
+		require.Equal(t, want, got, what)
+		t.Logf("%-44s %d round trip(s)", what, got)
 	}
 	apply := func(e *outbox.Event, want projection.Outcome, wantErr error) func() error {
 		return func() error {
@@ -173,22 +156,27 @@ func TestPostgresRoundTrips(t *testing.T) {
 	}
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	other := projectiontest.Lifecycle("job-43", "t-1")
-	measure("job-42/v1: applied, first use", cost{1, 0}, apply(&evs[0], projection.Applied, nil))
-	measure("job-42/v2: applied", cost{1, 0}, apply(&evs[1], projection.Applied, nil))
-	measure("job-42/v2 again: duplicate", cost{1, 0}, apply(&evs[1], projection.Duplicate, nil))
-	measure("job-42/v1 again: older", cost{1, 0}, apply(&evs[0], projection.Older, nil))
-	measure("job-42/v4: gap", cost{1, 0}, apply(&evs[3], 0, projection.ErrGap))
-	measure("job-43/v3, no cursor: gap", cost{1, 0}, apply(&other[2], 0, projection.ErrGap))
+	measure("job-42/v1: applied, first use", 1, apply(&evs[0], projection.Applied, nil))
+	measure("job-42/v2: applied", 1, apply(&evs[1], projection.Applied, nil))
+	measure("job-42/v2 again: duplicate", 1, apply(&evs[1], projection.Duplicate, nil))
+	measure("job-42/v1 again: older", 1, apply(&evs[0], projection.Older, nil))
+	measure("job-42/v4: gap", 1, apply(&evs[3], 0, projection.ErrGap))
+	measure("job-43/v3, no cursor: gap", 1, apply(&other[2], 0, projection.ErrGap))
 	forged := other[0]
 	forged.Delta = 7
-	measure("job-43/v1 with a delta not its progress", cost{1, 0}, apply(&forged, 0, projection.ErrMismatch))
-	measure("job-42 recovered to v5, first use", cost{2, 0}, recoverTo(&evs[4], true))
-	measure("job-43 recovered to v3", cost{2, 0}, recoverTo(&other[2], true))
-	measure("job-42 recovered to v5 again, first use", cost{2, 0}, recoverTo(&evs[4], false))
-	measure("job-42 recovered to v5 a third time", cost{2, 0}, recoverTo(&evs[4], false))
-	measure("view", cost{1, 0}, func() error { _, err := store.View(ctx, "job-42"); return err })
-	measure("totals", cost{1, 0}, func() error { _, err := store.Totals(ctx, "t-1"); return err })
-	measure("cursor", cost{1, 0}, func() error { _, err := store.Cursor(ctx, "t-1", "job-42"); return err })
+	measure("job-43/v1 with a delta not its progress", 1, apply(&forged, 0, projection.ErrMismatch))
+	measure("job-42 recovered to v5, first use", 2, recoverTo(&evs[4], true))
+	measure("job-43 recovered to v3", 2, recoverTo(&other[2], true))
+	measure("job-42 recovered to v5 again, first use", 2, recoverTo(&evs[4], false))
+	measure("job-42 recovered to v5 a third time", 2, recoverTo(&evs[4], false))
+	measure("view", 1, func() error { _, err := store.View(ctx, "job-42"); return err })
+	measure("totals", 1, func() error { _, err := store.Totals(ctx, "t-1"); return err })
+	measure("cursor", 1, func() error { _, err := store.Cursor(ctx, "t-1", "job-42"); return err })
+
+	// The pool's one session is the one that ran them all.
+	var prepared int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_prepared_statements`).Scan(&prepared))
+	require.Zero(t, prepared, "statements prepared on the session")
 }
 
 // cursorRead is how the store's read of a cursor starts.
@@ -238,8 +226,7 @@ func TestPostgresRecoverRacingAnApply(t *testing.T) {
 		To:        projection.Cursor{Version: 5, Progress: 25, Status: jobs.StatusRunning},
 		Processed: -5, ViewUpdated: true,
 	}, r)
-	statements, _ := tr.take()
-	require.Equal(t, 4, statements, "a read and a write that moved nothing, then a second round")
+	require.Equal(t, 4, tr.take(), "a read and a write that moved nothing, then a second round")
 	got, err := store.Totals(ctx, "t-race")
 	require.NoError(t, err)
 	require.Equal(t, projection.Totals{Tenant: "t-race", Processed: 25}, got, "each version counted once")
