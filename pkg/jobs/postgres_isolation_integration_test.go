@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -95,11 +94,11 @@ func TestPostgresStoreConformanceUnderRepeatableRead(t *testing.T) {
 func repeatableReadDB(t *testing.T, conns int) (db, raw *sql.DB) {
 	t.Helper()
 	cfg := pgtest.Config(t)
-	raw = sql.OpenDB(stdlib.GetConnector(*cfg))
+	raw = sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = raw.Close() })
 	raw.SetMaxOpenConns(conns)
-	cfg.RuntimeParams["default_transaction_isolation"] = "repeatable read"
-	db = sql.OpenDB(stdlib.GetConnector(*cfg))
+	cfg.Params = map[string]string{"default_transaction_isolation": "repeatable read"}
+	db = sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(conns)
 	require.NoError(t, jobs.MigratePostgres(t.Context(), db))

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -20,17 +18,11 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
-// statements counts the statements a pool sends (pgx's query tracer): the
-// round trips of a store's call, once each connection has prepared the
-// statement's text (pgx's default statement cache).
+// statements counts the statements a pool sends (the driver's Trace):
+// the round trips of a store's call, each statement being one.
 type statements struct{ n atomic.Int64 }
 
-func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *statements) trace(context.Context, string) { c.n.Add(1) }
 
 // take returns the count since the last take.
 func (c *statements) take() int64 { return c.n.Swap(0) }
@@ -49,12 +41,12 @@ func setupPostgres(t testing.TB) *pgBundle {
 	t.Helper()
 	b := &pgBundle{clock: jobstest.NewClock(jobstest.Start), count: &statements{}}
 	cfg := pgtest.Config(t)
-	cfg.Tracer = b.count
-	b.db = sql.OpenDB(stdlib.GetConnector(*cfg))
+	cfg.Trace = b.count.trace
+	b.db = sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = b.db.Close() })
 	b.db.SetMaxOpenConns(4)
-	cfg.Tracer = nil
-	b.raw = sql.OpenDB(stdlib.GetConnector(*cfg))
+	cfg.Trace = nil
+	b.raw = sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = b.raw.Close() })
 	b.raw.SetMaxOpenConns(4)
 	require.NoError(t, jobs.MigratePostgres(t.Context(), b.db))

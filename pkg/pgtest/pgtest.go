@@ -9,7 +9,7 @@
 // what to set: an integration test never skips.
 //
 // It is a library, like the packages whose tests use it: it imports only
-// the pgx driver and the standard library.
+// the functions' driver (internal/base/pgwire) and the standard library.
 package pgtest
 
 import (
@@ -22,8 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 )
 
 // DSNVar is the variable that names the server: a PostgreSQL URL or
@@ -43,57 +42,61 @@ func RequireServer(t testing.TB) string {
 }
 
 // DB returns a pool on a new, empty database of the server, closed and
-// dropped when the test ends.
+// dropped when the test ends, through the driver the functions run on
+// (internal/base/pgwire).
 func DB(t testing.TB) *sql.DB {
 	t.Helper()
-	db := sql.OpenDB(stdlib.GetConnector(*Config(t)))
+	db := sql.OpenDB(Connector(t, Config(t)))
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
-// Config returns the connection settings of a new, empty database of the
-// server, dropped when the test ends: for a test that opens its own pools
-// (pgx's or database/sql's, as stdlib.GetConnector).
-func Config(t testing.TB) *pgx.ConnConfig {
+// Connector returns the functions' driver's connector for cfg, failing
+// the test on a bad cfg: for a test that opens its own pools or wraps the
+// connector.
+func Connector(t testing.TB, cfg pgwire.Config) *pgwire.Connector {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(RequireServer(t))
+	c, err := pgwire.NewConnector(cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return c
+}
+
+// Config returns the connection settings of a new, empty database of the
+// server, dropped when the test ends.
+func Config(t testing.TB) pgwire.Config {
+	t.Helper()
+	cfg, err := pgwire.ParseDSN(RequireServer(t))
 	if err != nil {
 		t.Fatalf("pgtest: %s: %v", DSNVar, err)
 	}
 	name := databaseName(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", cfg.Host, err)
-	}
-	defer func() { _ = admin.Close(context.Background()) }()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create database %s: %v", name, err)
-	}
-	t.Cleanup(func() { drop(t, cfg, name) })
-	own := cfg.Copy()
+	admin(t, cfg, "CREATE DATABASE "+quoteIdent(name))
+	t.Cleanup(func() { admin(t, cfg, "DROP DATABASE IF EXISTS "+quoteIdent(name)+" WITH (FORCE)") })
+	own := cfg
 	own.Database = name
-	// As the functions' pools send statements (unnamed, never a prepared
-	// statement RDS Proxy would pin a session for): the stores are tested
-	// in the mode they run in.
-	own.DefaultQueryExecMode = pgx.QueryExecModeExec
 	return own
 }
 
-// drop removes the database, disconnecting whatever the test left open.
-func drop(t testing.TB, cfg *pgx.ConnConfig, name string) {
+// admin runs statement on the server's own database (the one the
+// variable names), failing the test when it cannot.
+func admin(t testing.TB, cfg pgwire.Config, statement string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Errorf("pgtest: drop %s: %v", name, err)
-		return
+	db := sql.OpenDB(Connector(t, cfg))
+	defer func() { _ = db.Close() }()
+	if _, err := db.ExecContext(ctx, statement); err != nil {
+		t.Errorf("pgtest: %s: %v", statement, err)
+		if !strings.HasPrefix(statement, "DROP") {
+			t.FailNow()
+		}
 	}
-	defer func() { _ = admin.Close(context.Background()) }()
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Errorf("pgtest: drop %s: %v", name, err)
-	}
+}
+
+// quoteIdent quotes a name as an SQL identifier.
+func quoteIdent(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // databaseName is "t_" and the test's name, lower case, letters and digits

@@ -25,7 +25,7 @@ import (
 // changed is refused, and the store reads it again and retries.
 //
 // It takes a *sql.DB and imports no driver: the caller registers one
-// (pgx's stdlib), so that a program on DynamoDB links none.
+// (internal/base/pgwire), so that a program on DynamoDB links none.
 type PostgresStore struct {
 	db *sql.DB
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
@@ -112,8 +111,8 @@ func TestPostgresAWriteWaitingOnTheHoldsRowChecksItAgain(t *testing.T) {
 	t.Run("repeatable read", func(t *testing.T) {
 		t.Parallel()
 		cfg := pgtest.Config(t)
-		cfg.RuntimeParams["default_transaction_isolation"] = "repeatable read"
-		db := stdlib.OpenDB(*cfg)
+		cfg.Params = map[string]string{"default_transaction_isolation": "repeatable read"}
+		db := sql.OpenDB(pgtest.Connector(t, cfg))
 		t.Cleanup(func() { _ = db.Close() })
 		db.SetMaxOpenConns(8)
 		require.NoError(t, quarantine.MigratePostgres(t.Context(), db))

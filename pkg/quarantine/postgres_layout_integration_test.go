@@ -14,10 +14,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
@@ -255,14 +255,13 @@ func TestPostgresKeepsEveryByte(t *testing.T) {
 }
 
 // TestPostgresRoundTrips pins the statements each call sends (each one
-// round trip once the driver has the statement prepared on its
-// connection, as pgx does on its first use there): a read and a write
+// round trip: the driver prepares no statement): a read and a write
 // for Park, Done, Discard and BeginRedrive, the write alone for Failed
 // when the caller's read is current, one statement for each read.
 func TestPostgresRoundTrips(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int64
-	db := sql.OpenDB(countingConnector{stdlib.GetConnector(*pgtest.Config(t)), &n})
+	db := sql.OpenDB(countingConnector{pgtest.Connector(t, pgtest.Config(t)), &n})
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1)
 	ctx := t.Context()
@@ -307,11 +306,11 @@ func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return countingConn{conn.(*stdlib.Conn), c.n}, nil
+	return countingConn{conn.(*pgwire.Conn), c.n}, nil
 }
 
 type countingConn struct {
-	*stdlib.Conn
+	*pgwire.Conn
 	n *atomic.Int64
 }
 

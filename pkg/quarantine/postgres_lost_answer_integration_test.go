@@ -13,19 +13,18 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
-// losingConnector hands out pgx's connections, and when armed lets the
+// losingConnector hands out the driver's connections, and when armed lets the
 // next write statement (WITH h AS ...) run to its end on the server,
 // committed, and then loses its answer as a connection reset after the
 // commit would: an error that is not the server's (no SQLSTATE), and the
 // connection discarded. It is not driver.ErrBadConn, which database/sql
-// retries: pgx returns that only when nothing was sent.
+// retries: the driver returns that only when nothing was sent.
 type losingConnector struct {
 	driver.Connector
 	armed  atomic.Bool
@@ -85,7 +84,7 @@ func (l *losingConn) IsValid() bool { return !l.bad }
 // call succeeds and counts once, and returns the hold stored.
 func TestPostgresLostAnswersAreRecognised(t *testing.T) {
 	ctx := t.Context()
-	lc := &losingConnector{Connector: stdlib.GetConnector(*pgtest.Config(t))}
+	lc := &losingConnector{Connector: pgtest.Connector(t, pgtest.Config(t))}
 	db := sql.OpenDB(lc)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(4)
@@ -129,7 +128,7 @@ func TestPostgresLostAnswersAreRecognised(t *testing.T) {
 // the error stands and nothing changed.
 func TestPostgresAFailedWriteIsNotTakenForMade(t *testing.T) {
 	ctx := t.Context()
-	lc := &losingConnector{Connector: stdlib.GetConnector(*pgtest.Config(t)), before: true}
+	lc := &losingConnector{Connector: pgtest.Connector(t, pgtest.Config(t)), before: true}
 	db := sql.OpenDB(lc)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(4)

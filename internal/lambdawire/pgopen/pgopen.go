@@ -2,6 +2,7 @@ package pgopen
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -12,8 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
@@ -102,87 +102,74 @@ func bound(db *sql.DB, maxConns int) {
 
 // openLocal opens the pool on the local server dsn names.
 func openLocal(env *startup.Env, dsn string) *sql.DB {
-	conf, err := pgx.ParseConfig(dsn)
+	conf, err := pgwire.ParseDSN(dsn)
 	if err != nil {
-		// pgx's error quotes no password; the DSN holds none anyway.
+		// ParseDSN's error quotes no password; the DSN holds none anyway.
 		env.Problem(DSNVar, fmt.Errorf("not a PostgreSQL connection string: %w", err))
 		return nil
 	}
-	unpinned(conf)
-	return stdlib.OpenDB(*conf)
+	return open(env, DSNVar, conf)
 }
 
 // openIAM opens the pool on POSTGRES_HOST with an IAM token per connection.
 func openIAM(env *startup.Env, cfg aws.Config) *sql.DB {
-	conf, before := iamConfig(env, cfg)
-	if conf == nil {
+	conf, ok := iamConfig(env, cfg)
+	if !ok {
 		return nil
 	}
-	unpinned(conf)
-	return stdlib.OpenDB(*conf, stdlib.OptionBeforeConnect(before))
+	return open(env, "POSTGRES_HOST", conf)
 }
 
-// unpinned makes conf's connections send each statement as an unnamed
-// one (pgx's QueryExecModeExec: Parse, Bind, Execute and Sync in one round
-// trip) instead of pgx's default, named statements prepared once per
-// connection and cached. RDS Proxy pins a client's session to one database
-// connection when it sees a prepared statement (its guide on pinning), and
-// a pinned session is no longer shared: behind the proxy every pooled
-// connection of every function instance would hold a database connection
-// of its own, which is what the proxy is there to avoid
-// (docs/BENCHMARKS.md, "Connections under Lambda's scaling, and RDS
-// Proxy"). The local pool does the same, so the stores are tested as they
-// run. The cost, measured on the local server: 42-51% of the cached
-// statements' jobs/s, each statement still one round trip.
-func unpinned(conf *pgx.ConnConfig) {
-	conf.DefaultQueryExecMode = pgx.QueryExecModeExec
+// open returns the pool of conf's connections, or nil when conf has a
+// problem, named as setting's. The driver (internal/base/pgwire) sends
+// each statement as the unnamed one (Parse, Bind, Execute and Sync in
+// one round trip) and never prepares a named statement: RDS Proxy pins a
+// client's session to one database connection when it sees one (its
+// guide on pinning), and a pinned session is no longer shared, so behind
+// the proxy every pooled connection of every function instance would
+// hold a database connection of its own, which is what the proxy is there
+// to avoid (docs/BENCHMARKS.md, "Connections under Lambda's scaling, and
+// RDS Proxy").
+func open(env *startup.Env, setting string, conf pgwire.Config) *sql.DB {
+	c, err := pgwire.NewConnector(conf)
+	if err != nil {
+		env.Problem(setting, err)
+		return nil
+	}
+	return sql.OpenDB(c)
 }
 
-// iamConfig is the connection configuration of POSTGRES_HOST and the hook
-// that gives each new connection its token, or nil when env has a problem
-// it names.
-func iamConfig(env *startup.Env, cfg aws.Config) (*pgx.ConnConfig, func(context.Context, *pgx.ConnConfig) error) {
+// iamConfig is the connection configuration of POSTGRES_HOST, whose
+// Password signs each new connection's token; false when env has a
+// problem it names.
+func iamConfig(env *startup.Env, cfg aws.Config) (pgwire.Config, bool) {
 	host := env.String("POSTGRES_HOST")
 	port := env.Int("POSTGRES_PORT", 5432, 1, 65535)
 	database := env.String("POSTGRES_DATABASE")
 	user := env.String("POSTGRES_USER")
 	if host == "" || database == "" || user == "" {
-		return nil, nil // named by env
+		return pgwire.Config{}, false // named by env
 	}
 	if strings.ContainsAny(host, " '\\=/:,") {
 		env.Problem("POSTGRES_HOST", fmt.Errorf("%q is not a host name", host))
-		return nil, nil
+		return pgwire.Config{}, false
 	}
 	if cfg.Credentials == nil || cfg.Region == "" {
 		env.Problem("POSTGRES_USER", errIAMNeedsCredentials)
-		return nil, nil
-	}
-	conf, err := pgx.ParseConfig(keywordValue(map[string]string{
-		"host": host, "port": strconv.Itoa(port), "dbname": database, "user": user, "sslmode": "verify-full",
-	}))
-	if err != nil {
-		env.Problem("POSTGRES_HOST", err)
-		return nil, nil
+		return pgwire.Config{}, false
 	}
 	endpoint := net.JoinHostPort(host, strconv.Itoa(port))
-	return conf, func(ctx context.Context, c *pgx.ConnConfig) error {
-		token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, user, cfg.Credentials)
-		if err != nil {
-			return fmt.Errorf("pgopen: IAM authentication token for %s at %s: %w", user, endpoint, err)
-		}
-		c.Password = token
-		return nil
-	}
-}
-
-// keywordValue renders settings as a libpq keyword/value connection
-// string, each value quoted, so a value's space or quote cannot start
-// another setting.
-func keywordValue(settings map[string]string) string {
-	parts := make([]string, 0, len(settings))
-	for k, v := range settings {
-		v = strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`)
-		parts = append(parts, k+"='"+v+"'")
-	}
-	return strings.Join(parts, " ")
+	return pgwire.Config{
+		Host: host, Port: port, Database: database, User: user,
+		// sslmode verify-full: the chain against the system's roots, and
+		// the name; no plaintext fallback.
+		TLS: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12},
+		Password: func(ctx context.Context) (string, error) {
+			token, err := auth.BuildAuthToken(ctx, endpoint, cfg.Region, user, cfg.Credentials)
+			if err != nil {
+				return "", fmt.Errorf("pgopen: IAM authentication token for %s at %s: %w", user, endpoint, err)
+			}
+			return token, nil
+		},
+	}, true
 }

@@ -36,24 +36,25 @@ func iamEnv(extra map[string]string) map[string]string {
 func TestAConnectionPresentsAnIAMTokenOverVerifiedTLS(t *testing.T) {
 	t.Parallel()
 	env := startup.NewEnvFrom(iamEnv(nil))
-	conf, before := pgopen.IAMConfig(env, deployed)
+	conf, ok := pgopen.IAMConfig(env, deployed)
 	require.NoError(t, env.Err())
-	require.NotNil(t, conf)
+	require.True(t, ok)
 	require.Equal(t, "db.proxy-abc.eu-west-1.rds.amazonaws.com", conf.Host)
 	require.EqualValues(t, 5432, conf.Port)
 	require.Equal(t, "fifoworker", conf.Database)
 	require.Equal(t, "fifoworker_admin", conf.User)
-	require.Empty(t, conf.Password)
-	require.NotNil(t, conf.TLSConfig, "TLS is required")
-	require.False(t, conf.TLSConfig.InsecureSkipVerify, "verify-full checks the chain and the name")
-	require.Nil(t, conf.TLSConfig.RootCAs, "the system's roots")
-	require.Equal(t, conf.Host, conf.TLSConfig.ServerName)
-	require.Empty(t, conf.Fallbacks, "no plaintext fallback")
+	require.NotNil(t, conf.TLS, "TLS is required")
+	require.False(t, conf.PreferTLS, "no plaintext fallback")
+	require.False(t, conf.TLS.InsecureSkipVerify, "verify-full checks the chain and the name")
+	require.Nil(t, conf.TLS.RootCAs, "the system's roots")
+	require.Equal(t, conf.Host, conf.TLS.ServerName)
+	require.Nil(t, conf.Params)
 
-	c := conf.Copy()
-	require.NoError(t, before(t.Context(), c))
-	u, err := url.Parse("https://" + c.Password)
-	require.NoError(t, err, c.Password)
+	require.NotNil(t, conf.Password)
+	token, err := conf.Password(t.Context())
+	require.NoError(t, err)
+	u, err := url.Parse("https://" + token)
+	require.NoError(t, err, token)
 	require.Equal(t, "db.proxy-abc.eu-west-1.rds.amazonaws.com:5432", u.Host)
 	q := u.Query()
 	require.Equal(t, "connect", q.Get("Action"))
@@ -63,7 +64,6 @@ func TestAConnectionPresentsAnIAMTokenOverVerifiedTLS(t *testing.T) {
 	require.Equal(t, "900", q.Get("X-Amz-Expires"))
 	require.NotEmpty(t, q.Get("X-Amz-Signature"))
 	require.Equal(t, "session", q.Get("X-Amz-Security-Token"))
-	require.Empty(t, conf.Password, "the shared configuration keeps no token")
 }
 
 // Every setting of a deployed function is checked at init: each missing
@@ -138,20 +138,21 @@ func TestOpenDialsNothingUntilAConnectionIsNeeded(t *testing.T) {
 }
 
 // POSTGRES_DATABASE and POSTGRES_USER reach the connection as they are,
-// quotes, backslashes and spaces included: no value can add a setting of
-// its own to the connection string (a user ending the quote and asking for
-// sslmode=disable still connects over verified TLS, as that user).
+// quotes, backslashes and spaces included: they are fields of the
+// start-up packet, never a connection string, so no value can add a
+// setting of its own (a user ending a quote and asking for sslmode=disable
+// still connects over verified TLS, as that user).
 func TestASettingsQuoteCannotAddASetting(t *testing.T) {
 	t.Parallel()
 	user, database := `u' sslmode='disable`, `d\' host='evil b`
 	env := startup.NewEnvFrom(iamEnv(map[string]string{"POSTGRES_USER": user, "POSTGRES_DATABASE": database}))
-	conf, _ := pgopen.IAMConfig(env, deployed)
+	conf, ok := pgopen.IAMConfig(env, deployed)
 	require.NoError(t, env.Err())
-	require.NotNil(t, conf)
+	require.True(t, ok)
 	require.Equal(t, user, conf.User)
 	require.Equal(t, database, conf.Database)
 	require.Equal(t, "db.proxy-abc.eu-west-1.rds.amazonaws.com", conf.Host)
-	require.NotNil(t, conf.TLSConfig, "still verify-full")
-	require.False(t, conf.TLSConfig.InsecureSkipVerify)
-	require.Empty(t, conf.Fallbacks)
+	require.NotNil(t, conf.TLS, "still verify-full")
+	require.False(t, conf.TLS.InsecureSkipVerify)
+	require.False(t, conf.PreferTLS)
 }

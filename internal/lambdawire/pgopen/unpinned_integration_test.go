@@ -14,9 +14,10 @@ import (
 )
 
 // The pool prepares no statement on the server: RDS Proxy pins a session
-// that does (pgopen.go, unpinned). pg_prepared_statements lists what the
+// that does (pgopen.go, open). pg_prepared_statements lists what the
 // session has prepared, the statement that reads it included when it was
-// prepared, so under pgx's default statement cache it shows at least one.
+// prepared, so a driver caching statements (as pgx does by default) shows
+// at least one.
 func TestThePoolPreparesNoStatement(t *testing.T) {
 	env := startup.NewEnvFrom(map[string]string{pgopen.DSNVar: pgtest.RequireServer(t)})
 	db := pgopen.Open(env, aws.Config{})

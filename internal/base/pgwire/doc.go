@@ -1,0 +1,34 @@
+// Package pgwire is fifoworker's PostgreSQL driver for database/sql: the
+// frontend/backend protocol (version 3.0) spoken directly, with only what
+// the stores, the relay and the migrations use, so that a PostgreSQL
+// function's bootstrap stays within its 10 MB goal. pgx, which it
+// replaces in the functions, linked 2.5 MB more: its type system (pgtype),
+// its protocol package and golang.org/x/text's SASLprep tables.
+//
+// What it speaks:
+//   - TCP to Config.Host, with TLS first when Config.TLS is set (the
+//     SSLRequest, then a TLS client handshake) or, sslmode=prefer, when the
+//     server offers it.
+//   - Authentication by trust, cleartext password (what RDS Proxy asks of a
+//     client presenting an IAM token), MD5 or SCRAM-SHA-256 (without channel
+//     binding; a password is used as its bytes, the SASLprep of ASCII).
+//   - Every statement with arguments as an unnamed statement of the extended
+//     protocol: Parse, Bind, Describe, Execute and Sync in one write, so one
+//     round trip, and never a named prepared statement (RDS Proxy pins a
+//     session that prepares one). Arguments go as text, []byte as binary (a
+//     bytea's bytes), []string and []int64 as array literals; the server
+//     infers each parameter's type from the statement, so a statement casts
+//     where it means a type ($1::jsonb).
+//   - A statement without arguments through the simple protocol, which
+//     allows several statements in one string (a migration file).
+//   - Results in text format, read whole before the call returns (the
+//     stores read bounded pages), decoded by the column's type: integers
+//     and oid as int64, float4/8 as float64, bool, bytea as []byte, json and
+//     jsonb as []byte, date and timestamps as time.Time, the rest as string.
+//
+// A context that ends during a call breaks the connection (a deadline set
+// on the socket), which database/sql then drops: the call returns the
+// context's error, and the server ends the session when it next reads the
+// closed socket. A server's error is *Error, whose SQLState
+// internal/base/pgcode reads; the connection stays usable after it.
+package pgwire
