@@ -8,26 +8,21 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
-// A database whose default isolation is Repeatable Read (a DBA's choice
-// Apply cannot rule out): a transaction's snapshot is taken at its first
-// statement, before the advisory lock is granted, so a racer that waited
-// for the lock must still read what the winner recorded.
+// Sessions whose default isolation is Repeatable Read (a DBA's choice, for
+// the database or the role, Apply cannot rule out; here the start-up
+// parameter): a transaction's snapshot is taken at its first statement,
+// before the advisory lock is granted, so a racer that waited for the lock
+// must still read what the winner recorded.
 func TestConcurrentAppliesUnderRepeatableReadByDefault(t *testing.T) {
 	ctx, cfg := t.Context(), pgtest.Config(t)
-	admin, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	_, err = admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` SET default_transaction_isolation = 'repeatable read'`)
-	require.NoError(t, err)
-	require.NoError(t, admin.Close(ctx))
-	db := sql.OpenDB(stdlib.GetConnector(*cfg))
+	cfg.Params = map[string]string{"default_transaction_isolation": "repeatable read"}
+	db := sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(8)
 	var level string
