@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 )
 
 // startLocalPostgres runs the hidden verb on a new data directory and
@@ -71,12 +72,12 @@ func TestLocalPostgresRunsUntilSIGTERM(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
+	db, err := pgwire.Open(dsn)
 	require.NoError(t, err)
 	var version string
-	require.NoError(t, conn.QueryRow(ctx, "SELECT version()").Scan(&version))
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT version()").Scan(&version))
 	require.True(t, strings.HasPrefix(version, "PostgreSQL 18.4"), version)
-	require.NoError(t, conn.Close(ctx))
+	require.NoError(t, db.Close())
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, waitExit(t, cmd, stderr), "it exits 0 on SIGTERM")

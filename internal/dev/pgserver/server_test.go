@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 )
 
@@ -56,13 +55,13 @@ func version(t *testing.T, s *Server) string {
 // queryRow runs query on s and scans its one row into dest.
 func queryRow(t *testing.T, s *Server, query string, dest ...any) {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), s.DSN())
+	db, err := pgwire.Open(s.DSN())
 	if err != nil {
-		t.Fatalf("connect %s: %v", s.DSN(), err)
+		t.Fatalf("open %s: %v", s.DSN(), err)
 	}
-	defer func() { _ = conn.Close(context.Background()) }()
-	if err := conn.QueryRow(t.Context(), query).Scan(dest...); err != nil {
-		t.Fatalf("%s: %v", query, err)
+	defer func() { _ = db.Close() }()
+	if err := db.QueryRowContext(t.Context(), query).Scan(dest...); err != nil {
+		t.Fatalf("%s on %s: %v", query, s.DSN(), err)
 	}
 }
 
