@@ -44,8 +44,8 @@ TRANSPORT ?= sqs
 STORE ?= dynamodb
 comma := ,
 BOOTSTRAP_FUNCTIONS := $(FUNCTIONS)$(if $(filter postgres,$(STORE)), migrate)
-# pipeline.StoreTags: with postgres, pgx's nopgxregisterdefaulttypes (1.4 MB less).
-BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)$(if $(filter postgres,$(STORE)),$(comma)postgres$(comma)nopgxregisterdefaulttypes)
+# pipeline.StoreTags: with postgres, the postgres tag.
+BOOTSTRAP_TAGS := lambda.norpc,nethttpomithttp2$(if $(filter kafka,$(TRANSPORT)),$(comma)kafka)$(if $(filter postgres,$(STORE)),$(comma)postgres)
 BOOTSTRAP_DIR  := .aws-sam-go$(if $(filter-out sqs-dynamodb,$(TRANSPORT)-$(STORE)),/$(subst sqs-,,$(subst -dynamodb,,$(TRANSPORT)-$(STORE))))
 # The AWS SDK's service clients, and on Kafka franz-go's kgo, without
 # inlining, for the bootstraps' size (pipeline.BuildFlags, KafkaGCFlags).

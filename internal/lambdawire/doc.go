@@ -27,7 +27,8 @@
 // internal/lambdawire/pgrelay.Relay, a package of its own as kafkarelay
 // is. The postgres build tag picks functions/<name>/main_postgres.go,
 // which passes internal/lambdawire/pgopen.Open: the one package of the
-// wiring that imports pgx, so that no DynamoDB bootstrap links it. STORE
+// wiring that imports the driver (internal/base/pgwire), so that no
+// DynamoDB bootstrap links it. STORE
 // says which store a template deploys, and a builder of the other refuses
 // to start (startup.CheckStore). On PostgreSQL the relay has no stream:
 // the writers' job store (nudgingJobs) nudges it after each committed

@@ -165,7 +165,8 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 // migrations (pgmigrate's sentinels, or an SQL error other than the
 // connection exception class 08, insufficient resources 53 or the
 // server's start-up and shutdown 57P01-57P03). The SQLSTATE is read
-// through the interface pgx's error has, so that the wiring links no pgx.
+// through the interface the driver's error has (pgcode), so that the
+// wiring links no driver.
 func unreachableDB(err error) bool {
 	if errors.Is(err, pgmigrate.ErrNewer) || errors.Is(err, pgmigrate.ErrChanged) || errors.Is(err, context.Canceled) {
 		return false

@@ -100,7 +100,7 @@ type Config struct {
 	Store Store
 	// DB is StorePostgres's database: an empty one of the run's own (the
 	// run applies the three stores' migrations), on a PostgreSQL 18 server,
-	// through the pgx driver. Required with StorePostgres, refused with
+	// through the functions' driver (internal/base/pgwire). Required with StorePostgres, refused with
 	// StoreMemory (default nil).
 	DB *sql.DB
 	// OutboxRelay, with StorePostgres, has the relay read job_outbox

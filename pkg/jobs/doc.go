@@ -183,8 +183,8 @@
 // purge's partial indexes). A row's columns are the item's attributes, its
 // times the same epoch milliseconds (expires_at epoch seconds), so its
 // conditions compare the numbers DynamoDB's do; ids are COLLATE "C", so
-// they sort as Go compares them. It takes a *sql.DB opened with pgx's
-// driver and imports no driver itself.
+// they sort as Go compares them. It takes a *sql.DB (the functions open
+// it with internal/base/pgwire) and imports no driver itself.
 //
 // Every transition after creation is one statement, the state machine's
 // write rendered as SQL: the guard is the UPDATE's WHERE (status,
@@ -220,8 +220,8 @@
 // transaction has committed. The relay (internal/app/outbox) publishes
 // them per job in version order and deletes each once published.
 //
-// Round trips (statements; pgx prepares a statement's text once per
-// connection, one round trip more the first time): renew, accept, fail, a
+// Round trips (statements, each one round trip: the driver sends each
+// as the unnamed statement, Parse to Sync in one write): renew, accept, fail, a
 // nudge, a claim of a pending job, a cancel of a pending job and any
 // refusal, one; a takeover and the cancel of a running job, two (the first
 // statement returns the row that tells the lease or the status); a write

@@ -23,7 +23,7 @@ import (
 // says why Read Committed is enough.
 //
 // It talks database/sql and imports no driver: the caller opens DB with
-// pgx's (github.com/jackc/pgx/v5/stdlib), so a program that runs the
+// one (the functions use internal/base/pgwire), so a program that runs the
 // DynamoDB store links no PostgreSQL driver. PostgreSQL has no TTL: rows
 // whose expires_at has passed stay, readable, until PurgeExpired deletes
 // them, as DynamoDB's TTL would some time after expiry.
@@ -41,7 +41,8 @@ var (
 // PostgresConfig configures a PostgresStore.
 type PostgresConfig struct {
 	// DB is a pool on a database that MigratePostgres has brought to this
-	// version, opened with the pgx driver (stdlib). Required. The store
+	// version, opened with a driver (the functions': internal/base/pgwire).
+	// Required. The store
 	// runs every statement on its own (autocommit), at the pool's default
 	// isolation: Read Committed (PostgreSQL's default) re-checks a write
 	// that waited; above it a write that waited fails (40001), and the

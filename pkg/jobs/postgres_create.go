@@ -176,6 +176,6 @@ func (s *PostgresStore) intent(ctx context.Context, tenant, intentID string) (*i
 func lostRace(err error) bool { return pgcode.LostRace(err) }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation
-// (SQLSTATE 23505), as pgx's error reports it (SQLState), without
+// (SQLSTATE 23505), as the driver's error reports it (SQLState), without
 // importing the driver.
 func isUniqueViolation(err error) bool { return pgcode.UniqueViolation(err) }

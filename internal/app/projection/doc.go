@@ -137,6 +137,6 @@
 //     move is conditioned on the cursor read, and whose view and totals
 //     are written only if the cursor moved: two round trips, two more each
 //     time the cursor moved in between.
-//   - The driver is the wiring's (pgx's stdlib): the package uses
+//   - The driver is the wiring's (internal/base/pgwire): the package uses
 //     database/sql alone, so that a bootstrap on DynamoDB links no driver.
 package projection

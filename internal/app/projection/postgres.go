@@ -46,7 +46,7 @@ var _ Store = (*PostgresStore)(nil)
 // PostgresConfig configures a PostgresStore.
 type PostgresConfig struct {
 	// DB is the database, whose schema MigratePostgres has brought to this
-	// program's version; the caller registers the driver (pgx's stdlib)
+	// program's version; the caller opens it with a driver (the functions': internal/base/pgwire)
 	// and bounds the pool. Required.
 	DB *sql.DB
 }

@@ -1,5 +1,6 @@
 // Package pgcode reads PostgreSQL's SQLSTATE from a driver's error without
-// importing the driver: pgx's *pgconn.PgError (and lib/pq's error) say it
+// importing the driver: the project's (internal/base/pgwire.Error), pgx's
+// *pgconn.PgError and lib/pq's error say it
 // through a SQLState method, so the stores and the wiring that classify
 // errors link no driver, and a program on DynamoDB none either.
 package pgcode

@@ -250,8 +250,8 @@ func (t *tx) Commit() error {
 // Rollback ends the transaction, undoing it. On a broken session the
 // server has rolled it back already.
 func (t *tx) Rollback() error {
-	if t.cn.c.bad != nil {
-		return nil
+	if !t.cn.IsValid() {
+		return nil // the socket is closed: the server ended the transaction with the session
 	}
 	_, err := t.cn.run(context.Background(), "ROLLBACK", nil)
 	return err

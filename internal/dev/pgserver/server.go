@@ -512,7 +512,7 @@ func (s *Server) PID() int { return s.cmd.Process.Pid }
 // DataDir is the cluster's directory.
 func (s *Server) DataDir() string { return s.dataDir }
 
-// DSN is a connection string for pgx, as the superuser, to the postgres
+// DSN is a connection string (a URL; internal/base/pgwire.ParseDSN reads it), as the superuser, to the postgres
 // database: the one the local stack's environment names its server by.
 func (s *Server) DSN() string { return localstack.PostgresDSN(s.port) }
 

@@ -51,20 +51,11 @@ var KafkaGCFlags = []string{"-gcflags", "github.com/twmb/franz-go/pkg/kgo=-l"}
 // STORE=postgres`).
 const PostgresTag = "postgres"
 
-// PgxSlimTag is pgx's build tag that leaves out the registration of its
-// default types' Go variants (pointers, slices, arrays of each), which
-// only pgx's own query API uses: through database/sql, where the stores
-// are, every argument is one of driver.Value's few types. It takes 1.4 MB
-// off each PostgreSQL bootstrap (linux/arm64, measured 2026-12-02), and the
-// stores' suites and the pipeline pass with it.
-const PgxSlimTag = "nopgxregisterdefaulttypes"
-
 // StoreTags are the build tags a template's bootstraps need for its STORE:
-// none for DynamoDB ("" or "dynamodb"), PostgresTag and PgxSlimTag for
-// "postgres".
+// none for DynamoDB ("" or "dynamodb"), PostgresTag for "postgres".
 func StoreTags(store string) []string {
 	if store == PostgresTag {
-		return []string{PostgresTag, PgxSlimTag}
+		return []string{PostgresTag}
 	}
 	return nil
 }

@@ -51,10 +51,10 @@ func TestThePostgresBuildCommandsNameTheStoresTags(t *testing.T) {
 }
 
 func TestMissingStoreTagsCatchesADroppedTag(t *testing.T) {
-	if m, _ := missingStoreTags("GOFLAGS=-tags=lambda.norpc,postgres"); len(m) != 1 {
-		t.Errorf("a flag without %s: %v, want one problem", pipeline.PgxSlimTag, m)
+	if m, _ := missingStoreTags("GOFLAGS=-tags=lambda.norpc,kafka"); len(m) != 1 {
+		t.Errorf("a flag without %s: %v, want one problem", pipeline.PostgresTag, m)
 	}
-	if m, found := missingStoreTags("-tags=postgres," + pipeline.PgxSlimTag); len(m) != 0 || !found {
+	if m, found := missingStoreTags("-tags=lambda.norpc," + pipeline.PostgresTag); len(m) != 0 || !found {
 		t.Errorf("a full flag: %v, %v", m, found)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
-	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 

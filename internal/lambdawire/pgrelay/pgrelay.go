@@ -4,7 +4,7 @@
 // internal/lambdawire/kafkarelay is, and builds on the start-up code alone:
 // internal/lambdawire reaches every function's application and the
 // DynamoDB and S3 clients, whose package initialisation the relay, which
-// calls neither, would link beside pgx.
+// calls neither, would link beside the driver.
 package pgrelay
 
 import (

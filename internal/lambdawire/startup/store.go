@@ -23,7 +23,7 @@ func CheckStore(env *Env, built string) {
 	case got != StoreDynamoDB && got != StorePostgres:
 		env.Problem("STORE", fmt.Errorf("%q is neither %s nor %s", got, StoreDynamoDB, StorePostgres))
 	case built == StoreDynamoDB:
-		env.Problem("STORE", fmt.Errorf("%q, but this bootstrap's wiring is DynamoDB's: build it with the postgres tag (-tags lambda.norpc,nethttpomithttp2,postgres,nopgxregisterdefaulttypes and the -gcflags of make bootstraps STORE=postgres)", got))
+		env.Problem("STORE", fmt.Errorf("%q, but this bootstrap's wiring is DynamoDB's: build it with the postgres tag (-tags lambda.norpc,nethttpomithttp2,postgres and the -gcflags of make bootstraps STORE=postgres)", got))
 	default:
 		env.Problem("STORE", fmt.Errorf("%q, but this bootstrap's wiring is PostgreSQL's: build it without the postgres tag", got))
 	}

@@ -19,7 +19,7 @@ func TestCheckStoreAcceptsOnlyTheBuiltStore(t *testing.T) {
 		{"postgres", StorePostgres, ""},
 		{"", StorePostgres, `STORE: "dynamodb", but this bootstrap's wiring is PostgreSQL's: build it without the postgres tag`},
 		{"dynamodb", StorePostgres, `STORE: "dynamodb", but this bootstrap's wiring is PostgreSQL's: build it without the postgres tag`},
-		{"postgres", StoreDynamoDB, `STORE: "postgres", but this bootstrap's wiring is DynamoDB's: build it with the postgres tag (-tags lambda.norpc,nethttpomithttp2,postgres,nopgxregisterdefaulttypes and the -gcflags of make bootstraps STORE=postgres)`},
+		{"postgres", StoreDynamoDB, `STORE: "postgres", but this bootstrap's wiring is DynamoDB's: build it with the postgres tag (-tags lambda.norpc,nethttpomithttp2,postgres and the -gcflags of make bootstraps STORE=postgres)`},
 		{"aurora", StoreDynamoDB, `STORE: "aurora" is neither dynamodb nor postgres`},
 		{"aurora", StorePostgres, `STORE: "aurora" is neither dynamodb nor postgres`},
 	} {

@@ -74,7 +74,7 @@
 //     The relay keeps no cursor: the table is the queue, and a row is there
 //     until it is published. TestARowThatCommitsLateIsPublished holds it.
 //
-// It imports database/sql and no driver (the wiring registers pgx), and
+// It imports database/sql and no driver (the wiring opens the pool with internal/base/pgwire), and
 // pkg/jobs/jobitem, not pkg/jobs, so the relay's function links no
 // DynamoDB client.
 package pgsource
