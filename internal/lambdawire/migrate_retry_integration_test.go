@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
@@ -72,10 +72,14 @@ func forward(c net.Conn, target string) {
 func migratorThrough(t *testing.T, refuse int64) (*migrator, *refusingProxy) {
 	t.Helper()
 	cfg := pgtest.Config(t)
-	p := newRefusingProxy(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), refuse)
-	via := cfg.Copy()
-	via.Host, via.Port, via.Fallbacks = "127.0.0.1", uint16(p.ln.Addr().(*net.TCPAddr).Port), nil
-	db := sql.OpenDB(stdlib.GetConnector(*via))
+	port := cfg.Port
+	if port == 0 {
+		port = pgwire.DefaultPort
+	}
+	p := newRefusingProxy(t, net.JoinHostPort(cfg.Host, strconv.Itoa(port)), refuse)
+	via := cfg
+	via.Host, via.Port = "127.0.0.1", p.ln.Addr().(*net.TCPAddr).Port
+	db := sql.OpenDB(pgtest.Connector(t, via))
 	t.Cleanup(func() { _ = db.Close() })
 	return &migrator{db: db, client: http.DefaultClient, log: slog.New(slog.DiscardHandler), firstRetry: 10 * time.Millisecond}, p
 }
