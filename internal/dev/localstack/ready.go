@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/internal/base/sdkhttp"
 )
 
@@ -84,14 +84,16 @@ func probeKafka(ctx context.Context, addr string) error {
 
 // probePostgres connects to the server at dsn and runs a query, as a
 // client's first request does: a port that accepts is not yet a server.
+// It speaks through the functions' driver, so that what it proves ready is
+// what they will connect to.
 func probePostgres(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
+	db, err := pgwire.Open(dsn)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	defer func() { _ = db.Close() }()
 	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	return db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
 
 func (s *State) endpoint(service string) string {

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
@@ -119,11 +119,11 @@ func requirePostgresServes(t *testing.T, o Options, s *State) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.Postgres)
+	db, err := pgwire.Open(s.Postgres)
 	require.NoError(t, err)
-	defer func() { _ = conn.Close(ctx) }()
+	defer func() { _ = db.Close() }()
 	var version string
-	require.NoError(t, conn.QueryRow(ctx, "SELECT version()").Scan(&version))
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT version()").Scan(&version))
 	require.True(t, strings.HasPrefix(version, "PostgreSQL 18.4 "), version)
 
 	pidFile, err := os.ReadFile(filepath.Join(o.postgresDataDir(), "postmaster.pid"))

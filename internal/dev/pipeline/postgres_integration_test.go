@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
@@ -46,10 +46,14 @@ func TestPipelineOnPostgres(t *testing.T) {
 	require.Equal(t, pipeline.StorePostgres, pipeline.TemplateStore(tpl))
 
 	pgcfg := pgtest.Config(t)
-	db := sql.OpenDB(stdlib.GetConnector(*pgcfg))
+	db := sql.OpenDB(pgtest.Connector(t, pgcfg))
 	db.SetMaxOpenConns(4)
 	t.Cleanup(func() { _ = db.Close() })
-	dsn := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pgcfg.User, net.JoinHostPort(pgcfg.Host, strconv.Itoa(int(pgcfg.Port))), pgcfg.Database)
+	port := pgcfg.Port
+	if port == 0 {
+		port = pgwire.DefaultPort
+	}
+	dsn := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", pgcfg.User, net.JoinHostPort(pgcfg.Host, strconv.Itoa(port)), pgcfg.Database)
 
 	stack := awstest.Name(t, "pg-e2e")
 	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client(), Postgres: db}

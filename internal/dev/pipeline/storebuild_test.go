@@ -30,8 +30,9 @@ func bootstrapDeps(t *testing.T, fn string, tags ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// pgxPackages are the deps of the pgx module.
-func pgxPackages(deps []string) []string {
+// jackcPackages are the deps from github.com/jackc (pgx and its
+// dependencies).
+func jackcPackages(deps []string) []string {
 	var out []string
 	for _, d := range deps {
 		if strings.HasPrefix(d, "github.com/jackc/") {
@@ -41,29 +42,34 @@ func pgxPackages(deps []string) []string {
 	return out
 }
 
-// No DynamoDB bootstrap links pgx: each function built for template.yaml
-// (no tag) or template-kafka.yaml (kafka) reaches no package of
-// github.com/jackc, though pkg/jobs, pkg/quarantine and the projection
-// hold PostgreSQL stores (on database/sql alone) and the wiring holds the
-// PostgreSQL builders (internal/lambdawire/pgopen, which imports the
-// driver, is the PostgreSQL bootstraps' only). Built with the postgres
-// tag, each links it, and functions/migrate exists: the list sees the tag.
-func TestNoDynamoDBBootstrapLinksPgx(t *testing.T) {
+// No bootstrap links pgx, and no DynamoDB bootstrap links the project's
+// driver. Every function, built for each template (no tag: template.yaml;
+// kafka: template-kafka.yaml; postgres: template-postgres.yaml; kafka and
+// postgres: template-kafka-postgres.yaml), and functions/migrate, reach no
+// package of github.com/jackc: the PostgreSQL ones speak the protocol
+// through internal/base/pgwire. Built without the postgres tag, none
+// reaches pgwire or internal/lambdawire/pgopen (which opens the pool),
+// though pkg/jobs, pkg/quarantine and the projection hold PostgreSQL
+// stores (on database/sql alone) and the wiring holds the PostgreSQL
+// builders. Built with it, each links both: the list sees the tag.
+func TestNoBootstrapLinksPgxAndNoDynamoDBBootstrapLinksPgwire(t *testing.T) {
 	t.Parallel()
 	const module = "github.com/fifoworker/fifoworker"
-	for _, fn := range Functions {
-		for _, tags := range [][]string{nil, {KafkaTag}} {
+	builds := func(fn string, tagSets ...[]string) {
+		for _, tags := range tagSets {
 			deps := bootstrapDeps(t, fn, tags...)
 			require.Contains(t, deps, module+"/functions/"+fn)
-			require.Empty(t, pgxPackages(deps), "%s built with %v links pgx", fn, tags)
-			require.NotContains(t, deps, module+"/internal/lambdawire/pgopen", "%s built with %v", fn, tags)
+			require.Empty(t, jackcPackages(deps), "%s built with %v links pgx", fn, tags)
+			postgres := slices.Contains(tags, PostgresTag)
+			for _, pkg := range []string{module + "/internal/base/pgwire", module + "/internal/lambdawire/pgopen"} {
+				require.Equal(t, postgres, slices.Contains(deps, pkg), "%s built with %v: links %s", fn, tags, pkg)
+			}
 		}
 	}
-	for _, fn := range append(slices.Clone(Functions), "migrate") {
-		deps := bootstrapDeps(t, fn, PostgresTag)
-		require.Contains(t, deps, "github.com/jackc/pgx/v5/stdlib", "%s built with the postgres tag", fn)
-		require.Contains(t, deps, module+"/internal/lambdawire/pgopen", fn)
+	for _, fn := range Functions {
+		builds(fn, nil, []string{KafkaTag}, []string{PostgresTag}, []string{KafkaTag, PostgresTag})
 	}
+	builds("migrate", []string{PostgresTag})
 }
 
 // `make bootstraps STORE=postgres` builds the six bootstraps (the five
