@@ -27,8 +27,11 @@
 //     jsonb as []byte, date and timestamps as time.Time, the rest as string.
 //
 // A context that ends during a call breaks the connection (a deadline set
-// on the socket), which database/sql then drops: the call returns the
-// context's error, and the server ends the session when it next reads the
-// closed socket. A server's error is *Error, whose SQLState
+// on the socket, then the socket closed), which database/sql then drops:
+// the call returns the context's error. What it had sent is not
+// withdrawn: a statement runs to its end (and commits, outside a
+// transaction), and the server ends the session when it finds the socket
+// closed. An ended context loses the answer, not the write; the stores'
+// fenced writes are built for such a lost answer. A server's error is *Error, whose SQLState
 // internal/base/pgcode reads; the connection stays usable after it.
 package pgwire
