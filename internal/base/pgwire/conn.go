@@ -77,7 +77,7 @@ func (c *conn) guard(ctx context.Context, op func() error) error {
 		return nil // done, though the connection is not reusable
 	}
 	var server *Error
-	if err != nil && !errors.As(err, &server) {
+	if err != nil && (!errors.As(err, &server) || server.fatal()) {
 		c.bad = err
 		_ = c.nc.Close()
 	}

@@ -293,3 +293,34 @@ func TestNoServer(t *testing.T) {
 	err = db.PingContext(t.Context())
 	require.ErrorContains(t, err, "connect to 127.0.0.1:1")
 }
+
+// A session the server ends (pg_terminate_backend: an administrator's
+// command) fails its next call with the server's reason, SQLSTATE 57P01,
+// and is dropped: the pool's next call runs on a new session.
+func TestASessionTheServerEndsIsDropped(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	db.SetMaxOpenConns(2)
+	ctx := t.Context()
+	victim, err := db.Conn(ctx)
+	require.NoError(t, err)
+	pid := backendPID(t, victim)
+	var ok bool
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT pg_terminate_backend($1::int)`, pid).Scan(&ok))
+	require.True(t, ok)
+	for { // until the server's message has reached the socket
+		var alive int64
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&alive))
+		if alive == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = victim.ExecContext(ctx, `SELECT $1::int`, 1)
+	code, _ := pgcode.Of(err)
+	require.Equal(t, "57P01", code, "%v", err)
+	_, err = victim.ExecContext(ctx, `SELECT $1::int`, 1)
+	require.ErrorIs(t, err, driver.ErrBadConn, "a session the server ended is broken")
+	_ = victim.Close() // database/sql closed it on ErrBadConn
+	require.NotEqual(t, pid, backendPID(t, db))
+}

@@ -127,6 +127,10 @@ func (c *conn) results() (*result, error) {
 	for {
 		t, body, err := readMessage(c.r, &c.buf)
 		if err != nil {
+			var server *Error
+			if errors.As(failed, &server) && server.fatal() {
+				return nil, failed // why the server ended the session (57P01, …)
+			}
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}

@@ -15,8 +15,9 @@ const maxMessage = 1 << 30
 // connection is out of step and is dropped.
 var errProtocol = errors.New("pgwire: protocol error")
 
-// Error is an ErrorResponse of the server: the statement failed, the
-// connection is usable.
+// Error is an ErrorResponse of the server: the statement failed, and the
+// connection is usable unless Severity is FATAL or PANIC (the server
+// ended the session: an administrator's command, a shutdown).
 type Error struct {
 	Severity   string // ERROR, FATAL or PANIC (the non-localised field)
 	Code       string // the SQLSTATE
@@ -34,6 +35,9 @@ func (e *Error) Error() string { return e.Severity + ": " + e.Message + " (SQLST
 
 // SQLState is the error's SQLSTATE (internal/base/pgcode reads it).
 func (e *Error) SQLState() string { return e.Code }
+
+// fatal reports whether the server ended the session with the error.
+func (e *Error) fatal() bool { return e.Severity == "FATAL" || e.Severity == "PANIC" }
 
 // parseError reads an ErrorResponse's (or NoticeResponse's) fields.
 func parseError(body []byte) *Error {
