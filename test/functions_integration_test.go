@@ -3,9 +3,9 @@
 package test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,11 +20,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/dev/demo"
-	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
-	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
-	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
@@ -48,15 +44,9 @@ import (
 // slow. No time is asserted.
 func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 	t.Parallel()
-	state := testenv.Stack(t)
+	d := deploySQS(t, "../template.yaml", "fn")
+	state, tpl, stack, deployed := d.state, d.tpl, d.stack, d.deployed
 	require.NotEmpty(t, state.RIE, "FIFOWORKER_RIE names the runtime interface emulator (make test's local run sets it)")
-	tpl, err := samtemplate.Load("../template.yaml")
-	require.NoError(t, err)
-	clients := localdeploy.Clients{SQS: state.SQSClient(), DynamoDB: state.DynamoDBClient(), S3: state.S3Client()}
-	stack := awstest.Name(t, "fn")
-	deployed, err := localdeploy.Deploy(context.Background(), tpl, stack, state.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
 
 	bootstraps, err := pipeline.BuildBootstraps(t.Context(), "..", filepath.Join(t.TempDir(), "bin"), "")
 	require.NoError(t, err)
@@ -190,18 +180,20 @@ func TestEachFunctionAnswersItsSampleUnderTheRIE(t *testing.T) {
 
 // coldStarts starts the pipeline rounds times (start gives each function
 // a fresh emulator, and the directory of their logs), invokes each
-// function once with noop's event for it, one that changes nothing, and
-// returns each function's init in every round, from the emulators' logs.
+// function of noop once with noop's event for it, one that changes
+// nothing, and returns each function's init in every round, from the
+// emulators' logs.
 func coldStarts(t *testing.T, rounds int, start func() (*pipeline.Pipeline, string), noop map[string]any) map[string][]time.Duration {
 	t.Helper()
 	inits := map[string][]time.Duration{}
+	fns := slices.Sorted(maps.Keys(noop))
 	for range rounds {
 		p, logs := start()
-		for _, fn := range pipeline.Functions {
+		for _, fn := range fns {
 			require.NoError(t, p.Invoke(t.Context(), fn, noop[fn], nil), fn)
 		}
 		require.NoError(t, p.Stop())
-		for _, fn := range pipeline.Functions {
+		for _, fn := range fns {
 			init, _ := rieDurations(t, filepath.Join(logs, fn+".rie.log"))
 			inits[fn] = append(inits[fn], init)
 		}

@@ -38,8 +38,9 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
-// kafkaDeployment is template-kafka.yaml deployed on the test stack.
-type kafkaDeployment struct {
+// localDeployment is a template deployed on the test stack under a stack
+// name of its own (deployKafka, deploySQS).
+type localDeployment struct {
 	state    *localstack.State
 	tpl      *samtemplate.Template
 	deployed *localdeploy.Result
@@ -50,12 +51,20 @@ type kafkaDeployment struct {
 // under a stack name of its own, its topics named after the stack (the
 // run's tests share one broker), after prepare adjusts the template, and
 // tears it down, topics included, after the test.
-func deployKafka(t *testing.T, prefix string, prepare func(*samtemplate.Template)) kafkaDeployment {
+func deployKafka(t *testing.T, prefix string, prepare func(*samtemplate.Template)) localDeployment {
+	t.Helper()
+	return deployKafkaTemplate(t, "../template-kafka.yaml", prefix, prepare)
+}
+
+// deployKafkaTemplate is deployKafka of the Kafka template at path
+// (template-kafka-postgres.yaml: its PostgreSQL schema is not applied,
+// as no database is given the deployment).
+func deployKafkaTemplate(t *testing.T, path, prefix string, prepare func(*samtemplate.Template)) localDeployment {
 	t.Helper()
 	state := testenv.Stack(t)
 	state.Kafka = os.Getenv(localstack.KafkaBootstrapVar)
 	require.NotEmpty(t, state.Kafka, "the stack's broker (%s, which `fifoworker local run` sets)", localstack.KafkaBootstrapVar)
-	tpl, err := samtemplate.Load("../template-kafka.yaml")
+	tpl, err := samtemplate.Load(path)
 	require.NoError(t, err)
 	demo.Prepare(tpl)
 	stack := awstest.Name(t, prefix)
@@ -78,7 +87,7 @@ func deployKafka(t *testing.T, prefix string, prepare func(*samtemplate.Template
 		_, err = kadm.NewClient(cl).DeleteTopics(context.Background(), deployed.Topics...)
 		require.NoError(t, err)
 	})
-	return kafkaDeployment{state: state, tpl: tpl, deployed: deployed, stack: stack}
+	return localDeployment{state: state, tpl: tpl, deployed: deployed, stack: stack}
 }
 
 // requireNothingLeftOnKafka checks that every consumer group of p has
@@ -352,7 +361,7 @@ func submitJob(t *testing.T, p *pipeline.Pipeline, tenant, intent string) string
 
 // waitProjected waits until job id is final and its view shows its last
 // version, and returns the job.
-func waitProjected(t *testing.T, k kafkaDeployment, id string) jobs.Job {
+func waitProjected(t *testing.T, k localDeployment, id string) jobs.Job {
 	t.Helper()
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: k.state.DynamoDBClient(), Table: k.deployed.Resources["JobsTable"]})
 	require.NoError(t, err)

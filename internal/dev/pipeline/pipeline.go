@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,8 @@ type Config struct {
 	Endpoints []string
 	Mode      Mode
 	// RIE and Bootstraps are needed UnderRIE: the emulator's binary and
-	// each function's bootstrap (BuildBootstraps), by name (Functions).
+	// each function's bootstrap (BuildBootstraps), by name (Functions);
+	// on PostgreSQL, MigrateFunction's too runs it (optional).
 	RIE        string
 	Bootstraps map[string]string
 	LogDir     string // where RIE logs go (needed UnderRIE); in process, functions log to Logger
@@ -143,6 +145,7 @@ type Pipeline struct {
 var functionResources = map[string]string{
 	"intake": "IntakeFunction", "relay": "RelayFunction", "worker": "WorkerFunction",
 	"projector": "ProjectorFunction", "sweeper": "SweeperFunction",
+	MigrateFunction: "MigrateFunction",
 }
 
 // Build builds the functions and their event source mappings; Run starts
@@ -166,7 +169,11 @@ func Build(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		p.lambda = a
 	}
-	for _, fn := range Functions {
+	fns := Functions
+	if cfg.runsMigrate() {
+		fns = append(slices.Clone(Functions), MigrateFunction)
+	}
+	for _, fn := range fns {
 		if err := p.build(ctx, fn); err != nil {
 			_ = p.Stop()
 			return nil, err

@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+)
+
+// MigrateFunction is functions/migrate, a PostgreSQL template's
+// MigrateFunction: the provider of its DatabaseSchema custom resource,
+// which CloudFormation invokes with the stack's Create, Update and Delete,
+// not an event source. It is not one of Functions: a local deployment
+// applies the schema itself (localdeploy), so the pipeline runs it only
+// when asked, under the runtime interface emulator, with
+// Config.Bootstraps[MigrateFunction] given (BuildMigrateBootstrap), for
+// the tests of its bootstrap; Invoke(ctx, MigrateFunction, request, nil)
+// then reaches it, with the settings the template gives it.
+const MigrateFunction = "migrate"
+
+// runsMigrate says whether the pipeline runs MigrateFunction: under the
+// emulator, on a PostgreSQL template, with its bootstrap given.
+func (c *Config) runsMigrate() bool {
+	return c.Mode == UnderRIE && c.Bootstraps[MigrateFunction] != "" && TemplateStore(c.Template) == StorePostgres
+}
+
+// BuildMigrateBootstrap builds MigrateFunction's bootstrap as cfg says,
+// into cfg.Dir/migrate/bootstrap, and returns its path, or an error
+// (wrapping ErrInvalidConfig for a bad cfg, or one whose Tags lack
+// PostgresTag: functions/migrate is PostgreSQL's alone, and has no file
+// to build without it).
+func BuildMigrateBootstrap(ctx context.Context, cfg BootstrapConfig) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	if !slices.Contains(cfg.Tags, PostgresTag) {
+		return "", fmt.Errorf("%w: Tags %v lack %q: functions/%s is PostgreSQL's alone", ErrInvalidConfig, cfg.Tags, PostgresTag, MigrateFunction)
+	}
+	return buildBootstrap(ctx, cfg, MigrateFunction)
+}
+
+// buildBootstrap builds functions/<fn>'s bootstrap as cfg (valid) says,
+// into cfg.Dir/<fn>/bootstrap, for Linux on cfg.GOARCH.
+func buildBootstrap(ctx context.Context, cfg BootstrapConfig, fn string) (string, error) {
+	goarch := cfg.GOARCH
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	bin := filepath.Join(cfg.Dir, fn, "bootstrap")
+	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, cfg.flags(), []string{"-o", bin, "./functions/" + fn})...)
+	cmd.Dir = cfg.Root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pipeline: build %s: %w\n%s", fn, err, b)
+	}
+	return bin, nil
+}
