@@ -137,22 +137,30 @@ func BuildBootstrapsFor(ctx context.Context, cfg BootstrapConfig) (map[string]st
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	goarch := cfg.GOARCH
-	if goarch == "" {
-		goarch = runtime.GOARCH
-	}
 	out := make(map[string]string, len(Functions))
 	for _, fn := range Functions {
-		bin := filepath.Join(cfg.Dir, fn, "bootstrap")
-		args := append([]string{"build"}, cfg.flags()...)
-		args = append(args, "-o", bin, "./functions/"+fn)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = cfg.Root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("pipeline: build %s: %w\n%s", fn, err, b)
+		bin, err := buildBootstrap(ctx, cfg, fn)
+		if err != nil {
+			return nil, err
 		}
 		out[fn] = bin
 	}
 	return out, nil
+}
+
+// buildBootstrap builds functions/<fn>'s bootstrap as cfg (valid) says,
+// into cfg.Dir/<fn>/bootstrap, for Linux on cfg.GOARCH.
+func buildBootstrap(ctx context.Context, cfg BootstrapConfig, fn string) (string, error) {
+	goarch := cfg.GOARCH
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	bin := filepath.Join(cfg.Dir, fn, "bootstrap")
+	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, cfg.flags(), []string{"-o", bin, "./functions/" + fn})...)
+	cmd.Dir = cfg.Root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pipeline: build %s: %w\n%s", fn, err, b)
+	}
+	return bin, nil
 }

@@ -3,10 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 )
 
@@ -40,21 +36,4 @@ func BuildMigrateBootstrap(ctx context.Context, cfg BootstrapConfig) (string, er
 		return "", fmt.Errorf("%w: Tags %v lack %q: functions/%s is PostgreSQL's alone", ErrInvalidConfig, cfg.Tags, PostgresTag, MigrateFunction)
 	}
 	return buildBootstrap(ctx, cfg, MigrateFunction)
-}
-
-// buildBootstrap builds functions/<fn>'s bootstrap as cfg (valid) says,
-// into cfg.Dir/<fn>/bootstrap, for Linux on cfg.GOARCH.
-func buildBootstrap(ctx context.Context, cfg BootstrapConfig, fn string) (string, error) {
-	goarch := cfg.GOARCH
-	if goarch == "" {
-		goarch = runtime.GOARCH
-	}
-	bin := filepath.Join(cfg.Dir, fn, "bootstrap")
-	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"build"}, cfg.flags(), []string{"-o", bin, "./functions/" + fn})...)
-	cmd.Dir = cfg.Root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("pipeline: build %s: %w\n%s", fn, err, b)
-	}
-	return bin, nil
 }
