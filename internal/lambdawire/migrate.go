@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -161,19 +163,24 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 }
 
 // unreachableDB reports whether err is a try that did not reach the
-// database, which a later one may: not an answer of its that refuses the
-// migrations (pgmigrate's sentinels, or an SQL error other than the
-// connection exception class 08, insufficient resources 53 or the
-// server's start-up and shutdown 57P01-57P03). The SQLSTATE is read
-// through the interface the driver's error has (pgcode), so that the
-// wiring links no driver.
+// database, which a later one may: the network's failure (a refused or
+// reset connection, a name not found yet, a stream cut short) or the
+// server's connection exception class 08, insufficient resources 53 or
+// start-up and shutdown 57P01-57P03. Not an answer that refuses the
+// migrations (pgmigrate's sentinels, any other SQL error), a cancellation,
+// nor an error of the program's own (an argument it cannot send, a
+// setting): tried again, those would fail the same way until the
+// deadline. The SQLSTATE is read through the interface the driver's error
+// has (pgcode), so that the wiring links no driver.
 func unreachableDB(err error) bool {
 	if errors.Is(err, pgmigrate.ErrNewer) || errors.Is(err, pgmigrate.ErrChanged) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	code, ok := pgcode.Of(err)
 	if !ok {
-		return true
+		var netErr net.Error
+		return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 	}
 	switch {
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):

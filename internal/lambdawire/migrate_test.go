@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -150,28 +152,35 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-// sqlStateError is an error with a SQLSTATE, as pgx's PgError.
+// sqlStateError is an error with a SQLSTATE, as the driver's Error.
 type sqlStateError string
 
 func (e sqlStateError) Error() string    { return "server: " + string(e) }
 func (e sqlStateError) SQLState() string { return string(e) }
 
-// A try is retried only when it did not reach the database: no answer, or
-// the server's connection, resource or start-up errors; not pgmigrate's
-// refusals, another SQL error or a cancellation.
+// A try is retried only when it did not reach the database: the network's
+// failure, or the server's connection, resource or start-up errors; not
+// pgmigrate's refusals, another SQL error, a cancellation or an error of
+// the program's own (which, retried, would fail the same way for minutes).
 func TestUnreachableDBTellsATryToRepeat(t *testing.T) {
 	t.Parallel()
 	for err, want := range map[error]bool{
-		errString("dial tcp 127.0.0.1:5432: connect: connection refused"): true,
-		fmt.Errorf("migrate jobs: %w", sqlStateError("08006")):            true,
-		sqlStateError("53300"):                               true,
-		sqlStateError("57P03"):                               true,
-		sqlStateError("57014"):                               false,
-		sqlStateError("28000"):                               false,
-		sqlStateError("42601"):                               false,
-		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrNewer):   false,
-		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrChanged): false,
-		context.Canceled:                                     false,
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}:                                    true,
+		fmt.Errorf("pgwire: connect to db:5432: %w", &net.DNSError{Err: "no such host", IsNotFound: true}): true,
+		fmt.Errorf("pgwire: %w", io.ErrUnexpectedEOF):                                                      true,
+		io.EOF: true,
+		fmt.Errorf("read: %w", syscall.ECONNRESET):                    true,
+		errString("pgwire: argument $1: type uint8 is not supported"): false,
+		errString("an error of the program's own"):                    false,
+		fmt.Errorf("migrate jobs: %w", sqlStateError("08006")):        true,
+		sqlStateError("53300"):                                        true,
+		sqlStateError("57P03"):                                        true,
+		sqlStateError("57014"):                                        false,
+		sqlStateError("28000"):                                        false,
+		sqlStateError("42601"):                                        false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrNewer):            false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrChanged):          false,
+		context.Canceled:                                              false,
 	} {
 		require.Equal(t, want, unreachableDB(err), err.Error())
 	}
