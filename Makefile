@@ -180,7 +180,7 @@ bench-stack: ## the rest of make bench, on the stack the environment names: a CP
 	@echo "# requests per job on each path, counted by SDK middleware"
 	$(BENCH_GO_TEST) -run '^TestRequestsPerJob' -v ./test/ | grep -E 'requests path=|^(--- |ok|FAIL)' | tee bench/requests.txt
 	@echo "# cold start per function of each transport: bootstrap size and init under the RIE"
-	$(BENCH_GO_TEST) -run '^(TestEachFunctionAnswersItsSampleUnderTheRIE|TestEachKafkaFunctionStartsUnderTheRIE)$$' -parallel 1 -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
+	$(BENCH_GO_TEST) -run '^(TestEachFunctionAnswersItsSampleUnderTheRIE|TestEachKafkaFunctionStartsUnderTheRIE|TestEach(Kafka)?PostgresFunctionAnswersItsSampleUnderTheRIE)$$' -parallel 1 -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
 
 .PHONY: tools
 tools: $(GOLANGCI_LINT) $(BENCHSTAT) ## install the pinned tools into the cache
