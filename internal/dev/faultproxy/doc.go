@@ -64,11 +64,13 @@
 // answer is lost after the commit), stalls it until the caller gives up
 // (not applied), or delays it. Operations are named by the statement's
 // first keyword (PostgresOperation), or by a function of the SQL; a round
-// trip that only prepares (pgx's first use of a statement on a connection)
-// is PostgresPrepare, so that statement caching changes no operation's
-// sequence of faults. It holds back one round trip that
-// PostgresConfig.Hold picks, as the HTTP proxy does a request: Release
-// replays it on a connection of the proxy's own (the Parse of a statement
-// it binds first), after its caller has gone, and reports the server's
-// answer, so a conditional UPDATE's WHERE can be seen to refuse it.
+// trip that only prepares (the first use of a statement on a connection by
+// a driver that caches statements, pgx's default for instance; fifoworker's
+// own driver prepares nothing) is PostgresPrepare, so that statement
+// caching changes no operation's sequence of faults. It holds back one
+// round trip that PostgresConfig.Hold picks, as the HTTP proxy does a
+// request: Release replays it on a connection of the proxy's own (the
+// Parse of a statement it binds first), after its caller has gone, and
+// reports the server's answer, so a conditional UPDATE's WHERE can be seen
+// to refuse it.
 package faultproxy

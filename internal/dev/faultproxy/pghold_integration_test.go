@@ -12,29 +12,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
 )
 
-// holdModes are the ways pgx runs a statement: unnamed statements, named
-// ones prepared in a round trip of their own before (the held round trip
-// then binds a statement the release's connection must prepare), and the
-// simple protocol.
-var holdModes = map[string]pgx.QueryExecMode{
-	"extended": pgx.QueryExecModeExec, "cached": pgx.QueryExecModeCacheStatement, "simple": pgx.QueryExecModeSimpleProtocol,
-}
+// holdModes are the ways a driver runs a statement (pgClient): the unnamed
+// statement, a named one prepared in a round trip of its own before (the
+// held round trip then binds a statement the release's connection must
+// prepare), and the simple protocol.
+var holdModes = []string{extended, cached, simple}
 
 // fencedUpdate is a conditional write as the jobs store makes one: it
 // applies only on the version it read.
 const fencedUpdate = `UPDATE h SET v = v + 1, owner = $2 WHERE id = 1 AND v = $1`
 
 // newHoldRig is a rig whose table h has row 1 at version 0.
-func newHoldRig(t *testing.T, cfg faultproxy.PostgresConfig, mode pgx.QueryExecMode) *pgRig {
+func newHoldRig(t *testing.T, cfg faultproxy.PostgresConfig) *pgRig {
 	t.Helper()
-	r := newPGRig(t, cfg, mode)
-	_, err := r.direct.Exec(t.Context(), `CREATE TABLE h (id int PRIMARY KEY, v int NOT NULL, owner text); INSERT INTO h VALUES (1, 0, '')`)
+	r := newPGRig(t, cfg)
+	_, err := r.direct.ExecContext(t.Context(), `CREATE TABLE h (id int PRIMARY KEY, v int NOT NULL, owner text); INSERT INTO h VALUES (1, 0, '')`)
 	require.NoError(t, err)
 	return r
 }
@@ -43,7 +40,7 @@ func (r *pgRig) version(t *testing.T) (int, string) {
 	t.Helper()
 	var v int
 	var owner string
-	require.NoError(t, r.direct.QueryRow(t.Context(), `SELECT v, owner FROM h WHERE id = 1`).Scan(&v, &owner))
+	require.NoError(t, r.direct.QueryRowContext(t.Context(), `SELECT v, owner FROM h WHERE id = 1`).Scan(&v, &owner))
 	return v, owner
 }
 
@@ -55,23 +52,23 @@ func holdOwner(owner string) func(op, sql string, args []string) bool {
 	}
 }
 
-// updateGivingUp runs the fenced update through the proxy as owner, giving
-// up after a short wait; the held one gets no answer.
-func updateGivingUp(t *testing.T, r *pgRig, version int, owner string) error {
+// updateGivingUp runs the fenced update through the proxy as owner on a
+// new session of mode, giving up after a short wait; the held one gets no
+// answer.
+func updateGivingUp(t *testing.T, r *pgRig, mode string, version int, owner string) error {
 	t.Helper()
-	c := r.connect(t)
+	c := r.client(t, mode)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	_, err := c.Exec(ctx, fencedUpdate, version, owner)
-	return err
+	return c.exec(ctx, fencedUpdate, version, owner)
 }
 
 func TestPostgresProxyHoldsARoundTripUntilRelease(t *testing.T) {
-	for name, mode := range holdModes {
-		t.Run(name, func(t *testing.T) {
-			r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")}, mode)
+	for _, mode := range holdModes {
+		t.Run(mode, func(t *testing.T) {
+			r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")})
 			require.ErrorIs(t, r.proxy.Release(t.Context()).Err, faultproxy.ErrNothingHeld)
-			err := updateGivingUp(t, r, 0, "worker-a")
+			err := updateGivingUp(t, r, mode, 0, "worker-a")
 			require.Error(t, err, "the held round trip's caller gets no answer")
 			require.True(t, r.proxy.Held())
 			v, owner := r.version(t)
@@ -95,14 +92,12 @@ func TestPostgresProxyHoldsARoundTripUntilRelease(t *testing.T) {
 // Released after a competing write bumped the version, the held update's
 // WHERE matches no row: the fence refuses the late write.
 func TestPostgresProxyReleasedLateWriteIsFenced(t *testing.T) {
-	for name, mode := range holdModes {
-		t.Run(name, func(t *testing.T) {
-			r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")}, mode)
-			require.Error(t, updateGivingUp(t, r, 0, "worker-a"))
+	for _, mode := range holdModes {
+		t.Run(mode, func(t *testing.T) {
+			r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")})
+			require.Error(t, updateGivingUp(t, r, mode, 0, "worker-a"))
 			// Worker B's takeover, through the proxy: not held.
-			c := r.connect(t)
-			_, err := c.Exec(t.Context(), fencedUpdate, 0, "worker-b")
-			require.NoError(t, err)
+			require.NoError(t, r.client(t, mode).exec(t.Context(), fencedUpdate, 0, "worker-b"))
 
 			got := r.proxy.Release(t.Context())
 			require.NoError(t, got.Err)
@@ -120,22 +115,22 @@ func TestPostgresProxyReleasedLateWriteIsFenced(t *testing.T) {
 func TestPostgresProxyReleaseReportsRowsAndErrors(t *testing.T) {
 	r := newHoldRig(t, faultproxy.PostgresConfig{Hold: func(op, _ string, args []string) bool {
 		return op == "SELECT" && slices.Contains(args, "x")
-	}}, pgx.QueryExecModeExec)
+	}})
 	c := r.connect(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	_, err := c.Exec(ctx, `SELECT v, $1::text FROM h WHERE id = 1`, "x")
+	_, err := c.ExecContext(ctx, `SELECT v, $1::text FROM h WHERE id = 1`, "x")
 	require.Error(t, err)
 	got := r.proxy.Release(t.Context())
 	require.NoError(t, got.Err)
 	require.Len(t, got.Rows, 1)
 	require.Equal(t, "x", string(got.Rows[0][1]))
 
-	r = newHoldRig(t, faultproxy.PostgresConfig{Hold: func(op, _ string, _ []string) bool { return op == "INSERT" }}, pgx.QueryExecModeExec)
+	r = newHoldRig(t, faultproxy.PostgresConfig{Hold: func(op, _ string, _ []string) bool { return op == "INSERT" }})
 	c = r.connect(t)
 	ctx, cancel = context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	_, err = c.Exec(ctx, `INSERT INTO h VALUES (1, 0, '')`)
+	_, err = c.ExecContext(ctx, `INSERT INTO h VALUES (1, 0, '')`)
 	require.Error(t, err)
 	got = r.proxy.Release(t.Context())
 	require.ErrorContains(t, got.Err, "23505", "the duplicate key's SQLSTATE")
@@ -143,11 +138,11 @@ func TestPostgresProxyReleaseReportsRowsAndErrors(t *testing.T) {
 
 // Close answers a held round trip's caller that still waits with a reset.
 func TestPostgresProxyCloseResetsAHeldCaller(t *testing.T) {
-	r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")}, pgx.QueryExecModeExec)
+	r := newHoldRig(t, faultproxy.PostgresConfig{Hold: holdOwner("worker-a")})
 	c := r.connect(t)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(context.Background(), fencedUpdate, 0, "worker-a")
+		_, err := c.ExecContext(context.Background(), fencedUpdate, 0, "worker-a")
 		errc <- err
 	}()
 	require.Eventually(t, r.proxy.Held, 5*time.Second, 10*time.Millisecond)
@@ -172,17 +167,15 @@ func TestPostgresProxyHoldIsAskedUntilItPicks(t *testing.T) {
 		asked = append(asked, op)
 		return op == "UPDATE" && slices.Contains(args, "worker-c")
 	}
-	r := newHoldRig(t, faultproxy.PostgresConfig{Hold: hold}, pgx.QueryExecModeExec)
-	c := r.connect(t)
+	r := newHoldRig(t, faultproxy.PostgresConfig{Hold: hold})
+	c := r.client(t, extended)
 	for i, owner := range []string{"worker-a", "worker-b"} {
-		_, err := c.Exec(t.Context(), fencedUpdate, i, owner)
-		require.NoError(t, err)
+		require.NoError(t, c.exec(t.Context(), fencedUpdate, i, owner))
 	}
-	require.Error(t, updateGivingUp(t, r, 2, "worker-c"))
-	c = r.connect(t)
+	require.Error(t, updateGivingUp(t, r, extended, 2, "worker-c"))
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	_, err := c.Exec(ctx, fencedUpdate, 2, "worker-c")
+	err := r.client(t, extended).exec(ctx, fencedUpdate, 2, "worker-c")
 	require.NoError(t, err, "the same round trip again, after the pick, goes through")
 	mu.Lock()
 	require.Equal(t, []string{"UPDATE", "UPDATE", "UPDATE"}, asked)

@@ -54,8 +54,9 @@ type PostgresConfig struct {
 	// Operation names a round trip's operation from the SQL of the first
 	// statement it executes. Default: PostgresOperation. A round trip that
 	// executes no statement is not named by it: one that parses or
-	// describes (pgx's first use of a statement on a connection, before it
-	// caches it) is PostgresPrepare, one with nothing at all (a bare Sync)
+	// describes (the first use of a statement on a connection by a driver
+	// that caches statements, pgx's default for instance) is
+	// PostgresPrepare, one with nothing at all (a bare Sync)
 	// "SYNC". So the n-th execution of an operation draws the same fault
 	// whether or not its connection had the statement prepared, and a Drop
 	// of an operation's round trip is always one that executed it.

@@ -4,76 +4,29 @@ package faultproxy_test
 
 import (
 	"context"
-	"errors"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/dev/faultproxy"
-	"github.com/fifoworker/fifoworker/pkg/pgtest"
 )
 
-// pgRig is a database of its own, a proxy in front of its server, and a
-// direct connection that sees what was applied.
-type pgRig struct {
-	proxy  *faultproxy.PostgresProxy
-	direct *pgx.Conn
-	via    *pgx.ConnConfig // connects through the proxy
-}
-
-func newPGRig(t *testing.T, cfg faultproxy.PostgresConfig, mode pgx.QueryExecMode) *pgRig {
-	t.Helper()
-	db := pgtest.Config(t)
-	cfg.Target = net.JoinHostPort(db.Host, strconv.Itoa(int(db.Port)))
-	p, err := faultproxy.NewPostgres(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
-	direct, err := pgx.ConnectConfig(t.Context(), db)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = direct.Close(context.Background()) })
-	_, err = direct.Exec(t.Context(), `CREATE TABLE t (id int PRIMARY KEY)`)
-	require.NoError(t, err)
-	via := db.Copy()
-	host, port, _ := net.SplitHostPort(p.Addr)
-	pn, _ := strconv.Atoi(port)
-	via.Host, via.Port, via.DefaultQueryExecMode = host, uint16(pn), mode
-	return &pgRig{proxy: p, direct: direct, via: via}
-}
-
-func (r *pgRig) connect(t *testing.T) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.ConnectConfig(t.Context(), r.via)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c
-}
-
-func (r *pgRig) applied(t *testing.T, id int) bool {
-	t.Helper()
-	var n int
-	require.NoError(t, r.direct.QueryRow(t.Context(), `SELECT count(*) FROM t WHERE id = $1`, id).Scan(&n))
-	return n == 1
-}
-
-var modes = map[string]pgx.QueryExecMode{"extended": pgx.QueryExecModeExec, "simple": pgx.QueryExecModeSimpleProtocol}
+// modes are the two protocols: the extended one (a statement with
+// arguments) and the simple one (a statement without).
+var modes = []string{extended, simple}
 
 func TestPostgresProxyPassesEverythingOnWithoutFaults(t *testing.T) {
-	for name, mode := range modes {
-		t.Run(name, func(t *testing.T) {
-			r := newPGRig(t, faultproxy.PostgresConfig{}, mode)
-			c := r.connect(t)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			r := newPGRig(t, faultproxy.PostgresConfig{})
+			c := r.client(t, mode)
 			for i := range 5 {
-				_, err := c.Exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, i)
-				require.NoError(t, err)
+				require.NoError(t, c.exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, i))
 			}
-			var n int
-			require.NoError(t, c.QueryRow(t.Context(), `/* a comment */ SELECT count(*) FROM t`).Scan(&n))
-			require.Equal(t, 5, n)
+			require.Equal(t, 5, countThrough(t, r, mode, `/* a comment */ SELECT count(*) FROM t`))
 			counts := r.proxy.Counts()
 			require.Equal(t, 5, counts.Requests["INSERT"])
 			require.Equal(t, 1, counts.Requests["SELECT"])
@@ -82,9 +35,46 @@ func TestPostgresProxyPassesEverythingOnWithoutFaults(t *testing.T) {
 	}
 }
 
-// Each fault, at rate 1 on INSERT, and whether the row was applied.
+// countThrough runs query, a count, through r's proxy in mode's protocol
+// and returns the count: a row must come back through the proxy. The
+// functions' driver reads rows through the extended protocol only, so the
+// simple protocol's are read here on a raw session.
+func countThrough(t *testing.T, r *pgRig, mode, query string) int {
+	t.Helper()
+	if mode != simple {
+		var n int
+		require.NoError(t, r.connect(t).QueryRowContext(t.Context(), query).Scan(&n))
+		return n
+	}
+	f := dialRaw(t, r.proxy.Addr, r.via)
+	require.NoError(t, f.send(pgQuery(query)))
+	var rows [][]byte
+	for {
+		typ, body, err := f.receive()
+		require.NoError(t, err)
+		require.NotEqual(t, byte('E'), typ, "%q", body)
+		if typ == 'D' {
+			rows = append(rows, body)
+		}
+		if typ == 'Z' {
+			break
+		}
+	}
+	require.Len(t, rows, 1)
+	// A DataRow of one column: its count (2 bytes), the value's length (4), the value.
+	n, err := strconv.Atoi(string(rows[0][6:]))
+	require.NoError(t, err)
+	return n
+}
+
+// Each fault, at rate 1 on INSERT, and whether the row was applied: a
+// reset or a stall is not, a dropped answer's statement is (the answer is
+// lost after the commit). Under statement caching a connection's first
+// execution of a statement is two round trips (prepare, then bind and
+// execute); the fault is the executing one's, whichever the connection
+// needs first.
 func TestPostgresProxyFaults(t *testing.T) {
-	for name, mode := range modes {
+	for _, mode := range []string{extended, simple, cached} {
 		for _, tc := range []struct {
 			rates   faultproxy.Rates
 			kind    faultproxy.Kind
@@ -94,22 +84,32 @@ func TestPostgresProxyFaults(t *testing.T) {
 			{faultproxy.Rates{Drop: 1}, faultproxy.Drop, true},
 			{faultproxy.Rates{Stall: 1}, faultproxy.Stall, false},
 		} {
-			t.Run(name+"/"+string(tc.kind), func(t *testing.T) {
-				r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"INSERT": tc.rates}}, mode)
-				c := r.connect(t)
+			t.Run(mode+"/"+string(tc.kind), func(t *testing.T) {
+				r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"INSERT": tc.rates}})
+				c := r.client(t, mode)
 				wait := 5 * time.Second
 				if tc.kind == faultproxy.Stall {
 					wait = 300 * time.Millisecond // what the caller waits before it gives up
 				}
 				ctx, cancel := context.WithTimeout(t.Context(), wait)
 				defer cancel()
-				_, err := c.Exec(ctx, `INSERT INTO t (id) VALUES (1)`)
+				err := c.exec(ctx, `INSERT INTO t (id) VALUES ($1)`, 1)
 				require.Error(t, err, "the caller gets no answer")
 				if tc.kind == faultproxy.Stall {
-					require.True(t, errors.Is(err, context.DeadlineExceeded) || c.IsClosed(), "a stall ends at the caller's deadline: %v", err)
+					require.ErrorIs(t, err, context.DeadlineExceeded, "a stall ends at the caller's deadline")
+				} else {
+					require.NotErrorIs(t, err, context.DeadlineExceeded, "a reset or a drop ends the call at once")
 				}
 				require.Equal(t, tc.applied, r.applied(t, 1))
-				require.Equal(t, 1, r.proxy.Counts().Injected[tc.kind]["INSERT"])
+				counts := r.proxy.Counts()
+				require.Equal(t, 1, counts.Injected[tc.kind]["INSERT"])
+				if mode == cached {
+					// The round trip that only prepared passed untouched: the
+					// fault fell on the one that executed, so a dropped answer
+					// is always one whose statement ran and committed.
+					require.Equal(t, 1, counts.Requests[faultproxy.PostgresPrepare])
+					require.Zero(t, counts.Injected[tc.kind][faultproxy.PostgresPrepare])
+				}
 			})
 		}
 	}
@@ -125,16 +125,18 @@ func TestPostgresProxyFaultsOnCommit(t *testing.T) {
 			if kind == faultproxy.Drop {
 				rates = faultproxy.Rates{Drop: 1}
 			}
-			r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"COMMIT": rates}}, pgx.QueryExecModeExec)
+			r := newPGRig(t, faultproxy.PostgresConfig{Operations: map[string]faultproxy.Rates{"COMMIT": rates}})
 			c := r.connect(t)
-			tx, err := c.Begin(t.Context())
+			tx, err := c.BeginTx(t.Context(), nil)
 			require.NoError(t, err)
-			_, err = tx.Exec(t.Context(), `INSERT INTO t (id) VALUES (7)`)
+			_, err = tx.ExecContext(t.Context(), `INSERT INTO t (id) VALUES ($1)`, 7)
 			require.NoError(t, err)
-			require.Error(t, tx.Commit(t.Context()))
+			require.False(t, r.applied(t, 7), "not committed before the COMMIT")
+			require.Error(t, tx.Commit())
 			require.Eventually(t, func() bool { return r.applied(t, 7) == want }, 5*time.Second, 10*time.Millisecond,
 				"the server ends the session's transaction once the proxy closes it")
 			require.Equal(t, want, r.applied(t, 7))
+			require.Equal(t, 1, r.proxy.Counts().Injected[kind]["COMMIT"])
 		})
 	}
 }
@@ -151,10 +153,8 @@ func TestPostgresProxyLatencyWaitsThenForwards(t *testing.T) {
 			return nil
 		},
 	}
-	r := newPGRig(t, cfg, pgx.QueryExecModeExec)
-	c := r.connect(t)
-	_, err := c.Exec(t.Context(), `INSERT INTO t (id) VALUES (3)`)
-	require.NoError(t, err)
+	r := newPGRig(t, cfg)
+	require.NoError(t, r.client(t, extended).exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, 3))
 	require.True(t, r.applied(t, 3))
 	mu.Lock()
 	defer mu.Unlock()
@@ -170,13 +170,14 @@ func TestPostgresProxyLatencyWaitsThenForwards(t *testing.T) {
 // after connection.
 func TestPostgresProxyDecisionsReplay(t *testing.T) {
 	run := func() []int {
-		r := newPGRig(t, faultproxy.PostgresConfig{Seed: 42, Operations: map[string]faultproxy.Rates{"INSERT": {Reset: 0.3, Drop: 0.3}}}, pgx.QueryExecModeExec)
+		r := newPGRig(t, faultproxy.PostgresConfig{Seed: 42, Operations: map[string]faultproxy.Rates{"INSERT": {Reset: 0.3, Drop: 0.3}}})
 		var failed []int
 		for i := range 30 {
-			c := r.connect(t)
-			if _, err := c.Exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, i); err != nil {
+			c := r.client(t, extended)
+			if err := c.exec(t.Context(), `INSERT INTO t (id) VALUES ($1)`, i); err != nil {
 				failed = append(failed, i)
 			}
+			c.close()
 		}
 		require.NotEmpty(t, failed)
 		require.Less(t, len(failed), 30)
