@@ -17,8 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/outbox"
@@ -49,22 +47,22 @@ import (
 // Round trips per job: on DynamoDB Local the API requests the SDK sent
 // (pkg/awstest's counter, after the retry middleware: a retried request,
 // a transaction cancelled by a concurrent one and sent again, count each
-// time); on PostgreSQL the statements pgx sent (a pgx QueryTracer on the
-// connector database/sql opens, stdlib.GetConnector) plus the prepares
-// (pgx's PrepareTracer: under pgx's default statement cache a connection
-// parses and describes each statement once, a round trip of its own,
-// before its first execution). roundtrips/job is requests/job on one and
-// statements/job + prepares/job on the other. The PostgreSQL pool is
-// bounded at 16 connections (the most a test may hold on the server the
-// helpers share); BenchmarkPostgresPool measures the bound. Each reports
-// the 1-minute load average when it ended (load1): the machine is shared.
+// time); on PostgreSQL the statements the functions' driver
+// (internal/base/pgwire) sent, counted by its Config.Trace, which it calls
+// before each round trip: each statement (a transaction's BEGIN and COMMIT
+// included) is one, sent as the unnamed statement, and nothing is
+// prepared. roundtrips/job is requests/job on one and statements/job on
+// the other. The PostgreSQL pool is bounded at 16 connections (the most a
+// test may hold on the server the helpers share); BenchmarkPostgresPool
+// measures the bound. Each reports the 1-minute load average when it ended
+// (load1): the machine is shared.
 func BenchmarkStores(b *testing.B) {
 	for _, store := range []string{"dynamodb-local", "postgres"} {
 		for _, groups := range []int{1, 10, 100} {
 			b.Run(fmt.Sprintf("store=%s/groups=%d", store, groups), func(b *testing.B) {
 				var s *benchStores
 				if store == "postgres" {
-					s = postgresBenchStores(b, benchPostgresConns, pgx.QueryExecModeCacheStatement)
+					s = postgresBenchStores(b, benchPostgresConns)
 				} else {
 					s = dynamoBenchStores(b)
 				}
@@ -92,42 +90,23 @@ const workerLanes = 10
 // connections, each job the same life as BenchmarkStores'. Beside jobs/s
 // it reports database/sql's own account of the pool (DBStats): how often
 // a statement waited for a connection (waits/job) and how long
-// (wait-ms/job, summed over the lanes).
-//
-// mode=cache is pgx's default query execution (each connection prepares
-// each statement once and keeps it: a named prepared statement, which RDS
-// Proxy for PostgreSQL pins the session on, see docs/BENCHMARKS.md); mode=exec
-// is pgx.QueryExecModeExec (the extended protocol with the unnamed
-// statement, the parameters' types taken from the Go values, one round
-// trip per statement, nothing kept on the session); mode=describe is
-// pgx.QueryExecModeDescribeExec (the unnamed statement described, then
-// executed: two round trips); mode=simple the simple protocol (no Parse
-// message at all: pgx quotes the arguments into the text). Side by side
-// they are what leaving the statement cache costs on the local server.
+// (wait-ms/job, summed over the lanes). Statements go as the functions'
+// driver sends them: each the unnamed statement of the extended protocol,
+// one round trip, nothing kept on the session (what RDS Proxy needs not to
+// pin it, see docs/BENCHMARKS.md).
 func BenchmarkPostgresPool(b *testing.B) {
-	modes := []struct {
-		name string
-		mode pgx.QueryExecMode
-	}{
-		{"cache", pgx.QueryExecModeCacheStatement},
-		{"exec", pgx.QueryExecModeExec},
-		{"describe", pgx.QueryExecModeDescribeExec},
-		{"simple", pgx.QueryExecModeSimpleProtocol},
-	}
-	for _, m := range modes {
-		for _, conns := range []int{1, 4, 16} {
-			b.Run(fmt.Sprintf("mode=%s/conns=%d", m.name, conns), func(b *testing.B) {
-				s := postgresBenchStores(b, conns, m.mode)
-				before := s.db.Stats()
-				s.run(b, workerLanes)
-				after := s.db.Stats()
-				s.report(b)
-				b.ReportMetric(float64(after.WaitCount-before.WaitCount)/float64(b.N), "waits/job")
-				b.ReportMetric(float64((after.WaitDuration-before.WaitDuration).Microseconds())/1000/float64(b.N), "wait-ms/job")
-				b.ReportMetric(float64(after.MaxOpenConnections), "max-conns")
-				reportLoad(b)
-			})
-		}
+	for _, conns := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			s := postgresBenchStores(b, conns)
+			before := s.db.Stats()
+			s.run(b, workerLanes)
+			after := s.db.Stats()
+			s.report(b)
+			b.ReportMetric(float64(after.WaitCount-before.WaitCount)/float64(b.N), "waits/job")
+			b.ReportMetric(float64((after.WaitDuration-before.WaitDuration).Microseconds())/1000/float64(b.N), "wait-ms/job")
+			b.ReportMetric(float64(after.MaxOpenConnections), "max-conns")
+			reportLoad(b)
+		})
 	}
 }
 
@@ -137,10 +116,10 @@ type benchStores struct {
 	jobs  jobs.Store
 	proj  projection.Store
 	db    *sql.DB // PostgreSQL's pool; nil on DynamoDB
-	count func() (requests, prepares int64)
+	count func() (roundTrips int64)
 	unit  string // "requests" or "statements"
-	// longest is the longest statement sent, with its arguments as text;
-	// nil on DynamoDB.
+	// longest is the length of the longest statement text sent (its
+	// arguments travel apart, bound); nil on DynamoDB.
 	longest *atomic.Int64
 }
 
@@ -167,12 +146,12 @@ func dynamoBenchStores(b *testing.B) *benchStores {
 	ps, err := projection.NewDynamoStore(projection.DynamoConfig{Client: client, Tables: tables})
 	require.NoError(b, err)
 	s := &benchStores{jobs: js, proj: ps, unit: "requests"}
-	s.count = func() (int64, int64) {
+	s.count = func() int64 {
 		var n int64
 		for _, v := range counter.Take() {
 			n += int64(v)
 		}
-		return n, 0
+		return n
 	}
 	s.count()
 	return s
@@ -195,12 +174,11 @@ func stringKeyedTable(name, hash string, rangeKey ...string) *dynamodb.CreateTab
 	return in
 }
 
-func postgresBenchStores(b *testing.B, conns int, mode pgx.QueryExecMode) *benchStores {
-	tracer := &roundTrips{}
+func postgresBenchStores(b *testing.B, conns int) *benchStores {
+	trips := &roundTrips{}
 	cfg := pgtest.Config(b)
-	cfg.Tracer = tracer
-	cfg.DefaultQueryExecMode = mode
-	db := sql.OpenDB(stdlib.GetConnector(*cfg))
+	cfg.Trace = trips.trace
+	db := sql.OpenDB(pgtest.Connector(b, cfg))
 	b.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns) // as pgopen.Open: an idle connection is kept, not closed and dialled again
@@ -211,50 +189,29 @@ func postgresBenchStores(b *testing.B, conns int, mode pgx.QueryExecMode) *bench
 	require.NoError(b, err)
 	ps, err := projection.NewPostgresStore(projection.PostgresConfig{DB: db})
 	require.NoError(b, err)
-	s := &benchStores{jobs: js, proj: ps, db: db, unit: "statements", longest: &tracer.longest}
-	s.count = func() (int64, int64) { return tracer.statements.Swap(0), tracer.prepares.Swap(0) }
+	s := &benchStores{jobs: js, proj: ps, db: db, unit: "statements", longest: &trips.longest}
+	s.count = func() int64 { return trips.statements.Swap(0) }
 	s.count()
+	trips.longest.Store(0) // the stores' statements, not the migrations' files
 	return s
 }
 
-// roundTrips counts what pgx sends: each statement executed, and each
-// prepare (a parse and describe round trip of its own); and keeps the
-// longest statement text, which RDS Proxy's 16 KB pinning condition
-// concerns (under the simple protocol the text carries the arguments).
-type roundTrips struct{ statements, prepares, longest atomic.Int64 }
+// roundTrips counts the round trips the driver makes (pgwire's
+// Config.Trace, called before each) and keeps the length of the longest
+// statement text, which RDS Proxy's 16 KB pinning condition concerns (the
+// arguments are not in the text: they are bound).
+type roundTrips struct{ statements, longest atomic.Int64 }
 
-func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (c *roundTrips) trace(_ context.Context, query string) {
 	c.statements.Add(1)
-	n := int64(len(d.SQL))
-	if d.SQL != "" && len(d.Args) > 0 {
-		n += argsLen(d.Args)
-	}
+	n := int64(len(query))
 	for {
 		old := c.longest.Load()
 		if n <= old || c.longest.CompareAndSwap(old, n) {
-			return ctx
+			return
 		}
 	}
 }
-
-// argsLen is the length of the arguments as text: what the simple
-// protocol interpolates into the statement (quotes aside).
-func argsLen(args []any) int64 {
-	var n int64
-	for _, a := range args {
-		n += int64(len(fmt.Sprint(a)))
-	}
-	return n
-}
-
-func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	c.prepares.Add(1)
-	return ctx
-}
-
-func (c *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
 
 // run runs b.N jobs, groups at once, and fails the benchmark on the first
 // error.
@@ -293,11 +250,10 @@ func (s *benchStores) run(b *testing.B, groups int) {
 
 // report reports the round trips per job since the stores were made.
 func (s *benchStores) report(b *testing.B) {
-	n, prepares := s.count()
-	b.ReportMetric(float64(n+prepares)/float64(b.N), "roundtrips/job")
+	n := s.count()
+	b.ReportMetric(float64(n)/float64(b.N), "roundtrips/job")
 	b.ReportMetric(float64(n)/float64(b.N), s.unit+"/job")
 	if s.longest != nil {
-		b.ReportMetric(float64(prepares)/float64(b.N), "prepares/job")
 		b.ReportMetric(float64(s.longest.Load()), "longest-sql-bytes")
 	}
 }
