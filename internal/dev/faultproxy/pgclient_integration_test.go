@@ -189,6 +189,8 @@ func (c *cachingClient) close() { _ = c.f.conn.Close() }
 type rawFrontend struct {
 	conn net.Conn
 	r    *bufio.Reader
+	addr string
+	key  []byte // the session's BackendKeyData (process id, secret key), for a CancelRequest
 }
 
 // dialRaw connects to addr and starts a session as cfg's user on its
@@ -200,7 +202,7 @@ func dialRaw(t *testing.T, addr string, cfg pgwire.Config) *rawFrontend {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
-	f := &rawFrontend{conn: conn, r: bufio.NewReader(conn)}
+	f := &rawFrontend{conn: conn, r: bufio.NewReader(conn), addr: addr}
 	var startup []byte
 	startup = binary.BigEndian.AppendUint32(startup, 0)
 	startup = binary.BigEndian.AppendUint32(startup, 3<<16) // protocol 3.0
@@ -269,10 +271,27 @@ func (f *rawFrontend) untilReady() error {
 			if failed == nil {
 				failed = fmt.Errorf("the server: %q", body)
 			}
+		case 'K':
+			f.key = body
 		case 'Z':
 			return failed
 		}
 	}
+}
+
+// cancel sends a CancelRequest for f's session on a connection of its
+// own to the same address, as a driver does when a call's context ends
+// (pgx does): the server cancels what the session is running then.
+func (f *rawFrontend) cancel() error {
+	c, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	req := binary.BigEndian.AppendUint32(nil, uint32(8+len(f.key))) //nolint:gosec // 16 bytes
+	req = binary.BigEndian.AppendUint32(req, 80877102)              // the CancelRequest code
+	_, err = c.Write(append(req, f.key...))
+	return err
 }
 
 // roundTrip sends msgs and reads their answer through ReadyForQuery.
