@@ -165,8 +165,9 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 // unreachableDB reports whether err is a try that did not reach the
 // database, which a later one may: the network's failure (a refused or
 // reset connection, a name not found yet, a stream cut short) or the
-// server's connection exception class 08, insufficient resources 53 or
-// start-up and shutdown 57P01-57P03. Not an answer that refuses the
+// server's connection exception class 08, insufficient resources 53,
+// start-up and shutdown 57P01-57P03 or a session ended for idleness
+// 57P05. Not an answer that refuses the
 // migrations (pgmigrate's sentinels, any other SQL error), a cancellation,
 // nor an error of the program's own (an argument it cannot send, a
 // setting): tried again, those would fail the same way until the
@@ -186,7 +187,9 @@ func unreachableDB(err error) bool {
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
 		return true
 	}
-	return code == "57P01" || code == "57P02" || code == "57P03"
+	// 57P05: the session was ended for idleness (idle_session_timeout), a
+	// pooled one found dead at its next use; a new connection is not.
+	return code == "57P01" || code == "57P02" || code == "57P03" || code == "57P05"
 }
 
 // reason is err's message, cut to maxReason bytes.

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
+	"github.com/fifoworker/fifoworker/internal/base/pgwire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/pgopen"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
@@ -175,12 +176,18 @@ func TestUnreachableDBTellsATryToRepeat(t *testing.T) {
 		fmt.Errorf("migrate jobs: %w", sqlStateError("08006")):        true,
 		sqlStateError("53300"):                                        true,
 		sqlStateError("57P03"):                                        true,
-		sqlStateError("57014"):                                        false,
-		sqlStateError("28000"):                                        false,
-		sqlStateError("42601"):                                        false,
-		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrNewer):            false,
-		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrChanged):          false,
-		context.Canceled:                                              false,
+		// The server ended a pooled session left idle past its
+		// idle_session_timeout: a new connection is what a retry takes.
+		&pgwire.Error{Severity: "FATAL", Code: "57P05"}:                                                                       true,
+		fmt.Errorf("pgwire: commit: %w: %w", pgwire.ErrBroken, &pgwire.Error{Severity: "FATAL", Code: "57P01"}):               true,
+		fmt.Errorf("pgwire: connect to db:5432 as u: TLS: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}): true,
+		sqlStateError("57P04"):                               false,
+		sqlStateError("57014"):                               false,
+		sqlStateError("28000"):                               false,
+		sqlStateError("42601"):                               false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrNewer):   false,
+		fmt.Errorf("migrate jobs: %w", pgmigrate.ErrChanged): false,
+		context.Canceled:                                     false,
 	} {
 		require.Equal(t, want, unreachableDB(err), err.Error())
 	}
