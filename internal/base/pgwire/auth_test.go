@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -374,4 +375,29 @@ func TestTLS(t *testing.T) {
 	cfg = fakeServer(t, declines)
 	cfg.PreferTLS = true
 	require.NoError(t, connectOnce(t.Context(), cfg))
+}
+
+// A quiet session over TLS passes the pool's reset and is reused: the
+// check for a session ended while idle reads nothing from it.
+func TestAQuietTLSSessionIsReused(t *testing.T) {
+	t.Parallel()
+	cert := selfSigned(t)
+	roots := x509.NewCertPool()
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	require.NoError(t, err)
+	roots.AddCert(leaf)
+	var calls atomic.Int64
+	cfg := withPassword(tlsServer(t, cert, make(chan string, 1)), "token", &calls)
+	cfg.TLS = &tls.Config{ServerName: "db.test", RootCAs: roots, MinVersion: tls.VersionTLS12}
+	c, err := pgwire.NewConnector(cfg)
+	require.NoError(t, err)
+	db := sql.OpenDB(c)
+	defer func() { _ = db.Close() }()
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for range 3 { // the fake server serves one connection only
+		require.NoError(t, db.PingContext(ctx))
+	}
+	require.Equal(t, int64(1), calls.Load(), "one session, one password")
 }

@@ -26,6 +26,7 @@ var ErrBroken = errors.New("pgwire: connection broken")
 type conn struct {
 	cfg *Config
 	nc  net.Conn
+	raw net.Conn // the TCP socket, under TLS too
 	r   *bufio.Reader
 	buf []byte // the body of the last message read
 	w   out
@@ -50,7 +51,7 @@ func connect(ctx context.Context, cfg *Config) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: connect to %s: %w", addr, err)
 	}
-	c := &conn{cfg: cfg, nc: nc}
+	c := &conn{cfg: cfg, nc: nc, raw: nc}
 	if err := c.guard(ctx, func() error { return c.start(ctx, cfg) }); err != nil {
 		_ = nc.Close()
 		return nil, fmt.Errorf("pgwire: connect to %s as %s: %w", addr, cfg.User, err)

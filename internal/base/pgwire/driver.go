@@ -213,15 +213,25 @@ func (cn *Conn) Ping(ctx context.Context) error {
 	return err
 }
 
-// ResetSession refuses a broken session, and one left in a transaction
-// database/sql did not open: the pool drops it, and the server rolls the
-// transaction back when the socket closes.
+// ResetSession refuses a broken session, one left in a transaction
+// database/sql did not open, and one the server ended while it sat idle
+// in the pool (nothing is sent on it, so database/sql runs the call on a
+// new session): the pool drops it, and the server rolls a transaction
+// back when the socket closes.
 func (cn *Conn) ResetSession(context.Context) error {
 	if cn.c.bad != nil || cn.c.tx != 'I' {
 		return driver.ErrBadConn
 	}
+	if cn.c.r.Buffered() > 0 || endedWhileIdle(cn.c.raw) {
+		cn.c.bad = errEndedWhileIdle
+		_ = cn.c.nc.Close()
+		return driver.ErrBadConn
+	}
 	return nil
 }
+
+// errEndedWhileIdle is why a session found ended in the pool is broken.
+var errEndedWhileIdle = errors.New("pgwire: the server ended the session while it was idle")
 
 // IsValid is false for a broken session.
 func (cn *Conn) IsValid() bool { return cn.c.bad == nil }
