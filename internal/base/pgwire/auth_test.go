@@ -401,3 +401,28 @@ func TestAQuietTLSSessionIsReused(t *testing.T) {
 	}
 	require.Equal(t, int64(1), calls.Load(), "one session, one password")
 }
+
+// A context that ends after the TLS handshake, while the start-up waits
+// on the server, ends the connection with the context's error (and, under
+// -race, without a race between the watch and the switch to TLS).
+func TestStartUpOverTLSEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	cert := selfSigned(t)
+	handshaken, done := make(chan struct{}), make(chan struct{})
+	defer close(done)
+	cfg := fakeServer(t, func(b *backend) {
+		b.untyped()
+		_, _ = b.nc.Write([]byte("S"))
+		tc := tls.Server(b.nc, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		if tc.Handshake() != nil {
+			return
+		}
+		(&backend{t: b.t, nc: tc, r: bufio.NewReader(tc)}).startup()
+		handshaken <- struct{}{}
+		<-done
+	})
+	cfg.TLS = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the test's server
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-handshaken; cancel() }()
+	require.ErrorIs(t, connectOnce(ctx, cfg), context.Canceled)
+}

@@ -67,7 +67,10 @@ func (c *conn) guard(ctx context.Context, op func() error) error {
 	if c.bad != nil {
 		return fmt.Errorf("%w: %w", ErrBroken, c.bad)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	// The TCP socket's deadline, which TLS's reads and writes obey too:
+	// c.nc changes when the start-up switches to TLS, under the watch.
+	raw := c.raw
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(aLongTimeAgo) })
 	err := op()
 	if !stop() {
 		c.bad = ctx.Err()
