@@ -225,7 +225,10 @@
 // nudge, a claim of a pending job, a cancel of a pending job and any
 // refusal, one; a takeover and the cancel of a running job, two (the first
 // statement returns the row that tells the lease or the status); a write
-// that waited for a competing one and was refused, one more. Create: one
+// that waited for a competing one and was refused, one more (above Read
+// Committed, where such a write fails instead of returning the row, a
+// read of the row as it is now comes before the next decision, one more
+// again). Create: one
 // for a new intent, two for an intent that has its job (the write, then a
 // read of the intent's row and its job), three for an intent whose job is
 // gone. Get, GetMany, LiveAfter and Finished: one each (the partial

@@ -46,7 +46,8 @@ type PostgresConfig struct {
 	// runs every statement on its own (autocommit), at the pool's default
 	// isolation: Read Committed (PostgreSQL's default) re-checks a write
 	// that waited; above it a write that waited fails (40001), and the
-	// store runs it again on the newer row, as it does a deadlock (40P01).
+	// store reads the row as it is now (one more round trip) and decides
+	// again on it, as it does after a deadlock (40P01).
 	DB *sql.DB
 	// Config holds the settings the store shares with the other stores;
 	// its zero value is the defaults.
