@@ -288,7 +288,10 @@ func (o *out) param(v driver.Value) error {
 	case []byte:
 		*o = append(*o, v...)
 	case time.Time:
-		*o = v.AppendFormat(*o, "2006-01-02 15:04:05.999999999-07:00")
+		// The offset to the second (local mean time has seconds), the
+		// fraction cut to the server's microseconds: what it would round
+		// (…59.9999995 into the next second) is cut, as pgx cut it.
+		*o = v.AppendFormat(*o, "2006-01-02 15:04:05.999999-07:00:00")
 	case []string:
 		*o = appendTextArray(*o, v)
 	case []int64:
