@@ -35,6 +35,7 @@ type scramClient struct {
 	firstBare   string
 	authMessage string
 	salted      []byte
+	verified    bool // the server's signature checked out
 }
 
 func newSCRAM(password string) (*scramClient, error) {
@@ -84,6 +85,11 @@ func (s *scramClient) final(serverFirst []byte) ([]byte, error) {
 // verify checks the server-final-message's signature: the server knew
 // the password too.
 func (s *scramClient) verify(serverFinal []byte) error {
+	if s.authMessage == "" {
+		// Before the server-first message there is nothing to sign: a
+		// signature over nothing proves no password.
+		return fmt.Errorf("%w: the server's final message came out of order", errSCRAM)
+	}
 	attrs := scramAttrs(string(serverFinal))
 	if e, ok := attrs["e"]; ok {
 		return fmt.Errorf("%w: the server refused: %s", errSCRAM, e)
@@ -96,6 +102,7 @@ func (s *scramClient) verify(serverFinal []byte) error {
 	if !hmac.Equal(got, want) {
 		return fmt.Errorf("%w: the server's signature is wrong", errSCRAM)
 	}
+	s.verified = true
 	return nil
 }
 

@@ -269,6 +269,33 @@ func TestStartUpRefusals(t *testing.T) {
 			b.send(msg('R', i32(0)), msg('S', cstr("DateStyle"), cstr("German, DMY")))
 		}, "DateStyle is German"},
 		"the server hangs up": {func(b *backend) { b.startup() }, "EOF"},
+		// Once SCRAM has begun, the server must prove it knows the
+		// password before the client takes it as authenticated, and may
+		// not switch to asking for the password itself.
+		"SCRAM cut short": {func(b *backend) {
+			b.startup()
+			b.send(msg('R', i32(10), cstr("SCRAM-SHA-256"), []byte{0}))
+			b.read()
+			b.ready()
+		}, "before proving"},
+		"SCRAM's end without its middle": {func(b *backend) {
+			b.startup()
+			b.send(msg('R', i32(10), cstr("SCRAM-SHA-256"), []byte{0}))
+			b.read()
+			key := hmac.New(sha256.New, nil)
+			key.Write([]byte("Server Key"))
+			sig := hmac.New(sha256.New, key.Sum(nil)) // signed with no password and nothing exchanged
+			b.send(msg('R', i32(12), []byte("v="+base64.StdEncoding.EncodeToString(sig.Sum(nil)))))
+			b.ready()
+		}, "out of order"},
+		"SCRAM then cleartext": {func(b *backend) {
+			b.startup()
+			b.send(msg('R', i32(10), cstr("SCRAM-SHA-256"), []byte{0}))
+			b.read()
+			b.send(msg('R', i32(3)))
+			b.read()
+			b.ready()
+		}, "method 3"},
 	} {
 		cfg := fakeServer(t, c.script)
 		if name != "no password" {

@@ -179,8 +179,13 @@ func (c *conn) authenticate(ctx context.Context, cfg *Config) error {
 			switch {
 			case m.bad:
 				return fmt.Errorf("%w: short authentication request", errProtocol)
+			case code == authOK && scram != nil && !scram.verified:
+				return fmt.Errorf("%w: the server ended the exchange before proving it knows the password", errSCRAM)
 			case code == authOK:
-			case code == authCleartext:
+			// Once SCRAM has begun, only its next steps: a server asking
+			// for the password itself (in clear, or as MD5) mid-exchange
+			// falls to the default's refusal.
+			case code == authCleartext && scram == nil:
 				pw, err := password(ctx, cfg)
 				if err != nil {
 					return err
@@ -189,7 +194,7 @@ func (c *conn) authenticate(ctx context.Context, cfg *Config) error {
 				if err != nil {
 					return err
 				}
-			case code == authMD5:
+			case code == authMD5 && scram == nil:
 				pw, err := password(ctx, cfg)
 				if err != nil {
 					return err
@@ -197,7 +202,7 @@ func (c *conn) authenticate(ctx context.Context, cfg *Config) error {
 				if err := c.sendPassword(md5Password(cfg.User, pw, m.bytes(4))); err != nil {
 					return err
 				}
-			case code == authSASL:
+			case code == authSASL && scram == nil:
 				if !saslOffers(m.b, scramMechanism) {
 					return fmt.Errorf("the server offers SASL mechanisms %q, and the driver speaks %s only", strings.Split(strings.TrimRight(string(m.b), "\x00"), "\x00"), scramMechanism)
 				}
@@ -211,7 +216,7 @@ func (c *conn) authenticate(ctx context.Context, cfg *Config) error {
 				if err := c.sendSASLInitial(scram.first()); err != nil {
 					return err
 				}
-			case code == authSASLMore && scram != nil:
+			case code == authSASLMore && scram != nil && scram.authMessage == "":
 				final, err := scram.final(m.b)
 				if err != nil {
 					return err
