@@ -135,18 +135,21 @@ func urlSettings(dsn string) (map[string]string, error) {
 	return s, nil
 }
 
-// keywordSettings reads key=value pairs separated by spaces, a value
-// optionally single-quoted with \' and \\ inside.
+// keywordSettings reads key=value pairs separated by white space, a value
+// optionally single-quoted with \' and \\ inside. Its errors name keys,
+// never a value: an unquoted password with a space in it reads as a
+// setting that is not key=value.
 func keywordSettings(dsn string) (map[string]string, error) {
 	s := map[string]string{}
-	rest := strings.TrimSpace(dsn)
+	rest := strings.TrimLeft(dsn, dsnSpace)
+	after := "the start"
 	for rest != "" {
 		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			return nil, fmt.Errorf("%w: %q is not key=value", ErrInvalidConfig, strings.Fields(rest)[0])
+		if eq <= 0 || strings.ContainsAny(strings.TrimRight(rest[:eq], dsnSpace), dsnSpace) {
+			return nil, fmt.Errorf("%w: the setting after %s is not key=value", ErrInvalidConfig, after)
 		}
-		key := strings.TrimSpace(rest[:eq])
-		rest = strings.TrimLeft(rest[eq+1:], " ")
+		key := strings.TrimRight(rest[:eq], dsnSpace)
+		rest = strings.TrimLeft(rest[eq+1:], dsnSpace)
 		var val strings.Builder
 		if strings.HasPrefix(rest, "'") {
 			i, closed := 1, false
@@ -166,7 +169,7 @@ func keywordSettings(dsn string) (map[string]string, error) {
 			}
 			rest = rest[i+1:]
 		} else {
-			end := strings.IndexByte(rest, ' ')
+			end := strings.IndexAny(rest, dsnSpace)
 			if end < 0 {
 				end = len(rest)
 			}
@@ -177,10 +180,14 @@ func keywordSettings(dsn string) (map[string]string, error) {
 			return nil, fmt.Errorf("%w: %s is given more than once", ErrInvalidConfig, key)
 		}
 		s[key] = val.String()
-		rest = strings.TrimLeft(rest, " ")
+		after = key
+		rest = strings.TrimLeft(rest, dsnSpace)
 	}
 	return s, nil
 }
+
+// dsnSpace is the white space that separates settings (libpq's isspace).
+const dsnSpace = " \t\n\r\f\v"
 
 func configOf(s map[string]string) (Config, error) {
 	c := Config{Host: s["host"], Database: s["dbname"], User: s["user"]}

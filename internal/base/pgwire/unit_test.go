@@ -81,6 +81,10 @@ func TestParseDSN(t *testing.T) {
 	require.Nil(t, c.Password)
 	require.Zero(t, c.Port, "Port 0 is the default, 5432")
 
+	c, err = pgwire.ParseDSN("host=h\tuser=u\n port=6543\r\ndbname=d ")
+	require.NoError(t, err)
+	require.Equal(t, pgwire.Config{Host: "h", User: "u", Port: 6543, Database: "d", PreferTLS: true}, c, "any white space separates settings, as in libpq")
+
 	c, err = pgwire.ParseDSN("host=h user=u sslmode=require")
 	require.NoError(t, err)
 	require.True(t, c.TLS.InsecureSkipVerify, "require encrypts without verifying, as libpq's")
@@ -104,6 +108,7 @@ func TestParseDSNRefusesWhatItCannotHonour(t *testing.T) {
 		"host=h user=u garbage":                            "not key=value",
 		"host=h host=i user=u password=hunter2":            "more than once",
 		"postgres://u:hunter2@h:port/db":                   "not a URL",
+		"host=h user=u password=hunter hunter2":            "not key=value",
 	} {
 		_, err := pgwire.ParseDSN(dsn)
 		require.ErrorIs(t, err, pgwire.ErrInvalidConfig, dsn)
