@@ -137,7 +137,14 @@ func (c *conn) results() (*result, error) {
 			return nil, err
 		}
 		switch t {
-		case '1', '2', 'n', 'I', 'N', 'S', 'A': // parse and bind complete, no data, empty query, notices, parameters, notifications
+		case '1', '2', 'n', 'I', 'N', 'A': // parse and bind complete, no data, empty query, notices, notifications
+		case 'S':
+			// A SET of a setting the decoding relies on: the statement
+			// fails, and (its error not the server's) breaks the session.
+			m := in{b: body}
+			if err := checkParameter(&m); err != nil && failed == nil {
+				failed = fmt.Errorf("pgwire: %w", err)
+			}
 		case 'T':
 			res = &result{}
 			if err := res.describe(body); err != nil {
