@@ -31,14 +31,7 @@ func TestASessionEndedWhileIdleIsReplacedBeforeUse(t *testing.T) {
 	var ok bool
 	require.NoError(t, admin.QueryRowContext(ctx, `SELECT pg_terminate_backend($1::int)`, pid).Scan(&ok))
 	require.True(t, ok)
-	for { // until the server's goodbye has reached the idle socket
-		var alive int64
-		require.NoError(t, admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&alive))
-		if alive == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitGone(t, admin, pid) // then the server's goodbye has reached the idle socket
 	var one int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT $1::int`, 1).Scan(&one), "the pool's idle session was dead; a new one serves the call")
 	require.Equal(t, int64(1), one)
@@ -50,4 +43,17 @@ func sqlOpen(t *testing.T, cfg pgwire.Config) *sql.DB {
 	db := sql.OpenDB(pgtest.Connector(t, cfg))
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// waitGone waits until the server process pid has ended.
+func waitGone(t *testing.T, db *sql.DB, pid int64) {
+	t.Helper()
+	for {
+		var alive int64
+		require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&alive))
+		if alive == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

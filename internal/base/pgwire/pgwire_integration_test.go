@@ -109,8 +109,8 @@ func TestAnExecWithoutArgumentsRunsSeveralStatements(t *testing.T) {
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
-	// The second of three fails: the first stays (each is its own
-	// transaction in the simple protocol), the third never runs.
+	// The second of three fails: the third never runs, and the first is
+	// undone with it (the string is one implicit transaction).
 	_, err = db.ExecContext(t.Context(), `INSERT INTO a VALUES (10); INSERT INTO nowhere VALUES (1); INSERT INTO a VALUES (11)`)
 	code, _ := pgcode.Of(err)
 	require.Equal(t, "42P01", code, "%v", err)
@@ -166,8 +166,7 @@ func TestParamsSetTheSession(t *testing.T) {
 	t.Parallel()
 	cfg := pgtest.Config(t)
 	cfg.Params = map[string]string{"default_transaction_isolation": "repeatable read", "application_name": "pgwire-test"}
-	db := sql.OpenDB(pgtest.Connector(t, cfg))
-	t.Cleanup(func() { _ = db.Close() })
+	db := sqlOpen(t, cfg)
 	var level, app string
 	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT current_setting('transaction_isolation'), current_setting('application_name')`).Scan(&level, &app))
 	require.Equal(t, "repeatable read", level)
@@ -181,8 +180,7 @@ func TestTraceSeesEachRoundTrip(t *testing.T) {
 	var seen []string
 	var n atomic.Int64
 	cfg.Trace = func(_ context.Context, q string) { n.Add(1); seen = append(seen, q) }
-	db := sql.OpenDB(pgtest.Connector(t, cfg))
-	t.Cleanup(func() { _ = db.Close() })
+	db := sqlOpen(t, cfg)
 	db.SetMaxOpenConns(1)
 	tx, err := db.BeginTx(t.Context(), nil)
 	require.NoError(t, err)
@@ -250,14 +248,7 @@ func TestAnEndedContextLosesTheAnswerNotTheWrite(t *testing.T) {
 	require.ErrorIs(t, err, driver.ErrBadConn, "the session is broken, and says so before sending anything")
 	_ = waiter.Close()
 	require.NoError(t, holder.Commit())
-	for {
-		var alive int64
-		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&alive))
-		if alive == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitGone(t, db, pid)
 	var v int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT v FROM t WHERE id = 1`).Scan(&v))
 	require.Equal(t, int64(11), v, "the abandoned update ran once its lock was free")
@@ -308,14 +299,7 @@ func TestASessionTheServerEndsIsDropped(t *testing.T) {
 	var ok bool
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT pg_terminate_backend($1::int)`, pid).Scan(&ok))
 	require.True(t, ok)
-	for { // until the server's message has reached the socket
-		var alive int64
-		require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&alive))
-		if alive == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitGone(t, db, pid) // then the server's message has reached the socket
 	_, err = victim.ExecContext(ctx, `SELECT $1::int`, 1)
 	code, _ := pgcode.Of(err)
 	require.Equal(t, "57P01", code, "%v", err)
