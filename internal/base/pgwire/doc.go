@@ -34,4 +34,12 @@
 // closed. An ended context loses the answer, not the write; the stores'
 // fenced writes are built for such a lost answer. A server's error is *Error, whose SQLState
 // internal/base/pgcode reads; the connection stays usable after it.
+//
+// The pool's reset (database/sql's, before it hands a session out)
+// refuses a session left in a transaction, and one the server ended
+// while it sat idle (a non-blocking read of its socket finds the
+// server's goodbye or the socket's end): database/sql then runs the call
+// on a new session, nothing having been sent on the dead one. A SET of
+// client_encoding or DateStyle, which the start-up checks, fails its
+// statement and breaks the session.
 package pgwire
