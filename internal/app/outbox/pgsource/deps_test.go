@@ -10,8 +10,9 @@ import (
 
 // The relay's function links what this package and its nudges reach: no
 // service client of the SDK (DynamoDB's above all: the job item comes from
-// pkg/jobs/jobitem, never pkg/jobs), and no PostgreSQL driver (the wiring
-// registers pgx for database/sql).
+// pkg/jobs/jobitem, never pkg/jobs), and no PostgreSQL driver: neither
+// the functions' (internal/base/pgwire, with which the wiring opens the
+// pool) nor pgx.
 func TestTheRelayLinksNoServiceClientNorDriver(t *testing.T) {
 	t.Parallel()
 	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps",
@@ -23,5 +24,6 @@ func TestTheRelayLinksNoServiceClientNorDriver(t *testing.T) {
 		require.False(t, strings.HasPrefix(d, "github.com/aws/aws-sdk-go-v2/service/"), "links %s", d)
 		require.NotEqual(t, "github.com/fifoworker/fifoworker/pkg/jobs", d, "links the job stores (and DynamoDB's client)")
 		require.False(t, strings.HasPrefix(d, "github.com/jackc/"), "links %s", d)
+		require.NotEqual(t, "github.com/fifoworker/fifoworker/internal/base/pgwire", d, "links the driver")
 	}
 }
