@@ -300,8 +300,8 @@ func TestDrainStopsAtTheDeadlineMinusMargin(t *testing.T) {
 
 // drainBroken changes the outbox with stmt, which breaks one job's rows,
 // then drains under bounded: the Drain must fail that one job only and
-// still end on an empty outbox (StopEmpty), not retry it until the
-// deadline.
+// stop with StopEmpty (no job left that it could publish: the broken
+// job's rows stay), not retry it until the deadline.
 func (b *bundle) drainBroken(t *testing.T, stmt string) {
 	t.Helper()
 	_, err := b.db.ExecContext(t.Context(), stmt)
