@@ -56,6 +56,11 @@ func TestValuesRoundTripThroughTheServer(t *testing.T) {
 	require.Equal(t, "12.50", num)
 	require.Equal(t, int64(5), matched, "each element of the array arrived as it was")
 
+	var nilIsNull, emptyIsNull bool
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT $1::bytea IS NULL, $2::bytea IS NULL`, []byte(nil), []byte{}).Scan(&nilIsNull, &emptyIsNull))
+	require.True(t, nilIsNull, "a nil []byte is NULL")
+	require.False(t, emptyIsNull, "an empty []byte is an empty bytea")
+
 	var ids []int64
 	rows, err := db.QueryContext(t.Context(), `SELECT x FROM unnest($1::bigint[]) x ORDER BY x`, []int64{3, -1, 2})
 	require.NoError(t, err)

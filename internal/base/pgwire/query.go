@@ -277,8 +277,8 @@ func parseTimestamptz(s string) (time.Time, error) {
 
 // param appends one Bind parameter: its length and bytes, -1 for NULL.
 func (o *out) param(v driver.Value) error {
-	if v == nil {
-		o.i32(-1)
+	if b, isBytes := v.([]byte); v == nil || (isBytes && b == nil) {
+		o.i32(-1) // NULL; a nil []byte too, as pgx and lib/pq send it (an empty one is an empty bytea)
 		return nil
 	}
 	at := len(*o)

@@ -228,6 +228,13 @@ func TestEncodeParam(t *testing.T) {
 	got, err := pgwire.EncodeParam(nil)
 	require.NoError(t, err)
 	require.Nil(t, got, "NULL")
+	got, err = pgwire.EncodeParam([]byte(nil))
+	require.NoError(t, err)
+	require.Nil(t, got, "a nil []byte is NULL")
+	got, err = pgwire.EncodeParam([]byte{})
+	require.NoError(t, err)
+	require.NotNil(t, got, "an empty []byte is an empty bytea, not NULL")
+	require.Empty(t, got)
 	_, err = pgwire.EncodeParam(uint8(1))
 	require.ErrorContains(t, err, "not supported")
 }
