@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/fifoworker/fifoworker/internal/base/backoff"
 	"github.com/fifoworker/fifoworker/internal/base/pgcode"
 	"github.com/fifoworker/fifoworker/internal/base/pgmigrate"
 )
@@ -129,7 +130,7 @@ func (s *PostgresStore) Park(ctx context.Context, queue, group string, items []P
 	if err != nil {
 		return HoldRecord{}, err
 	}
-	h, err := rounds(func() (HoldRecord, bool, error) {
+	h, err := rounds(ctx, func() (HoldRecord, bool, error) {
 		cur, exists, err := s.readPark(ctx, queue, group, items)
 		if err != nil {
 			return HoldRecord{}, false, err
@@ -175,7 +176,7 @@ func (s *PostgresStore) unpark(ctx context.Context, c unparkCall, now time.Time)
 	}
 	queue, group, seq, to := c.queue, c.group, c.seq, c.to
 	now = millis(now)
-	h, err := rounds(func() (HoldRecord, bool, error) {
+	h, err := rounds(ctx, func() (HoldRecord, bool, error) {
 		cur, after, err := s.readUnpark(ctx, queue, group, seq)
 		if err != nil {
 			return HoldRecord{}, false, err
@@ -212,7 +213,7 @@ func (s *PostgresStore) BeginRedrive(ctx context.Context, queue, group string, n
 		return HoldRecord{}, fmt.Errorf("quarantine: begin a redrive of group %q of %s: %w", group, queue, err)
 	}
 	now = millis(now)
-	h, err := rounds(func() (HoldRecord, bool, error) {
+	h, err := rounds(ctx, func() (HoldRecord, bool, error) {
 		cur, after, err := s.readUnpark(ctx, queue, group, "")
 		if err != nil {
 			return HoldRecord{}, false, err
@@ -270,6 +271,9 @@ func (s *PostgresStore) Failed(ctx context.Context, queue, group string, f Failu
 			return next, nil
 		case round == maxRounds:
 			return fail(fmt.Errorf("the hold changed under each of %d writes", maxRounds))
+		}
+		if err := lostRound(ctx, round); err != nil {
+			return fail(err)
 		}
 		cur, _, err := s.readUnpark(ctx, queue, group, "")
 		if err != nil {
@@ -387,17 +391,42 @@ SELECT (SELECT count(*) FROM m) + (SELECT count(*) FROM h)`, now.Unix(), int64(l
 
 // rounds runs round, a read of the hold and a write conditional on it,
 // until it is done or fails: a round that is not done found the hold
-// changed between its read and its write, and the next reads it anew. A
-// round's refusal means that another write was made, so some writer
-// always progresses; maxRounds bounds the rounds one call loses.
-func rounds(round func() (h HoldRecord, done bool, err error)) (HoldRecord, error) {
-	for range maxRounds {
+// changed between its read and its write, and the next reads it anew
+// after a jittered wait (lostRound). A round's refusal means that another
+// write was made, so some writer always progresses; maxRounds bounds the
+// rounds one call loses.
+func rounds(ctx context.Context, round func() (h HoldRecord, done bool, err error)) (HoldRecord, error) {
+	for n := 1; ; n++ {
 		h, done, err := round()
 		if err != nil || done {
 			return h, err
 		}
+		if n == maxRounds {
+			return HoldRecord{}, fmt.Errorf("the hold changed under each of %d writes", maxRounds)
+		}
+		if err := lostRound(ctx, n); err != nil {
+			return HoldRecord{}, err
+		}
 	}
-	return HoldRecord{}, fmt.Errorf("the hold changed under each of %d writes", maxRounds)
+}
+
+// Waits after the n-th lost round of a PostgreSQL write: a jittered
+// exponential wait from pgRetryBase, at most pgRetryLimit (about 0.3 s in
+// all before the last of maxRounds). Without it a call's rounds run back
+// to back against writers in a loop of their own (a redrive's copies, an
+// operator) and lose in step with them: in the conformance suite's
+// concurrent parks, dones and redrives, a park lost all 12 rounds in 1 to 3
+// runs of 16; DynamoStore waits likewise (retryBase, retryLimit). The
+// quarantine is the cold path of a poisoned group, where a few
+// milliseconds cost nothing.
+const (
+	pgRetryBase  = time.Millisecond
+	pgRetryLimit = 50 * time.Millisecond
+)
+
+// lostRound waits after the n-th lost round, or returns ctx's error.
+func lostRound(ctx context.Context, n int) error {
+	return backoff.Sleep(ctx, backoff.Delay(pgRetryBase, pgRetryLimit, n))
 }
 
 // write runs a write statement (parkStatement, unparkStatement,
