@@ -165,7 +165,7 @@ func (m *migrator) apply(ctx context.Context, rt cfn.RequestType) error {
 // unreachableDB reports whether err is a try that did not reach the
 // database, which a later one may: the network's failure (a refused or
 // reset connection, a name not found yet, a stream cut short) or the
-// server's connection exception class 08, insufficient resources 53,
+// server's connection exception class 08 (but 08P01, a protocol violation), insufficient resources 53,
 // start-up and shutdown 57P01-57P03 or a session ended for idleness
 // 57P05. Not an answer that refuses the
 // migrations (pgmigrate's sentinels, any other SQL error), a cancellation,
@@ -184,6 +184,8 @@ func unreachableDB(err error) bool {
 			errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 	}
 	switch {
+	case code == "08P01": // protocol_violation: the program's (or the driver's) fault, not the network's
+		return false
 	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "53"):
 		return true
 	}

@@ -174,6 +174,7 @@ func TestUnreachableDBTellsATryToRepeat(t *testing.T) {
 		errString("pgwire: argument $1: type uint8 is not supported"): false,
 		errString("an error of the program's own"):                    false,
 		fmt.Errorf("migrate jobs: %w", sqlStateError("08006")):        true,
+		sqlStateError("08P01"):                                        false,
 		sqlStateError("53300"):                                        true,
 		sqlStateError("57P03"):                                        true,
 		// The server ended a pooled session left idle past its
