@@ -119,35 +119,21 @@ type in struct {
 	bad bool
 }
 
-func (r *in) i16() int {
-	if len(r.b) < 2 {
+// fixed takes the next n bytes (n is 2 or 4), zeros when the message is
+// shorter.
+func (r *in) fixed(n int) []byte {
+	if len(r.b) < n {
 		r.bad = true
-		return 0
+		return make([]byte, n)
 	}
-	v := int(int16(binary.BigEndian.Uint16(r.b)))
-	r.b = r.b[2:]
+	v := r.b[:n]
+	r.b = r.b[n:]
 	return v
 }
 
-func (r *in) i32() int {
-	if len(r.b) < 4 {
-		r.bad = true
-		return 0
-	}
-	v := int(int32(binary.BigEndian.Uint32(r.b)))
-	r.b = r.b[4:]
-	return v
-}
-
-func (r *in) u32() uint32 {
-	if len(r.b) < 4 {
-		r.bad = true
-		return 0
-	}
-	v := binary.BigEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
-}
+func (r *in) i16() int    { return int(int16(binary.BigEndian.Uint16(r.fixed(2)))) }
+func (r *in) i32() int    { return int(int32(binary.BigEndian.Uint32(r.fixed(4)))) }
+func (r *in) u32() uint32 { return binary.BigEndian.Uint32(r.fixed(4)) }
 
 func (r *in) str() string {
 	i := indexZero(r.b)

@@ -10,18 +10,6 @@ import (
 	"github.com/fifoworker/fifoworker/internal/dev/layers"
 )
 
-// postgresBuildFlags are the Lambda build's flags (pipeline.BuildFlags)
-// with the postgres tag beside lambda.norpc, as template-postgres.yaml's
-// build sets them.
-func postgresBuildFlags(t *testing.T) []string {
-	t.Helper()
-	flags := slices.Clone(layers.Functions.Flags)
-	i := slices.Index(flags, "-tags")
-	require.GreaterOrEqual(t, i, 0, "the Lambda build names its tags: %v", flags)
-	flags[i+1] += ",postgres"
-	return flags
-}
-
 const dynamoDBClient = "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 // What the PostgreSQL bootstraps reach of the DynamoDB SDK, and through
@@ -45,7 +33,7 @@ func TestThePostgresBootstrapsReachDynamoDBOnlyThroughTheseImports(t *testing.T)
 		"intake": through, "worker": through, "projector": through, "sweeper": through, "migrate": through,
 		"relay": nil,
 	} {
-		lines := goListFormat(t, root, append([]string{"-deps"}, postgresBuildFlags(t)...),
+		lines := goListFormat(t, root, append([]string{"-deps"}, buildFlagsWith(t, "postgres")...),
 			"{{.ImportPath}}={{join .Imports \",\"}}", "./functions/"+fn)
 		var importers []string
 		for _, l := range lines {

@@ -21,15 +21,19 @@ import (
 // each links, measured with go tool nm on the built binaries, is in
 // docs/BENCHMARKS.md.
 
-// kafkaBuildFlags are the Lambda build's flags (pipeline.BuildFlags) with
-// the kafka tag beside lambda.norpc, as template-kafka.yaml's build sets
-// them.
-func kafkaBuildFlags(t *testing.T) []string {
+// kafkaBuildFlags are the Lambda build's flags with the kafka tag, as
+// template-kafka.yaml's build sets them.
+func kafkaBuildFlags(t *testing.T) []string { return buildFlagsWith(t, "kafka") }
+
+// buildFlagsWith are the Lambda build's flags (pipeline.BuildFlags) with
+// tag beside lambda.norpc, as a template's build sets them (kafka,
+// postgres).
+func buildFlagsWith(t *testing.T, tag string) []string {
 	t.Helper()
 	flags := slices.Clone(layers.Functions.Flags)
 	i := slices.Index(flags, "-tags")
 	require.GreaterOrEqual(t, i, 0, "the Lambda build names its tags: %v", flags)
-	flags[i+1] += ",kafka"
+	flags[i+1] += "," + tag
 	return flags
 }
 
