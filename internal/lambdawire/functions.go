@@ -32,9 +32,10 @@ import (
 func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), error) {
 	startup.CheckStore(env, startup.StoreDynamoDB)
 	table := env.String("JOBS_TABLE")
+	shards := readLiveShards(env)
 	s := readIntakeSettings(env)
 	h, err := s.intake(env, cfg, func() (jobs.Store, error) {
-		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table})
+		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: DynamoDB(cfg), Table: table, LiveShards: shards})
 	}, log)
 	if err != nil {
 		return nil, err
@@ -44,17 +45,19 @@ func Intake(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Co
 
 // intakeSettings are intake's settings beside its store's, on either store.
 type intakeSettings struct {
-	bucket, claim string
-	ttl           time.Duration
+	bucket, claim, function string
+	ttl                     time.Duration
 }
 
 // readIntakeSettings reads CANDIDATES_BUCKET, TENANT_CLAIM (default
-// "tenant") and RESULT_URL_TTL (default 5m, 1s to 1h).
+// "tenant"), RESULT_URL_TTL (default 5m, 1s to 1h) and
+// AWS_LAMBDA_FUNCTION_NAME (the job metrics' dimension; none without it).
 func readIntakeSettings(env *startup.Env) intakeSettings {
 	return intakeSettings{
-		bucket: env.String("CANDIDATES_BUCKET"),
-		claim:  env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim),
-		ttl:    env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL),
+		bucket:   env.String("CANDIDATES_BUCKET"),
+		function: env.StringOr("AWS_LAMBDA_FUNCTION_NAME", ""),
+		claim:    env.StringOr("TENANT_CLAIM", intake.DefaultTenantClaim),
+		ttl:      env.Duration("RESULT_URL_TTL", intake.DefaultResultURLTTL, intake.MinResultURLTTL, intake.MaxResultURLTTL),
 	}
 }
 
@@ -90,6 +93,7 @@ func (s intakeSettings) intake(env *startup.Env, cfg aws.Config, openJobs func()
 		// here, not failed later as unknown_task or task_failed.
 		ValidateSpec: checks.ValidateSpec,
 		Logger:       log,
+		FunctionName: s.function,
 	})
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"TenantClaim": "TENANT_CLAIM", "ResultURLTTL": "RESULT_URL_TTL"})
@@ -165,9 +169,11 @@ func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *s
 }
 
 // newProjector returns the projector on store, recovering from source at
-// recoverAfter receives (0: the default).
+// recoverAfter receives (0: the default), its job metrics under
+// AWS_LAMBDA_FUNCTION_NAME (none without it).
 func newProjector(env *startup.Env, store projection.Store, source projection.JobSource, log *slog.Logger, recoverAfter int) (*projection.Projector, error) {
-	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter})
+	projector, err := projection.NewProjector(projection.ProjectorConfig{Store: store, Source: source, Logger: log, RecoverAfter: recoverAfter,
+		FunctionName: env.StringOr("AWS_LAMBDA_FUNCTION_NAME", "")})
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"RecoverAfter": "RECOVER_AFTER_RECEIVES"})
 	}
@@ -220,8 +226,9 @@ func readWorkerSettings(env *startup.Env) workerSettings {
 // problem env has found, those its caller read first included.
 func (s workerSettings) worker(env *startup.Env, cfg aws.Config, ddb *dynamodb.Client, log *slog.Logger) (*worker.Worker, error) {
 	table := env.String("JOBS_TABLE")
+	shards := readLiveShards(env)
 	return s.workerOn(env, cfg, ddb, func() (jobs.Store, error) {
-		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: table,
+		return jobs.NewDynamoStore(jobs.DynamoConfig{Client: ddb, Table: table, LiveShards: shards,
 			Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
 	}, log)
 }
@@ -255,7 +262,7 @@ func (s workerSettings) workerOn(env *startup.Env, cfg aws.Config, ddb *dynamodb
 
 // The variables behind the settings of more than one function's stores.
 var (
-	jobsSettings     = startup.Fields{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS"}
+	jobsSettings     = startup.Fields{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS", "LiveShards": "LIVE_SHARDS"}
 	projectionTables = startup.Fields{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE"}
 )
 

@@ -68,8 +68,14 @@ type Config struct {
 	// logged, as for every other component (the wiring passes the
 	// function's logger).
 	Logger *slog.Logger
-	// Now is the clock of the URL's expiry time. Default time.Now.
+	// Now is the clock of the URL's expiry time and of the metrics'
+	// records. Default time.Now.
 	Now func() time.Time
+	// FunctionName is the value of the job metrics' dimension
+	// (jobs.MetricsDimension): with one, each create that makes a new job
+	// (not a replay of an intent's job) logs an EMF record of
+	// jobs.MetricCreated through Logger. Default (""): no metrics.
+	FunctionName string
 }
 
 // ErrInvalidConfig is wrapped by the error a constructor returns for a
@@ -250,6 +256,8 @@ func (h *Handler) create(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	status := http.StatusAccepted
 	if res.Existing {
 		status = http.StatusOK
+	} else {
+		h.logCreated(ctx)
 	}
 	return created(res.Job, status, tr)
 }

@@ -162,6 +162,7 @@ func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 			// Only a read after the refusal can find the cursor the event
 			// follows: it moved in between. Try again.
 		case conflict(reasons...):
+			res.Conflicts++
 			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
 				return res, applyError(&v, err)
 			}
@@ -192,12 +193,14 @@ func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 		return Recovery{}, recoverError(&snap, err)
 	}
 	withView := true
+	conflicts := 0
 	for round := 1; round <= maxRounds; round++ {
 		from, err := s.Cursor(ctx, snap.Tenant, snap.JobID)
 		if err != nil {
 			return Recovery{}, recoverError(&snap, err)
 		}
 		r := planRecovery(from, &snap)
+		r.Conflicts = conflicts
 		if !r.Moved() {
 			// The totals are there already; the view takes the snapshot
 			// if viewTakes says so.
@@ -231,6 +234,7 @@ func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 			// since it was read (read it again).
 			withView = withView && !viewInStep
 		case conflict(tce.CancellationReasons...):
+			conflicts++
 			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
 				return Recovery{}, recoverError(&snap, err)
 			}

@@ -125,6 +125,7 @@ func TestDynamoApplyRetriesATransactionConflict(t *testing.T) {
 	res, err := store.Apply(t.Context(), projection.ViewOfEvent(&e), e.Delta)
 	require.NoError(t, err)
 	require.Equal(t, projection.Applied, res.Outcome)
+	require.Equal(t, 2, res.Conflicts)
 	require.Len(t, api.txs, 3)
 }
 

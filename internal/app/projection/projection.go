@@ -134,6 +134,10 @@ type Result struct {
 	// Cursor is the version of the job's cursor after the call: the event's
 	// for Applied and Duplicate, the newer one found for Older.
 	Cursor int64
+	// Conflicts is how many rounds the totals write lost to a concurrent
+	// write and was retried (DynamoDB's TransactionConflict); 0 from a
+	// store that has none to count.
+	Conflicts int
 }
 
 // Recovery is what Recover did.
@@ -150,6 +154,8 @@ type Recovery struct {
 	Completed int64
 	// ViewUpdated is true when the view was written.
 	ViewUpdated bool
+	// Conflicts is as Result's.
+	Conflicts int
 }
 
 // Moved reports whether the recovery moved the cursor: to another

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -43,6 +44,8 @@ type Projector struct {
 	source       JobSource
 	log          *slog.Logger
 	recoverAfter int
+	function     string
+	now          func() time.Time
 }
 
 // ProjectorConfig configures a Projector.
@@ -63,6 +66,14 @@ type ProjectorConfig struct {
 	// MaxRecoverAfter. A Kafka record has no receive count: HandleRecord
 	// recovers at its first gap, whatever RecoverAfter says.
 	RecoverAfter int
+	// FunctionName is the value of the job metrics' dimension
+	// (jobs.MetricsDimension): with one, each event that ends a job
+	// (jobs.MetricCompleted, jobs.MetricFailed) or whose totals write lost
+	// rounds to concurrent ones (jobs.MetricTotalsConflicts) logs an EMF
+	// record through Logger. Default (""): no metrics.
+	FunctionName string
+	// Now stamps the metrics' records. Default time.Now.
+	Now func() time.Time
 }
 
 // Validate reports the first field that cannot work, wrapping
@@ -86,7 +97,10 @@ func NewProjector(cfg ProjectorConfig) (*Projector, error) {
 		return nil, err
 	}
 	p := &Projector{store: cfg.Store, source: cfg.Source, log: cfg.Logger,
-		recoverAfter: cmp.Or(cfg.RecoverAfter, DefaultRecoverAfter)}
+		recoverAfter: cmp.Or(cfg.RecoverAfter, DefaultRecoverAfter), function: cfg.FunctionName, now: cfg.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -158,6 +172,13 @@ func (p *Projector) handle(ctx context.Context, d transport.Delivery, permanent 
 	case err != nil:
 		return err
 	}
+	var ended jobs.Status
+	if res.Outcome == Applied {
+		// The cursor applies an event only from a status that is not
+		// final: this one ended the job if its own status is.
+		ended = ev.Status
+	}
+	p.logMetrics(ctx, ended, res.Conflicts)
 	log.DebugContext(ctx, "projection: event projected", slog.String("outcome", res.Outcome.String()),
 		slog.Int64("cursor", res.Cursor), slog.Bool("view_updated", res.ViewUpdated), slog.Int64("delta", ev.Delta))
 	return nil
@@ -188,6 +209,7 @@ func (p *Projector) recover(ctx context.Context, log *slog.Logger, ev *outbox.Ev
 	if err != nil {
 		return err
 	}
+	p.logMetrics(ctx, endedBy(r.From, r.To), r.Conflicts)
 	attrs := []any{slog.Int64("job_version", job.Version), slog.Int64("cursor_from", r.From.Version), slog.Int64("cursor_to", r.To.Version),
 		slog.Int64("processed_delta", r.Processed), slog.Int64("completed_delta", r.Completed),
 		slog.Bool("view_updated", r.ViewUpdated), slog.Int64("delta", ev.Delta), slog.Int64("progress", ev.Progress)}

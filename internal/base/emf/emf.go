@@ -14,8 +14,9 @@ type Unit string
 
 // The units our metrics use.
 const (
-	Count   Unit = "Count"
-	Seconds Unit = "Seconds"
+	Count        Unit = "Count"
+	Seconds      Unit = "Seconds"
+	Milliseconds Unit = "Milliseconds"
 )
 
 // Dimension is one dimension of a record: its name, and its value as a
