@@ -73,13 +73,14 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	table := env.String("JOBS_TABLE")
 	views := env.String("VIEWS_TABLE")
 	totals := env.String("TOTALS_TABLE")
+	shards := readLiveShards(env)
 	s := readSweeperSettings(env)
 	db := DynamoDB(cfg)
 	holds, commands, evts := sweeperQuarantine(env, db)
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table,
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table, LiveShards: shards,
 		Config: jobs.Config{Recovery: jobs.RecoveryPolicy{MaxGenerations: int64(s.maxGenerations)}}})
 	if err != nil {
 		return nil, env.Refused(err, jobsSettings)
@@ -92,7 +93,7 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	if err != nil {
 		return nil, err
 	}
-	return sw.Run, nil
+	return checkingLiveShards(store, sw.Run), nil
 }
 
 // sweeperReadSettings are the sweeper's settings beside its stores', on

@@ -63,6 +63,15 @@
 //     table's sparse "finished" index holds exactly the final jobs, which
 //     FinishedLister lists in key order from a cursor, for the sweeper's
 //     check that each one's projection caught up.
+//   - The shard count (DynamoConfig.LiveShards, 16 to 256, default 16) may
+//     only grow: a job's item keeps the shard its writer computed
+//     (LiveShardOf: FNV-1a of the id modulo the count, so at 16 today's
+//     items keep theirs, and a new count moves the jobs written after it
+//     only), and a walk over fewer shards would miss it. A store above 16
+//     records its count in the table before its first write, and
+//     CheckLiveShards refuses a store below the record (ErrLiveShardsShrunk):
+//     the sweeper calls it at start, so a deploy that lowers the count
+//     stops the sweeper with that error instead of hiding jobs.
 //   - List pages through both indexes for people (fifoworker jobs list):
 //     its token resumes strictly after the last entry a page examined, so a
 //     job that does not change meanwhile is shown exactly once.

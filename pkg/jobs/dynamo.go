@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,11 @@ var _ DynamoDBAPI = (*dynamodb.Client)(nil)
 // machine tells the error, or recognises the caller's own earlier write,
 // without another request.
 type DynamoStore struct {
-	api   DynamoDBAPI
-	table string
-	cfg   config
+	api    DynamoDBAPI
+	table  string
+	cfg    config
+	shards int
+	record liveShardsRecord
 }
 
 var _ Store = (*DynamoStore)(nil)
@@ -53,6 +56,12 @@ type DynamoConfig struct {
 	// Table is the name of a table with the key schema of template.yaml's
 	// JobsTable (hash key job_id, S). Required.
 	Table string
+	// LiveShards is how many shards the live and finished indexes' hash
+	// keys take (LiveShardOf): jobs are written to one of them and the
+	// listings walk them all. Default LiveShards (16), at least
+	// MinLiveShards and at most MaxLiveShards; it may only grow over a
+	// table's life (see CheckLiveShards).
+	LiveShards int
 	// Config holds the settings the store shares with a MemoryStore; its
 	// zero value is the defaults.
 	Config
@@ -66,6 +75,8 @@ func (c DynamoConfig) Validate() error {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	case c.Table == "":
 		return fmt.Errorf("%w: Table is empty", ErrInvalidConfig)
+	case c.LiveShards != 0 && (c.LiveShards < MinLiveShards || c.LiveShards > MaxLiveShards):
+		return fmt.Errorf("%w: LiveShards %d is outside %d to %d", ErrInvalidConfig, c.LiveShards, MinLiveShards, MaxLiveShards)
 	}
 	return c.Config.Validate()
 }
@@ -80,7 +91,7 @@ func NewDynamoStore(cfg DynamoConfig) (*DynamoStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DynamoStore{api: cfg.Client, table: cfg.Table, cfg: c}, nil
+	return &DynamoStore{api: cfg.Client, table: cfg.Table, cfg: c, shards: cmp.Or(cfg.LiveShards, LiveShards)}, nil
 }
 
 // maxRounds bounds the writes of one transition. A fenced write needs one;
@@ -158,7 +169,7 @@ func (s *DynamoStore) live(ctx context.Context, after LivePosition, updatedBefor
 		return nil, nil // DynamoDB refuses a BETWEEN whose bounds are reversed
 	}
 	var found []LivePosition
-	for shard := range LiveShards {
+	for shard := range s.shards {
 		got, err := s.liveShard(ctx, strconv.Itoa(shard), after, last, limit, exact)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: live: shard %d: %w", shard, err)
@@ -349,7 +360,10 @@ func (s *DynamoStore) transition(ctx context.Context, req request) (Job, error) 
 // update makes the write of st. When the condition fails it returns
 // errConditionFailed and the item as it was (nil if there is none).
 func (s *DynamoStore) update(ctx context.Context, id string, st *step) (Job, *Job, error) {
-	out, err := s.api.UpdateItem(ctx, updateInput(s.table, id, st))
+	if err := s.recordLiveShards(ctx); err != nil {
+		return Job{}, nil, err
+	}
+	out, err := s.api.UpdateItem(ctx, updateInput(s.table, id, s.shards, st))
 	if err == nil {
 		j, err := FromItem(out.Attributes)
 		return j, nil, err
@@ -399,7 +413,7 @@ func (e *expression) value(av types.AttributeValue) string {
 
 // updateInput renders st as a conditional UpdateItem: the guard as the
 // condition, the patch as SET clauses.
-func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
+func updateInput(table, id string, shards int, st *step) *dynamodb.UpdateItemInput {
 	e := &expression{names: map[string]string{}, values: map[string]types.AttributeValue{}}
 	g := st.guard
 	cond := []string{
@@ -424,13 +438,13 @@ func updateInput(table, id string, st *step) *dynamodb.UpdateItemInput {
 	if st.patch.status.Final() {
 		// Into the finished index, at the time of this transition, and out
 		// of the live index: it lists only live jobs.
-		update += ", " + e.name(attrFinishedShard) + " = " + e.value(str(LiveShard(id))) +
+		update += ", " + e.name(attrFinishedShard) + " = " + e.value(str(LiveShardOf(id, shards))) +
 			", " + e.name(attrFinishedKey) + " = " + e.value(str(FinishedKey(id, st.patch.updatedAt))) +
 			" REMOVE " + e.name(attrLiveShard)
 	} else {
 		// Written at creation already; set again so that an item written
 		// before the index existed joins it at its next transition.
-		update = "SET " + e.name(attrLiveShard) + " = " + e.value(str(LiveShard(id))) + ", " + strings.Join(sets, ", ")
+		update = "SET " + e.name(attrLiveShard) + " = " + e.value(str(LiveShardOf(id, shards))) + ", " + strings.Join(sets, ", ")
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),
@@ -452,6 +466,9 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	if err := req.validate(); err != nil {
 		return CreateResult{}, createError(&req, err)
 	}
+	if err := s.recordLiveShards(ctx); err != nil {
+		return CreateResult{}, createError(&req, err)
+	}
 	now := s.cfg.now()
 	job, marker := newJob(&req, nil, now, &s.cfg)
 	job = normalize(job)
@@ -459,7 +476,7 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 	keyName := map[string]string{"#k": jobitem.AttrJobID}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
-			TableName: aws.String(s.table), Item: jobItem(&job),
+			TableName: aws.String(s.table), Item: jobItem(&job, s.shards),
 			ConditionExpression: aws.String(notExists), ExpressionAttributeNames: keyName,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
@@ -492,7 +509,7 @@ func (s *DynamoStore) Create(ctx context.Context, req CreateRequest) (CreateResu
 			// may have done so first).
 			job, marker = newJob(&req, dangling, now, &s.cfg)
 			job = normalize(job)
-			in.TransactItems[0].Put.Item, in.TransactItems[1].Put.Item = jobItem(&job), markerItem(&marker)
+			in.TransactItems[0].Put.Item, in.TransactItems[1].Put.Item = jobItem(&job, s.shards), markerItem(&marker)
 			overwrite(in.TransactItems[1].Put, dangling)
 			continue
 		}

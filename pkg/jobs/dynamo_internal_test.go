@@ -32,7 +32,7 @@ func TestUpdateKeepsTheLiveShardOfLiveJobsOnly(t *testing.T) {
 	} {
 		st, err := decide(tc.req, running, now, &cfg)
 		require.NoError(t, err, tc.req.describe())
-		in := updateInput("jobs", "job-42", &st)
+		in := updateInput("jobs", "job-42", LiveShards, &st)
 		expr := *in.UpdateExpression
 		var name string
 		for k, v := range in.ExpressionAttributeNames {

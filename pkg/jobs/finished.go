@@ -100,7 +100,7 @@ func (s *DynamoStore) Finished(ctx context.Context, after string, before time.Ti
 		return nil, nil // DynamoDB refuses a BETWEEN whose bounds are reversed
 	}
 	var found []FinishedJob
-	for shard := range LiveShards {
+	for shard := range s.shards {
 		got, err := s.finishedShard(ctx, strconv.Itoa(shard), after, bound, limit)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: finished: shard %d: %w", shard, err)

@@ -69,7 +69,7 @@ func failureValue(f Failure) types.AttributeValue {
 }
 
 // jobItem encodes a job. Zero optional attributes are left out.
-func jobItem(j *Job) map[string]types.AttributeValue {
+func jobItem(j *Job, shards int) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		jobitem.AttrJobID:      str(j.ID),
 		jobitem.AttrIntentID:   str(j.IntentID),
@@ -103,10 +103,10 @@ func jobItem(j *Job) map[string]types.AttributeValue {
 		item[jobitem.AttrExpiresAt] = seconds(j.ExpiresAt)
 	}
 	if j.Status.Final() {
-		item[attrFinishedShard] = str(LiveShard(j.ID))
+		item[attrFinishedShard] = str(LiveShardOf(j.ID, shards))
 		item[attrFinishedKey] = str(FinishedKey(j.ID, j.UpdatedAt))
 	} else {
-		item[attrLiveShard] = str(LiveShard(j.ID))
+		item[attrLiveShard] = str(LiveShardOf(j.ID, shards))
 	}
 	return item
 }

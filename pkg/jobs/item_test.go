@@ -23,7 +23,7 @@ func TestJobItemLayout(t *testing.T) {
 		Error: Failure{}, CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782900000).UTC(),
 		ExpiresAt: time.Unix(1796374900, 0).UTC(),
 	}
-	item := jobItem(&j)
+	item := jobItem(&j, LiveShards)
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	require.Equal(t, map[string]types.AttributeValue{
@@ -56,7 +56,7 @@ func TestLiveShardIsOnTheItemsOfLiveJobsOnly(t *testing.T) {
 	at := time.UnixMilli(1793782900123).UTC()
 	for _, st := range []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled} {
 		j := Job{ID: "job-42", Status: st, UpdatedAt: at}
-		item := jobItem(&j)
+		item := jobItem(&j, LiveShards)
 		if st.Final() {
 			require.NotContains(t, item, "live_shard", st)
 			require.Equal(t, &types.AttributeValueMemberS{Value: "5"}, item["finished_shard"], st)
@@ -121,7 +121,7 @@ func TestJobItemRoundTrip(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		j := anyJob.Draw(t, "job")
-		back, err := FromItem(jobItem(&j))
+		back, err := FromItem(jobItem(&j, LiveShards))
 		require.NoError(t, err)
 		require.Equal(t, j, back)
 	})
@@ -133,7 +133,7 @@ func TestStreamImageDecodesLikeTheItem(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		j := anyJob.Draw(t, "job")
-		back, err := FromStreamImage(streamImage(t, jobItem(&j)))
+		back, err := FromStreamImage(streamImage(t, jobItem(&j, LiveShards)))
 		require.NoError(t, err)
 		require.Equal(t, j, back)
 	})

@@ -23,23 +23,51 @@ import (
 const (
 	// LiveIndex is the name of the index.
 	LiveIndex = "live"
-	// LiveShards is how many values live_shard takes, "0" to "15". Every
+	// LiveShards is how many values live_shard takes by default, "0" to
+	// "15", and the fewest a DynamoStore may walk (MinLiveShards). Every
 	// transition of a live job writes the index (updated_at is its range
 	// key), so with one hash key value every job's writes would meet on one
 	// index partition, which takes about 1,000 writes a second; sixteen
 	// spread them, and a listing queries each shard.
 	LiveShards = 16
+	// MinLiveShards is the least DynamoConfig.LiveShards: sixteen is the
+	// count every table was written with before the count was a setting,
+	// and no record says so, so fewer would hide the live jobs such a table
+	// holds in the shards above the count.
+	MinLiveShards = LiveShards
+	// MaxLiveShards is the most: each shard is one Query per listing page
+	// (the sweeper's run walks them all), and 256 shards take 256,000 index
+	// writes a second, 64,000 jobs a second at 4 index writes per job: ten
+	// times the Jobs table's default on-demand maximum (40,000 write units,
+	// about 6,600 jobs a second), so the table binds long before the index.
+	MaxLiveShards = 256
 )
 
-// LiveShard returns the live_shard of a job: the 32-bit FNV-1a hash of its
-// id modulo LiveShards, in decimal. The hash is fixed by its definition, not
-// by the process (unlike hash/maphash), so every writer, in every version of
-// the code, puts a job in the same shard: a job never moves between index
-// partitions, which would cost a delete and a put in the index.
-func LiveShard(jobID string) string {
+// The shard count may only grow. A job's item carries the live_shard (and,
+// once final, the finished_shard) its writer computed with the writer's
+// count, so a walk over fewer shards would miss it. A DynamoStore whose
+// count is above LiveShards records it in the Jobs table (the item
+// liveShardsKey, attribute liveShardsAttr; it only grows) before its first
+// write (a Create or a transition); CheckLiveShards, which a program that walks (the sweeper, the
+// listings) calls at start, refuses a count below the recorded one with
+// ErrLiveShardsShrunk. A table with no record was written with 16.
+
+// LiveShard returns the live_shard of a job under the default count,
+// LiveShards: LiveShardOf(jobID, LiveShards).
+func LiveShard(jobID string) string { return LiveShardOf(jobID, LiveShards) }
+
+// LiveShardOf returns the live_shard of a job under a count of shards: the
+// 32-bit FNV-1a hash of its id modulo shards, in decimal. The hash is fixed
+// by its definition, not by the process (unlike hash/maphash), so every
+// writer, in every version of the code, puts a job in the same shard for
+// the same count: at 16, today's items keep theirs. Changing the count
+// changes the shards of the jobs written after it only (an item keeps what
+// was written; a later transition writes its writer's shard again, which
+// a walk over the larger count also reads).
+func LiveShardOf(jobID string, shards int) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(jobID)) // a hash.Hash never fails to write
-	return strconv.FormatUint(uint64(h.Sum32()%LiveShards), 10)
+	return strconv.FormatUint(uint64(h.Sum32())%uint64(shards), 10)
 }
 
 // Lister lists live jobs by the time of their last transition: what the

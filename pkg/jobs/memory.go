@@ -189,7 +189,7 @@ func (s *MemoryStore) transition(ctx context.Context, req request) (Job, error) 
 // normalize gives j the form it has after a round trip through the table:
 // stored precision, absent empty maps.
 func normalize(j Job) Job {
-	n, err := FromItem(jobItem(&j))
+	n, err := FromItem(jobItem(&j, LiveShards))
 	if err != nil {
 		panic(err)
 	}

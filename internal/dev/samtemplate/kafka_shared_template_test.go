@@ -52,7 +52,7 @@ var kafkaChanges = map[string]string{
 // sqsOnly are template.yaml's entries the Kafka template has no use for.
 var sqsOnly = []string{
 	"Parameters.OperatorRoleArn", "Parameters.RecoverAfterReceives", "Parameters.CommandsQuarantineAfterReceives",
-	"Parameters.EventsQuarantineAfterReceives", "Parameters.WorkerMaxConcurrency", "Mappings.WorkerTimeouts",
+	"Parameters.EventsQuarantineAfterReceives", "Parameters.WorkerMaxConcurrency", "Parameters.ProjectorMaxConcurrency", "Mappings.WorkerTimeouts",
 	"Resources.CommandsQueue", "Resources.CommandsDLQ", "Resources.EventsQueue", "Resources.EventsDLQ",
 	"Resources.QueuesSendPolicy", "Resources.CommandsDLQAlarm", "Resources.EventsDLQAlarm",
 	"Resources.OldestCommandAlarm", "Resources.OldestEventAlarm",

@@ -62,7 +62,7 @@ var postgresVariant = variant{
 		"Resources.SweeperRole":       "the jobs, views, totals and quarantine in the database instead of their tables and indexes; the relay's nudge; the VPC's network interfaces",
 	},
 	baseOnly: []string{
-		"Resources.JobsTable", "Resources.ViewsTable", "Resources.TotalsTable", "Resources.QuarantineTable",
+		"Parameters.LiveShards", "Resources.JobsTable", "Resources.ViewsTable", "Resources.TotalsTable", "Resources.QuarantineTable",
 		"Resources.StreamFailureQueue", "Resources.StreamFailureAlarm", "Resources.RelayIteratorAgeAlarm",
 		"Outputs.JobsTableName", "Outputs.JobsTableStreamArn", "Outputs.ViewsTableName", "Outputs.TotalsTableName",
 		"Outputs.QuarantineTableName", "Outputs.StreamFailureQueueUrl",
