@@ -253,6 +253,9 @@ func (s workerSettings) workerOn(env *startup.Env, cfg aws.Config, ddb *dynamodb
 		Candidates: candidates,
 		Tasks:      registry,
 		Logger:     log,
+		// The job metrics' dimension (the latency of each job it
+		// completes); none without it.
+		FunctionName: env.StringOr("AWS_LAMBDA_FUNCTION_NAME", ""),
 	})
 	if err != nil {
 		return nil, err // its Config holds no setting of its own

@@ -3,10 +3,11 @@ package jobs
 // MetricsNamespace is the CloudWatch namespace of the job metrics, which
 // the functions write as embedded metric format (EMF) records with the
 // one dimension FunctionName: intake counts the jobs it creates, the
-// projector the jobs that end and the totals' write conflicts, so that an
-// operator's dashboard (template.yaml's OperatorDashboard) reads them by
-// function. No job or tenant id is a dimension: each would be a metric of
-// its own.
+// worker writes the latency of each job its accept completes, the
+// projector counts the jobs that end and the totals' write conflicts, so
+// that an operator's dashboard (template.yaml's OperatorDashboard) reads
+// them by function. No job or tenant id is a dimension: each would be a
+// metric of its own.
 const MetricsNamespace = "fifoworker/jobs"
 
 // MetricsDimension is the name of the job metrics' one dimension; its
@@ -27,8 +28,10 @@ const (
 	// MetricCompleted counts the completed.
 	MetricFailed = "JobsFailed"
 	// MetricLatency is a completed job's time from its creation to its
-	// completion, in milliseconds: one value per job, so CloudWatch gives
-	// its percentiles.
+	// completion, in milliseconds, written by the worker whose accept
+	// completed it (the item it returns holds both times; no event carries
+	// the creation's): one value per job, so CloudWatch gives its
+	// percentiles.
 	MetricLatency = "JobLatency"
 	// MetricTotalsConflicts counts the rounds a totals write lost to a
 	// concurrent one (DynamoDB's TransactionConflict) and was retried.

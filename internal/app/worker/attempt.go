@@ -185,6 +185,7 @@ func (a *attempt) accept(ctx context.Context, version int64, res candidate.Resul
 		a.log.InfoContext(ctx, "worker: result accepted", versionAttr(job.Version),
 			slog.String("result_key", job.Result.Key), slog.Int64("result_size", job.Result.Size),
 			slog.Int64("progress", job.Progress), a.took())
+		a.w.logLatency(ctx, &job)
 		return nil
 	case errors.Is(err, jobs.ErrStaleGeneration):
 		a.log.WarnContext(ctx, "worker: stale accept refused; candidate left for the sweeper", versionAttr(version),

@@ -82,6 +82,11 @@ type Config struct {
 	// documentation, "On Kafka"). Nil means a timer the end of ctx cuts
 	// short (backoff.Sleep); a simulation gives one that moves its clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// FunctionName is the value of the job metrics' dimension
+	// (jobs.MetricsDimension): with one, each accept that completes a job
+	// logs an EMF record of its latency (jobs.MetricLatency) through
+	// Logger. Default (""): no metrics.
+	FunctionName string
 }
 
 // DefaultClaimMargin is Config.ClaimMargin's default: pkg/fifo's least
