@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/projection"
+	"github.com/fifoworker/fifoworker/internal/dev/capacity"
 	"github.com/fifoworker/fifoworker/internal/dev/pipeline"
 	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -68,6 +69,7 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 		got[fn] = counts[fn].Take()
 	}
 	logCounts(t, "happy", got)
+	requireCounted(t, capacity.PathHappy, got)
 	require.Equal(t, map[string]int{"TransactWriteItems": 1}, got["intake"], "create: the job and its intent marker")
 	// The quarantine reads the holds once per batch (BatchGetItem): one
 	// here, where the job's command is a batch of its own; amortised over

@@ -262,6 +262,7 @@ func TestRequestsPerJobOnARepeatedIntent(t *testing.T) {
 	c.settle(id, jobs.StatusCompleted, 2, 1, 2)
 	got := c.take()
 	logCounts(t, "duplicate", got)
+	requireCounted(t, "duplicate", got)
 	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1}, got["intake"], "the third POST, like the second")
 	require.Equal(t, map[string]int{"UpdateItem": 2, "Query": 1, "PutObject": 1, "BatchGetItem": 1}, got["worker"], "the happy path's: the repeats sent nothing")
 	require.Equal(t, map[string]int{"SendMessageBatch": 3}, got["relay"], "the command and two events, one call each: a call holds one message per job")
@@ -288,6 +289,7 @@ func TestRequestsPerJobOnACancel(t *testing.T) {
 	c.settle(id, jobs.StatusCancelled, 1, 1, 1)
 	got := c.take()
 	logCounts(t, "cancel", got)
+	requireCounted(t, "cancel", got)
 	require.Equal(t, map[string]int{"TransactWriteItems": 1, "GetItem": 1, "UpdateItem": 1}, got["intake"], "create; read and cancel")
 	require.Equal(t, map[string]int{"UpdateItem": 1, "BatchGetItem": 1}, got["worker"], "the claim, refused by the cancelled item; the batch's holds")
 	require.Equal(t, map[string]int{"SendMessageBatch": 2}, got["relay"], "the command and job.cancelled")
@@ -344,6 +346,7 @@ func TestRequestsPerJobOnATakeover(t *testing.T) {
 	c.settle(id, jobs.StatusCompleted, 3, 1, 3)
 	got := c.take()
 	logCounts(t, "takeover", got)
+	requireCounted(t, "takeover", got)
 	require.Equal(t, map[string]int{"TransactWriteItems": 1}, got["intake"])
 	require.Equal(t, map[string]int{
 		"BatchGetItem": 2, // each delivery's batch reads its holds
@@ -470,4 +473,5 @@ func TestRequestsPerJobOnTheQuarantinePath(t *testing.T) {
 		}
 	}
 	logCounts(t, "quarantine", all)
+	requireCounted(t, "quarantine", all)
 }

@@ -130,7 +130,7 @@ func (c *cli) root() *cobra.Command {
 		&cobra.Group{ID: "dev", Title: "Development:"},
 		&cobra.Group{ID: "ops", Title: "Operating (a local stack or a deployment):"},
 	)
-	for _, sub := range []*cobra.Command{c.demoCmd(), c.localCmd()} {
+	for _, sub := range []*cobra.Command{c.demoCmd(), c.localCmd(), c.capacityCmd()} {
 		sub.GroupID = "dev"
 		root.AddCommand(sub)
 	}

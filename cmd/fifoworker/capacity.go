@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fifoworker/fifoworker/internal/dev/capacity"
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+)
+
+const capacityLong = `The capacity model (docs/CAPACITY.md) computed: the jobs per second each limit
+allows, from the requests one job costs (counted by the request tests, committed
+in internal/dev/capacity/requests.json), the template's settings (each mapping's
+MaximumConcurrency and BatchSize, the worker's storage, the live index's shards)
+and AWS's published quotas for the region. It prints the limits in the order
+they bind (fewest jobs per second first), who owns each (ours: a parameter or
+the code; aws-adjustable: a quota increase or pre-warming; aws-fixed: only a
+design that needs less) and what raises it, then the jobs per second each tenant
+gets when the tenants share the load evenly. A model on paper, not a
+measurement: it assumes a worker batch takes 100 ms, a projector batch 50 ms.
+
+--json prints {"limits":[{"name","owner","jobs_per_s","raise"},...],
+"per_tenant_jobs_per_s"} for scripts (jobs per second rounded down).
+
+Exit status: 0 done, 1 the template or the counts cannot be read, 2 a usage
+error (groups or tenants below 1, a region the model does not know).`
+
+// capacityOptions are `fifoworker capacity`'s.
+type capacityOptions struct {
+	Input    capacity.Input
+	Template string // the SAM template whose settings the model reads
+	JSON     bool
+}
+
+func (c *cli) capacityCmd() *cobra.Command {
+	o := &capacityOptions{}
+	cmd := &cobra.Command{
+		Use: "capacity", Short: "the limits in the order they bind, in jobs per second, and what raises each", Long: capacityLong,
+		Args: noArgs, RunE: c.choose(o, nil),
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&o.Input.Groups, "groups", 1000, "message groups in flight (each job is its own group), at least 1")
+	fs.IntVar(&o.Input.Tenants, "tenants", 1, "tenants sharing the load evenly, at least 1")
+	fs.StringVar(&o.Input.Region, "region", "us-east-1", "the AWS region (regional quotas differ): one of "+strings.Join(capacity.Regions(), ", "))
+	fs.StringVar(&o.Template, "template", "template.yaml", "the SAM template whose settings the model reads")
+	fs.BoolVar(&o.JSON, "json", false, "the plan as JSON, for scripts")
+	_ = cmd.MarkFlagFilename("template", "yaml", "yml")
+	return cmd
+}
+
+// Validate refuses groups or tenants below 1 and an unknown region (a
+// usage error); the template is read by Run.
+func (o *capacityOptions) Validate() error { return o.Input.Validate() }
+
+func (o *capacityOptions) Run(_ context.Context, c *cli) error {
+	tpl, err := samtemplate.Load(o.Template)
+	if err != nil {
+		return err
+	}
+	settings, err := capacity.SettingsFrom(tpl)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Template, err)
+	}
+	counts, err := capacity.Counted()
+	if err != nil {
+		return err
+	}
+	plan, err := capacity.Compute(counts, settings, o.Input)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		raw, err := plan.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.stdout, "%s\n", raw)
+		return err
+	}
+	return printPlan(c, o, plan)
+}
+
+// printPlan prints the limits as a table, then the settings read and
+// where each came from.
+func printPlan(c *cli, o *capacityOptions, plan capacity.Plan) error {
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "%d groups, %d tenants, %s\n\n", o.Input.Groups, o.Input.Tenants, o.Input.Region)
+	fmt.Fprintln(w, "#\tjobs/s\towner\tlimit\tto go past it")
+	for i, l := range plan.Limits {
+		fmt.Fprintf(w, "%d\t%.0f\t%s\t%s\t%s\n", i+1, l.JobsPerS, l.Owner, l.Name, l.Raise)
+	}
+	fmt.Fprintf(w, "\nper tenant: %.0f jobs/s\n\nsettings (%s):\n", plan.PerTenantJobsPerS, o.Template)
+	for _, s := range plan.Settings.List() {
+		fmt.Fprintf(w, "  %s\t%v\t%s\n", s.Name, s.Value, s.Source)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,196 @@
+package capacity
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+)
+
+// The AWS latencies the model assumes (docs/CAPACITY.md): DynamoDB answers
+// in single-digit milliseconds and an S3 PutObject in a few tens.
+const (
+	// WorkerBatchSeconds is t_w, a worker batch of the reference task:
+	// the holds read, then per lane claim, one page, the candidate,
+	// accept; lanes concurrent.
+	WorkerBatchSeconds = 0.100
+	// ProjectorBatchSeconds is t_p, a projector batch: the holds read,
+	// then per event a view update and a totals transaction.
+	ProjectorBatchSeconds = 0.050
+	// IntakeSeconds is an intake invocation's time (a POST /jobs).
+	IntakeSeconds = 0.015
+)
+
+// Input is what a plan is for.
+type Input struct {
+	Groups  int    // message groups in flight (each job is its own group): at least 1
+	Tenants int    // tenants sharing the load evenly: at least 1
+	Region  string // an AWS commercial region (Regions)
+}
+
+// Validate refuses groups or tenants below 1 and an unknown region.
+func (in Input) Validate() error {
+	if in.Groups < 1 {
+		return fmt.Errorf("%w: groups %d: at least 1", ErrInvalid, in.Groups)
+	}
+	if in.Tenants < 1 {
+		return fmt.Errorf("%w: tenants %d: at least 1", ErrInvalid, in.Tenants)
+	}
+	_, err := Region(in.Region)
+	return err
+}
+
+// Limit is one limit and the jobs per second it allows in all (the
+// tenants' load added up).
+type Limit struct {
+	Key      string // a stable short name, e.g. "tenant-total" (not in the JSON)
+	Name     string
+	Owner    Owner
+	JobsPerS float64
+	Raise    string
+}
+
+// Plan is the limits in the order they bind (fewest jobs per second
+// first) and what each tenant can do.
+type Plan struct {
+	Limits []Limit
+	// PerTenantJobsPerS is the first limit's jobs per second shared by
+	// the tenants.
+	PerTenantJobsPerS float64
+	PerJob            PerJob
+	Settings          Settings
+}
+
+// Compute plans in from the counted requests and the template's settings.
+func Compute(counts Counts, s Settings, in Input) (Plan, error) {
+	if err := in.Validate(); err != nil {
+		return Plan{}, err
+	}
+	happy, ok := counts.Paths[PathHappy]
+	if !ok {
+		return Plan{}, fmt.Errorf("%w: %s has no %q path", ErrInvalid, RequestsFile, PathHappy)
+	}
+	p, err := perJob(happy)
+	if err != nil {
+		return Plan{}, err
+	}
+	rq, _ := Region(in.Region) // validated
+	// The worker's lanes spool at once while its budget holds them.
+	lanes := min(s.WorkerBatch.Value, math.Floor(float64(lambdawire.SpoolBudget(int(s.WorkerStorageMB.Value)))/s.MaxCandidateBytes.Value))
+	if lanes < 1 {
+		return Plan{}, fmt.Errorf("%w: the worker's storage (%v MB) spools no candidate of %v bytes", ErrInvalid, s.WorkerStorageMB.Value, s.MaxCandidateBytes.Value)
+	}
+	limits := []Limit{{
+		Key:      "tenant-total",
+		Name:     fmt.Sprintf("a tenant's total item: %s %v %s, %v per job on it", partitionWrites.Name, partitionWrites.Value, partitionWrites.Unit, p.TotalItemWRU),
+		Owner:    Ours,
+		JobsPerS: float64(in.Tenants) * partitionWrites.Value / p.TotalItemWRU,
+		Raise:    "shard the tenant's total over items summed on read, or skip the totals write of an event that adds nothing (internal/app/projection); concurrent transactions on the item conflict before it",
+	}}
+	tables := []struct {
+		name string
+		wru  float64
+	}{{"Jobs", p.JobsWRU}, {"Totals", p.TotalsWRU}, {"Views", p.ViewsWRU}}
+	for i, q := range []Quota{newTableWrites, tableMaxWrites} {
+		for _, t := range tables {
+			limits = append(limits, Limit{
+				Key:   strings.ToLower(t.name) + []string{"-new-table", "-table-max"}[i],
+				Name:  fmt.Sprintf("%s table: %s, %v %s (%v per job)", t.name, q.Name, q.Value, q.Unit, t.wru),
+				Owner: q.Owner, JobsPerS: q.Value / t.wru, Raise: q.Raise,
+			})
+		}
+	}
+	limits = append(limits,
+		Limit{
+			Key:      "projector-concurrency",
+			Name:     fmt.Sprintf("the projector's MaximumConcurrency %v, %v events a batch", s.ProjectorConcurrency.Value, s.ProjectorBatch.Value),
+			Owner:    Ours,
+			JobsPerS: s.ProjectorConcurrency.Value * s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
+			Raise:    fmt.Sprintf("raise it (at most %v); projections lag beyond it, jobs still complete", mappingConcurrency.Value),
+		},
+		Limit{
+			Key:      "worker-concurrency",
+			Name:     fmt.Sprintf("the worker's MaximumConcurrency %v, %v lanes a batch", s.WorkerConcurrency.Value, lanes),
+			Owner:    Ours,
+			JobsPerS: s.WorkerConcurrency.Value * lanes / WorkerBatchSeconds / p.Commands,
+			Raise:    fmt.Sprintf("raise it (at most %v); keep 90%% of the worker's storage at ten MaxCandidateBytes", mappingConcurrency.Value),
+		},
+		Limit{
+			Key:   "s3-prefix",
+			Name:  fmt.Sprintf("%s, %v %s (%v per job)", s3PrefixPuts.Name, s3PrefixPuts.Value, s3PrefixPuts.Unit, p.S3Puts),
+			Owner: s3PrefixPuts.Owner, JobsPerS: s3PrefixPuts.Value / p.S3Puts, Raise: s3PrefixPuts.Raise,
+		},
+		Limit{
+			Key: "live-shards",
+			Name: fmt.Sprintf("the Jobs table's live index: %v shards × %v %s, %v index writes per job",
+				s.LiveShards.Value, partitionWrites.Value, partitionWrites.Unit, p.LiveWrites),
+			Owner:    Ours,
+			JobsPerS: s.LiveShards.Value * partitionWrites.Value / p.LiveWrites,
+			Raise:    "more shards (the sweeper queries each); its sort key only grows, so a shard's writes cannot be split for heat",
+		},
+		Limit{
+			Key:   "groups",
+			Name:  fmt.Sprintf("%s: %d groups, a batch each %v s", fifoGroups.Name, in.Groups, WorkerBatchSeconds),
+			Owner: fifoGroups.Owner, JobsPerS: float64(in.Groups) / WorkerBatchSeconds, Raise: fifoGroups.Raise,
+		},
+		Limit{
+			Key:   "api-gateway",
+			Name:  fmt.Sprintf("%s in %s, %v %s (%v per job)", apiGatewayRate.Name, in.Region, rq.APIGatewayRate, apiGatewayRate.Unit, p.APIRequests),
+			Owner: apiGatewayRate.Owner, JobsPerS: rq.APIGatewayRate / p.APIRequests, Raise: apiGatewayRate.Raise,
+		},
+		Limit{
+			Key: "lambda-concurrency",
+			Name: fmt.Sprintf("%s, %v (worker %v s per %v lanes, projector %v s per %v events, intake %v s per job)", lambdaConcurrency.Name, lambdaConcurrency.Value,
+				WorkerBatchSeconds, lanes, ProjectorBatchSeconds, s.ProjectorBatch.Value, IntakeSeconds),
+			Owner: lambdaConcurrency.Owner,
+			JobsPerS: lambdaConcurrency.Value / (WorkerBatchSeconds/lanes*p.Commands +
+				ProjectorBatchSeconds/s.ProjectorBatch.Value*p.Events + IntakeSeconds*p.APIRequests),
+			Raise: lambdaConcurrency.Raise,
+		},
+		Limit{
+			Key: "sqs-fifo",
+			Name: fmt.Sprintf("%s in %s, %v %s: the events queue's sends, %v messages a call, %v per job",
+				sqsHighThroughput.Name, in.Region, rq.SQSHighThroughput, sqsHighThroughput.Unit, sqsBatch.Value, p.Events),
+			Owner:    sqsHighThroughput.Owner,
+			JobsPerS: rq.SQSHighThroughput * sqsBatch.Value / max(p.Events, p.Commands),
+			Raise:    sqsHighThroughput.Raise,
+		},
+	)
+	for i := range limits {
+		limits[i].JobsPerS = math.Floor(limits[i].JobsPerS)
+	}
+	slices.SortStableFunc(limits, func(a, b Limit) int { return cmp.Compare(a.JobsPerS, b.JobsPerS) })
+	return Plan{
+		Limits:            limits,
+		PerTenantJobsPerS: math.Floor(limits[0].JobsPerS / float64(in.Tenants)),
+		PerJob:            p,
+		Settings:          s,
+	}, nil
+}
+
+// JSON is the plan for scripts:
+// {"limits":[{"name":…,"owner":…,"jobs_per_s":…,"raise":…},…],"per_tenant_jobs_per_s":…}.
+func (p Plan) JSON() ([]byte, error) {
+	type limit struct {
+		Name     string  `json:"name"`
+		Owner    Owner   `json:"owner"`
+		JobsPerS float64 `json:"jobs_per_s"`
+		Raise    string  `json:"raise"`
+	}
+	out := struct {
+		Limits    []limit `json:"limits"`
+		PerTenant float64 `json:"per_tenant_jobs_per_s"`
+	}{PerTenant: p.PerTenantJobsPerS}
+	for _, l := range p.Limits {
+		out.Limits = append(out.Limits, limit{Name: l.Name, Owner: l.Owner, JobsPerS: l.JobsPerS, Raise: l.Raise})
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: marshal plan: %w", err)
+	}
+	return raw, nil
+}

@@ -1,0 +1,97 @@
+package capacity
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// PerJob is what one job costs the resources the limits are on, derived
+// from the happy path's counted requests by what each request writes
+// (perJob's table).
+type PerJob struct {
+	JobsWRU      float64 // write units on the Jobs table
+	TotalsWRU    float64 // write units on the Totals table
+	TotalItemWRU float64 // of them, on the tenant's one total item
+	ViewsWRU     float64 // write units on the Views table
+	LiveWrites   float64 // writes to the Jobs table's live index
+	S3Puts       float64 // candidate PutObjects
+	Commands     float64 // messages on the commands queue
+	Events       float64 // messages on the events queue
+	APIRequests  float64 // API Gateway requests (the POST /jobs)
+}
+
+// A transaction writes each item twice, to prepare and to commit
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html,
+// "Capacity management for transactions"); items under 1 KB take one write
+// unit a write.
+const transactionalWrites = 2
+
+// costs is what one counted request of a function writes, on the happy
+// path: the design's knowledge the counts alone do not carry (which table a
+// request goes to, how many items a transaction holds). A request the table
+// does not know is an error: a new request in requests.json makes the model
+// say it has to be told what it costs. Reads are listed with no cost: none
+// of them is near a limit (the holds read is one per batch, the page the
+// task's own table).
+var costs = map[string]map[string]func(p *PerJob, n float64){
+	"intake": {
+		// The job and its intent marker, in one transaction; the job
+		// enters the live index.
+		"TransactWriteItems": func(p *PerJob, n float64) {
+			p.JobsWRU += n * 2 * transactionalWrites
+			p.LiveWrites += n
+			p.APIRequests += n // one POST /jobs made it
+		},
+	},
+	"worker": {
+		// The claim and the accept, one item each, in pairs: the claim
+		// moves the job's live entry (its sort key, updated_at, changes:
+		// a delete and a put), the accept removes it
+		// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Writes).
+		"UpdateItem": func(p *PerJob, n float64) {
+			p.JobsWRU += n
+			p.LiveWrites += n / 2 * (2 + 1)
+		},
+		"PutObject":    func(p *PerJob, n float64) { p.S3Puts += n },
+		"BatchGetItem": func(*PerJob, float64) {}, // the holds, one read per batch
+		"Query":        func(*PerJob, float64) {}, // the task's page of articles
+	},
+	"relay": {
+		// One message per job per call when the job is alone: every
+		// message the job's transitions make.
+		"SendMessageBatch": func(p *PerJob, n float64) { p.Commands += n },
+	},
+	"projector": {
+		"UpdateItem": func(p *PerJob, n float64) { p.ViewsWRU += n }, // the view, per event
+		// Per event, the job's cursor and the tenant's total item in
+		// one transaction.
+		"TransactWriteItems": func(p *PerJob, n float64) {
+			p.TotalsWRU += n * 2 * transactionalWrites
+			p.TotalItemWRU += n * transactionalWrites
+			p.Events += n
+		},
+		"BatchGetItem": func(*PerJob, float64) {},
+	},
+}
+
+// perJob derives what one job costs from the happy path's requests.
+func perJob(happy Requests) (PerJob, error) {
+	var p PerJob
+	for _, fn := range slices.Sorted(maps.Keys(happy)) {
+		for _, op := range slices.Sorted(maps.Keys(happy[fn])) {
+			cost, ok := costs[fn][op]
+			if !ok {
+				return PerJob{}, fmt.Errorf("%w: %s %s on the happy path: the model does not know what it costs (capacity.costs)", ErrInvalid, fn, op)
+			}
+			cost(&p, float64(happy[fn][op]))
+		}
+	}
+	// Every message is a command or an event; the projector handles
+	// each event once.
+	p.Commands -= p.Events
+	if p.Commands < 1 || p.Events < 1 || p.APIRequests < 1 {
+		return PerJob{}, fmt.Errorf("%w: the happy path's requests give %v commands, %v events and %v job creations per job: want at least one each", ErrInvalid, p.Commands, p.Events, p.APIRequests)
+	}
+	return p, nil
+}

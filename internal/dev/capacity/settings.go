@@ -1,0 +1,136 @@
+package capacity
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// Setting is one of the template's settings the model uses, and where it
+// was read.
+type Setting struct {
+	Value  float64
+	Source string // e.g. `parameter WorkerMaxConcurrency's default`
+}
+
+// Settings are the template's settings the limits depend on.
+type Settings struct {
+	WorkerConcurrency    Setting // the commands mapping's MaximumConcurrency
+	WorkerBatch          Setting // the commands mapping's BatchSize: lanes per invocation
+	WorkerStorageMB      Setting // the worker's ephemeral storage
+	MaxCandidateBytes    Setting
+	ProjectorConcurrency Setting // the events mapping's MaximumConcurrency
+	ProjectorBatch       Setting // the events mapping's BatchSize
+	LiveShards           Setting // the live index's partition-key values
+}
+
+// List returns the settings by name, in a fixed order, for a report.
+func (s Settings) List() []struct {
+	Name string
+	Setting
+} {
+	type named = struct {
+		Name string
+		Setting
+	}
+	return []named{
+		{"worker MaximumConcurrency", s.WorkerConcurrency}, {"worker BatchSize", s.WorkerBatch},
+		{"worker ephemeral storage (MB)", s.WorkerStorageMB}, {"MaxCandidateBytes", s.MaxCandidateBytes},
+		{"projector MaximumConcurrency", s.ProjectorConcurrency}, {"projector BatchSize", s.ProjectorBatch},
+		{"live index shards", s.LiveShards},
+	}
+}
+
+// liveShardsParameter is the parameter that sets the live index's shards
+// once the template has it (issue 19, point 2); until then the code's
+// constant jobs.LiveShards is the count.
+const liveShardsParameter = "LiveShards"
+
+// SettingsFrom reads the settings from a template: each mapping's
+// MaximumConcurrency and BatchSize (a literal, or the default of the
+// parameter it refers to), the worker's storage, MaxCandidateBytes' default,
+// and the LiveShards parameter's default or, without one, jobs.LiveShards.
+func SettingsFrom(tpl *samtemplate.Template) (Settings, error) {
+	var s Settings
+	var err error
+	read := func(dst *Setting, where string, path ...string) {
+		if err == nil {
+			*dst, err = settingAt(tpl, where, path...)
+		}
+	}
+	commands := []string{"WorkerFunction", "Events", "Commands", "Properties"}
+	events := []string{"ProjectorFunction", "Events", "Events", "Properties"}
+	read(&s.WorkerConcurrency, "WorkerFunction's Commands event", append(commands, "ScalingConfig", "MaximumConcurrency")...)
+	read(&s.WorkerBatch, "WorkerFunction's Commands event", append(commands, "BatchSize")...)
+	read(&s.WorkerStorageMB, "WorkerFunction's EphemeralStorage", "WorkerFunction", "EphemeralStorage", "Size")
+	read(&s.ProjectorConcurrency, "ProjectorFunction's Events event", append(events, "ScalingConfig", "MaximumConcurrency")...)
+	read(&s.ProjectorBatch, "ProjectorFunction's Events event", append(events, "BatchSize")...)
+	if err == nil {
+		s.MaxCandidateBytes, err = parameterDefault(tpl, "MaxCandidateBytes")
+	}
+	if err != nil {
+		return Settings{}, err
+	}
+	if _, ok := tpl.Parameters[liveShardsParameter]; ok {
+		s.LiveShards, err = parameterDefault(tpl, liveShardsParameter)
+		return s, err
+	}
+	s.LiveShards = Setting{Value: jobs.LiveShards, Source: "the code's constant jobs.LiveShards (no LiveShards parameter in the template)"}
+	return s, nil
+}
+
+// settingAt reads the value at path (a resource, then keys into its
+// Properties): a number, or a Ref to a parameter, whose default it takes.
+func settingAt(tpl *samtemplate.Template, where string, path ...string) (Setting, error) {
+	res, ok := tpl.Resources[path[0]]
+	if !ok {
+		return Setting{}, fmt.Errorf("%w: template: no resource %s", ErrInvalid, path[0])
+	}
+	var v any = res.Properties
+	for _, key := range path[1:] {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return Setting{}, fmt.Errorf("%w: template: %s: no %v", ErrInvalid, where, path)
+		}
+		v = m[key]
+	}
+	if ref, ok := v.(map[string]any); ok {
+		name, ok := ref["Ref"].(string)
+		if !ok || len(ref) != 1 {
+			return Setting{}, fmt.Errorf("%w: template: %s: %v is neither a number nor a Ref to a parameter", ErrInvalid, where, v)
+		}
+		return parameterDefault(tpl, name)
+	}
+	n, err := number(v)
+	if err != nil {
+		return Setting{}, fmt.Errorf("%w: template: %s: %v: %w", ErrInvalid, where, path[len(path)-1], err)
+	}
+	return Setting{Value: n, Source: where + " (a literal in the template)"}, nil
+}
+
+// parameterDefault is a Number parameter's default.
+func parameterDefault(tpl *samtemplate.Template, name string) (Setting, error) {
+	p, ok := tpl.Parameters[name]
+	if !ok {
+		return Setting{}, fmt.Errorf("%w: template: no parameter %s", ErrInvalid, name)
+	}
+	n, err := number(p.Default)
+	if err != nil {
+		return Setting{}, fmt.Errorf("%w: template: parameter %s's default: %w", ErrInvalid, name, err)
+	}
+	return Setting{Value: n, Source: "parameter " + name + "'s default"}, nil
+}
+
+func number(v any) (float64, error) {
+	text, ok := samtemplate.ScalarText(v)
+	if !ok {
+		return 0, fmt.Errorf("%v is not a number", v)
+	}
+	n, err := strconv.ParseFloat(text, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive number", text)
+	}
+	return n, nil
+}
