@@ -53,6 +53,7 @@ var kafkaPostgresOnKafka = variant{
 		"Resources.ProjectorRole":        "the views, totals, jobs and quarantine in the database instead of their tables; the function's own network interfaces in the VPC",
 		"Resources.SweeperFunction":      "after the schema; the views, totals and quarantine in the database; RELAY_FUNCTION_NAME",
 		"Resources.SweeperRole":          "the jobs, views, totals and quarantine in the database instead of their tables and indexes; the relay's nudge; the VPC's network interfaces (template-postgres.yaml's)",
+		"Resources.OperatorDashboard":    "the relay's oldest outbox row and no totals conflicts (template-postgres.yaml's dashboard)",
 	},
 	// DynamoDB's arbiter, as template-postgres.yaml leaves out of
 	// template.yaml's: template-kafka.yaml has the same.
@@ -77,6 +78,7 @@ var kafkaPostgresOnPostgres = variant{
 		"Resources.ProjectorFunction":      "the events topic and the attempts' thresholds (template-kafka.yaml's), no queue",
 		"Resources.ProjectorRole":          "its Kafka mapping's permissions instead of the queue's; parked bodies by topic",
 		"Resources.SweeperFunction":        "counts the topics' held keys, not the queues'",
+		"Resources.OperatorDashboard":      "held keys per topic, the records the mappings gave up and the worker's consumer lag instead of the queues (template-kafka.yaml's dashboard)",
 	},
 	baseOnly: []string{"Resources.SqsEndpoint"},
 }

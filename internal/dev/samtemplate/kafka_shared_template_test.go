@@ -47,6 +47,7 @@ var kafkaChanges = map[string]string{
 	"Resources.SweeperFunction":   "counts the topics' held keys",
 	"Resources.CommandsHeldAlarm": "the held keys of the commands topic",
 	"Resources.EventsHeldAlarm":   "the held keys of the events topic",
+	"Resources.OperatorDashboard": "held keys per topic, the records the mappings gave up and the worker's consumer lag where template.yaml has queues",
 }
 
 // sqsOnly are template.yaml's entries the Kafka template has no use for.

@@ -60,6 +60,7 @@ var postgresVariant = variant{
 		"Resources.ProjectorRole":     "the views, totals, jobs and quarantine in the database instead of their tables; the VPC's network interfaces",
 		"Resources.SweeperFunction":   "after the schema; the views, totals and quarantine in the database; RELAY_FUNCTION_NAME",
 		"Resources.SweeperRole":       "the jobs, views, totals and quarantine in the database instead of their tables and indexes; the relay's nudge; the VPC's network interfaces",
+		"Resources.OperatorDashboard": "the relay's oldest outbox row instead of a stream's iterator age; no totals conflicts (a row lock waits, nothing is retried)",
 	},
 	baseOnly: []string{
 		"Parameters.LiveShards", "Resources.JobsTable", "Resources.ViewsTable", "Resources.TotalsTable", "Resources.QuarantineTable",
