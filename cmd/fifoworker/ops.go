@@ -136,7 +136,12 @@ func (o awsOpener) jobsStore(ctx context.Context, table, hint string) (jobsStore
 	if err := checkTable(ctx, db, table, hint); err != nil {
 		return nil, err
 	}
-	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table})
+	// As many shards as jobs were written with: the listings walk them all.
+	shards, err := jobs.RecordedLiveShards(ctx, db, table)
+	if err != nil {
+		return nil, err
+	}
+	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: table, LiveShards: min(shards, jobs.MaxLiveShards)})
 	if err != nil {
 		return nil, err
 	}

@@ -66,33 +66,45 @@ func (s *DynamoStore) recordLiveShards(ctx context.Context) error {
 	return nil
 }
 
-// CheckLiveShards reads the recorded shard count (one strongly consistent
-// GetItem) and returns ErrLiveShardsShrunk, naming both counts, when the
-// store's LiveShards is below it: its Live, LiveAfter and Finished would
-// then miss jobs. A program that walks calls it at start (the sweeper's
-// wiring does). No record, or one at most LiveShards, is nil.
+// CheckLiveShards reads the recorded shard count (RecordedLiveShards) and
+// returns ErrLiveShardsShrunk, naming both counts, when the store's
+// LiveShards is below it: its Live, LiveAfter and Finished would then miss
+// jobs. A program that walks calls it (the sweeper's wiring does, each
+// run).
 func (s *DynamoStore) CheckLiveShards(ctx context.Context) error {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      map[string]types.AttributeValue{jobitem.AttrJobID: str(liveShardsKey)},
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#n"),
-		ExpressionAttributeNames: map[string]string{"#n": liveShardsAttr},
-	})
+	recorded, err := RecordedLiveShards(ctx, s.api, s.table)
 	if err != nil {
-		return fmt.Errorf("jobs: check live shards: %w", err)
-	}
-	v, ok := out.Item[liveShardsAttr].(*types.AttributeValueMemberN)
-	if !ok {
-		return nil
-	}
-	recorded, err := strconv.Atoi(v.Value)
-	if err != nil {
-		return fmt.Errorf("jobs: check live shards: recorded %q: %w", v.Value, err)
+		return err
 	}
 	if s.shards < recorded {
 		return fmt.Errorf("jobs: %w: LiveShards %d, but jobs were written with %d (a job keeps its shard; set at least %d)",
 			ErrLiveShardsShrunk, s.shards, recorded, recorded)
 	}
 	return nil
+}
+
+// RecordedLiveShards returns the largest shard count jobs were written
+// with in table (one strongly consistent GetItem): the record a store above
+// LiveShards keeps, or LiveShards for a table without one. A program that
+// only reads (fifoworker jobs) opens its store with that many.
+func RecordedLiveShards(ctx context.Context, api DynamoDBAPI, table string) (int, error) {
+	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(table),
+		Key:                      map[string]types.AttributeValue{jobitem.AttrJobID: str(liveShardsKey)},
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#n"),
+		ExpressionAttributeNames: map[string]string{"#n": liveShardsAttr},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("jobs: read live shards: %w", err)
+	}
+	v, ok := out.Item[liveShardsAttr].(*types.AttributeValueMemberN)
+	if !ok {
+		return LiveShards, nil
+	}
+	recorded, err := strconv.Atoi(v.Value)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: read live shards: recorded %q: %w", v.Value, err)
+	}
+	return recorded, nil
 }

@@ -42,6 +42,7 @@ func TestDynamoAJobCreatedUnderMoreShardsIsNeverHidden(t *testing.T) {
 	}
 	at16, at64 := open(16), open(64)
 	require.NoError(t, at16.CheckLiveShards(ctx), "a table without a record was written with 16")
+	require.Equal(t, jobs.LiveShards, must(jobs.RecordedLiveShards(ctx, b.client, b.table)))
 	b.counter.Take()
 
 	id := ""
@@ -70,6 +71,7 @@ func TestDynamoAJobCreatedUnderMoreShardsIsNeverHidden(t *testing.T) {
 	require.ErrorContains(t, err, "LiveShards 16, but jobs were written with 64")
 	require.ErrorIs(t, open(63).CheckLiveShards(ctx), jobs.ErrLiveShardsShrunk)
 	require.NoError(t, at64.CheckLiveShards(ctx))
+	require.Equal(t, 64, must(jobs.RecordedLiveShards(ctx, b.client, b.table)), "what a reader opens its store with")
 	require.NoError(t, open(128).CheckLiveShards(ctx))
 
 	// A store of 16 may still create (its jobs are in shards 0 to 15, which
@@ -77,4 +79,5 @@ func TestDynamoAJobCreatedUnderMoreShardsIsNeverHidden(t *testing.T) {
 	_, err = at16.Create(ctx, jobs.CreateRequest{JobID: id + "-c", IntentID: "intent-c", Tenant: "t-1"})
 	require.NoError(t, err)
 	require.ErrorIs(t, at16.CheckLiveShards(ctx), jobs.ErrLiveShardsShrunk)
+	require.Equal(t, 64, must(jobs.RecordedLiveShards(ctx, b.client, b.table)), "never lowered")
 }

@@ -135,7 +135,9 @@ func TestDynamoCheckLiveShardsRefusesFewerThanRecorded(t *testing.T) {
 		return store.CheckLiveShards(t.Context())
 	}
 	require.NoError(t, check(16), "no record")
+	require.Equal(t, jobs.LiveShards, must(jobs.RecordedLiveShards(t.Context(), api, "jobs")), "no record: 16")
 	record["live_shards"] = &types.AttributeValueMemberN{Value: "64"}
+	require.Equal(t, 64, must(jobs.RecordedLiveShards(t.Context(), api, "jobs")))
 	require.NoError(t, check(64))
 	require.NoError(t, check(65))
 	err := check(63)
