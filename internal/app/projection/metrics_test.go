@@ -102,3 +102,24 @@ func TestProjectorCountsTheTotalsConflicts(t *testing.T) {
 	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[1], 1)))
 	require.Len(t, testenv.EMFRecords(t, b.logs.String()), 1)
 }
+
+// A recovery counts the rounds its totals write lost, as Apply does, and
+// the projector that recovered writes them.
+func TestProjectorCountsARecoverysTotalsConflicts(t *testing.T) {
+	t.Parallel()
+	api := &scriptedDynamo{item: cursorItem(1, 0), transact: []error{
+		cancelled("ConditionalCheckFailed", "None"),      // the event's Apply: the cursor is at 1, a gap
+		cancelled("None", "TransactionConflict", "None"), // the recovery's first round
+	}}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
+	b := setupWith(t, metricsConfig())
+	b.jobs.items["job-42"] = jobAt(&b.events[3])
+	cfg := metricsConfig()
+	cfg.Store, cfg.Source, cfg.Logger = store, b.jobs, slog.New(slog.NewJSONHandler(&lockedWriter{w: b.logs}, nil))
+	p, err := projection.NewProjector(cfg)
+	require.NoError(t, err)
+	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[3], projection.DefaultRecoverAfter)))
+	require.Len(t, api.txs, 3, "the Apply, the recovery's lost round and its next")
+	require.Equal(t, []string{jobsRecord(jobs.MetricTotalsConflicts, "Count", 1)}, testenv.EMFRecords(t, b.logs.String()))
+}
