@@ -53,16 +53,16 @@
 //     read; it never raises the generation and never passes a live lease.
 //   - Completed, failed and cancelled are final: nothing changes them, and
 //     they carry a TTL (expires_at, epoch seconds).
-//   - The item of a job that is not final carries live_shard (LiveShard of
-//     its id), and a final job's does not: the table's sparse "live" index
-//     (live_shard, updated_at) holds exactly the live jobs, which Lister
-//     lists oldest first for the sweeper.
+//   - The item of a job that is not final carries live_shard (LiveShardOf
+//     its id and the store's shard count), and a final job's does not: the
+//     table's sparse "live" index (live_shard, updated_at) holds exactly
+//     the live jobs, which Lister lists oldest first for the sweeper.
 //   - The transition that makes a job final also writes finished_shard
-//     (LiveShard of its id) and finished_key (FinishedKey: the time of that
-//     transition, then the id), which nothing changes afterwards: the
-//     table's sparse "finished" index holds exactly the final jobs, which
-//     FinishedLister lists in key order from a cursor, for the sweeper's
-//     check that each one's projection caught up.
+//     (LiveShardOf its id and the count) and finished_key (FinishedKey: the
+//     time of that transition, then the id), which nothing changes
+//     afterwards: the table's sparse "finished" index holds exactly the
+//     final jobs, which FinishedLister lists in key order from a cursor,
+//     for the sweeper's check that each one's projection caught up.
 //   - The shard count (DynamoConfig.LiveShards, 16 to 256, default 16) may
 //     only grow: a job's item keeps the shard its writer computed
 //     (LiveShardOf: FNV-1a of the id modulo the count, so at 16 today's
@@ -70,8 +70,12 @@
 //     only), and a walk over fewer shards would miss it. A store above 16
 //     records its count in the table before its first write, and
 //     CheckLiveShards refuses a store below the record (ErrLiveShardsShrunk):
-//     the sweeper calls it at start, so a deploy that lowers the count
-//     stops the sweeper with that error instead of hiding jobs.
+//     the sweeper checks it at each run, so after a deploy that lowers the
+//     count every run fails with that error instead of missing jobs (a
+//     later transition may write a job's shard again under its writer's
+//     count: still one the walk reads). fifoworker jobs opens its store
+//     with the recorded count (RecordedLiveShards). The memory and
+//     PostgreSQL stores have no shards.
 //   - List pages through both indexes for people (fifoworker jobs list):
 //     its token resumes strictly after the last entry a page examined, so a
 //     job that does not change meanwhile is shown exactly once.

@@ -14,15 +14,15 @@ import (
 // The attributes of the Jobs table's items beyond a job's own
 // (jobitem.Attr*): the indexes' keys, and the intent markers'.
 const (
-	// attrLiveShard is the live index's hash key, LiveShard(job id), on the
-	// items of live jobs only. The decoder does not read it: it follows
-	// from the id and the status.
+	// attrLiveShard is the live index's hash key, LiveShardOf(job id,
+	// the writer's count), on the items of live jobs only. The decoder
+	// does not read it: it follows from the id, the status and the count.
 	attrLiveShard = "live_shard"
 	// attrFinishedShard and attrFinishedKey are the finished index's keys,
-	// LiveShard(job id) and FinishedKey(job id, updated_at), on the items of
-	// final jobs only, written by the final transition. The decoder does
-	// not read them either: they follow from the id, the status and
-	// updated_at.
+	// LiveShardOf(job id, the writer's count) and FinishedKey(job id,
+	// updated_at), on the items of final jobs only, written by the final
+	// transition. The decoder does not read them either: they follow from
+	// the id, the status, the count and updated_at.
 	attrFinishedShard = "finished_shard"
 	attrFinishedKey   = "finished_key"
 
