@@ -72,8 +72,9 @@
 //     CheckLiveShards refuses a store below the record (ErrLiveShardsShrunk):
 //     the sweeper checks it at each run, so after a deploy that lowers the
 //     count every run fails with that error instead of missing jobs (a
-//     later transition may write a job's shard again under its writer's
-//     count: still one the walk reads). fifoworker jobs opens its store
+//     live transition keeps the job's live_shard; the final one writes
+//     finished_shard under its writer's count, recorded as any other).
+//     fifoworker jobs opens its store
 //     with the recorded count (RecordedLiveShards). The memory and
 //     PostgreSQL stores have no shards.
 //   - List pages through both indexes for people (fifoworker jobs list):

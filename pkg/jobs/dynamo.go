@@ -442,9 +442,12 @@ func updateInput(table, id string, shards int, st *step) *dynamodb.UpdateItemInp
 			", " + e.name(attrFinishedKey) + " = " + e.value(str(FinishedKey(id, st.patch.updatedAt))) +
 			" REMOVE " + e.name(attrLiveShard)
 	} else {
-		// Written at creation already; set again so that an item written
-		// before the index existed joins it at its next transition.
-		update = "SET " + e.name(attrLiveShard) + " = " + e.value(str(LiveShardOf(id, shards))) + ", " + strings.Join(sets, ", ")
+		// Written at creation: a job keeps that shard whatever the count
+		// of a later writer (a count may grow). Set when absent, so that an
+		// item written before the index existed joins it at its next
+		// transition.
+		ls := e.name(attrLiveShard)
+		update = "SET " + ls + " = if_not_exists(" + ls + ", " + e.value(str(LiveShardOf(id, shards))) + "), " + strings.Join(sets, ", ")
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),

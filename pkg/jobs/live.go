@@ -17,9 +17,10 @@ import (
 // transition that makes a job final removes it. So the index holds exactly
 // the live jobs, by shard and time of their last transition, and the
 // sweeper finds the ones stuck for longest without scanning the table.
-// (Every live transition sets live_shard again, so an item written before
-// the index existed joins it at its next transition; one that never
-// transitions again needs live_shard set once by hand.)
+// (A live transition keeps the live_shard the job was created with, and
+// sets it when the item has none, so an item written before the index
+// existed joins it at its next transition; one that never transitions
+// again needs live_shard set once by hand.)
 const (
 	// LiveIndex is the name of the index.
 	LiveIndex = "live"
@@ -61,9 +62,9 @@ func LiveShard(jobID string) string { return LiveShardOf(jobID, LiveShards) }
 // by its definition, not by the process (unlike hash/maphash), so every
 // writer, in every version of the code, puts a job in the same shard for
 // the same count: at 16, today's items keep theirs. Changing the count
-// changes the shards of the jobs written after it only (an item keeps what
-// was written; a later transition writes its writer's shard again, which
-// a walk over the larger count also reads).
+// changes the shards of the jobs created after it only: a live transition
+// keeps the job's live_shard (the final one writes finished_shard under its
+// writer's count, which the walk over the recorded count also reads).
 func LiveShardOf(jobID string, shards int) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(jobID)) // a hash.Hash never fails to write

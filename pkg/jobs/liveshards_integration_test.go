@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -80,4 +83,46 @@ func TestDynamoAJobCreatedUnderMoreShardsIsNeverHidden(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, at16.CheckLiveShards(ctx), jobs.ErrLiveShardsShrunk)
 	require.Equal(t, 64, must(jobs.RecordedLiveShards(ctx, b.client, b.table)), "never lowered")
+}
+
+// TestDynamoAJobKeepsTheShardItWasCreatedIn: a job created by a store of 16
+// shards, claimed and renewed by one of 64 whose count puts it elsewhere,
+// keeps its live_shard, and stays listed by both.
+func TestDynamoAJobKeepsTheShardItWasCreatedIn(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	ctx := t.Context()
+	clock := jobstest.NewClock(jobstest.Start)
+	open := func(n int) *jobs.DynamoStore {
+		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, LiveShards: n, Config: jobs.Config{Now: clock.Now}})
+		require.NoError(t, err)
+		return store
+	}
+	at16, at64 := open(16), open(64)
+	id := ""
+	for i := 0; id == ""; i++ {
+		if c := "job-" + strconv.Itoa(i); jobs.LiveShardOf(c, 64) != jobs.LiveShard(c) {
+			id = c
+		}
+	}
+	_, err := at16.Create(ctx, jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: "t-1"})
+	require.NoError(t, err)
+	shard := func() string {
+		out, err := b.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"job_id": &types.AttributeValueMemberS{Value: id}}})
+		require.NoError(t, err)
+		return out.Item["live_shard"].(*types.AttributeValueMemberS).Value
+	}
+	require.Equal(t, jobs.LiveShard(id), shard())
+	claimed, err := at64.Claim(ctx, jobs.ClaimRequest{JobID: id, AttemptID: "a", LeaseUntil: clock.Now().Add(time.Minute)})
+	require.NoError(t, err)
+	_, err = at64.Renew(ctx, jobs.RenewRequest{JobID: id, AttemptID: "a", Generation: claimed.Generation, Version: claimed.Version,
+		LeaseUntil: clock.Now().Add(2 * time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, jobs.LiveShard(id), shard(), "kept, not %s", jobs.LiveShardOf(id, 64))
+	for _, store := range []*jobs.DynamoStore{at16, at64} {
+		listed, err := store.Live(ctx, clock.Now().Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{id}, listed)
+	}
 }
