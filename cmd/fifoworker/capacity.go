@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -23,8 +26,19 @@ design that needs less) and what raises it, then the jobs per second each tenant
 gets when the tenants share the load evenly. A model on paper, not a
 measurement: it assumes a worker batch takes 100 ms, a projector batch 50 ms.
 
+Then the cost of a million jobs at list prices (us-east-1 only: the price
+table in internal/dev/capacity/prices.go, dated, each price with its source):
+Lambda requests and GB-seconds (arm64) at each function's MemorySize in the
+template and the assumed times above, DynamoDB on-demand write and read units,
+SQS FIFO requests, S3 PUTs and GETs, API Gateway HTTP API requests, from the
+same counted requests, each job alone (an upper bound: batching lowers the
+Lambda and SQS lines).
+
 --json prints {"limits":[{"name","owner","jobs_per_s","raise"},...],
-"per_tenant_jobs_per_s"} for scripts (jobs per second rounded down).
+"per_tenant_jobs_per_s","cost_per_million_jobs":{"region","currency","lines",
+"by_service","total_usd","assumptions"},"prices_as_of"} for scripts (jobs per
+second rounded down; USD to 1/100 cent); in another region the cost holds the
+region and a "note".
 
 Exit status: 0 done, 1 the template or the counts cannot be read, 2 a usage
 error (groups or tenants below 1, a region the model does not know).`
@@ -97,5 +111,41 @@ func printPlan(c *cli, o *capacityOptions, plan capacity.Plan) error {
 	for _, s := range plan.Settings.List() {
 		fmt.Fprintf(w, "  %s\t%v\t%s\n", s.Name, s.Value, s.Source)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printCost(c, plan)
+}
+
+// printCost prints the cost of a million jobs line by line, by service is
+// in the lines' first column; or the note of a region without prices.
+func printCost(c *cli, plan capacity.Plan) error {
+	if plan.Cost == nil {
+		_, err := fmt.Fprintf(c.stdout, "\ncost: %s\n", plan.CostNote)
+		return err
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	fmt.Fprintf(w, "\ncost of a million jobs at %s list prices (read %s), USD:\n", plan.Cost.Region, capacity.PricesAsOf)
+	for _, l := range plan.Cost.Lines {
+		fmt.Fprintf(w, "  %s\t%s\t%s %s\t× %s per %s\t= %.4f\n", l.Service, l.Item, num(math.Round(l.Quantity*1000)/1000), l.Unit, num(l.PriceUSD), num(l.PricePer), capacity.RoundUSD(l.USD))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	byService := plan.Cost.ByService()
+	var seen, services []string
+	for _, l := range plan.Cost.Lines {
+		if !slices.Contains(seen, l.Service) {
+			seen = append(seen, l.Service)
+			services = append(services, fmt.Sprintf("%s %.4f", l.Service, capacity.RoundUSD(byService[l.Service])))
+		}
+	}
+	fmt.Fprintf(c.stdout, "by service: %s\ntotal: %.4f\n", strings.Join(services, ", "), capacity.RoundUSD(plan.Cost.TotalUSD))
+	fmt.Fprintln(c.stdout, "assumptions:")
+	for _, a := range capacity.CostAssumptions {
+		fmt.Fprintf(c.stdout, "  - %s\n", a)
+	}
+	_, err := fmt.Fprintln(c.stdout, "prices: internal/dev/capacity/prices.go, each with its source and what was read (\"unconfirmed on AWS's page\" where only third-party pages gave the figure)")
+	return err
 }

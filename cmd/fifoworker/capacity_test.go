@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,6 +57,55 @@ func TestCapacityText(t *testing.T) {
 	require.Regexp(t, `(?m)^2 +500 +aws-adjustable +Totals table: a new on-demand table's initial throughput`, stdout)
 	require.Contains(t, stdout, "per tenant: 250 jobs/s")
 	require.Regexp(t, `worker MaximumConcurrency +20 +parameter WorkerMaxConcurrency's default`, stdout)
+	require.Regexp(t, `worker MemorySize \(MB\) +256 +Globals' Function MemorySize`, stdout)
+	require.Contains(t, stdout, "cost of a million jobs at us-east-1 list prices (read 2026-12-02), USD:")
+	require.Regexp(t, `(?m)^  s3 +S3 Standard PUT, COPY, POST, LIST requests +1000000 requests +× 0\.005 per 1000 += +5\.0000$`, stdout)
+	require.Regexp(t, `(?m)^by service: lambda [0-9.]+, dynamodb [0-9.]+, sqs [0-9.]+, s3 5\.0000, api-gateway 1\.0000\ntotal: [0-9]+\.[0-9]{4}$`, stdout)
+	require.Contains(t, stdout, "assumed, not measured")
+}
+
+// The cost's JSON: a line per priced item, by service and in all, and the
+// day the prices were read; in a region without prices, a note instead of
+// the lines. The limits' fields are the same as before.
+func TestCapacityJSONCost(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCapacity(t, "--json")
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Limits []map[string]any `json:"limits"`
+		Cost   struct {
+			Region    string             `json:"region"`
+			Lines     []map[string]any   `json:"lines"`
+			ByService map[string]float64 `json:"by_service"`
+			TotalUSD  float64            `json:"total_usd"`
+			Note      string             `json:"note"`
+		} `json:"cost_per_million_jobs"`
+		AsOf string `json:"prices_as_of"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	require.Equal(t, "2026-12-02", got.AsOf)
+	require.Equal(t, "us-east-1", got.Cost.Region)
+	require.Empty(t, got.Cost.Note)
+	require.Len(t, got.Cost.Lines, 8)
+	require.ElementsMatch(t, []string{"lambda", "dynamodb", "sqs", "s3", "api-gateway"}, slices.Collect(maps.Keys(got.Cost.ByService)))
+	sum := 0.0
+	for _, v := range got.Cost.ByService {
+		sum += v
+	}
+	require.InDelta(t, got.Cost.TotalUSD, sum, 0.001)
+	require.Len(t, got.Limits[0], 4, "a limit's fields are name, owner, jobs_per_s, raise")
+
+	code, stdout, stderr = runCapacity(t, "--json", "--region", "eu-west-1")
+	require.Equal(t, 0, code, stderr)
+	var other struct {
+		Cost map[string]any `json:"cost_per_million_jobs"`
+		AsOf string         `json:"prices_as_of"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &other))
+	require.Equal(t, "2026-12-02", other.AsOf)
+	require.Equal(t, "eu-west-1", other.Cost["region"])
+	require.Contains(t, other.Cost["note"], "the price table has us-east-1 only")
+	require.Len(t, other.Cost, 2, "no lines nor total in a region without prices: %v", other.Cost)
 }
 
 // Bad input is a usage error (exit 2) that names it; the bounds (1 group,

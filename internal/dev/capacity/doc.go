@@ -9,4 +9,10 @@
 // concurrency and the live index's shards where the template or the code
 // sets them. The AWS latencies it assumes are constants here, as the
 // document states them.
+//
+// It also prices a million jobs from the same counts at list prices
+// (prices.go: dated, us-east-1 only, each with its source and whether AWS's
+// own page confirmed the figure), Lambda's time from those assumed
+// latencies and each function's MemorySize in the template: a cost on
+// paper, each job alone, never a measurement.
 package capacity

@@ -57,12 +57,17 @@ type Limit struct {
 // Plan is the limits in the order they bind (fewest jobs per second
 // first) and what each tenant can do.
 type Plan struct {
+	Region string // the input's region
 	Limits []Limit
 	// PerTenantJobsPerS is the first limit's jobs per second shared by
 	// the tenants.
 	PerTenantJobsPerS float64
 	PerJob            PerJob
 	Settings          Settings
+	// Cost is a million jobs' at the region's list prices; nil when the
+	// price table has none for the region, and CostNote says so.
+	Cost     *Cost
+	CostNote string
 }
 
 // Compute plans in from the counted requests and the template's settings.
@@ -164,16 +169,25 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 		limits[i].JobsPerS = math.Floor(limits[i].JobsPerS)
 	}
 	slices.SortStableFunc(limits, func(a, b Limit) int { return cmp.Compare(a.JobsPerS, b.JobsPerS) })
+	cost, note, err := costOrNote(p, s, in.Region)
+	if err != nil {
+		return Plan{}, err
+	}
 	return Plan{
+		Region:            in.Region,
 		Limits:            limits,
 		PerTenantJobsPerS: math.Floor(limits[0].JobsPerS / float64(in.Tenants)),
 		PerJob:            p,
 		Settings:          s,
+		Cost:              cost,
+		CostNote:          note,
 	}, nil
 }
 
 // JSON is the plan for scripts:
-// {"limits":[{"name":…,"owner":…,"jobs_per_s":…,"raise":…},…],"per_tenant_jobs_per_s":…}.
+// {"limits":[{"name":…,"owner":…,"jobs_per_s":…,"raise":…},…],"per_tenant_jobs_per_s":…,
+// "cost_per_million_jobs":{"region":…,"currency":"USD","lines":[…],"by_service":{…},"total_usd":…,"assumptions":[…]},
+// "prices_as_of":…}; in a region without prices the cost holds the region and a "note".
 func (p Plan) JSON() ([]byte, error) {
 	type limit struct {
 		Name     string  `json:"name"`
@@ -182,9 +196,11 @@ func (p Plan) JSON() ([]byte, error) {
 		Raise    string  `json:"raise"`
 	}
 	out := struct {
-		Limits    []limit `json:"limits"`
-		PerTenant float64 `json:"per_tenant_jobs_per_s"`
-	}{PerTenant: p.PerTenantJobsPerS}
+		Limits     []limit  `json:"limits"`
+		PerTenant  float64  `json:"per_tenant_jobs_per_s"`
+		Cost       costJSON `json:"cost_per_million_jobs"`
+		PricesAsOf string   `json:"prices_as_of"`
+	}{PerTenant: p.PerTenantJobsPerS, Cost: p.costJSON(p.Region), PricesAsOf: PricesAsOf}
 	for _, l := range p.Limits {
 		out.Limits = append(out.Limits, limit{Name: l.Name, Owner: l.Owner, JobsPerS: l.JobsPerS, Raise: l.Raise})
 	}

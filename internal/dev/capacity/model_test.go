@@ -48,7 +48,7 @@ func committed(t *testing.T) capacity.Counts {
 func TestPerJobComesFromTheCountedRequests(t *testing.T) {
 	p := plan(t, committed(t), capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"})
 	require.Equal(t, capacity.PerJob{
-		JobsWRU: 6, TotalsWRU: 8, TotalItemWRU: 4, ViewsWRU: 2, LiveWrites: 4, S3Puts: 1,
+		JobsWRU: 6, TotalsWRU: 8, TotalItemWRU: 4, ViewsWRU: 2, LiveWrites: 4, FinishedWrites: 1, ReadUnits: 2, S3Puts: 1,
 		Commands: 1, Events: 2, APIRequests: 1,
 	}, p.PerJob)
 }

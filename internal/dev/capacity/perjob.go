@@ -15,10 +15,16 @@ type PerJob struct {
 	TotalItemWRU float64 // of them, on the tenant's one total item
 	ViewsWRU     float64 // write units on the Views table
 	LiveWrites   float64 // writes to the Jobs table's live index
-	S3Puts       float64 // candidate PutObjects
-	Commands     float64 // messages on the commands queue
-	Events       float64 // messages on the events queue
-	APIRequests  float64 // API Gateway requests (the POST /jobs)
+	// FinishedWrites are writes to the Jobs table's finished index (the
+	// accept enters the job in it).
+	FinishedWrites float64
+	// ReadUnits are read units on the tables, each counted read taken as
+	// one (strongly consistent, items and pages under 4 KB).
+	ReadUnits   float64
+	S3Puts      float64 // candidate PutObjects
+	Commands    float64 // messages on the commands queue
+	Events      float64 // messages on the events queue
+	APIRequests float64 // API Gateway requests (the POST /jobs)
 }
 
 // A transaction writes each item twice, to prepare and to commit
@@ -31,7 +37,7 @@ const transactionalWrites = 2
 // path: the design's knowledge the counts alone do not carry (which table a
 // request goes to, how many items a transaction holds). A request the table
 // does not know is an error: a new request in requests.json makes the model
-// say it has to be told what it costs. Reads are listed with no cost: none
+// say it has to be told what it costs. Reads count for the cost only: none
 // of them is near a limit (the holds read is one per batch, the page the
 // task's own table).
 var costs = map[string]map[string]func(p *PerJob, n float64){
@@ -52,10 +58,11 @@ var costs = map[string]map[string]func(p *PerJob, n float64){
 		"UpdateItem": func(p *PerJob, n float64) {
 			p.JobsWRU += n
 			p.LiveWrites += n / 2 * (2 + 1)
+			p.FinishedWrites += n / 2
 		},
 		"PutObject":    func(p *PerJob, n float64) { p.S3Puts += n },
-		"BatchGetItem": func(*PerJob, float64) {}, // the holds, one read per batch
-		"Query":        func(*PerJob, float64) {}, // the task's page of articles
+		"BatchGetItem": func(p *PerJob, n float64) { p.ReadUnits += n }, // the holds, one read per batch
+		"Query":        func(p *PerJob, n float64) { p.ReadUnits += n }, // the task's page of articles
 	},
 	"relay": {
 		// One message per job per call when the job is alone: every
@@ -71,7 +78,7 @@ var costs = map[string]map[string]func(p *PerJob, n float64){
 			p.TotalItemWRU += n * transactionalWrites
 			p.Events += n
 		},
-		"BatchGetItem": func(*PerJob, float64) {},
+		"BatchGetItem": func(p *PerJob, n float64) { p.ReadUnits += n },
 	},
 }
 

@@ -24,6 +24,8 @@ type Settings struct {
 	ProjectorConcurrency Setting // the events mapping's MaximumConcurrency
 	ProjectorBatch       Setting // the events mapping's BatchSize
 	LiveShards           Setting // the live index's partition-key values
+	// Each function's MemorySize in MB: its own, else Globals'.
+	IntakeMemoryMB, WorkerMemoryMB, ProjectorMemoryMB, RelayMemoryMB Setting
 }
 
 // List returns the settings by name, in a fixed order, for a report.
@@ -40,6 +42,8 @@ func (s Settings) List() []struct {
 		{"worker ephemeral storage (MB)", s.WorkerStorageMB}, {"MaxCandidateBytes", s.MaxCandidateBytes},
 		{"projector MaximumConcurrency", s.ProjectorConcurrency}, {"projector BatchSize", s.ProjectorBatch},
 		{"live index shards", s.LiveShards},
+		{"intake MemorySize (MB)", s.IntakeMemoryMB}, {"worker MemorySize (MB)", s.WorkerMemoryMB},
+		{"projector MemorySize (MB)", s.ProjectorMemoryMB}, {"relay MemorySize (MB)", s.RelayMemoryMB},
 	}
 }
 
@@ -69,6 +73,14 @@ func SettingsFrom(tpl *samtemplate.Template) (Settings, error) {
 	read(&s.ProjectorBatch, "ProjectorFunction's Events event", append(events, "BatchSize")...)
 	if err == nil {
 		s.MaxCandidateBytes, err = parameterDefault(tpl, "MaxCandidateBytes")
+	}
+	for _, m := range []struct {
+		dst      *Setting
+		function string
+	}{{&s.IntakeMemoryMB, "IntakeFunction"}, {&s.WorkerMemoryMB, "WorkerFunction"}, {&s.ProjectorMemoryMB, "ProjectorFunction"}, {&s.RelayMemoryMB, "RelayFunction"}} {
+		if err == nil {
+			*m.dst, err = memorySize(tpl, m.function)
+		}
 	}
 	if err != nil {
 		return Settings{}, err
@@ -108,6 +120,28 @@ func settingAt(tpl *samtemplate.Template, where string, path ...string) (Setting
 		return Setting{}, fmt.Errorf("%w: template: %s: %v: %w", ErrInvalid, where, path[len(path)-1], err)
 	}
 	return Setting{Value: n, Source: where + " (a literal in the template)"}, nil
+}
+
+// memorySize is function's MemorySize: its own, else the Globals'
+// Function section's (SAM's rule), which must then be a literal.
+func memorySize(tpl *samtemplate.Template, function string) (Setting, error) {
+	res, ok := tpl.Resources[function]
+	if !ok {
+		return Setting{}, fmt.Errorf("%w: template: no resource %s", ErrInvalid, function)
+	}
+	if _, ok := res.Properties["MemorySize"]; ok {
+		return settingAt(tpl, function+"'s MemorySize", function, "MemorySize")
+	}
+	globals, _ := tpl.Globals["Function"].(map[string]any)
+	v, ok := globals["MemorySize"]
+	if !ok {
+		return Setting{}, fmt.Errorf("%w: template: %s has no MemorySize, nor has Globals' Function", ErrInvalid, function)
+	}
+	n, err := number(v)
+	if err != nil {
+		return Setting{}, fmt.Errorf("%w: template: Globals' Function MemorySize: %w", ErrInvalid, err)
+	}
+	return Setting{Value: n, Source: "Globals' Function MemorySize"}, nil
 }
 
 // parameterDefault is a Number parameter's default.
