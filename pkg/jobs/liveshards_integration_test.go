@@ -38,11 +38,7 @@ func TestDynamoAJobCreatedUnderMoreShardsIsNeverHidden(t *testing.T) {
 	b := setupDynamo(t)
 	ctx := t.Context()
 	clock := jobstest.NewClock(jobstest.Start)
-	open := func(n int) *jobs.DynamoStore {
-		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, LiveShards: n, Config: jobs.Config{Now: clock.Now}})
-		require.NoError(t, err)
-		return store
-	}
+	open := storesOfShards(t, b, clock)
 	at16, at64 := open(16), open(64)
 	require.NoError(t, at16.CheckLiveShards(ctx), "a table without a record was written with 16")
 	require.Equal(t, jobs.LiveShards, must(jobs.RecordedLiveShards(ctx, b.client, b.table)))
@@ -93,11 +89,7 @@ func TestDynamoAJobKeepsTheShardItWasCreatedIn(t *testing.T) {
 	b := setupDynamo(t)
 	ctx := t.Context()
 	clock := jobstest.NewClock(jobstest.Start)
-	open := func(n int) *jobs.DynamoStore {
-		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, LiveShards: n, Config: jobs.Config{Now: clock.Now}})
-		require.NoError(t, err)
-		return store
-	}
+	open := storesOfShards(t, b, clock)
 	at16, at64 := open(16), open(64)
 	id := ""
 	for i := 0; id == ""; i++ {
@@ -124,5 +116,15 @@ func TestDynamoAJobKeepsTheShardItWasCreatedIn(t *testing.T) {
 		listed, err := store.Live(ctx, clock.Now().Add(time.Hour), 10)
 		require.NoError(t, err)
 		require.Equal(t, []string{id}, listed)
+	}
+}
+
+// storesOfShards returns a maker of stores on b's table with a given
+// shard count, all on clock.
+func storesOfShards(t *testing.T, b *dynamoBundle, clock *jobstest.Clock) func(n int) *jobs.DynamoStore {
+	return func(n int) *jobs.DynamoStore {
+		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: b.client, Table: b.table, LiveShards: n, Config: jobs.Config{Now: clock.Now}})
+		require.NoError(t, err)
+		return store
 	}
 }
