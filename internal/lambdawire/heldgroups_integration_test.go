@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
@@ -33,18 +35,7 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 	t.Parallel()
 	cfg := awstest.Config(t)
 	db := DynamoDB(cfg)
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	only := &samtemplate.Template{Parameters: tpl.Parameters, Conditions: tpl.Conditions, Mappings: tpl.Mappings,
-		Resources: map[string]samtemplate.Resource{}}
-	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "QuarantineTable", "CandidatesBucket"} {
-		only.Resources[name] = tpl.Resources[name]
-	}
-	clients := localdeploy.Clients{DynamoDB: db, S3: S3(cfg)}
-	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, "held"), cfg.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
-	res := deployed.Resources
+	res := deployTemplateResources(t, cfg, db, "held", "JobsTable", "ViewsTable", "TotalsTable", "QuarantineTable", "CandidatesBucket")
 
 	// Two jobs created an hour ago, never claimed: both stuck.
 	hourAgo := func() time.Time { return time.Now().Add(-time.Hour) }
@@ -98,4 +89,23 @@ func TestTheWiredSweeperLeavesHeldJobsAndReportsHeldGroups(t *testing.T) {
 	cname, _ := quarantine.QueueName(commands)
 	ename, _ := quarantine.QueueName(evts)
 	require.Equal(t, map[string]float64{cname: 1, ename: 0, sweeper.MetricUnmeasured: 0}, got)
+}
+
+// deployTemplateResources deploys template.yaml's resources named on the
+// local stack (cfg, db), named after prefix, torn down when t ends, and
+// returns their physical names.
+func deployTemplateResources(t *testing.T, cfg aws.Config, db *dynamodb.Client, prefix string, names ...string) map[string]string {
+	t.Helper()
+	tpl, err := samtemplate.Load("../../template.yaml")
+	require.NoError(t, err)
+	only := &samtemplate.Template{Parameters: tpl.Parameters, Conditions: tpl.Conditions, Mappings: tpl.Mappings,
+		Resources: map[string]samtemplate.Resource{}}
+	for _, name := range names {
+		only.Resources[name] = tpl.Resources[name]
+	}
+	clients := localdeploy.Clients{DynamoDB: db, S3: S3(cfg)}
+	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, prefix), cfg.Region, clients)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
+	return deployed.Resources
 }

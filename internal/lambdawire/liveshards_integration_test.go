@@ -3,7 +3,6 @@
 package lambdawire
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -12,9 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
-	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
-	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
-	"github.com/fifoworker/fifoworker/internal/dev/testenv"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -29,18 +25,7 @@ func TestTheWiredSweeperNeverWalksFewerShardsThanJobsWereWrittenWith(t *testing.
 	t.Parallel()
 	cfg := awstest.Config(t)
 	db := DynamoDB(cfg)
-	tpl, err := samtemplate.Load("../../template.yaml")
-	require.NoError(t, err)
-	only := &samtemplate.Template{Parameters: tpl.Parameters, Conditions: tpl.Conditions, Mappings: tpl.Mappings,
-		Resources: map[string]samtemplate.Resource{}}
-	for _, name := range []string{"JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket"} {
-		only.Resources[name] = tpl.Resources[name]
-	}
-	clients := localdeploy.Clients{DynamoDB: db, S3: S3(cfg)}
-	deployed, err := localdeploy.Deploy(t.Context(), only, awstest.Name(t, "shards"), cfg.Region, clients)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, testenv.Teardown(context.Background(), deployed, clients)) })
-	res := deployed.Resources
+	res := deployTemplateResources(t, cfg, db, "shards", "JobsTable", "ViewsTable", "TotalsTable", "CandidatesBucket")
 
 	id := ""
 	for i := 0; id == ""; i++ {
