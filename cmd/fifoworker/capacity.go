@@ -18,12 +18,16 @@ import (
 const capacityLong = `The capacity model (docs/CAPACITY.md) computed: the jobs per second each limit
 allows, from the requests one job costs (counted by the request tests, committed
 in internal/dev/capacity/requests.json), the template's settings (each mapping's
-MaximumConcurrency and BatchSize, the worker's storage, the live index's shards)
-and AWS's published quotas for the region. It prints the limits in the order
+MaximumConcurrency and BatchSize, the worker's storage, the live index's shards
+LiveShards, each tenant's totals shards TotalsShards) and AWS's published quotas
+for the region. It prints the limits in the order
 they bind (fewest jobs per second first), who owns each (ours: a parameter or
 the code; aws-adjustable: a quota increase or pre-warming; aws-fixed: only a
-design that needs less) and what raises it, then the jobs per second each tenant
-gets when the tenants share the load evenly. A model on paper, not a
+design that needs less) and what raises it (for ours, the template parameter),
+then the jobs per second each tenant gets when the tenants share the load
+evenly. A tenant's own ceiling is its totals': TotalsShards partition-key values,
+each bound by DynamoDB's 1,000 write units a second per partition-key value and
+per item. docs/CAPACITY.md is generated from the same model. A model on paper, not a
 measurement: it assumes a worker batch takes 100 ms, a projector batch 50 ms.
 
 Then the cost of a million jobs at list prices (us-east-1 only: the price

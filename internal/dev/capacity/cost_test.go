@@ -33,7 +33,7 @@ func lineOf(t *testing.T, c capacity.Cost, key string) capacity.CostLine {
 // lines' sum: the expected figures below are recomputed from the price
 // table, not copied from the output.
 func TestCostIsCountsTimesPrices(t *testing.T) {
-	c := usEast1(t, committed(t))
+	c := usEast1(t, todayCounts())
 	prices := map[string]capacity.Price{}
 	for _, p := range capacity.Prices() {
 		prices[p.Key] = p
@@ -66,8 +66,8 @@ func TestCostIsCountsTimesPrices(t *testing.T) {
 // Doubling one request count doubles its line and leaves the others: the
 // figure follows requests.json.
 func TestDoublingACountDoublesItsLine(t *testing.T) {
-	base := usEast1(t, committed(t))
-	c := committed(t)
+	base := usEast1(t, todayCounts())
+	c := todayCounts()
 	happy := c.Paths[capacity.PathHappy].Compact()
 	happy["worker"] = maps.Clone(happy["worker"])
 	happy["worker"]["PutObject"] *= 2
@@ -105,24 +105,22 @@ func TestDoublingACountDoublesItsLine(t *testing.T) {
 
 // A function's MemorySize (its own, else Globals') scales its GB-seconds.
 func TestMemorySizeScalesGBSeconds(t *testing.T) {
-	s := templateSettings(t)
-	require.Equal(t, capacity.Setting{Value: 256, Source: "Globals' Function MemorySize"}, s.WorkerMemoryMB)
-	in := capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"}
-	base, err := capacity.Compute(committed(t), s, in)
-	require.NoError(t, err)
+	s := pinned(t)
+	base := compute(t, todayCounts(), s, oneTenant)
 	s.WorkerMemoryMB.Value = 512
-	bigger, err := capacity.Compute(committed(t), s, in)
-	require.NoError(t, err)
-	worker := 0.25 * capacity.WorkerBatchSeconds * 1e6
+	bigger := compute(t, todayCounts(), s, oneTenant)
+	worker := 0.25 * capacity.WorkerBatchSeconds * 1e6 // 256 MB more for t_w, a million times
 	require.InDelta(t, lineOf(t, *base.Cost, "lambda-gb-seconds").Quantity+worker,
 		lineOf(t, *bigger.Cost, "lambda-gb-seconds").Quantity, 1e-6)
 
 	tpl := loadTemplate(t)
 	tpl.Resources["WorkerFunction"].Properties["MemorySize"] = 1024
-	s, err = capacity.SettingsFrom(tpl)
+	delete(tpl.Resources["ProjectorFunction"].Properties, "MemorySize")
+	tpl.Globals["Function"].(map[string]any)["MemorySize"] = 384
+	s, err := capacity.SettingsFrom(tpl)
 	require.NoError(t, err)
 	require.Equal(t, capacity.Setting{Value: 1024, Source: "WorkerFunction's MemorySize (a literal in the template)"}, s.WorkerMemoryMB)
-	require.Equal(t, 256.0, s.ProjectorMemoryMB.Value)
+	require.Equal(t, capacity.Setting{Value: 384, Source: "Globals' Function MemorySize"}, s.ProjectorMemoryMB)
 
 	delete(tpl.Resources["WorkerFunction"].Properties, "MemorySize")
 	delete(tpl.Globals["Function"].(map[string]any), "MemorySize")

@@ -5,10 +5,13 @@
 // the template's settings (read from template.yaml) and AWS's published
 // quotas (a table in this package, each with its source).
 //
-// It models today's design: one totals item per tenant, the projector's
-// concurrency and the live index's shards where the template or the code
-// sets them. The AWS latencies it assumes are constants here, as the
-// document states them.
+// It models the design as the template sets it: each tenant's totals over
+// TotalsShards partition-key values (one without the parameter), the
+// projector's and the worker's concurrency, the live index's shards. The
+// AWS latencies it assumes are constants here. docs/CAPACITY.md's figures
+// are generated from it (document.go: blocks between marker comments,
+// rewritten by DocumentGeneratedBy; a unit test fails while the document
+// differs), and GoalShortfalls states issue 19's goal on paper.
 //
 // It also prices a million jobs from the same counts at list prices
 // (prices.go: dated, us-east-1 only, each with its source and whether AWS's

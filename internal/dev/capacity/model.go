@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
@@ -57,13 +58,19 @@ type Limit struct {
 // Plan is the limits in the order they bind (fewest jobs per second
 // first) and what each tenant can do.
 type Plan struct {
-	Region string // the input's region
-	Limits []Limit
+	Region  string // the input's region
+	Groups  int    // the input's groups in flight
+	Tenants int    // the input's tenants
+	Limits  []Limit
 	// PerTenantJobsPerS is the first limit's jobs per second shared by
 	// the tenants.
 	PerTenantJobsPerS float64
-	PerJob            PerJob
-	Settings          Settings
+	// TenantJobsPerS is one tenant's own ceiling, its totals' (the
+	// "tenant-totals" limit for one tenant): what a tenant alone reaches
+	// once the shared limits before it are raised.
+	TenantJobsPerS float64
+	PerJob         PerJob
+	Settings       Settings
 	// Cost is a million jobs' at the region's list prices; nil when the
 	// price table has none for the region, and CostNote says so.
 	Cost     *Cost
@@ -89,13 +96,9 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 	if lanes < 1 {
 		return Plan{}, fmt.Errorf("%w: the worker's storage (%v MB) spools no candidate of %v bytes", ErrInvalid, s.WorkerStorageMB.Value, s.MaxCandidateBytes.Value)
 	}
-	limits := []Limit{{
-		Key:      "tenant-total",
-		Name:     fmt.Sprintf("a tenant's total item: %s %v %s, %v per job on it", partitionWrites.Name, partitionWrites.Value, partitionWrites.Unit, p.TotalItemWRU),
-		Owner:    Ours,
-		JobsPerS: float64(in.Tenants) * partitionWrites.Value / p.TotalItemWRU,
-		Raise:    "shard the tenant's total over items summed on read, or skip the totals write of an event that adds nothing (internal/app/projection); concurrent transactions on the item conflict before it",
-	}}
+	tenant := tenantLimit(p, s)
+	tenant.JobsPerS *= float64(in.Tenants)
+	limits := []Limit{tenant}
 	tables := []struct {
 		name string
 		wru  float64
@@ -115,14 +118,14 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 			Name:     fmt.Sprintf("the projector's MaximumConcurrency %v, %v events a batch", s.ProjectorConcurrency.Value, s.ProjectorBatch.Value),
 			Owner:    Ours,
 			JobsPerS: s.ProjectorConcurrency.Value * s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
-			Raise:    fmt.Sprintf("raise it (at most %v); projections lag beyond it, jobs still complete", mappingConcurrency.Value),
+			Raise:    raiseSetting(s.ProjectorConcurrency, "ProjectorMaxConcurrency", "projections lag beyond it, jobs still complete"),
 		},
 		Limit{
 			Key:      "worker-concurrency",
 			Name:     fmt.Sprintf("the worker's MaximumConcurrency %v, %v lanes a batch", s.WorkerConcurrency.Value, lanes),
 			Owner:    Ours,
 			JobsPerS: s.WorkerConcurrency.Value * lanes / WorkerBatchSeconds / p.Commands,
-			Raise:    fmt.Sprintf("raise it (at most %v); keep 90%% of the worker's storage at ten MaxCandidateBytes", mappingConcurrency.Value),
+			Raise:    raiseSetting(s.WorkerConcurrency, "WorkerMaxConcurrency", "keep 90% of the worker's storage (WorkerEphemeralStorage) at ten MaxCandidateBytes"),
 		},
 		Limit{
 			Key:   "s3-prefix",
@@ -135,7 +138,7 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 				s.LiveShards.Value, partitionWrites.Value, partitionWrites.Unit, p.LiveWrites),
 			Owner:    Ours,
 			JobsPerS: s.LiveShards.Value * partitionWrites.Value / p.LiveWrites,
-			Raise:    "more shards (the sweeper queries each); its sort key only grows, so a shard's writes cannot be split for heat",
+			Raise:    raiseSetting(s.LiveShards, "LiveShards", "it may only grow; the sweeper queries each shard; the index's sort key (the update time) only grows, so a shard's writes cannot be split for heat"),
 		},
 		Limit{
 			Key:   "groups",
@@ -175,8 +178,11 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 	}
 	return Plan{
 		Region:            in.Region,
+		Groups:            in.Groups,
+		Tenants:           in.Tenants,
 		Limits:            limits,
 		PerTenantJobsPerS: math.Floor(limits[0].JobsPerS / float64(in.Tenants)),
+		TenantJobsPerS:    math.Floor(tenant.JobsPerS / float64(in.Tenants)),
 		PerJob:            p,
 		Settings:          s,
 		Cost:              cost,
@@ -209,4 +215,95 @@ func (p Plan) JSON() ([]byte, error) {
 		return nil, fmt.Errorf("capacity: marshal plan: %w", err)
 	}
 	return raw, nil
+}
+
+// tenantLimit is one tenant's totals: TotalsShards partition-key values,
+// each taking its jobs' writes up to the per-value limit and its total
+// item's up to the per-item limit, whichever binds first.
+func tenantLimit(p PerJob, s Settings) Limit {
+	byKey := partitionWrites.Value / p.TotalsKeyWRU
+	byItem := itemWrites.Value / p.TotalItemWRU
+	binds := fmt.Sprintf("%s, %v %s, %v per job on one", partitionWrites.Name, partitionWrites.Value, partitionWrites.Unit, p.TotalsKeyWRU)
+	if byItem < byKey {
+		binds = fmt.Sprintf("%s, %v %s, %v per job on one", itemWrites.Name, itemWrites.Value, itemWrites.Unit, p.TotalItemWRU)
+	}
+	return Limit{
+		Key:      "tenant-totals",
+		Name:     fmt.Sprintf("a tenant's totals: %v shards (partition-key values), each bound by %s", s.TotalsShards.Value, binds),
+		Owner:    Ours,
+		JobsPerS: s.TotalsShards.Value * min(byKey, byItem),
+		Raise: raiseSetting(s.TotalsShards, TotalsShardsParameter, "chosen when the Totals table is created, fixed for its life: "+
+			"a job's cursor and its share of the total live on the shard its id hashes to, reads sum the shards; concurrent transactions on one total item conflict (retried) before it"),
+	}
+}
+
+// raiseSetting says how to raise a setting: the parameter that sets it,
+// with its bounds; or, where a literal or a constant sets it, that the
+// parameter the design names for it (param) is not in the template yet.
+// note adds to it.
+func raiseSetting(s Setting, param, note string) string {
+	if s.Parameter == "" {
+		return fmt.Sprintf("the parameter %s, not in the template yet; %s", param, note)
+	}
+	out := "raise the parameter " + s.Parameter
+	if s.Range != "" {
+		out += " (" + s.Range + ")"
+	}
+	return out + "; " + note
+}
+
+// The goal of issue 19 on paper: with default settings, at GoalGroups, the
+// limits that bind first are AWS quotas a user can raise (Lambda's
+// concurrency, API Gateway's rate, a table's maximum), never ours, and one
+// tenant alone reaches GoalTenantJobsPerS.
+const GoalTenantJobsPerS = 5000
+
+// GoalGroups are the groups in flight the goal is stated at.
+var GoalGroups = []int{1000, 100_000}
+
+// goalQuotas are the limits' keys of the raisable AWS quotas the goal
+// names: none of ours may allow as few jobs per second as the lowest.
+var goalQuotas = []string{"lambda-concurrency", "api-gateway", "jobs-table-max", "totals-table-max", "views-table-max"}
+
+// GoalShortfalls says where the plan misses the goal (none: it holds):
+// each limit of ours that allows no more jobs per second than the lowest
+// of the raisable AWS quotas the goal names (a tie binds together, so it
+// misses too), and one tenant's ceiling below GoalTenantJobsPerS.
+func (p Plan) GoalShortfalls() []string {
+	var bound *Limit
+	for i, l := range p.Limits {
+		if slices.Contains(goalQuotas, l.Key) && (bound == nil || l.JobsPerS < bound.JobsPerS) {
+			bound = &p.Limits[i]
+		}
+	}
+	var out []string
+	for _, l := range p.Limits {
+		if l.Owner == Ours && bound != nil && l.JobsPerS <= bound.JobsPerS {
+			quota, _, _ := strings.Cut(bound.Name, ",")
+			out = append(out, fmt.Sprintf("ours binds at %s jobs/s, not above %s jobs/s (%s): %s", Commas(l.JobsPerS), Commas(bound.JobsPerS), quota, l.Name))
+		}
+	}
+	if p.TenantJobsPerS < GoalTenantJobsPerS {
+		out = append(out, fmt.Sprintf("one tenant reaches %s jobs/s, below %s", Commas(p.TenantJobsPerS), Commas(GoalTenantJobsPerS)))
+	}
+	return out
+}
+
+// Commas writes n rounded down to a whole number with thousands
+// separators: 28571 is "28,571".
+func Commas(n float64) string {
+	digits := strconv.FormatFloat(math.Floor(n), 'f', 0, 64)
+	neg := strings.HasPrefix(digits, "-")
+	digits = strings.TrimPrefix(digits, "-")
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

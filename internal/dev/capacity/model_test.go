@@ -1,7 +1,6 @@
 package capacity_test
 
 import (
-	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,9 +21,7 @@ func templateSettings(t *testing.T) capacity.Settings {
 
 func plan(t *testing.T, counts capacity.Counts, in capacity.Input) capacity.Plan {
 	t.Helper()
-	p, err := capacity.Compute(counts, templateSettings(t), in)
-	require.NoError(t, err)
-	return p
+	return compute(t, counts, pinned(t), in)
 }
 
 func byKey(p capacity.Plan) map[string]capacity.Limit {
@@ -42,39 +39,95 @@ func committed(t *testing.T) capacity.Counts {
 	return c
 }
 
-// What one job costs, from the committed counts of the happy path and the
-// design's table of what each request writes: docs/CAPACITY.md's "What one
-// job costs".
-func TestPerJobComesFromTheCountedRequests(t *testing.T) {
-	p := plan(t, committed(t), capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"})
-	require.Equal(t, capacity.PerJob{
-		JobsWRU: 6, TotalsWRU: 8, TotalItemWRU: 4, ViewsWRU: 2, LiveWrites: 4, FinishedWrites: 1, ReadUnits: 2, S3Puts: 1,
-		Commands: 1, Events: 2, APIRequests: 1,
-	}, p.PerJob)
+// todayCounts are the happy path's counts before the totals were sharded:
+// the projector writes the totals for both events (job.started adds 0).
+// shardedCounts skip that write: one totals transaction per job. The
+// tests below pin their counts and settings so that a regenerated
+// requests.json or a new default moves only the document and the goal
+// tests, which read the committed ones.
+func todayCounts() capacity.Counts {
+	return capacity.Counts{Paths: map[string]capacity.Requests{capacity.PathHappy: {
+		"intake":    {"TransactWriteItems": 1},
+		"projector": {"TransactWriteItems": 2, "UpdateItem": 2},
+		"relay":     {"SendMessageBatch": 3},
+		"worker":    {"BatchGetItem": 1, "PutObject": 1, "Query": 1, "UpdateItem": 2},
+	}}}
 }
 
-// The model gives docs/CAPACITY.md's figures from the counts, the quotas
-// and template.yaml's defaults, in the document's order (its Jobs 660 and
-// 6,600 are 4,000/6 and 40,000/6 rounded down further; its Lambda ~30,000
-// is 1,000 / 35 ms).
-func TestTheModelReproducesTheCapacityDocument(t *testing.T) {
+func shardedCounts() capacity.Counts {
+	c := todayCounts()
+	c.Paths[capacity.PathHappy]["projector"]["TransactWriteItems"] = 1
+	return c
+}
+
+// pinned are template.yaml's settings with the values these tests
+// compute with set: the defaults before issue 19 (one totals shard).
+func pinned(t *testing.T) capacity.Settings {
+	t.Helper()
+	s := templateSettings(t)
+	s.WorkerConcurrency.Value, s.ProjectorConcurrency.Value, s.LiveShards.Value, s.TotalsShards.Value = 20, 10, 16, 1
+	s.WorkerBatch.Value, s.ProjectorBatch.Value, s.WorkerStorageMB.Value, s.MaxCandidateBytes.Value = 10, 10, 1536, 134217728
+	s.IntakeMemoryMB.Value, s.WorkerMemoryMB.Value, s.ProjectorMemoryMB.Value, s.RelayMemoryMB.Value = 256, 256, 256, 256
+	return s
+}
+
+func compute(t *testing.T, counts capacity.Counts, s capacity.Settings, in capacity.Input) capacity.Plan {
+	t.Helper()
+	p, err := capacity.Compute(counts, s, in)
+	require.NoError(t, err)
+	return p
+}
+
+var oneTenant = capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"}
+
+// The committed counts are today's or the sharded design's: the pinned
+// tests above describe one of the two (the request tests regenerate the
+// file when the projector changes what it writes).
+func TestTheCommittedCountsAreADesignTheTestsKnow(t *testing.T) {
+	got := committed(t).Paths[capacity.PathHappy]
+	require.Contains(t, []capacity.Requests{todayCounts().Paths[capacity.PathHappy], shardedCounts().Paths[capacity.PathHappy]}, got)
+}
+
+// What one job costs, from the happy path's counts and the design's table
+// of what each request writes: all of a job's Totals writes on one
+// partition-key value, half of them on the total item.
+func TestPerJobComesFromTheCountedRequests(t *testing.T) {
+	p := compute(t, todayCounts(), pinned(t), oneTenant)
+	require.Equal(t, capacity.PerJob{
+		JobsWRU: 6, TotalsWRU: 8, TotalsKeyWRU: 8, TotalItemWRU: 4, ViewsWRU: 2, LiveWrites: 4, FinishedWrites: 1, ReadUnits: 2, S3Puts: 1,
+		Commands: 1, Events: 2, APIRequests: 1,
+	}, p.PerJob)
+	p = compute(t, shardedCounts(), pinned(t), oneTenant)
+	require.Equal(t, capacity.PerJob{
+		JobsWRU: 6, TotalsWRU: 4, TotalsKeyWRU: 4, TotalItemWRU: 2, ViewsWRU: 2, LiveWrites: 4, FinishedWrites: 1, ReadUnits: 2, S3Puts: 1,
+		Commands: 1, Events: 2, APIRequests: 1,
+	}, p.PerJob, "the events are the views' updates, not the totals' transactions")
+}
+
+// The model's figures from the counts, the quotas and the settings before
+// issue 19, in their order (Jobs 666 and 6,666 are 4,000/6 and 40,000/6
+// rounded down; Lambda's 28,571 is 1,000 / 35 ms). One tenant's totals on
+// one partition-key value take 8 write units a job: 125 jobs/s, under the
+// 250 its total item alone (4 a job) would allow.
+func TestTheModelsFiguresBeforeIssue19(t *testing.T) {
 	for _, groups := range []int{1000, 100_000} {
-		p := plan(t, committed(t), capacity.Input{Groups: groups, Tenants: 1, Region: "us-east-1"})
+		p := compute(t, todayCounts(), pinned(t), capacity.Input{Groups: groups, Tenants: 1, Region: "us-east-1"})
 		got := map[string]float64{}
 		for k, l := range byKey(p) {
 			got[k] = l.JobsPerS
 		}
 		want := map[string]float64{
-			"tenant-total": 250, "totals-new-table": 500, "jobs-new-table": 666, "views-new-table": 2000,
+			"tenant-totals": 125, "totals-new-table": 500, "jobs-new-table": 666, "views-new-table": 2000,
 			"projector-concurrency": 1000, "worker-concurrency": 2000, "s3-prefix": 3500, "live-shards": 4000,
 			"totals-table-max": 5000, "jobs-table-max": 6666, "views-table-max": 20000,
 			"groups": float64(groups) * 10, "api-gateway": 10000, "lambda-concurrency": 28571, "sqs-fifo": 350000,
 		}
 		require.Equal(t, want, got, "%d groups", groups)
-		require.Equal(t, "tenant-total", p.Limits[0].Key, "one tenant: its total item binds first")
+		require.Equal(t, "tenant-totals", p.Limits[0].Key, "one tenant: its totals bind first")
+		require.Contains(t, p.Limits[0].Name, "per partition-key value")
 		require.Equal(t, "totals-new-table", p.Limits[1].Key)
-		require.Equal(t, "jobs-new-table", p.Limits[2].Key)
-		require.Equal(t, 250.0, p.PerTenantJobsPerS)
+		require.Equal(t, 125.0, p.PerTenantJobsPerS)
+		require.Equal(t, 125.0, p.TenantJobsPerS)
 		for i := 1; i < len(p.Limits); i++ {
 			require.LessOrEqual(t, p.Limits[i-1].JobsPerS, p.Limits[i].JobsPerS, "binding order")
 		}
@@ -85,18 +138,59 @@ func TestTheModelReproducesTheCapacityDocument(t *testing.T) {
 	}
 }
 
-// With many tenants the tenant's item allows T × 250 in all, and the new
-// Totals table binds first: each tenant gets its share of 500 jobs/s.
+// A tenant's totals: shards × min(1,000 / write units a job puts on one
+// partition-key value, 1,000 / those on one total item).
+func TestTheTenantsTotalsScaleWithTheShards(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		counts capacity.Counts
+		shards float64
+		want   float64
+	}{
+		{"today, 1 shard: 8 units a job on the tenant's key", todayCounts(), 1, 125},
+		{"today's counts, 32 shards", todayCounts(), 32, 4000},
+		{"sharded, 1 shard: 4 units a job on the key, 2 on the item", shardedCounts(), 1, 250},
+		{"sharded, 20 shards: exactly the goal", shardedCounts(), 20, 5000},
+		{"sharded, 32 shards", shardedCounts(), 32, 8000},
+		{"sharded, 256 shards", shardedCounts(), 256, 64000},
+	} {
+		s := pinned(t)
+		s.TotalsShards.Value = tc.shards
+		p := compute(t, tc.counts, s, oneTenant)
+		require.Equal(t, tc.want, byKey(p)["tenant-totals"].JobsPerS, tc.name)
+		require.Equal(t, tc.want, p.TenantJobsPerS, tc.name)
+		require.Contains(t, byKey(p)["tenant-totals"].Name, capacity.Num(tc.shards)+" shards", tc.name)
+	}
+}
+
+// With many tenants each has its totals, and the new Totals table binds
+// first: each tenant gets its share of its 500 jobs/s. At exactly four
+// tenants their totals allow the same 500; theirs, listed first, binds.
 func TestManyTenantsShareTheFirstLimit(t *testing.T) {
-	p := plan(t, committed(t), capacity.Input{Groups: 1000, Tenants: 4, Region: "us-east-1"})
-	require.Equal(t, 1000.0, byKey(p)["tenant-total"].JobsPerS)
+	p := compute(t, todayCounts(), pinned(t), capacity.Input{Groups: 1000, Tenants: 8, Region: "us-east-1"})
+	require.Equal(t, 1000.0, byKey(p)["tenant-totals"].JobsPerS)
 	require.Equal(t, "totals-new-table", p.Limits[0].Key)
-	require.Equal(t, 125.0, p.PerTenantJobsPerS)
-	// At exactly two tenants the tenants' items and the Totals table allow
-	// the same 500; the item, listed first, binds first.
-	p = plan(t, committed(t), capacity.Input{Groups: 1000, Tenants: 2, Region: "us-east-1"})
+	require.Equal(t, 62.0, p.PerTenantJobsPerS)
+	require.Equal(t, 125.0, p.TenantJobsPerS, "each tenant's own ceiling")
+	p = compute(t, todayCounts(), pinned(t), capacity.Input{Groups: 1000, Tenants: 4, Region: "us-east-1"})
+	require.Equal(t, "tenant-totals", p.Limits[0].Key)
 	require.Equal(t, 500.0, p.Limits[0].JobsPerS)
-	require.Equal(t, 250.0, p.PerTenantJobsPerS)
+	require.Equal(t, 125.0, p.PerTenantJobsPerS)
+}
+
+// Each limit of ours names what raises it: the parameter and its bounds,
+// or that the template lacks the parameter.
+func TestOurLimitsNameTheirParameters(t *testing.T) {
+	s := pinned(t)
+	s.TotalsShards = capacity.Setting{Value: 32, Source: "parameter TotalsShards's default", Parameter: "TotalsShards", Range: "1 to 256"}
+	k := byKey(compute(t, shardedCounts(), s, oneTenant))
+	require.Contains(t, k["tenant-totals"].Raise, "raise the parameter TotalsShards (1 to 256); chosen when the Totals table is created")
+	require.Contains(t, k["projector-concurrency"].Raise, "raise the parameter ProjectorMaxConcurrency (2 to 1000)")
+	require.Contains(t, k["worker-concurrency"].Raise, "raise the parameter WorkerMaxConcurrency (2 to 1000)")
+	require.Contains(t, k["live-shards"].Raise, "raise the parameter LiveShards (16 to 256); it may only grow")
+	s.TotalsShards = capacity.Setting{Value: 1, Source: "one total item per tenant (no TotalsShards parameter in the template)"}
+	k = byKey(compute(t, todayCounts(), s, oneTenant))
+	require.Contains(t, k["tenant-totals"].Raise, "the parameter TotalsShards, not in the template yet")
 }
 
 // Regional quotas: API Gateway's 2,500 and SQS's smallest 2,400 (12,000
@@ -112,20 +206,23 @@ func TestRegionalQuotas(t *testing.T) {
 }
 
 // A count changed in the file changes the model: the model reads the
-// counts, it does not carry them. One totals transaction per job (as if
-// job.started were not counted) halves the tenant item's and the Totals
-// table's write units.
+// counts, it does not carry them. One totals transaction per job halves
+// the tenant's and the Totals table's write units; the projector's events
+// stay two (the views' updates).
 func TestTheModelFollowsTheCounts(t *testing.T) {
-	c := committed(t)
-	happy := c.Paths[capacity.PathHappy].Compact()
-	happy["projector"] = maps.Clone(happy["projector"])
-	happy["projector"]["TransactWriteItems"] = 1
-	happy["projector"]["UpdateItem"] = 1
-	happy["relay"] = map[string]int{"SendMessageBatch": 2}
-	k := byKey(plan(t, c.WithPath(capacity.PathHappy, happy), capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"}))
-	require.Equal(t, 500.0, k["tenant-total"].JobsPerS)
+	k := byKey(compute(t, shardedCounts(), pinned(t), oneTenant))
+	require.Equal(t, 250.0, k["tenant-totals"].JobsPerS)
 	require.Equal(t, 1000.0, k["totals-new-table"].JobsPerS)
-	require.Equal(t, 2000.0, k["projector-concurrency"].JobsPerS)
+	require.Equal(t, 1000.0, k["projector-concurrency"].JobsPerS)
+	c := shardedCounts()
+	c.Paths[capacity.PathHappy]["projector"]["UpdateItem"] = 1
+	c.Paths[capacity.PathHappy]["relay"]["SendMessageBatch"] = 2
+	require.Equal(t, 2000.0, byKey(compute(t, c, pinned(t), oneTenant))["projector-concurrency"].JobsPerS, "one event a job")
+
+	delete(c.Paths[capacity.PathHappy], "projector")
+	_, err := capacity.Compute(c, pinned(t), oneTenant)
+	require.ErrorIs(t, err, capacity.ErrInvalid, "no totals write, no events")
+	require.ErrorContains(t, err, "0 totals write units per job")
 }
 
 // A request the model does not know the cost of is refused, naming it.

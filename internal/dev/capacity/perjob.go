@@ -10,9 +10,14 @@ import (
 // from the happy path's counted requests by what each request writes
 // (perJob's table).
 type PerJob struct {
-	JobsWRU      float64 // write units on the Jobs table
-	TotalsWRU    float64 // write units on the Totals table
-	TotalItemWRU float64 // of them, on the tenant's one total item
+	JobsWRU   float64 // write units on the Jobs table
+	TotalsWRU float64 // write units on the Totals table
+	// TotalsKeyWRU are the Totals table's write units on one
+	// partition-key value: all of them, since a job's cursor and the
+	// total it adds to share the value (the tenant; with TotalsShards,
+	// tenant#k, the shard the job id hashes to).
+	TotalsKeyWRU float64
+	TotalItemWRU float64 // of them, on one total item (the tenant's, or its shard's)
 	ViewsWRU     float64 // write units on the Views table
 	LiveWrites   float64 // writes to the Jobs table's live index
 	// FinishedWrites are writes to the Jobs table's finished index (the
@@ -70,13 +75,17 @@ var costs = map[string]map[string]func(p *PerJob, n float64){
 		"SendMessageBatch": func(p *PerJob, n float64) { p.Commands += n },
 	},
 	"projector": {
-		"UpdateItem": func(p *PerJob, n float64) { p.ViewsWRU += n }, // the view, per event
-		// Per event, the job's cursor and the tenant's total item in
-		// one transaction.
+		// The view, once per event: the events the projector handles.
+		"UpdateItem": func(p *PerJob, n float64) {
+			p.ViewsWRU += n
+			p.Events += n
+		},
+		// Per event that adds to the totals, the job's cursor and the
+		// total item in one transaction, on one partition-key value.
 		"TransactWriteItems": func(p *PerJob, n float64) {
 			p.TotalsWRU += n * 2 * transactionalWrites
+			p.TotalsKeyWRU += n * 2 * transactionalWrites
 			p.TotalItemWRU += n * transactionalWrites
-			p.Events += n
 		},
 		"BatchGetItem": func(p *PerJob, n float64) { p.ReadUnits += n },
 	},
@@ -97,8 +106,9 @@ func perJob(happy Requests) (PerJob, error) {
 	// Every message is a command or an event; the projector handles
 	// each event once.
 	p.Commands -= p.Events
-	if p.Commands < 1 || p.Events < 1 || p.APIRequests < 1 {
-		return PerJob{}, fmt.Errorf("%w: the happy path's requests give %v commands, %v events and %v job creations per job: want at least one each", ErrInvalid, p.Commands, p.Events, p.APIRequests)
+	if p.Commands < 1 || p.Events < 1 || p.APIRequests < 1 || p.TotalItemWRU <= 0 {
+		return PerJob{}, fmt.Errorf("%w: the happy path's requests give %v commands, %v events, %v job creations and %v totals write units per job: want some of each",
+			ErrInvalid, p.Commands, p.Events, p.APIRequests, p.TotalsWRU)
 	}
 	return p, nil
 }

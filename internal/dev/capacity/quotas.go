@@ -33,10 +33,36 @@ type Quota struct {
 // The quotas, by the name the model uses. Checked on the pages named,
 // 2026-12-02 (docs/CAPACITY.md cites the same).
 var (
+	// partitionWrites bound one partition-key value's writes: every
+	// partition takes at most 1,000 write units a second (the pages
+	// below: "each individual partition is limited to 1,000 write units
+	// per second"; past it DynamoDB throttles with
+	// KeyRangeThroughputExceeded), and the items of one partition-key
+	// value share a partition until DynamoDB splits it. DynamoDB's split
+	// for heat can split a hot partition by sort key (AWS Database Blog,
+	// "Scaling DynamoDB: How partitions, hot keys, and split for heat
+	// impact performance", part 3), but not where the sort key only grows
+	// (the live index) and not on a schedule a plan can count on, so the
+	// model takes one partition-key value as one partition: a bound on the
+	// safe side. Read 2026-12-02.
 	partitionWrites = Quota{
-		Name: "DynamoDB writes per partition", Value: 1000, Unit: "write units/s", Owner: AWSFixed,
-		Raise:  "spread the writes over more partition-key values: one item cannot be split",
-		Source: "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html",
+		Name: "DynamoDB writes per partition-key value (one partition)", Value: 1000, Unit: "write units/s", Owner: AWSFixed,
+		Raise: "spread the writes over more partition-key values (split for heat may split a value's items by sort key, " +
+			"not a sort key that only grows, and not when a plan needs it)",
+		Source: "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html, " +
+			"https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html, " +
+			"https://aws.amazon.com/blogs/database/part-3-scaling-dynamodb-how-partitions-hot-keys-and-split-for-heat-impact-performance/",
+	}
+	// itemWrites bound one item's writes: adaptive capacity isolates a
+	// frequently written item on a partition of its own, whose limit
+	// stays 1,000 write units a second ("throttling will occur if a single
+	// partition receives ... more than 1000 write operations";
+	// "Isolate frequently accessed items"), and an item is never split.
+	// Read 2026-12-02.
+	itemWrites = Quota{
+		Name: "DynamoDB writes per item", Value: 1000, Unit: "write units/s", Owner: AWSFixed,
+		Raise:  "write the item less, or spread its writes over more items: one item cannot be split",
+		Source: "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/burst-adaptive-capacity.html#isolate-frequent-access-items",
 	}
 	newTableWrites = Quota{
 		Name: "a new on-demand table's initial throughput", Value: 4000, Unit: "write units/s", Owner: AWSAdjustable,
@@ -86,7 +112,7 @@ var (
 
 // Quotas are the quotas the model uses, for a table of them.
 func Quotas() []Quota {
-	return []Quota{partitionWrites, newTableWrites, tableMaxWrites, s3PrefixPuts, lambdaConcurrency, fifoGroups, sqsBatch, apiGatewayRate, sqsHighThroughput, mappingConcurrency}
+	return []Quota{partitionWrites, itemWrites, newTableWrites, tableMaxWrites, s3PrefixPuts, lambdaConcurrency, fifoGroups, sqsBatch, apiGatewayRate, sqsHighThroughput, mappingConcurrency}
 }
 
 // RegionQuotas are a region's regional quotas.

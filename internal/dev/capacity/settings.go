@@ -13,6 +13,10 @@ import (
 type Setting struct {
 	Value  float64
 	Source string // e.g. `parameter WorkerMaxConcurrency's default`
+	// Parameter is the template parameter that sets it ("" for a
+	// literal or a constant), and Range its MinValue and MaxValue
+	// ("2 to 1000"; "" without them): what a limit's "raise" names.
+	Parameter, Range string
 }
 
 // Settings are the template's settings the limits depend on.
@@ -24,6 +28,10 @@ type Settings struct {
 	ProjectorConcurrency Setting // the events mapping's MaximumConcurrency
 	ProjectorBatch       Setting // the events mapping's BatchSize
 	LiveShards           Setting // the live index's partition-key values
+	// TotalsShards are the shards of each tenant's totals: partition-key
+	// values tenant#k, each holding its total item and the cursors of the
+	// jobs hashed to it (1, one item per tenant, without the parameter).
+	TotalsShards Setting
 	// Each function's MemorySize in MB: its own, else Globals'.
 	IntakeMemoryMB, WorkerMemoryMB, ProjectorMemoryMB, RelayMemoryMB Setting
 }
@@ -41,7 +49,7 @@ func (s Settings) List() []struct {
 		{"worker MaximumConcurrency", s.WorkerConcurrency}, {"worker BatchSize", s.WorkerBatch},
 		{"worker ephemeral storage (MB)", s.WorkerStorageMB}, {"MaxCandidateBytes", s.MaxCandidateBytes},
 		{"projector MaximumConcurrency", s.ProjectorConcurrency}, {"projector BatchSize", s.ProjectorBatch},
-		{"live index shards", s.LiveShards},
+		{"live index shards", s.LiveShards}, {"totals shards per tenant", s.TotalsShards},
 		{"intake MemorySize (MB)", s.IntakeMemoryMB}, {"worker MemorySize (MB)", s.WorkerMemoryMB},
 		{"projector MemorySize (MB)", s.ProjectorMemoryMB}, {"relay MemorySize (MB)", s.RelayMemoryMB},
 	}
@@ -52,10 +60,16 @@ func (s Settings) List() []struct {
 // constant jobs.LiveShards is the count.
 const liveShardsParameter = "LiveShards"
 
+// TotalsShardsParameter is the parameter that sets each tenant's totals
+// shards (issue 19, point 1; TOTALS_SHARDS in the functions'
+// environment); a template without it has one total item per tenant.
+const TotalsShardsParameter = "TotalsShards"
+
 // SettingsFrom reads the settings from a template: each mapping's
 // MaximumConcurrency and BatchSize (a literal, or the default of the
 // parameter it refers to), the worker's storage, MaxCandidateBytes' default,
-// and the LiveShards parameter's default or, without one, jobs.LiveShards.
+// the LiveShards parameter's default or, without one, jobs.LiveShards, and
+// the TotalsShards parameter's default or, without one, 1.
 func SettingsFrom(tpl *samtemplate.Template) (Settings, error) {
 	var s Settings
 	var err error
@@ -85,12 +99,26 @@ func SettingsFrom(tpl *samtemplate.Template) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	if _, ok := tpl.Parameters[liveShardsParameter]; ok {
-		s.LiveShards, err = parameterDefault(tpl, liveShardsParameter)
-		return s, err
+	s.LiveShards, err = parameterOr(tpl, liveShardsParameter,
+		Setting{Value: jobs.LiveShards, Source: "the code's constant jobs.LiveShards (no LiveShards parameter in the template)"})
+	if err != nil {
+		return Settings{}, err
 	}
-	s.LiveShards = Setting{Value: jobs.LiveShards, Source: "the code's constant jobs.LiveShards (no LiveShards parameter in the template)"}
+	s.TotalsShards, err = parameterOr(tpl, TotalsShardsParameter,
+		Setting{Value: 1, Source: "one total item per tenant (no TotalsShards parameter in the template)"})
+	if err != nil {
+		return Settings{}, err
+	}
 	return s, nil
+}
+
+// parameterOr is the parameter's default, or otherwise when the template
+// has no such parameter.
+func parameterOr(tpl *samtemplate.Template, name string, otherwise Setting) (Setting, error) {
+	if _, ok := tpl.Parameters[name]; !ok {
+		return otherwise, nil
+	}
+	return parameterDefault(tpl, name)
 }
 
 // settingAt reads the value at path (a resource, then keys into its
@@ -154,7 +182,13 @@ func parameterDefault(tpl *samtemplate.Template, name string) (Setting, error) {
 	if err != nil {
 		return Setting{}, fmt.Errorf("%w: template: parameter %s's default: %w", ErrInvalid, name, err)
 	}
-	return Setting{Value: n, Source: "parameter " + name + "'s default"}, nil
+	out := Setting{Value: n, Source: "parameter " + name + "'s default", Parameter: name}
+	lo, okLo := samtemplate.ScalarText(p.MinValue)
+	hi, okHi := samtemplate.ScalarText(p.MaxValue)
+	if okLo && okHi {
+		out.Range = lo + " to " + hi
+	}
+	return out, nil
 }
 
 func number(v any) (float64, error) {
