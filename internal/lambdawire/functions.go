@@ -143,11 +143,26 @@ func Projector(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context
 }
 
 // projectorTables are the projector's tables, on either transport.
-type projectorTables struct{ views, totals, jobs string }
+type projectorTables struct {
+	views, totals, jobs string
+	shards              int
+}
 
-// readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE and JOBS_TABLE.
+// readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE, TOTALS_SHARDS and
+// JOBS_TABLE.
 func readProjectorTables(env *startup.Env) projectorTables {
-	return projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), jobs: env.String("JOBS_TABLE")}
+	return projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), jobs: env.String("JOBS_TABLE"),
+		shards: readTotalsShards(env)}
+}
+
+// store is the projection's DynamoStore on t, checked against the shard
+// count its Totals table records before its first write (checkedShards).
+func (t projectorTables) store(env *startup.Env, db *dynamodb.Client) (*checkedShards, error) {
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals}, Shards: t.shards})
+	if err != nil {
+		return nil, env.Refused(err, projectionTables)
+	}
+	return &checkedShards{shardsChecker: store}, nil
 }
 
 // projector returns the projector on t, recovering at recoverAfter
@@ -157,9 +172,9 @@ func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *s
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals}})
+	store, err := t.store(env, db)
 	if err != nil {
-		return nil, env.Refused(err, projectionTables)
+		return nil, err
 	}
 	source, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: db, Table: t.jobs})
 	if err != nil {
@@ -266,7 +281,7 @@ func (s workerSettings) workerOn(env *startup.Env, cfg aws.Config, ddb *dynamodb
 // The variables behind the settings of more than one function's stores.
 var (
 	jobsSettings     = startup.Fields{"Table": "JOBS_TABLE", "MaxGenerations": "MAX_GENERATIONS", "LiveShards": "LIVE_SHARDS"}
-	projectionTables = startup.Fields{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE"}
+	projectionTables = startup.Fields{"Views": "VIEWS_TABLE", "Totals": "TOTALS_TABLE", "Shards": "TOTALS_SHARDS"}
 )
 
 // consume returns the Process of a processor of cfg (a consumer's

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
@@ -71,8 +70,7 @@ const DefaultRepairBudget = 45 * time.Second
 func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	startup.CheckStore(env, startup.StoreDynamoDB)
 	table := env.String("JOBS_TABLE")
-	views := env.String("VIEWS_TABLE")
-	totals := env.String("TOTALS_TABLE")
+	tables := projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), shards: readTotalsShards(env)}
 	shards := readLiveShards(env)
 	s := readSweeperSettings(env)
 	db := DynamoDB(cfg)
@@ -85,9 +83,9 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	if err != nil {
 		return nil, env.Refused(err, jobsSettings)
 	}
-	proj, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: views, Totals: totals}})
+	proj, err := tables.store(env, db)
 	if err != nil {
-		return nil, env.Refused(err, projectionTables)
+		return nil, err
 	}
 	sw, err := s.sweeper(env, cfg, sweeperStores{jobs: store, projection: proj, holds: holds, commands: commands, events: evts}, log)
 	if err != nil {

@@ -331,7 +331,10 @@ func firstViolation(out string) string {
 // zombie's commit lands over the new owner's.
 func TestBrokenCommitFenceIsCaught(t *testing.T) {
 	t.Parallel()
-	const within = 30
+	// The zombie's commit needs a rebalance under load; since the
+	// projector skips the events that add nothing (fewer writes, other
+	// interleavings), the first seed that makes one is 58.
+	const within = 100
 	for seed := uint64(1); seed <= within; seed++ {
 		if _, err := sim.Run(sim.Config{Seed: seed, Break: sim.BreakCommitFence, Transport: sim.TransportKafka}); err != nil {
 			t.Logf("caught at seed %d: %s", seed, firstViolation(err.Error()))

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +26,8 @@ type DynamoDBAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
 var _ DynamoDBAPI = (*dynamodb.Client)(nil)
@@ -32,21 +37,33 @@ type Tables struct {
 	// Views has the hash key job_id (S): one item per job, its newest
 	// snapshot.
 	Views string
-	// Totals has the hash key tenant (S) and the range key key (S): the
-	// item "total" of each tenant and one item "cursor#<job_id>" per job.
+	// Totals has the hash key tenant (S) and the range key key (S). A
+	// tenant's totals are spread over DynamoConfig.Shards partition-key
+	// values "<tenant>#<k>" (k from 0; with one shard the key is the
+	// tenant itself, the layout before sharding), each holding the item
+	// "total" of its share of the counters and the items "cursor#<job_id>"
+	// of the jobs whose id hashes to it (shardOf). The item ("#config",
+	// "totals-shards") records the shard count (CheckShards).
 	Totals string
 }
 
 // DynamoStore is the Store on the Views and Totals tables. Apply is one
-// conditional UpdateItem of the view and one TransactWriteItems of the
-// cursor (conditioned on its version) and the total; a refused cursor
-// returns its old item (ReturnValuesOnConditionCheckFailure ALL_OLD), which
-// tells a duplicate from a gap without another request. Recover is one
-// consistent read of the cursor and one TransactWriteItems of view, cursor
-// and total.
+// conditional UpdateItem of the view and, for an event that adds to the
+// totals, one TransactWriteItems of the cursor (conditioned on its state)
+// and the total of the job's shard, or one conditional UpdateItem of the
+// cursor when it adds nothing to either counter (a failure, a
+// cancellation); an event that adds nothing and is not final writes
+// nothing more (Skipped). A refused cursor returns its old item
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), which tells a duplicate
+// from a gap without another request. Recover is one consistent read of
+// the cursor and one TransactWriteItems of view, cursor and total.
+// Totals reads the tenant's shards with one consistent BatchGetItem per
+// 100 of them.
 type DynamoStore struct {
-	api    DynamoDBAPI
-	tables Tables
+	api        DynamoDBAPI
+	tables     Tables
+	shards     int
+	countEvery bool
 }
 
 var _ Store = (*DynamoStore)(nil)
@@ -58,7 +75,28 @@ type DynamoConfig struct {
 	// Tables names the two tables, which must have the key schemas
 	// documented on Tables. Required, both.
 	Tables Tables
+	// Shards is how many partition-key values each tenant's totals are
+	// spread over: each takes DynamoDB's 1,000 write units a second, and
+	// a job costs its shard 4 (see docs/CAPACITY.md), so a tenant can
+	// count about 250 jobs a second per shard. 0 means DefaultShards
+	// (32: 8,000 jobs a second); at most MaxShards. A job's cursor lives
+	// in its shard, so the count is fixed for the table's life:
+	// CheckShards records it and refuses another. 1 is the layout before
+	// sharding (one item per tenant).
+	Shards int
+	// CountEveryEvent moves the cursor, in a transaction with the
+	// shard's total, for every event, as the design before sharding did,
+	// instead of skipping the events that add nothing. It exists to
+	// measure the two designs side by side (docs/BENCHMARKS.md); the
+	// totals are the same either way.
+	CountEveryEvent bool
 }
+
+// The shard counts of DynamoConfig.Shards.
+const (
+	DefaultShards = 32
+	MaxShards     = 256
+)
 
 // Validate reports the first field that cannot work, wrapping
 // ErrInvalidConfig.
@@ -70,6 +108,8 @@ func (c DynamoConfig) Validate() error {
 		return fmt.Errorf("%w: Tables.Views is empty", ErrInvalidConfig)
 	case c.Tables.Totals == "":
 		return fmt.Errorf("%w: Tables.Totals is empty", ErrInvalidConfig)
+	case c.Shards < 0 || c.Shards > MaxShards:
+		return fmt.Errorf("%w: Shards is %d; want 1 to %d (0: %d)", ErrInvalidConfig, c.Shards, MaxShards, DefaultShards)
 	}
 	return nil
 }
@@ -80,7 +120,11 @@ func NewDynamoStore(cfg DynamoConfig) (*DynamoStore, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &DynamoStore{api: cfg.Client, tables: cfg.Tables}, nil
+	shards := cfg.Shards
+	if shards == 0 {
+		shards = DefaultShards
+	}
+	return &DynamoStore{api: cfg.Client, tables: cfg.Tables, shards: shards, countEvery: cfg.CountEveryEvent}, nil
 }
 
 // Attribute names. The Views table's items carry the snapshot; the Totals
@@ -114,10 +158,11 @@ const (
 	conflictMax  = 500 * time.Millisecond
 )
 
-// Apply implements Store: one UpdateItem and one TransactWriteItems; a
-// cursor refused without its old item (a gap before the first event) costs
-// one GetItem more, and so does a first version whose delta is not its
-// progress, which no condition can test.
+// Apply implements Store: one UpdateItem of the view, then, unless the
+// event adds nothing (Skipped), one TransactWriteItems of cursor and total
+// or, when it adds to neither counter, one UpdateItem of the cursor. A
+// cursor refused without its old item (none yet, or an endpoint that does
+// not return it) costs one GetItem more.
 func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, error) {
 	if err := v.validate(); err != nil {
 		return Result{}, applyError(&v, err)
@@ -127,50 +172,83 @@ func (s *DynamoStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 		return Result{}, applyError(&v, err)
 	}
 	res := Result{ViewUpdated: updated}
-	if v.Version == 1 && v.Progress != delta {
-		// The event contradicts itself; the cursor tells a mismatch from
-		// an older event or a duplicate, and judge never applies it.
-		cur, err := s.Cursor(ctx, v.Tenant, v.JobID)
-		if err != nil {
-			return res, applyError(&v, err)
-		}
-		return s.judged(res, cur, &v, delta)
+	if !s.countEvery && !adds(&v, delta) {
+		res.Outcome = Skipped
+		return res, nil
 	}
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		s.cursorUpdate(&v, followed(Cursor{Version: v.Version - 1, Progress: v.Progress - delta})),
-		s.totalAdd(v.Tenant, delta, completedOf(v.Status)),
-	}}
+	completed := completedOf(v.Status)
+	move := s.cursorUpdate(&v, followed(v.Version, Cursor{Progress: v.Progress - delta}))
+	items := []types.TransactWriteItem{move}
+	if s.countEvery || delta != 0 || completed != 0 {
+		items = append(items, s.totalAdd(v.Tenant, v.JobID, delta, completed))
+	}
 	for round := 1; round <= maxRounds; round++ {
-		_, err := s.api.TransactWriteItems(ctx, in)
-		if err == nil {
-			res.Outcome, res.Cursor = Applied, v.Version
-			return res, nil
-		}
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(in.TransactItems) {
+		old, conflicted, err := s.write(ctx, items)
+		switch {
+		case err != nil:
 			return res, applyError(&v, err)
-		}
-		switch reasons := tce.CancellationReasons; {
-		case conditionFailed(reasons[0]):
-			cur, err := s.cursorOf(ctx, reasons[0].Item, v.Tenant, v.JobID)
-			if err != nil {
-				return res, applyError(&v, err)
-			}
-			if out, err := judge(cur, &v, delta); err != nil || out != Applied {
-				return s.judged(res, cur, &v, delta)
-			}
-			// Only a read after the refusal can find the cursor the event
-			// follows: it moved in between. Try again.
-		case conflict(reasons...):
+		case conflicted:
 			res.Conflicts++
 			if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round)); err != nil {
 				return res, applyError(&v, err)
 			}
-		default:
+			continue
+		case old == nil:
+			res.Outcome, res.Cursor = Applied, v.Version
+			return res, nil
+		}
+		cur, err := s.cursorOf(ctx, old.item, v.Tenant, v.JobID)
+		if err != nil {
 			return res, applyError(&v, err)
 		}
+		if out, err := judge(cur, &v, delta); err != nil || out != Applied {
+			return s.judged(res, cur, &v, delta)
+		}
+		// Only a read after the refusal can find the cursor the event
+		// follows: it moved in between. Try again.
 	}
 	return res, applyError(&v, errors.New("the totals kept changing; giving up"))
+}
+
+// refused is the old item of a cursor whose condition failed (nil item:
+// none returned).
+type refused struct {
+	item map[string]types.AttributeValue
+}
+
+// write makes the cursor's move items[0], with the total items[1] if there
+// is one, in a transaction, or alone as one UpdateItem. It returns the
+// refused cursor when the move's condition failed, conflicted when a
+// concurrent transaction cancelled it (to be retried), or an error.
+func (s *DynamoStore) write(ctx context.Context, items []types.TransactWriteItem) (*refused, bool, error) {
+	if len(items) == 1 {
+		u := items[0].Update
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return &refused{item: ccf.Item}, false, nil
+		}
+		return nil, false, err
+	}
+	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil, false, nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(items) {
+		return nil, false, err
+	}
+	switch reasons := tce.CancellationReasons; {
+	case conditionFailed(reasons[0]):
+		return &refused{item: reasons[0].Item}, false, nil
+	case conflict(reasons...):
+		return nil, true, nil
+	}
+	return nil, false, err
 }
 
 // judged is Apply's answer when the cursor cur refused v: the outcome
@@ -213,7 +291,7 @@ func (s *DynamoStore) Recover(ctx context.Context, snap View) (Recovery, error) 
 		if withView {
 			items = append(items, types.TransactWriteItem{Update: viewUpdate(s.tables.Views, &snap, viewRewrite).transact()})
 		}
-		items = append(items, s.cursorUpdate(&snap, is(from)), s.totalAdd(snap.Tenant, r.Processed, r.Completed))
+		items = append(items, s.cursorUpdate(&snap, is(from)), s.totalAdd(snap.Tenant, snap.JobID, r.Processed, r.Completed))
 		_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			r.ViewUpdated = withView
@@ -265,26 +343,68 @@ func (s *DynamoStore) View(ctx context.Context, jobID string) (View, error) {
 	return v, nil
 }
 
-// Totals implements Store with a strongly consistent read.
+// Totals implements Store: the sum of the tenant's shards, read strongly
+// consistent, one GetItem for one shard, else one BatchGetItem per 100.
 func (s *DynamoStore) Totals(ctx context.Context, tenant string) (Totals, error) {
 	if err := validateTenant(tenant); err != nil {
 		return Totals{}, fmt.Errorf("projection: totals: %w", err)
 	}
-	item, err := s.getTotals(ctx, tenant, keyTotal)
+	items, err := s.shardTotals(ctx, tenant)
 	if err != nil {
 		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
 	}
-	d := ddbitem.New(item)
-	t := Totals{Tenant: tenant, Processed: d.OptInt(attrProcessed), Completed: d.OptInt(attrCompleted)}
-	if err := decodeErr(d); err != nil {
-		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
+	t := Totals{Tenant: tenant}
+	for _, item := range items {
+		d := ddbitem.New(item)
+		t.Processed += d.OptInt(attrProcessed)
+		t.Completed += d.OptInt(attrCompleted)
+		if err := decodeErr(d); err != nil {
+			return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
+		}
 	}
 	return t, nil
 }
 
+// shardTotals reads the total item of each of the tenant's shards that has
+// one.
+func (s *DynamoStore) shardTotals(ctx context.Context, tenant string) ([]map[string]types.AttributeValue, error) {
+	if s.shards == 1 {
+		item, err := s.getTotals(ctx, totalsKey(tenant, keyTotal))
+		return []map[string]types.AttributeValue{item}, err
+	}
+	var keys []map[string]types.AttributeValue
+	for k := range s.shards {
+		keys = append(keys, totalsKey(shardKey(tenant, k), keyTotal))
+	}
+	var items []map[string]types.AttributeValue
+	for chunk := range slices.Chunk(keys, maxBatchGet) {
+		pending := map[string]types.KeysAndAttributes{s.tables.Totals: {Keys: chunk, ConsistentRead: aws.Bool(true)}}
+		for round := 1; len(pending) > 0; round++ {
+			if round > maxRounds {
+				return nil, errors.New("BatchGetItem kept leaving keys unprocessed")
+			}
+			if round > 1 {
+				if err := backoff.Sleep(ctx, backoff.Delay(conflictBase, conflictMax, round-1)); err != nil {
+					return nil, err
+				}
+			}
+			out, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, out.Responses[s.tables.Totals]...)
+			pending = out.UnprocessedKeys
+		}
+	}
+	return items, nil
+}
+
+// maxBatchGet is BatchGetItem's most keys a call.
+const maxBatchGet = 100
+
 // Cursor implements Store with a strongly consistent read.
 func (s *DynamoStore) Cursor(ctx context.Context, tenant, jobID string) (Cursor, error) {
-	item, err := s.getTotals(ctx, tenant, cursorPrefix+jobID)
+	item, err := s.getTotals(ctx, s.cursorKey(tenant, jobID))
 	if err != nil {
 		return Cursor{}, fmt.Errorf("projection: cursor of %s: %w", jobID, err)
 	}
@@ -295,10 +415,10 @@ func (s *DynamoStore) Cursor(ctx context.Context, tenant, jobID string) (Cursor,
 	return c, nil
 }
 
-func (s *DynamoStore) getTotals(ctx context.Context, tenant, key string) (map[string]types.AttributeValue, error) {
+func (s *DynamoStore) getTotals(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.tables.Totals),
-		Key:            totalsKey(tenant, key),
+		Key:            key,
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -333,14 +453,15 @@ func (s *DynamoStore) putView(ctx context.Context, u *update) (bool, error) {
 
 // cursorCond is the condition on a job's cursor item a write of it makes.
 type cursorCond struct {
-	at      Cursor
-	anyLive bool // any status but a final one, rather than at.Status
+	at     Cursor
+	before int64 // the event's version: the cursor any version before it, at at's progress and a status that is not final; 0: exactly at
 }
 
-// followed is the condition that the cursor is the one an event follows
-// (follows): at prev's version and progress, its status not final; no
-// cursor at all for prev version 0.
-func followed(prev Cursor) cursorCond { return cursorCond{at: prev, anyLive: true} }
+// followed is the condition that the cursor is one the event of version
+// v whose state starts from from's progress follows (follows): behind v,
+// at that progress, its status not final; or, from progress 0, no cursor
+// at all (the zero Cursor).
+func followed(v int64, from Cursor) cursorCond { return cursorCond{at: from, before: v} }
 
 // is is the condition that the cursor is exactly c (none, for the zero
 // Cursor).
@@ -351,7 +472,7 @@ func is(c Cursor) cursorCond { return cursorCond{at: c} }
 func (s *DynamoStore) cursorUpdate(v *View, cond cursorCond) types.TransactWriteItem {
 	u := &update{
 		table: s.tables.Totals,
-		key:   totalsKey(v.Tenant, cursorPrefix+v.JobID),
+		key:   s.cursorKey(v.Tenant, v.JobID),
 		expr:  "SET #job_id = :job_id, #version = :version, #progress = :progress, #status = :status",
 		names: map[string]string{
 			"#job_id": attrJobID, "#version": attrVersion, "#progress": attrProgress, "#status": attrStatus,
@@ -361,13 +482,16 @@ func (s *DynamoStore) cursorUpdate(v *View, cond cursorCond) types.TransactWrite
 		},
 	}
 	switch c := cond.at; {
-	case c.Version == 0:
-		u.cond = "attribute_not_exists(#version)"
-	case cond.anyLive:
-		u.cond = "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))"
-		u.values[":prev"], u.values[":prev_progress"] = num(c.Version), num(c.Progress)
+	case cond.before > 0:
+		u.cond = "#version < :version AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))"
+		if c.Progress == 0 {
+			u.cond = "attribute_not_exists(#version) OR (" + u.cond + ")"
+		}
+		u.values[":prev_progress"] = num(c.Progress)
 		u.values[":completed"], u.values[":failed"] = str(string(jobs.StatusCompleted)), str(string(jobs.StatusFailed))
 		u.values[":cancelled"] = str(string(jobs.StatusCancelled))
+	case c.Version == 0:
+		u.cond = "attribute_not_exists(#version)"
 	default:
 		u.cond = "#version = :prev AND #progress = :prev_progress AND #status = :prev_status"
 		u.values[":prev"], u.values[":prev_progress"], u.values[":prev_status"] = num(c.Version), num(c.Progress), str(string(c.Status))
@@ -377,11 +501,12 @@ func (s *DynamoStore) cursorUpdate(v *View, cond cursorCond) types.TransactWrite
 	return types.TransactWriteItem{Update: t}
 }
 
-// totalAdd adds to the tenant's counters, creating the item if needed.
-func (s *DynamoStore) totalAdd(tenant string, processed, completed int64) types.TransactWriteItem {
+// totalAdd adds to the counters of the tenant's shard that holds jobID,
+// creating the item if needed.
+func (s *DynamoStore) totalAdd(tenant, jobID string, processed, completed int64) types.TransactWriteItem {
 	u := &update{
 		table:  s.tables.Totals,
-		key:    totalsKey(tenant, keyTotal),
+		key:    totalsKey(s.partition(tenant, jobID), keyTotal),
 		expr:   "ADD #processed :processed, #completed :completed",
 		names:  map[string]string{"#processed": attrProcessed, "#completed": attrCompleted},
 		values: map[string]types.AttributeValue{":processed": num(processed), ":completed": num(completed)},
@@ -510,8 +635,34 @@ func (u *update) transact() *types.Update {
 	return t
 }
 
-func totalsKey(tenant, key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrTenant: str(tenant), attrKey: str(key)}
+func totalsKey(partition, key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrTenant: str(partition), attrKey: str(key)}
+}
+
+// cursorKey is the key of the job's cursor item, in the job's shard.
+func (s *DynamoStore) cursorKey(tenant, jobID string) map[string]types.AttributeValue {
+	return totalsKey(s.partition(tenant, jobID), cursorPrefix+jobID)
+}
+
+// partition is the partition-key value of the tenant's shard that holds
+// the job's cursor and its share of the totals: the tenant itself with one
+// shard, else "<tenant>#<shardOf(jobID)>". With more than one shard every
+// value ends in "#<digits>", so no tenant's can be another's.
+func (s *DynamoStore) partition(tenant, jobID string) string {
+	if s.shards == 1 {
+		return tenant
+	}
+	return shardKey(tenant, shardOf(jobID, s.shards))
+}
+
+func shardKey(tenant string, k int) string { return tenant + "#" + strconv.Itoa(k) }
+
+// shardOf is the shard of n that holds the job: FNV-1a (32 bits) of its id
+// modulo n. It is part of the stored layout: changing it moves cursors.
+func shardOf(jobID string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(jobID)) // a hash's Write never fails
+	return int(h.Sum32() % uint32(n))
 }
 
 func conditionFailed(r types.CancellationReason) bool {

@@ -21,12 +21,15 @@ import (
 // ReturnValuesOnConditionCheckFailure; the tables themselves are held to
 // the conformance suite in dynamo_integration_test.go.
 type scriptedDynamo struct {
-	mu       sync.Mutex
-	transact []error
-	item     map[string]types.AttributeValue
-	updates  []*dynamodb.UpdateItemInput
-	txs      []*dynamodb.TransactWriteItemsInput
-	gets     []*dynamodb.GetItemInput
+	mu        sync.Mutex
+	transact  []error
+	item      map[string]types.AttributeValue
+	updates   []*dynamodb.UpdateItemInput
+	txs       []*dynamodb.TransactWriteItemsInput
+	gets      []*dynamodb.GetItemInput
+	batchGets []*dynamodb.BatchGetItemInput
+	puts      []*dynamodb.PutItemInput
+	put       error // PutItem's answer
 }
 
 func (s *scriptedDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -41,6 +44,20 @@ func (s *scriptedDynamo) UpdateItem(_ context.Context, in *dynamodb.UpdateItemIn
 	defer s.mu.Unlock()
 	s.updates = append(s.updates, in)
 	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (s *scriptedDynamo) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batchGets = append(s.batchGets, in)
+	return &dynamodb.BatchGetItemOutput{}, nil
+}
+
+func (s *scriptedDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.puts = append(s.puts, in)
+	return &dynamodb.PutItemOutput{}, s.put
 }
 
 func (s *scriptedDynamo) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
@@ -78,16 +95,17 @@ var tables = projection.Tables{Views: "views", Totals: "totals"}
 
 // TestDynamoApplyFencesEveryWrite pins the conditions that make Apply safe
 // to repeat and to race: the view is written only over an older version,
-// the cursor moves only from the previous version at the progress the
-// event's delta starts from, and not from a final status (or from none,
-// for version 1), and a refused cursor returns its old item.
+// the cursor moves only from a version behind the event's, at the
+// progress the event's delta starts from, and not from a final status (or
+// from none, when that progress is 0), and a refused cursor returns its
+// old item. Cursor and total are in the job's shard.
 func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 	t.Parallel()
 	api := &scriptedDynamo{}
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
 	require.NoError(t, err)
 	evs := projectiontest.Lifecycle("job-42", "t-1")
-	for _, i := range []int{0, 2} {
+	for _, i := range []int{1, 2} {
 		_, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
 		require.NoError(t, err)
 	}
@@ -98,22 +116,112 @@ func TestDynamoApplyFencesEveryWrite(t *testing.T) {
 	require.Equal(t, &types.AttributeValueMemberN{Value: "3"}, view.ExpressionAttributeValues[":version"])
 
 	require.Len(t, api.txs, 2)
-	first, third := api.txs[0].TransactItems, api.txs[1].TransactItems
+	second, third := api.txs[0].TransactItems, api.txs[1].TransactItems
 	require.Len(t, third, 2)
-	require.Equal(t, "attribute_not_exists(#version)", aws.ToString(first[0].Update.ConditionExpression))
+	const live = "#version < :version AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))"
+	require.Equal(t, "attribute_not_exists(#version) OR ("+live+")", aws.ToString(second[0].Update.ConditionExpression),
+		"v2 starts from progress 0: no cursor is that state too")
 	cursor := third[0].Update
 	require.Equal(t, "totals", aws.ToString(cursor.TableName))
+	shard := "t-1#" + strconv.Itoa(projection.ShardOf("job-42", projection.DefaultShards))
+	require.Equal(t, shard, cursor.Key["tenant"].(*types.AttributeValueMemberS).Value)
 	require.Equal(t, "cursor#job-42", cursor.Key["key"].(*types.AttributeValueMemberS).Value)
-	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND NOT (#status IN (:completed, :failed, :cancelled))",
-		aws.ToString(cursor.ConditionExpression))
-	require.Equal(t, &types.AttributeValueMemberN{Value: "2"}, cursor.ExpressionAttributeValues[":prev"])
+	require.Equal(t, live, aws.ToString(cursor.ConditionExpression))
+	require.Equal(t, &types.AttributeValueMemberN{Value: "3"}, cursor.ExpressionAttributeValues[":version"])
 	require.Equal(t, &types.AttributeValueMemberN{Value: "10"}, cursor.ExpressionAttributeValues[":prev_progress"],
 		"v3's progress 30 minus its delta 20")
 	require.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, cursor.ReturnValuesOnConditionCheckFailure)
 	total := third[1].Update
+	require.Equal(t, shard, total.Key["tenant"].(*types.AttributeValueMemberS).Value)
 	require.Equal(t, "total", total.Key["key"].(*types.AttributeValueMemberS).Value)
 	require.Equal(t, "ADD #processed :processed, #completed :completed", aws.ToString(total.UpdateExpression))
 	require.Equal(t, &types.AttributeValueMemberN{Value: "20"}, total.ExpressionAttributeValues[":processed"])
+}
+
+// TestDynamoApplyWritesOnlyWhatAnEventAdds: an event that adds nothing
+// writes its view alone (no cursor, no total); a final event that adds to
+// neither counter (a failure at the progress counted) moves the cursor by
+// one conditional UpdateItem, no transaction; with CountEveryEvent (the
+// design before sharding) every event is a transaction of cursor and
+// total, and with one shard the partition key is the tenant.
+func TestDynamoApplyWritesOnlyWhatAnEventAdds(t *testing.T) {
+	t.Parallel()
+	evs := projectiontest.Failing("job-44", "t-1") // started, 7, failed at 7
+	api := &scriptedDynamo{}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
+	outcomes := []projection.Outcome{projection.Skipped, projection.Applied, projection.Applied}
+	for i := range evs {
+		res, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+		require.Equal(t, outcomes[i], res.Outcome, evs[i].EventID)
+	}
+	require.Len(t, api.txs, 1, "v2 alone adds: one transaction")
+	require.Len(t, api.updates, 4, "three views and the failure's cursor")
+	failed := api.updates[3]
+	require.Equal(t, "totals", aws.ToString(failed.TableName))
+	require.Equal(t, "cursor#job-44", failed.Key["key"].(*types.AttributeValueMemberS).Value)
+	require.Contains(t, aws.ToString(failed.ConditionExpression), "#version < :version AND #progress = :prev_progress")
+	require.Equal(t, types.ReturnValuesOnConditionCheckFailureAllOld, failed.ReturnValuesOnConditionCheckFailure)
+
+	api = &scriptedDynamo{}
+	store, err = projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables, Shards: 1, CountEveryEvent: true})
+	require.NoError(t, err)
+	for i := range evs {
+		res, err := store.Apply(t.Context(), projection.ViewOfEvent(&evs[i]), evs[i].Delta)
+		require.NoError(t, err)
+		require.Equal(t, projection.Applied, res.Outcome, evs[i].EventID)
+	}
+	require.Len(t, api.txs, 3, "every event, as before sharding")
+	require.Len(t, api.updates, 3, "the views")
+	for _, tx := range api.txs {
+		require.Len(t, tx.TransactItems, 2)
+		for _, it := range tx.TransactItems {
+			require.Equal(t, "t-1", it.Update.Key["tenant"].(*types.AttributeValueMemberS).Value, "one shard: the tenant is the key")
+		}
+	}
+}
+
+// TestDynamoTotalsReadEveryShardConsistently: the totals of a tenant are
+// one BatchGetItem of its shards' total items, strongly consistent, in
+// calls of at most 100 keys; one shard is one GetItem.
+func TestDynamoTotalsReadEveryShardConsistently(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ shards, calls, last int }{{0, 1, 32}, {100, 1, 100}, {101, 2, 1}, {256, 3, 56}} {
+		api := &scriptedDynamo{}
+		store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables, Shards: tc.shards})
+		require.NoError(t, err)
+		_, err = store.Totals(t.Context(), "t-1")
+		require.NoError(t, err)
+		require.Len(t, api.batchGets, tc.calls, "%d shards", tc.shards)
+		last := api.batchGets[tc.calls-1].RequestItems["totals"]
+		require.Len(t, last.Keys, tc.last)
+		require.True(t, aws.ToBool(last.ConsistentRead))
+		require.Empty(t, api.gets)
+	}
+	api := &scriptedDynamo{}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables, Shards: 1})
+	require.NoError(t, err)
+	_, err = store.Totals(t.Context(), "t-1")
+	require.NoError(t, err)
+	require.Empty(t, api.batchGets)
+	require.Len(t, api.gets, 1)
+	require.Equal(t, "t-1", api.gets[0].Key["tenant"].(*types.AttributeValueMemberS).Value)
+}
+
+// TestDynamoConfigRefusesAShardCountOutOfRange tests the bounds at their
+// values.
+func TestDynamoConfigRefusesAShardCountOutOfRange(t *testing.T) {
+	t.Parallel()
+	for shards, ok := range map[int]bool{-1: false, 0: true, 1: true, projection.MaxShards: true, projection.MaxShards + 1: false} {
+		_, err := projection.NewDynamoStore(projection.DynamoConfig{Client: &scriptedDynamo{}, Tables: tables, Shards: shards})
+		if ok {
+			require.NoError(t, err, "%d", shards)
+			continue
+		}
+		require.ErrorIs(t, err, projection.ErrInvalidConfig, "%d", shards)
+		require.ErrorContains(t, err, "Shards", "%d", shards)
+	}
 }
 
 func TestDynamoApplyRetriesATransactionConflict(t *testing.T) {
@@ -121,7 +229,7 @@ func TestDynamoApplyRetriesATransactionConflict(t *testing.T) {
 	api := &scriptedDynamo{transact: []error{cancelled("None", "TransactionConflict"), cancelled("TransactionConflict", "None")}}
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
 	require.NoError(t, err)
-	e := projectiontest.Lifecycle("job-42", "t-1")[0]
+	e := projectiontest.Lifecycle("job-42", "t-1")[1]
 	res, err := store.Apply(t.Context(), projection.ViewOfEvent(&e), e.Delta)
 	require.NoError(t, err)
 	require.Equal(t, projection.Applied, res.Outcome)

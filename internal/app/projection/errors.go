@@ -36,7 +36,9 @@ var (
 )
 
 // GapError is returned when version Version of a job arrives while the
-// totals have applied only up to Cursor (< Version-1). It matches ErrGap.
+// totals have applied only up to Cursor (< Version-1), and the event does
+// not start from the cursor's state: a version between the two that adds
+// to the totals has not been counted. It matches ErrGap.
 type GapError struct {
 	JobID   string
 	Cursor  int64 // the last version whose delta was applied; 0 if none
@@ -44,8 +46,8 @@ type GapError struct {
 }
 
 func (e *GapError) Error() string {
-	return fmt.Sprintf("projection: job %s: %v: version %d arrived with the cursor at %d; waiting for version %d",
-		e.JobID, ErrGap, e.Version, e.Cursor, e.Cursor+1)
+	return fmt.Sprintf("projection: job %s: %v: version %d arrived with the cursor at %d; waiting for a version from %d to %d that adds",
+		e.JobID, ErrGap, e.Version, e.Cursor, e.Cursor+1, e.Version-1)
 }
 
 // Unwrap lets errors.Is(err, ErrGap) match.

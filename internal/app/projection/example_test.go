@@ -16,8 +16,11 @@ import (
 )
 
 // The running example on the events queue: job-42's events arrive out of
-// order and twice; job-43's first two are lost, and its last recovers from
-// the job item on its third receive.
+// order and twice, and its completion applies before the takeover's event
+// (which, at progress 0, adds nothing: the completion starts from the
+// state the cursor holds); job-43's first two are lost, the second of
+// which added 50, and its last recovers from the job item on its third
+// receive.
 func Example() {
 	ctx := context.Background()
 	clock := jobstest.NewClock(jobstest.Start)
@@ -92,12 +95,12 @@ func Example() {
 	fmt.Println("totals: processed", t.Processed, "completed", t.Completed)
 	// Output:
 	// job-42/v1 (receive 1): ok
-	// job-42/v3 (receive 1): projection: job job-42: gap in the job's versions: version 3 arrived with the cursor at 1; waiting for version 2
+	// job-42/v3 (receive 1): ok
 	// job-42/v2 (receive 1): ok
 	// job-42/v3 (receive 2): ok
 	// job-42/v3 (receive 3): ok
-	// job-43/v3 (receive 1): projection: job job-43: gap in the job's versions: version 3 arrived with the cursor at 0; waiting for version 1
-	// job-43/v3 (receive 2): projection: job job-43: gap in the job's versions: version 3 arrived with the cursor at 0; waiting for version 1
+	// job-43/v3 (receive 1): projection: job job-43: gap in the job's versions: version 3 arrived with the cursor at 0; waiting for a version from 1 to 2 that adds
+	// job-43/v3 (receive 2): projection: job job-43: gap in the job's versions: version 3 arrived with the cursor at 0; waiting for a version from 1 to 2 that adds
 	// job-43/v3 (receive 3): ok
 	// view: job-42 completed v3 candidates/job-42/g0000000002/attempt-b.json
 	// totals: processed 200 completed 2

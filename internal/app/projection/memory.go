@@ -42,6 +42,10 @@ func (s *MemoryStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 	if res.ViewUpdated {
 		s.views[v.JobID] = v
 	}
+	if !adds(&v, delta) {
+		res.Outcome = Skipped
+		return res, nil
+	}
 	key := cursorKey{v.Tenant, v.JobID}
 	cur := s.cursors[key]
 	out, err := judge(cur, &v, delta)

@@ -96,10 +96,10 @@ func TestProjectorCountsTheTotalsConflicts(t *testing.T) {
 	cfg.Store, cfg.Source, cfg.Logger = store, b.jobs, slog.New(slog.NewJSONHandler(&lockedWriter{w: b.logs}, nil))
 	p, err := projection.NewProjector(cfg)
 	require.NoError(t, err)
-	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[0], 1)))
+	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[1], 1)))
 	require.Equal(t, []string{jobsRecord(jobs.MetricTotalsConflicts, "Count", 2)}, testenv.EMFRecords(t, b.logs.String()))
 	// A round without a conflict writes no record.
-	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[1], 1)))
+	require.NoError(t, p.Handle(b.ctx, message(t, &b.events[2], 1)))
 	require.Len(t, testenv.EMFRecords(t, b.logs.String()), 1)
 }
 

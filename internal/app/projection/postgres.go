@@ -38,7 +38,8 @@ import (
 // CONFLICT DO UPDATE ... WHERE its version gate, which is evaluated on the
 // newest version of the row under its lock in the same way.
 type PostgresStore struct {
-	db *sql.DB
+	db     *sql.DB
+	shards int
 }
 
 var _ Store = (*PostgresStore)(nil)
@@ -49,13 +50,21 @@ type PostgresConfig struct {
 	// program's version; the caller opens it with a driver (the functions': internal/base/pgwire)
 	// and bounds the pool. Required.
 	DB *sql.DB
+	// Shards is how many rows each tenant's totals are spread over (0:
+	// DefaultShards; at most MaxShards), so that its jobs' events do not
+	// all queue for one row's lock. The cursors are not sharded and a read
+	// sums every row, so the count may change at any time.
+	Shards int
 }
 
 // Validate reports the first field that cannot work, wrapping
 // ErrInvalidConfig.
 func (c PostgresConfig) Validate() error {
-	if c.DB == nil {
+	switch {
+	case c.DB == nil:
 		return fmt.Errorf("%w: DB is nil", ErrInvalidConfig)
+	case c.Shards < 0 || c.Shards > MaxShards:
+		return fmt.Errorf("%w: Shards is %d; want 1 to %d (0: %d)", ErrInvalidConfig, c.Shards, MaxShards, DefaultShards)
 	}
 	return nil
 }
@@ -66,7 +75,11 @@ func NewPostgresStore(cfg PostgresConfig) (*PostgresStore, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &PostgresStore{db: cfg.DB}, nil
+	shards := cfg.Shards
+	if shards == 0 {
+		shards = DefaultShards
+	}
+	return &PostgresStore{db: cfg.DB, shards: shards}, nil
 }
 
 //go:embed postgres/*.sql
@@ -99,9 +112,17 @@ func (s *PostgresStore) Apply(ctx context.Context, v View, delta int64) (Result,
 	if err := v.validate(); err != nil {
 		return Result{}, applyError(&v, err)
 	}
-	prev := Cursor{Version: v.Version - 1, Progress: v.Progress - delta}
-	args := moveArgs(&v, prev, false, delta, completedOf(v.Status))
 	var res Result
+	if !adds(&v, delta) {
+		// The view alone, on its version gate (viewOlder).
+		viewed, err := s.putView(ctx, viewOlderSQL, &v)
+		if err != nil {
+			return res, applyError(&v, err)
+		}
+		res.Outcome, res.ViewUpdated = Skipped, viewed
+		return res, nil
+	}
+	args := moveArgs(&v, Cursor{Progress: v.Progress - delta}, false, shardOf(v.JobID, s.shards), delta, completedOf(v.Status))
 	for round := 1; round <= maxRounds; round++ {
 		m, err := s.move(ctx, applySQL, args)
 		if retry, err := again(ctx, round, err); err != nil {
@@ -141,7 +162,7 @@ func (s *PostgresStore) Recover(ctx context.Context, snap View) (Recovery, error
 		r := planRecovery(from, &snap)
 		var m moved
 		if r.Moved() {
-			m, err = s.move(ctx, recoverSQL[snap.Status.Final()], moveArgs(&snap, from, true, r.Processed, r.Completed))
+			m, err = s.move(ctx, recoverSQL[snap.Status.Final()], moveArgs(&snap, from, true, shardOf(snap.JobID, s.shards), r.Processed, r.Completed))
 		} else {
 			// The totals are there already; the view takes the snapshot
 			// if viewTakes says so.
@@ -189,9 +210,9 @@ func (s *PostgresStore) Totals(ctx context.Context, tenant string) (Totals, erro
 		return Totals{}, fmt.Errorf("projection: totals: %w", err)
 	}
 	t := Totals{Tenant: tenant}
-	err := s.db.QueryRowContext(ctx, `SELECT processed, completed FROM projection_totals WHERE tenant = $1`, tenant).
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(processed), 0), coalesce(sum(completed), 0) FROM projection_totals WHERE tenant = $1`, tenant).
 		Scan(&t.Processed, &t.Completed)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err != nil {
 		return Totals{}, fmt.Errorf("projection: totals of %s: %w", tenant, err)
 	}
 	return t, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/outbox"
 	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/projection/projectiontest"
 	"github.com/fifoworker/fifoworker/pkg/pgtest"
@@ -99,6 +100,23 @@ func waitingOf(ctx context.Context, t *testing.T, db *sql.DB, pid int, tenant st
 	return w
 }
 
+// startAtV1 applies job-42's first event (which adds nothing: its view
+// alone) and writes what the tests' transaction A then holds: the job's
+// cursor at version 1, and the row of the tenant's totals in the job's
+// shard, at 0.
+func startAtV1(ctx context.Context, t *testing.T, db *sql.DB, store projection.Store, e *outbox.Event) {
+	t.Helper()
+	res, err := store.Apply(ctx, projection.ViewOfEvent(e), e.Delta)
+	require.NoError(t, err)
+	require.Equal(t, projection.Skipped, res.Outcome)
+	_, err = db.ExecContext(ctx, `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ($1, $2, 1, 0, 'running')`,
+		e.Tenant, e.JobID)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO projection_totals (tenant, shard, processed, completed) VALUES ($1, $2, 0, 0)`,
+		e.Tenant, projection.ShardOf(e.JobID, projection.DefaultShards))
+	require.NoError(t, err)
+}
+
 // applyPrefix is how Apply's statement starts.
 const applyPrefix = "WITH p AS ("
 
@@ -171,8 +189,7 @@ func TestPostgresApplyWaitsForALockedRowAndChecksAgain(t *testing.T) {
 			store := newPostgresStore(t, db)
 			const tenant = "t-1"
 			evs := projectiontest.Lifecycle("job-42", tenant)
-			_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[0]), evs[0].Delta)
-			require.NoError(t, err)
+			startAtV1(ctx, t, db, store, &evs[0])
 
 			a := begin(t, db)
 			tc.a(t, a, tenant)
@@ -235,12 +252,11 @@ func TestPostgresApplyRunsAgainAfterADeadlock(t *testing.T) {
 	store := newPostgresStore(t, db)
 	const tenant = "t-1"
 	evs := projectiontest.Lifecycle("job-42", tenant)
-	_, err := store.Apply(ctx, projection.ViewOfEvent(&evs[0]), evs[0].Delta)
-	require.NoError(t, err)
+	startAtV1(ctx, t, admin, store, &evs[0])
 
 	// A recovers job-42 to its version 3 by hand, the totals first.
 	a := begin(t, admin)
-	_, err = a.tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '1h'`)
+	_, err := a.tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '1h'`)
 	require.NoError(t, err)
 	a.exec(t, `UPDATE projection_totals SET processed = processed + 30 WHERE tenant = $1`, tenant)
 	b := begin(t, admin)

@@ -156,11 +156,12 @@ func TestPostgresRoundTrips(t *testing.T) {
 	}
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	other := projectiontest.Lifecycle("job-43", "t-1")
-	measure("job-42/v1: applied, first use", 1, apply(&evs[0], projection.Applied, nil))
-	measure("job-42/v2: applied", 1, apply(&evs[1], projection.Applied, nil))
-	measure("job-42/v2 again: duplicate", 1, apply(&evs[1], projection.Duplicate, nil))
-	measure("job-42/v1 again: older", 1, apply(&evs[0], projection.Older, nil))
-	measure("job-42/v4: gap", 1, apply(&evs[3], 0, projection.ErrGap))
+	measure("job-42/v1: skipped (the view alone), first use", 1, apply(&evs[0], projection.Skipped, nil))
+	measure("job-42/v2: applied, first use", 1, apply(&evs[1], projection.Applied, nil))
+	measure("job-42/v3: applied", 1, apply(&evs[2], projection.Applied, nil))
+	measure("job-42/v3 again: duplicate", 1, apply(&evs[2], projection.Duplicate, nil))
+	measure("job-42/v2 again: older", 1, apply(&evs[1], projection.Older, nil))
+	measure("job-42/v5: gap", 1, apply(&evs[4], 0, projection.ErrGap))
 	measure("job-43/v3, no cursor: gap", 1, apply(&other[2], 0, projection.ErrGap))
 	forged := other[0]
 	forged.Delta = 7
@@ -271,15 +272,16 @@ func TestMigratePostgresToAnEmptyDatabase(t *testing.T) {
 	require.NoError(t, projection.MigratePostgres(ctx, db), "a current schema applies nothing")
 	cur, err := pgmigrate.Current(ctx, db)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{projection.MigrationComponent: 2}, cur)
+	require.Equal(t, map[string]int{projection.MigrationComponent: 3}, cur)
 
-	// Version 2's checks hold a row no store decision expects.
+	// Version 2's and 3's checks hold a row no store decision expects.
 	for name, insert := range map[string]string{
 		"unknown status":   `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress) VALUES ('j', 't', 'paused', 1, 1, 0)`,
 		"version 0":        `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress) VALUES ('j', 't', 'running', 1, 0, 0)`,
 		"empty result key": `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress, result_key) VALUES ('j', 't', 'running', 1, 1, 0, '')`,
 		"cursor at 0":      `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ('t', 'j', 0, 0, 'running')`,
 		"negative cursor":  `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ('t', 'j', 1, -1, 'running')`,
+		"negative shard":   `INSERT INTO projection_totals (tenant, shard, processed, completed) VALUES ('t', -1, 0, 0)`,
 	} {
 		_, err := db.ExecContext(ctx, insert)
 		var pg interface{ SQLState() string }
@@ -302,20 +304,29 @@ func TestMigratePostgresFromVersion1KeepsItsRows(t *testing.T) {
 		FS: fstest.MapFS{"0001_tables.sql": {Data: v1}}})
 	require.NoError(t, err)
 
-	// The store as it runs on version 1: a job halfway, one failed, and a
-	// recovery's rows.
-	store := newPostgresStore(t, db)
+	// The rows a store of version 1 wrote (one totals row per tenant): a
+	// job halfway, one failed, and one recovered to its completion.
 	evs := projectiontest.Lifecycle("job-42", "t-1")
 	failing := projectiontest.Failing("job-43", "t-1")
-	applyEach(t, store, append(evs[:3:3], failing...)...)
 	recovered := projectiontest.Lifecycle("job-44", "t-2")
-	_, err = store.Recover(ctx, projection.ViewOfEvent(&recovered[5]))
+	for _, e := range []*outbox.Event{&evs[2], &failing[2], &recovered[5]} {
+		v := projection.ViewOfEvent(e)
+		_, err := db.ExecContext(ctx, `INSERT INTO projection_views (job_id, tenant, status, generation, version, progress, result_key, result_size, error_code, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, 0), NULLIF($9, ''), $10)`,
+			v.JobID, v.Tenant, string(v.Status), v.Generation, v.Version, v.Progress, v.ResultKey, v.ResultSize, v.ErrorCode, v.UpdatedAt.UnixMilli())
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `INSERT INTO projection_cursors (tenant, job_id, version, progress, status) VALUES ($1, $2, $3, $4, $5)`,
+			v.Tenant, v.JobID, v.Version, v.Progress, string(v.Status))
+		require.NoError(t, err)
+	}
+	_, err = db.ExecContext(ctx, `INSERT INTO projection_totals (tenant, processed, completed) VALUES ('t-1', 37, 0), ('t-2', 40, 1)`)
 	require.NoError(t, err)
 
 	require.NoError(t, projection.MigratePostgres(ctx, db))
 	cur, err := pgmigrate.Current(ctx, db)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{projection.MigrationComponent: 2}, cur)
+	require.Equal(t, map[string]int{projection.MigrationComponent: 3}, cur)
+	store := newPostgresStore(t, db)
 	requirePostgresState(t, store, &evs[2], projection.Totals{Tenant: "t-1", Processed: 30 + 7})
 	requirePostgresState(t, store, &failing[2], projection.Totals{Tenant: "t-1", Processed: 30 + 7})
 	requirePostgresState(t, store, &recovered[5], projection.Totals{Tenant: "t-2", Processed: 40, Completed: 1})

@@ -9,7 +9,7 @@ import (
 // The PostgresStore's statements. Each is a constant text with
 // parameters (prepared once per connection by the driver's statement
 // cache): the snapshot's ten ($1 to $10), and for a move of the cursor
-// five more ($11 to $15).
+// six more ($11 to $16).
 var (
 	// applySQL is Apply's statement: the view on its version gate
 	// (viewOlder), whatever the cursor does.
@@ -19,7 +19,10 @@ var (
 	recoverSQL = map[bool]string{false: moveStatement(viewRewrite, false, true), true: moveStatement(viewRewrite, true, true)}
 	// viewSQL is Recover's when the cursor is in step already: the view
 	// alone (viewRecover).
-	viewSQL = map[bool]string{false: viewStatement(false), true: viewStatement(true)}
+	viewSQL = map[bool]string{false: viewStatement(viewRecover, false), true: viewStatement(viewRecover, true)}
+	// viewOlderSQL is Apply's for an event that adds nothing: the view
+	// alone, on its version gate (viewOlder).
+	viewOlderSQL = viewStatement(viewOlder, false)
 )
 
 // snapshotParams names the snapshot's parameters, typed, as the columns of
@@ -28,11 +31,13 @@ const snapshotParams = `SELECT $1::text AS job_id, $2::text AS tenant, $3::text 
 		$5::bigint AS version, $6::bigint AS progress, $7::text AS result_key, $8::bigint AS result_size,
 		$9::text AS error_code, $10::bigint AS updated_at`
 
-// moveParams adds a move's: the cursor it moves from (prev_status NULL:
-// any status but a final one) and what it adds to the totals.
+// moveParams adds a move's: the cursor it moves from (prev_version NULL:
+// any version before the snapshot's; prev_status NULL: any status but a
+// final one), what it adds to the totals and the shard of the totals it
+// adds to.
 const moveParams = snapshotParams + `,
 		$11::bigint AS prev_version, $12::bigint AS prev_progress, $13::text AS prev_status,
-		$14::bigint AS add_processed, $15::bigint AS add_completed`
+		$14::bigint AS add_processed, $15::bigint AS add_completed, $16::integer AS shard`
 
 // moveStatement is a statement that moves the job's cursor from prev to
 // the snapshot and, if it moved, adds to the tenant's totals, and writes
@@ -63,32 +68,34 @@ func moveStatement(cond viewCond, final, gated bool) string {
 	moved AS (
 		UPDATE projection_cursors AS c SET version = p.version, progress = p.progress, status = p.status
 		FROM p
-		WHERE c.tenant = p.tenant AND c.job_id = p.job_id AND c.version = p.prev_version AND c.progress = p.prev_progress
+		WHERE c.tenant = p.tenant AND c.job_id = p.job_id AND c.progress = p.prev_progress
+			AND (c.version = p.prev_version OR p.prev_version IS NULL AND c.version < p.version)
 			AND (c.status = p.prev_status OR p.prev_status IS NULL AND c.status NOT IN (` + finalStatuses + `))
 		RETURNING 1
 	),
 	created AS (
 		INSERT INTO projection_cursors (tenant, job_id, version, progress, status)
-		SELECT tenant, job_id, version, progress, status FROM p WHERE prev_version = 0 AND prev_progress = 0
+		SELECT tenant, job_id, version, progress, status FROM p WHERE (prev_version = 0 OR prev_version IS NULL) AND prev_progress = 0
 		ON CONFLICT (tenant, job_id) DO NOTHING
 		RETURNING 1
 	),
 	counted AS (SELECT 1 FROM moved UNION ALL SELECT 1 FROM created),
 	viewed AS (` + viewUpsert(from, viewWhere(cond, final)) + `),
 	added AS (
-		INSERT INTO projection_totals AS t (tenant, processed, completed)
-		SELECT p.tenant, p.add_processed, p.add_completed FROM p, counted
-		ON CONFLICT (tenant) DO UPDATE SET processed = t.processed + excluded.processed, completed = t.completed + excluded.completed
+		INSERT INTO projection_totals AS t (tenant, shard, processed, completed)
+		SELECT p.tenant, p.shard, p.add_processed, p.add_completed FROM p, counted
+		WHERE p.add_processed <> 0 OR p.add_completed <> 0
+		ON CONFLICT (tenant, shard) DO UPDATE SET processed = t.processed + excluded.processed, completed = t.completed + excluded.completed
 	)
 	SELECT EXISTS (SELECT FROM counted), EXISTS (SELECT FROM viewed), c.version, c.progress, c.status
 	FROM p LEFT JOIN projection_cursors AS c ON c.tenant = p.tenant AND c.job_id = p.job_id`
 }
 
-// viewStatement writes the view alone, on a recovery's condition
-// (viewRecover), and returns whether it did.
-func viewStatement(final bool) string {
+// viewStatement writes the view alone, on condition cond (an event's
+// viewOlder, or a recovery's viewRecover), and returns whether it did.
+func viewStatement(cond viewCond, final bool) string {
 	return `WITH p AS (` + snapshotParams + `),
-	viewed AS (` + viewUpsert("p", viewWhere(viewRecover, final)) + `)
+	viewed AS (` + viewUpsert("p", viewWhere(cond, final)) + `)
 	SELECT EXISTS (SELECT FROM viewed)`
 }
 
@@ -154,15 +161,16 @@ func snapshotArgs(v *View) []any {
 		orNull(v.ResultKey), orNull(v.ResultSize), orNull(v.ErrorCode), updatedAt}
 }
 
-// moveArgs are the parameters of a move of the cursor from prev (with its
-// status when exact; else any but a final one) to v, adding processed and
-// completed to the totals.
-func moveArgs(v *View, prev Cursor, exact bool, processed, completed int64) []any {
-	var prevStatus any
+// moveArgs are the parameters of a move of the cursor from prev (exact:
+// that very cursor; else any version before v's, at prev's progress, with
+// any status but a final one) to v, adding processed and completed to the
+// totals' shard.
+func moveArgs(v *View, prev Cursor, exact bool, shard int, processed, completed int64) []any {
+	var prevVersion, prevStatus any
 	if exact {
-		prevStatus = string(prev.Status)
+		prevVersion, prevStatus = prev.Version, string(prev.Status)
 	}
-	return append(snapshotArgs(v), prev.Version, prev.Progress, prevStatus, processed, completed)
+	return append(snapshotArgs(v), prevVersion, prev.Progress, prevStatus, processed, completed, shard)
 }
 
 // orNull is x, or nil (NULL) for its zero value.

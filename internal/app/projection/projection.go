@@ -15,14 +15,16 @@ import (
 // projectiontest.Run.
 type Store interface {
 	// Apply projects one event: its snapshot v into the job's view if the
-	// view holds an older version (or none), and delta into the totals of
-	// v.Tenant if the job's cursor is at v.Version-1 with progress
-	// v.Progress-delta and a status that is not final. An event at the
-	// cursor's version, progress and status is Duplicate, one behind the
-	// cursor Older: both count nothing; one beyond cursor+1 counts nothing
-	// and returns a *GapError; any other counts nothing and returns a
-	// *MismatchError. The view is written whatever the totals decide: a
-	// snapshot never waits.
+	// view holds an older version (or none), and, when the event adds
+	// something (adds: a delta, or a final status; else Skipped, and the
+	// cursor is not touched), delta into the totals of v.Tenant if the
+	// job's cursor is behind v.Version at progress v.Progress-delta with a
+	// status that is not final (judge). An event at the cursor's version,
+	// progress and status is Duplicate, one behind the cursor Older: both
+	// count nothing; one beyond cursor+1 that does not start from the
+	// cursor counts nothing and returns a *GapError; any other counts
+	// nothing and returns a *MismatchError. The view is written whatever
+	// the totals decide: a snapshot never waits.
 	Apply(ctx context.Context, v View, delta int64) (Result, error)
 	// Recover brings the totals of snap.Tenant to the authoritative
 	// snapshot snap (read from the Jobs table) in one atomic write: the job's
@@ -111,6 +113,11 @@ const (
 	Duplicate
 	// Older: the cursor was past this version; nothing was counted.
 	Older
+	// Skipped: the event adds nothing to the totals (its delta is 0 and
+	// its status is not final: job.started, job.requeued, a renewal that
+	// reports no progress), so its cursor was neither read nor moved;
+	// only the view was written. See adds.
+	Skipped
 )
 
 func (o Outcome) String() string {
@@ -121,6 +128,8 @@ func (o Outcome) String() string {
 		return "duplicate"
 	case Older:
 		return "older"
+	case Skipped:
+		return "skipped"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -132,7 +141,8 @@ type Result struct {
 	// newer one.
 	ViewUpdated bool
 	// Cursor is the version of the job's cursor after the call: the event's
-	// for Applied and Duplicate, the newer one found for Older.
+	// for Applied and Duplicate, the newer one found for Older; 0 for
+	// Skipped, which does not read it.
 	Cursor int64
 	// Conflicts is how many rounds the totals write lost to a concurrent
 	// write and was retried (DynamoDB's TransactionConflict); 0 from a
@@ -163,19 +173,32 @@ type Recovery struct {
 func (r *Recovery) Moved() bool { return r.To != r.From }
 
 // judge tells what an event of snapshot v and delta is to a job whose
-// cursor is cur. Both stores call it, so they cannot drift. The event
-// applies only at the cursor's next version, and only if its delta leads
-// from the cursor's progress to its own and the cursor's status is not
-// final (a final job has no next version): the job's share of its
-// tenant's processed total is then always its cursor's progress, and its
-// share of completed 1 exactly when its cursor is at completed. At the
-// cursor's version it is a duplicate only if it has the cursor's progress
-// and status. Beyond the next version it is a gap, unless the cursor is
-// final: no version of the job can come after a final one, so waiting
-// cannot help. Any other disagreement is a *MismatchError.
+// cursor is cur. Every store calls it, so they cannot drift.
+//
+// The rule is one of states, not of consecutive versions: the event
+// applies when it is newer than the cursor and starts from the cursor's
+// state, that is its progress minus its delta is the cursor's progress and
+// the cursor's status is not final (follows). Each application moves a
+// cursor from the state the event starts from to the event's, and adds to
+// the totals exactly the difference of what the two states contribute
+// (the delta, and 1 to completed for a completion), so a tenant's totals
+// stay the sum of its cursors' states, whichever events apply and in
+// whatever order; and a cursor only moves forward by events. That is
+// what lets an event that adds nothing (adds) skip its write: it leaves
+// the state unchanged, so the next event that adds starts from the state
+// the cursor holds, and applies, though versions lie between.
+//
+// At the cursor's version an event is a duplicate only with the cursor's
+// progress and status; behind it, older. An event further on that does
+// not start from the cursor's state is a gap: an event that added, between
+// the two, has not been counted (lost or late), and the rest of the group
+// waits until it is or a recovery reads the job item. It is a mismatch
+// instead when nothing can lie between: at the cursor's next version, or
+// past a final cursor, after which no version of the job comes. Any other
+// disagreement is a *MismatchError too.
 func judge(cur Cursor, v *View, delta int64) (Outcome, error) {
 	switch {
-	case v.Version == cur.Version+1 && follows(cur, v, delta):
+	case v.Version > cur.Version && follows(cur, v, delta):
 		return Applied, nil
 	case v.Version == cur.Version && cur.Progress == v.Progress && cur.Status == v.Status:
 		return Duplicate, nil
@@ -187,12 +210,22 @@ func judge(cur Cursor, v *View, delta int64) (Outcome, error) {
 	return 0, &MismatchError{JobID: v.JobID, Version: v.Version, Progress: v.Progress, Delta: delta, Status: v.Status, Cursor: cur}
 }
 
-// follows reports whether an event of snapshot v and delta may follow
-// cur: its progress minus its delta is cur's progress, and cur's status is
-// not final. cur is the version before v's.
+// follows reports whether an event of snapshot v and delta starts from
+// cur's state: its progress minus its delta is cur's progress, and cur's
+// status is not final.
 func follows(cur Cursor, v *View, delta int64) bool {
 	return cur.Progress == v.Progress-delta && !cur.Status.Final()
 }
+
+// adds reports whether an event of snapshot v and delta changes what its
+// job contributes to the totals, and so must move its cursor: a delta that
+// is not 0, or a final status. A final status with no delta adds nothing
+// either (only a completion adds to completed), but the cursor is moved to
+// it all the same: that is what ends the job's cursor, so that nothing can
+// apply after it and the sweeper finds a final job's cursor at its item.
+// Every other event (job.started, job.requeued, a renewal without
+// progress) is Skipped: one write of the view, none of the totals.
+func adds(v *View, delta int64) bool { return delta != 0 || v.Status.Final() }
 
 // cursorOf is the cursor after snapshot v was counted.
 func cursorOf(v *View) Cursor {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/samtemplate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
@@ -50,6 +51,18 @@ func TestTemplateLiveShardsIsTheStoresBoundedSetting(t *testing.T) {
 		requireBounded(t, tpl, "LiveShards", jobs.MinLiveShards, jobs.MaxLiveShards, jobs.LiveShards)
 		vars := asMap(asMap(asMap(tpl.Globals["Function"])["Environment"])["Variables"])
 		require.Equal(t, ref("LiveShards"), vars["LIVE_SHARDS"], "%s: every function's LIVE_SHARDS", file)
+	}
+}
+
+// The Totals table's shard count is a parameter bounded by the store's own
+// bounds, given to every function of a template with the projection on
+// DynamoDB as TOTALS_SHARDS, its default the store's.
+func TestTemplateTotalsShardsIsTheStoresBoundedSetting(t *testing.T) {
+	t.Parallel()
+	for file, tpl := range map[string]*samtemplate.Template{"template.yaml": loadRepoTemplate(t), "template-kafka.yaml": loadKafkaTemplate(t)} {
+		requireBounded(t, tpl, "TotalsShards", 1, projection.MaxShards, projection.DefaultShards)
+		vars := asMap(asMap(asMap(tpl.Globals["Function"])["Environment"])["Variables"])
+		require.Equal(t, ref("TotalsShards"), vars["TOTALS_SHARDS"], "%s: every function's TOTALS_SHARDS", file)
 	}
 }
 

@@ -63,7 +63,7 @@ var postgresVariant = variant{
 		"Resources.OperatorDashboard": "the relay's oldest outbox row instead of a stream's iterator age; no totals conflicts (a row lock waits, nothing is retried)",
 	},
 	baseOnly: []string{
-		"Parameters.LiveShards", "Resources.JobsTable", "Resources.ViewsTable", "Resources.TotalsTable", "Resources.QuarantineTable",
+		"Parameters.LiveShards", "Parameters.TotalsShards", "Resources.JobsTable", "Resources.ViewsTable", "Resources.TotalsTable", "Resources.QuarantineTable",
 		"Resources.StreamFailureQueue", "Resources.StreamFailureAlarm", "Resources.RelayIteratorAgeAlarm",
 		"Outputs.JobsTableName", "Outputs.JobsTableStreamArn", "Outputs.ViewsTableName", "Outputs.TotalsTableName",
 		"Outputs.QuarantineTableName", "Outputs.StreamFailureQueueUrl",

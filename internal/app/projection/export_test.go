@@ -1,0 +1,4 @@
+package projection
+
+// ShardOf is shardOf, for the tests of the stored layout.
+var ShardOf = shardOf
