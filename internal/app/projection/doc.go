@@ -4,8 +4,8 @@
 // from 1 up, each carrying the job's full snapshot after its version and the
 // change of progress since the previous one (outbox.Event). The view is a
 // snapshot consumer: it keeps the newest version and ignores older ones.
-// The totals are a delta consumer: they must add every version's delta
-// exactly once, in order, so they refuse to skip one.
+// The totals are a delta consumer: they must add every delta exactly
+// once, so they refuse to pass one that has not been counted.
 //
 // Invariants:
 //   - A view never goes back, with one exception (below): it takes an
@@ -14,14 +14,35 @@
 //     "running" never overwrites "completed"; an older or repeated event
 //     changes nothing and is acknowledged.
 //   - Each job has a cursor in its tenant's totals: the version, progress
-//     and status of the last snapshot counted (none: version 0). Version v's
-//     delta is added only when the cursor is at v-1 with the progress the
-//     delta starts from (the event's progress minus its delta) and a status
-//     that is not final, and the cursor moves to v in the same transaction,
-//     so a delta is counted at most once however often or concurrently its
-//     event is delivered, and a tenant's processed total is always the sum
-//     of its cursors' progress and completed the number of its cursors at
+//     and status of the last snapshot counted (none: version 0, progress
+//     0). An event that adds nothing (delta 0 and a status that is not
+//     final: job.started, job.requeued, a renewal without progress) is
+//     Skipped: its view is written, its cursor neither read nor moved.
+//     Any other event's delta is added only when the cursor is at an
+//     earlier version, at the progress the delta starts from (the event's
+//     progress minus its delta), with a status that is not final, and the
+//     cursor moves to the event in the same transaction, so a delta is
+//     counted at most once however often or concurrently its event is
+//     delivered, and a tenant's processed total is always the sum of its
+//     cursors' progress and completed the number of its cursors at
 //     completed, whatever the events say.
+//   - That is the gap rule: not "the cursor is at v-1", which a skipped
+//     event would break, but "the event starts from the cursor's state".
+//     Each application moves a cursor from the state an event starts
+//     from to the event's and adds exactly the difference of what the two
+//     contribute, so the totals stay the sum of the cursors' states
+//     whichever events apply, in whatever order; cursors move forward
+//     only. A skipped event leaves the state as it was, so the next event
+//     that adds starts from the state the cursor holds. A final event is
+//     never skipped, even one that adds nothing (a failure, a
+//     cancellation): it ends the cursor, so that nothing applies after it
+//     and the sweeper finds a final job's cursor at its item. Events
+//     lost between two that net to nothing (a takeover that restarts the
+//     count to where it was counted) need not be waited for: what follows
+//     starts from the cursor's state, and counting it is exact.
+//     (projectiontest's suite holds every store to the rule, with
+//     FuzzProjectorHistory and a concurrent test of deliveries and
+//     recoveries in any order.)
 //   - An event at or behind the cursor is a duplicate (Duplicate: the
 //     cursor's version, progress and status) or older (Older):
 //     acknowledged, nothing counted. DynamoStore tells it from the refused
@@ -29,9 +50,11 @@
 //     without another read; only a refusal with no cursor yet, or a first
 //     version whose delta is not its progress, costs one. PostgresStore's
 //     one statement returns the cursor it read beside what it wrote.
-//   - An event beyond cursor+1 is a gap: nothing is counted and Apply returns
-//     a *GapError (ErrGap), so the message fails and pkg/fifo holds the rest
-//     of its group behind it until its predecessor arrives.
+//   - An event beyond cursor+1 that does not start from the cursor's state
+//     is a gap: an event between the two that adds has not been counted.
+//     Nothing is counted and Apply returns a *GapError (ErrGap), so the
+//     message fails and pkg/fifo holds the rest of its group behind it
+//     until that event arrives.
 //   - An event that disagrees with the cursor (at cursor+1 with a delta
 //     that does not start from the cursor's progress; at the cursor's
 //     version with another progress or status; past a final status, where
@@ -61,10 +84,10 @@
 //     reused after its item expired) goes back to the item. A live item's
 //     snapshot behind the cursor or the view changes neither: it may be
 //     older than what was projected since it was read.
-//   - Every version of a job is counted once, by its event or by a recovery
-//     that skipped it, never both; and since every write of the totals moves
-//     a cursor by exactly what it adds, a job's share of its tenant's
-//     totals is its cursor's progress and completion.
+//   - No version of a job is counted twice, by its event and by a recovery
+//     that passed it, or by two deliveries; and since every write of the
+//     totals moves a cursor by exactly what it adds, a job's share of its
+//     tenant's totals is its cursor's progress and completion.
 //   - Recovery from the job item is one path, RecoverJob, which the
 //     Projector takes on a gap or a mismatch and the sweeper (internal/app/sweeper)
 //     takes for a final job whose projection LagOf finds out of step: behind
@@ -88,8 +111,8 @@
 //     Handle does not check an SQS message's group, as it never has.
 //
 // Every version from 1 on has exactly one event (a nudge's is job.requeued,
-// published beside its command), so a gap means an event was lost or is
-// late. A job id reused after its item expired starts again at version 1
+// published beside its command), so a gap means an event that adds was
+// lost or is late. A job id reused after its item expired starts again at version 1
 // under a cursor that has seen higher versions: its events are taken for
 // older ones until the new job is final, when the sweeper's repair sets
 // its projection to the new item (and its share of the totals to the new
@@ -102,9 +125,22 @@
 // guard against those.
 //
 // MemoryStore, DynamoStore and PostgresStore make their decisions with the
-// same functions (judge, planRecovery, and the view's rules, which the two
-// databases' stores render as conditions) and pass the same conformance
-// suite, projectiontest.Run.
+// same functions (adds, judge, planRecovery, and the view's rules, which
+// the two databases' stores render as conditions) and pass the same
+// conformance suite, projectiontest.Run.
+//
+// On DynamoDB (DynamoStore) a tenant's totals are spread over Shards
+// partition-key values (default 32), "<tenant>#<k>" with k the FNV-1a hash
+// of the job id modulo the count: each holds the item "total" of its share
+// and the cursors of its jobs, so an event that adds writes one shard, in
+// one transaction of two items (4 write units), and a tenant takes
+// DynamoDB's 1,000 write units a second per partition-key value once per
+// shard. Totals sums the shards with a consistent BatchGetItem. A job's
+// cursor lives in its shard, so the count is fixed for the table's life:
+// CheckShards records it, and the functions' wiring refuses to write with
+// another. CountEveryEvent writes every event as the design before did (a
+// transaction per event, the skipped ones included); with Shards 1 it is
+// that design, kept to measure the two side by side.
 //
 // On PostgreSQL (PostgresStore; MigratePostgres creates the tables
 // projection_views, projection_cursors and projection_totals from the
@@ -113,11 +149,15 @@
 // so it is one transaction:
 //   - Apply's statement writes the view (INSERT ... ON CONFLICT DO UPDATE
 //     ... WHERE the held version is older), moves the cursor (UPDATE ...
-//     WHERE it is at the previous version and progress and not final; for
-//     version 1 an INSERT ... ON CONFLICT DO NOTHING), adds to the totals
-//     only if the cursor moved (INSERT ... ON CONFLICT DO UPDATE adding to
-//     the row), and returns the cursor of its snapshot. One round trip per
-//     event, whatever it answers.
+//     WHERE it is at an earlier version, at the progress the event starts
+//     from and not final; from progress 0 also an INSERT ... ON CONFLICT DO
+//     NOTHING), adds to the totals only if the cursor moved and something
+//     is added (INSERT ... ON CONFLICT DO UPDATE adding to the row of the
+//     tenant and the job's shard: PostgresConfig.Shards rows a tenant,
+//     summed on read, so that its jobs do not all wait for one row's lock),
+//     and returns the cursor of its snapshot. One round trip per event,
+//     whatever it answers; an event that adds nothing is one statement of
+//     the view alone.
 //   - It is race-free because each condition is checked on the newest
 //     committed version of its row, under the row's lock: an UPDATE that
 //     meets a row another transaction changed, or waits for one that holds
