@@ -157,7 +157,15 @@ func perJobBlock(counts Counts, p PerJob, s Settings) string {
 
 func limitsBlock(plans []Plan) string {
 	var b strings.Builder
-	b.WriteString("| # | limit | owner |")
+	for _, p := range plans {
+		first := p.Limits[0]
+		fmt.Fprintf(&b, "At %s groups the first limit to bind is `%s` (%s, **%s jobs/s**)", groupsOf(p), first.Key, first.Owner, Commas(first.JobsPerS))
+		if i := slices.IndexFunc(p.Limits, func(l Limit) bool { return l.Owner == Ours }); i >= 0 {
+			fmt.Fprintf(&b, "; the first of ours is number %d, `%s` (**%s jobs/s**)", i+1, p.Limits[i].Key, Commas(p.Limits[i].JobsPerS))
+		}
+		b.WriteString(".\n")
+	}
+	b.WriteString("\n| # | limit | owner |")
 	for _, p := range plans {
 		fmt.Fprintf(&b, " jobs/s at %s groups |", groupsOf(p))
 	}

@@ -48,24 +48,37 @@ func TestTheGoalHoldsWithTheShardedDesignAndTheseDefaults(t *testing.T) {
 		smallest := recommended(t)
 		smallest.ProjectorConcurrency.Value, smallest.WorkerConcurrency.Value, smallest.LiveShards.Value, smallest.TotalsShards.Value = 67, 67, 27, 27
 		require.Empty(t, compute(t, shardedCounts(), smallest, in).GoalShortfalls(), "%d groups, the smallest defaults", groups)
-		for key, lower := range map[string]func(*capacity.Settings){
-			"projector-concurrency": func(s *capacity.Settings) { s.ProjectorConcurrency.Value = 66 },
-			"worker-concurrency":    func(s *capacity.Settings) { s.WorkerConcurrency.Value = 66 },
-			"live-shards":           func(s *capacity.Settings) { s.LiveShards.Value = 26 },
-			"tenant-totals":         func(s *capacity.Settings) { s.TotalsShards.Value = 26 },
+		for key, tc := range map[string]struct {
+			lower func(*capacity.Settings)
+			fix   string
+		}{
+			"projector-concurrency": {func(s *capacity.Settings) { s.ProjectorConcurrency.Value = 66 }, "(ProjectorMaxConcurrency 67 or more clears it)"},
+			"worker-concurrency":    {func(s *capacity.Settings) { s.WorkerConcurrency.Value = 66 }, "(WorkerMaxConcurrency 67 or more clears it)"},
+			"live-shards":           {func(s *capacity.Settings) { s.LiveShards.Value = 26 }, "(LiveShards 27 or more clears it)"},
+			"tenant-totals":         {func(s *capacity.Settings) { s.TotalsShards.Value = 26 }, "(TotalsShards 27 or more clears it)"},
 		} {
 			s := smallest
-			lower(&s)
+			tc.lower(&s)
 			p := compute(t, shardedCounts(), s, in)
 			short := p.GoalShortfalls()
 			require.Len(t, short, 1, "%s lowered: %v", key, short)
 			require.Contains(t, short[0], byKey(p)[key].Name)
 			require.Contains(t, short[0], "not above 6,666 jobs/s (Jobs table: on-demand maximum per table)")
+			require.True(t, strings.HasSuffix(short[0], tc.fix), "%s: %s", key, short[0])
 		}
+		s := recommended(t)
+		s.TotalsShards.Value = 19
+		short := compute(t, shardedCounts(), s, in).GoalShortfalls()
+		require.Len(t, short, 2, "19 shards: below the Jobs table's maximum, and the tenant's 5,000: %v", short)
+		require.Equal(t, "one tenant reaches 4,750 jobs/s, below 5,000 (TotalsShards 20 or more clears it)", short[1])
+		s.TotalsShards.Value = 20
+		short = compute(t, shardedCounts(), s, in).GoalShortfalls()
+		require.Len(t, short, 1, "20 shards, 5,000 jobs/s: the tenant's part is met, the table's maximum is not passed: %v", short)
+		require.Contains(t, short[0], "ours binds at 5,000 jobs/s, not above 6,666 jobs/s")
 
 		before := compute(t, todayCounts(), pinned(t), in).GoalShortfalls()
 		require.Len(t, before, 5, "%d groups: %v", groups, before) // the tenant's totals, the projector, the worker, the live index; the tenant
-		require.Equal(t, "one tenant reaches 125 jobs/s, below 5,000", before[len(before)-1])
+		require.Equal(t, "one tenant reaches 125 jobs/s, below 5,000 (TotalsShards 40 or more clears it)", before[len(before)-1])
 	}
 }
 

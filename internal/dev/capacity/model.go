@@ -53,6 +53,11 @@ type Limit struct {
 	Owner    Owner
 	JobsPerS float64
 	Raise    string
+	// For a limit of ours that grows in proportion to one setting: its
+	// parameter and the jobs per second one unit of it allows (before
+	// rounding), from which GoalShortfalls says what default clears it.
+	parameter string
+	perUnit   float64
 }
 
 // Plan is the limits in the order they bind (fewest jobs per second
@@ -98,6 +103,7 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 	}
 	tenant := tenantLimit(p, s)
 	tenant.JobsPerS *= float64(in.Tenants)
+	tenant.perUnit *= float64(in.Tenants)
 	limits := []Limit{tenant}
 	tables := []struct {
 		name string
@@ -114,18 +120,20 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 	}
 	limits = append(limits,
 		Limit{
-			Key:      "projector-concurrency",
-			Name:     fmt.Sprintf("the projector's MaximumConcurrency %v, %v events a batch", s.ProjectorConcurrency.Value, s.ProjectorBatch.Value),
-			Owner:    Ours,
-			JobsPerS: s.ProjectorConcurrency.Value * s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
-			Raise:    raiseSetting(s.ProjectorConcurrency, "ProjectorMaxConcurrency", "projections lag beyond it, jobs still complete"),
+			Key:       "projector-concurrency",
+			Name:      fmt.Sprintf("the projector's MaximumConcurrency %v, %v events a batch", s.ProjectorConcurrency.Value, s.ProjectorBatch.Value),
+			Owner:     Ours,
+			JobsPerS:  s.ProjectorConcurrency.Value * s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
+			Raise:     raiseSetting(s.ProjectorConcurrency, "ProjectorMaxConcurrency", "projections lag beyond it, jobs still complete"),
+			parameter: "ProjectorMaxConcurrency", perUnit: s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
 		},
 		Limit{
-			Key:      "worker-concurrency",
-			Name:     fmt.Sprintf("the worker's MaximumConcurrency %v, %v lanes a batch", s.WorkerConcurrency.Value, lanes),
-			Owner:    Ours,
-			JobsPerS: s.WorkerConcurrency.Value * lanes / WorkerBatchSeconds / p.Commands,
-			Raise:    raiseSetting(s.WorkerConcurrency, "WorkerMaxConcurrency", "keep 90% of the worker's storage (WorkerEphemeralStorage) at ten MaxCandidateBytes"),
+			Key:       "worker-concurrency",
+			Name:      fmt.Sprintf("the worker's MaximumConcurrency %v, %v lanes a batch", s.WorkerConcurrency.Value, lanes),
+			Owner:     Ours,
+			JobsPerS:  s.WorkerConcurrency.Value * lanes / WorkerBatchSeconds / p.Commands,
+			Raise:     raiseSetting(s.WorkerConcurrency, "WorkerMaxConcurrency", "keep 90% of the worker's storage (WorkerEphemeralStorage) at ten MaxCandidateBytes"),
+			parameter: "WorkerMaxConcurrency", perUnit: lanes / WorkerBatchSeconds / p.Commands,
 		},
 		Limit{
 			Key:   "s3-prefix",
@@ -136,9 +144,10 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 			Key: "live-shards",
 			Name: fmt.Sprintf("the Jobs table's live index: %v shards × %v %s, %v index writes per job",
 				s.LiveShards.Value, partitionWrites.Value, partitionWrites.Unit, p.LiveWrites),
-			Owner:    Ours,
-			JobsPerS: s.LiveShards.Value * partitionWrites.Value / p.LiveWrites,
-			Raise:    raiseSetting(s.LiveShards, "LiveShards", "it may only grow; the sweeper queries each shard; the index's sort key (the update time) only grows, so a shard's writes cannot be split for heat"),
+			Owner:     Ours,
+			JobsPerS:  s.LiveShards.Value * partitionWrites.Value / p.LiveWrites,
+			Raise:     raiseSetting(s.LiveShards, "LiveShards", "it may only grow; the sweeper queries each shard; the index's sort key (the update time) only grows, so a shard's writes cannot be split for heat"),
+			parameter: "LiveShards", perUnit: partitionWrites.Value / p.LiveWrites,
 		},
 		Limit{
 			Key:   "groups",
@@ -228,10 +237,11 @@ func tenantLimit(p PerJob, s Settings) Limit {
 		binds = fmt.Sprintf("%s, %v %s, %v per job on one", itemWrites.Name, itemWrites.Value, itemWrites.Unit, p.TotalItemWRU)
 	}
 	return Limit{
-		Key:      "tenant-totals",
-		Name:     fmt.Sprintf("a tenant's totals: %v shards (partition-key values), each bound by %s", s.TotalsShards.Value, binds),
-		Owner:    Ours,
-		JobsPerS: s.TotalsShards.Value * min(byKey, byItem),
+		Key:       "tenant-totals",
+		Name:      fmt.Sprintf("a tenant's totals: %v shards (partition-key values), each bound by %s", s.TotalsShards.Value, binds),
+		Owner:     Ours,
+		JobsPerS:  s.TotalsShards.Value * min(byKey, byItem),
+		parameter: TotalsShardsParameter, perUnit: min(byKey, byItem),
 		Raise: raiseSetting(s.TotalsShards, TotalsShardsParameter, "chosen when the Totals table is created, fixed for its life: "+
 			"a job's cursor and its share of the total live on the shard its id hashes to, reads sum the shards; concurrent transactions on one total item conflict (retried) before it"),
 	}
@@ -280,13 +290,34 @@ func (p Plan) GoalShortfalls() []string {
 	for _, l := range p.Limits {
 		if l.Owner == Ours && bound != nil && l.JobsPerS <= bound.JobsPerS {
 			quota, _, _ := strings.Cut(bound.Name, ",")
-			out = append(out, fmt.Sprintf("ours binds at %s jobs/s, not above %s jobs/s (%s): %s", Commas(l.JobsPerS), Commas(bound.JobsPerS), quota, l.Name))
+			out = append(out, fmt.Sprintf("ours binds at %s jobs/s, not above %s jobs/s (%s): %s%s",
+				Commas(l.JobsPerS), Commas(bound.JobsPerS), quota, l.Name, clears(l, bound.JobsPerS+1)))
 		}
 	}
 	if p.TenantJobsPerS < GoalTenantJobsPerS {
-		out = append(out, fmt.Sprintf("one tenant reaches %s jobs/s, below %s", Commas(p.TenantJobsPerS), Commas(GoalTenantJobsPerS)))
+		var fix string
+		if i := slices.IndexFunc(p.Limits, func(l Limit) bool { return l.Key == "tenant-totals" }); i >= 0 && p.Tenants > 0 {
+			one := p.Limits[i]
+			one.perUnit /= float64(p.Tenants)
+			fix = clears(one, GoalTenantJobsPerS)
+		}
+		out = append(out, fmt.Sprintf("one tenant reaches %s jobs/s, below %s%s", Commas(p.TenantJobsPerS), Commas(GoalTenantJobsPerS), fix))
 	}
 	return out
+}
+
+// clears says the smallest value of l's parameter at which l allows at
+// least want jobs per second (rounded down, as the limits are); "" for a
+// limit not in proportion to one setting.
+func clears(l Limit, want float64) string {
+	if l.perUnit <= 0 {
+		return ""
+	}
+	n := max(1, math.Floor(want/l.perUnit))
+	for math.Floor(n*l.perUnit) < want {
+		n++
+	}
+	return fmt.Sprintf(" (%s %s or more clears it)", l.parameter, Num(n))
 }
 
 // Commas writes n rounded down to a whole number with thousands
