@@ -84,7 +84,8 @@ var oneTenant = capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"}
 // tests above describe one of the two (the request tests regenerate the
 // file when the projector changes what it writes).
 func TestTheCommittedCountsAreADesignTheTestsKnow(t *testing.T) {
-	got := committed(t).Paths[capacity.PathHappy]
+	got := committed(t).Paths[capacity.PathHappy].Compact()
+	delete(got["projector"], "PutItem") // the shard-count record, once per process
 	require.Contains(t, []capacity.Requests{todayCounts().Paths[capacity.PathHappy], shardedCounts().Paths[capacity.PathHappy]}, got)
 }
 
@@ -161,6 +162,18 @@ func TestTheTenantsTotalsScaleWithTheShards(t *testing.T) {
 		require.Equal(t, tc.want, p.TenantJobsPerS, tc.name)
 		require.Contains(t, byKey(p)["tenant-totals"].Name, capacity.Num(tc.shards)+" shards", tc.name)
 	}
+}
+
+// The projector's PutItem, the Totals table's shard-count record once per
+// process, costs a busy process's jobs nothing: a job alone counts it,
+// the model leaves it out.
+func TestTheShardCountRecordIsNotPerJob(t *testing.T) {
+	c := shardedCounts()
+	base := compute(t, c, pinned(t), oneTenant)
+	c.Paths[capacity.PathHappy]["projector"]["PutItem"] = 1
+	with := compute(t, c, pinned(t), oneTenant)
+	require.Equal(t, base.PerJob, with.PerJob)
+	require.Equal(t, base.Limits, with.Limits)
 }
 
 // With many tenants each has its totals, and the new Totals table binds
