@@ -118,22 +118,26 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 			})
 		}
 	}
+	// Our limits grow in proportion to one setting each: per unit of it.
+	projectorPer := s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events
+	workerPer := lanes / WorkerBatchSeconds / p.Commands
+	livePer := partitionWrites.Value / p.LiveWrites
 	limits = append(limits,
 		Limit{
 			Key:       "projector-concurrency",
 			Name:      fmt.Sprintf("the projector's MaximumConcurrency %v, %v events a batch", s.ProjectorConcurrency.Value, s.ProjectorBatch.Value),
 			Owner:     Ours,
-			JobsPerS:  s.ProjectorConcurrency.Value * s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
+			JobsPerS:  s.ProjectorConcurrency.Value * projectorPer,
 			Raise:     raiseSetting(s.ProjectorConcurrency, "ProjectorMaxConcurrency", "projections lag beyond it, jobs still complete"),
-			parameter: "ProjectorMaxConcurrency", perUnit: s.ProjectorBatch.Value / ProjectorBatchSeconds / p.Events,
+			parameter: "ProjectorMaxConcurrency", perUnit: projectorPer,
 		},
 		Limit{
 			Key:       "worker-concurrency",
 			Name:      fmt.Sprintf("the worker's MaximumConcurrency %v, %v lanes a batch", s.WorkerConcurrency.Value, lanes),
 			Owner:     Ours,
-			JobsPerS:  s.WorkerConcurrency.Value * lanes / WorkerBatchSeconds / p.Commands,
+			JobsPerS:  s.WorkerConcurrency.Value * workerPer,
 			Raise:     raiseSetting(s.WorkerConcurrency, "WorkerMaxConcurrency", "keep 90% of the worker's storage (WorkerEphemeralStorage) at ten MaxCandidateBytes"),
-			parameter: "WorkerMaxConcurrency", perUnit: lanes / WorkerBatchSeconds / p.Commands,
+			parameter: "WorkerMaxConcurrency", perUnit: workerPer,
 		},
 		Limit{
 			Key:   "s3-prefix",
@@ -145,9 +149,9 @@ func Compute(counts Counts, s Settings, in Input) (Plan, error) {
 			Name: fmt.Sprintf("the Jobs table's live index: %v shards × %v %s, %v index writes per job",
 				s.LiveShards.Value, partitionWrites.Value, partitionWrites.Unit, p.LiveWrites),
 			Owner:     Ours,
-			JobsPerS:  s.LiveShards.Value * partitionWrites.Value / p.LiveWrites,
+			JobsPerS:  s.LiveShards.Value * livePer,
 			Raise:     raiseSetting(s.LiveShards, "LiveShards", "it may only grow; the sweeper queries each shard; the index's sort key (the update time) only grows, so a shard's writes cannot be split for heat"),
-			parameter: "LiveShards", perUnit: partitionWrites.Value / p.LiveWrites,
+			parameter: "LiveShards", perUnit: livePer,
 		},
 		Limit{
 			Key:   "groups",
@@ -232,6 +236,7 @@ func (p Plan) JSON() ([]byte, error) {
 func tenantLimit(p PerJob, s Settings) Limit {
 	byKey := partitionWrites.Value / p.TotalsKeyWRU
 	byItem := itemWrites.Value / p.TotalItemWRU
+	perShard := min(byKey, byItem)
 	binds := fmt.Sprintf("%s, %v %s, %v per job on one", partitionWrites.Name, partitionWrites.Value, partitionWrites.Unit, p.TotalsKeyWRU)
 	if byItem < byKey {
 		binds = fmt.Sprintf("%s, %v %s, %v per job on one", itemWrites.Name, itemWrites.Value, itemWrites.Unit, p.TotalItemWRU)
@@ -240,8 +245,8 @@ func tenantLimit(p PerJob, s Settings) Limit {
 		Key:       "tenant-totals",
 		Name:      fmt.Sprintf("a tenant's totals: %v shards (partition-key values), each bound by %s", s.TotalsShards.Value, binds),
 		Owner:     Ours,
-		JobsPerS:  s.TotalsShards.Value * min(byKey, byItem),
-		parameter: TotalsShardsParameter, perUnit: min(byKey, byItem),
+		JobsPerS:  s.TotalsShards.Value * perShard,
+		parameter: TotalsShardsParameter, perUnit: perShard,
 		Raise: raiseSetting(s.TotalsShards, TotalsShardsParameter, "chosen when the Totals table is created, fixed for its life: "+
 			"a job's cursor and its share of the total live on the shard its id hashes to, reads sum the shards; concurrent transactions on one total item conflict (retried) before it"),
 	}
