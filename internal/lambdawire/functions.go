@@ -146,19 +146,21 @@ func Projector(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context
 type projectorTables struct {
 	views, totals, jobs string
 	shards              int
+	countEvery          bool
 }
 
-// readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE, TOTALS_SHARDS and
-// JOBS_TABLE.
+// readProjectorTables reads VIEWS_TABLE, TOTALS_TABLE, TOTALS_SHARDS,
+// TOTALS_COUNT_EVERY_EVENT and JOBS_TABLE.
 func readProjectorTables(env *startup.Env) projectorTables {
 	return projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), jobs: env.String("JOBS_TABLE"),
-		shards: readTotalsShards(env)}
+		shards: readTotalsShards(env), countEvery: readCountEveryEvent(env)}
 }
 
 // store is the projection's DynamoStore on t, checked against the shard
 // count its Totals table records before its first write (checkedShards).
 func (t projectorTables) store(env *startup.Env, db *dynamodb.Client) (*checkedShards, error) {
-	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals}, Shards: t.shards})
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals},
+		Shards: t.shards, CountEveryEvent: t.countEvery})
 	if err != nil {
 		return nil, env.Refused(err, projectionTables)
 	}

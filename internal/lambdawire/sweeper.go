@@ -70,7 +70,8 @@ const DefaultRepairBudget = 45 * time.Second
 func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.Context, sweeper.Options) (sweeper.Report, error), error) {
 	startup.CheckStore(env, startup.StoreDynamoDB)
 	table := env.String("JOBS_TABLE")
-	tables := projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), shards: readTotalsShards(env)}
+	tables := projectorTables{views: env.String("VIEWS_TABLE"), totals: env.String("TOTALS_TABLE"), shards: readTotalsShards(env),
+		countEvery: readCountEveryEvent(env)}
 	shards := readLiveShards(env)
 	s := readSweeperSettings(env)
 	db := DynamoDB(cfg)

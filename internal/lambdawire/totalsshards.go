@@ -16,6 +16,16 @@ func readTotalsShards(env *startup.Env) int {
 	return env.Int("TOTALS_SHARDS", projection.DefaultShards, 1, projection.MaxShards)
 }
 
+// readCountEveryEvent reads TOTALS_COUNT_EVERY_EVENT: 1 has the projection
+// write every event to the totals, those that add nothing included, as the
+// design before sharding did (projection.DynamoConfig.CountEveryEvent);
+// 0, the default, skips them. Not in the templates: it exists to measure
+// the two designs side by side with the same binaries (docs/BENCHMARKS.md,
+// "Sharded totals").
+func readCountEveryEvent(env *startup.Env) bool {
+	return env.Int("TOTALS_COUNT_EVERY_EVENT", 0, 0, 1) == 1
+}
+
 // shardsChecker is the part of projection.DynamoStore checkedShards
 // calls.
 type shardsChecker interface {
