@@ -185,12 +185,17 @@ type requestTimes struct {
 	mu           sync.Mutex
 	n            map[string]int
 	d            map[string]time.Duration
-	failed       int    // attempts that ended in an error (the SDK may have retried them)
-	firstFailure string // the first one's operation and error
+	byOperation  map[string]int // by function and operation ("projector TransactWriteItems"), optionOf's
+	failed       int            // attempts that ended in an error (the SDK may have retried them)
+	firstFailure string         // the first one's operation and error
 }
 
 // option is the API option that installs the middleware on a client.
-func (r *requestTimes) option() func(*middleware.Stack) error {
+func (r *requestTimes) option() func(*middleware.Stack) error { return r.optionOf("") }
+
+// optionOf is option on a client of function fn: it also counts fn's
+// attempts by operation (count).
+func (r *requestTimes) optionOf(fn string) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("bench.requestTimes",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
@@ -200,9 +205,12 @@ func (r *requestTimes) option() func(*middleware.Stack) error {
 				svc := awsmiddleware.GetServiceID(ctx)
 				r.mu.Lock()
 				if r.n == nil {
-					r.n, r.d = map[string]int{}, map[string]time.Duration{}
+					r.n, r.d, r.byOperation = map[string]int{}, map[string]time.Duration{}, map[string]int{}
 				}
 				r.n[svc]++
+				if fn != "" {
+					r.byOperation[fn+" "+awsmiddleware.GetOperationName(ctx)]++
+				}
 				r.d[svc] += took
 				if err != nil {
 					r.failed++
@@ -220,7 +228,15 @@ func (r *requestTimes) option() func(*middleware.Stack) error {
 func (r *requestTimes) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.n, r.d, r.failed, r.firstFailure = nil, nil, 0, ""
+	r.n, r.d, r.byOperation, r.failed, r.firstFailure = nil, nil, nil, 0, ""
+}
+
+// count is how many attempts of operation op function fn's clients made
+// (those optionOf(fn) installs on) since the last reset.
+func (r *requestTimes) count(fn, op string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byOperation[fn+" "+op]
 }
 
 // report reports the requests per op and each service's mean time to an

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,29 +46,65 @@ import (
 // item is written by each of its jobs' events).
 func BenchmarkPipeline(b *testing.B) {
 	for _, groups := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchPipeline(b, groups) })
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchPipeline(b, pipelineLoad{groups: groups}) })
 	}
 }
 
 var benchTenants = []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6", "t-7", "t-8"}
 
-func benchPipeline(b *testing.B, groups int) {
+// pipelineLoad is what benchPipeline runs. The zero value but groups is
+// BenchmarkPipeline's load.
+type pipelineLoad struct {
+	groups int // clients of the closed loop: jobs in flight
+	// tenants own the timed jobs in turn, warmTenants the warm-up's
+	// (default benchTenants, both).
+	tenants, warmTenants []string
+	// jobs, when set, is how many jobs the timed part posts per b.N (then
+	// b.N·jobs jobs, and every per-op figure, ns/op included, is per job);
+	// 0: b.N jobs, an op is a job.
+	jobs     int
+	settings map[string]map[string]string // pipeline.Config.Settings
+	// check, when set, runs after the timed part, untimed, and fails the
+	// benchmark if what the run left is wrong.
+	check func(b *testing.B, run *pipelineRun)
+}
+
+// pipelineRun is what a benchPipeline run left for its check.
+type pipelineRun struct {
+	d        *benchDeployment
+	p        *pipeline.Pipeline
+	requests *requestTimes
+	jobs     int               // the timed part's
+	tenant   map[string]string // by job id of the timed part
+	progress map[string]int64  // by job id: its job.completed event's progress
+}
+
+func benchPipeline(b *testing.B, load pipelineLoad) {
+	groups, tenants, warmTenants := load.groups, load.tenants, load.warmTenants
+	if tenants == nil {
+		tenants = benchTenants
+	}
+	if warmTenants == nil {
+		warmTenants = benchTenants
+	}
 	d := benchDeploy(b, nil)
 	ctx := b.Context()
 	articles := map[string]int{}
-	for _, t := range benchTenants {
+	for _, t := range append(slices.Clone(tenants), warmTenants...) {
 		articles[t] = 5
 	}
 	require.NoError(b, demo.SeedArticles(ctx, d.state.DynamoDBClient(), d.deployed.Resources["ArticlesTable"], articles))
 
 	requests := &requestTimes{}
+	run := &pipelineRun{d: d, requests: requests, tenant: map[string]string{}, progress: map[string]int64{}}
 	var retries atomic.Int64 // POSTs sent again after a timeout
 	var mu sync.Mutex
 	done := map[string]chan struct{}{} // by job id: closed when its job.completed event is consumed
 	p, err := pipeline.Build(ctx, pipeline.Config{
 		Template: d.tpl, Deployed: d.deployed, StackName: d.stack, Region: d.state.Region, Endpoints: d.state.Env(),
-		APIOptions: func(string) []func(*middleware.Stack) error {
-			return []func(*middleware.Stack) error{requests.option()}
+		Settings: load.settings,
+		APIOptions: func(fn string) []func(*middleware.Stack) error {
+			return []func(*middleware.Stack) error{requests.optionOf(fn)}
 		},
 		OnSQSBatch: func(fn string, r localesm.SQSBatchResult) {
 			if fn != "projector" {
@@ -79,8 +116,9 @@ func benchPipeline(b *testing.B, groups int) {
 			}
 			for _, rec := range r.Records {
 				var ev struct {
-					Type  string `json:"type"`
-					JobID string `json:"job_id"`
+					Type     string `json:"type"`
+					JobID    string `json:"job_id"`
+					Progress int64  `json:"progress"`
 				}
 				if !deleted[rec.MessageId] || json.Unmarshal([]byte(rec.Body), &ev) != nil || ev.Type != jobs.EventCompleted {
 					continue
@@ -88,6 +126,9 @@ func benchPipeline(b *testing.B, groups int) {
 				mu.Lock()
 				ch := done[ev.JobID]
 				delete(done, ev.JobID)
+				if ch != nil {
+					run.progress[ev.JobID] = ev.Progress
+				}
 				mu.Unlock()
 				if ch != nil {
 					close(ch)
@@ -98,15 +139,18 @@ func benchPipeline(b *testing.B, groups int) {
 	require.NoError(b, err)
 	p.Run(ctx)
 	defer func() { require.NoError(b, p.Stop()) }()
+	run.p = p
 
-	// job runs job i end to end and returns when it is projected.
-	job := func(prefix string, i int) error {
-		tenant := benchTenants[i%len(benchTenants)]
+	// job runs job i of tenants end to end and returns when it is
+	// projected.
+	job := func(prefix string, tenants []string, i int) error {
+		tenant := tenants[i%len(tenants)]
 		intent := fmt.Sprintf("%s-%d", prefix, i)
 		id := jobs.DeriveJobID(tenant, intent)
 		ch := make(chan struct{})
 		mu.Lock()
 		done[id] = ch
+		run.tenant[id] = tenant
 		mu.Unlock()
 		// A client whose POST timed out sends it again under the same
 		// Idempotency-Key, as a real one would; on a loaded machine
@@ -136,8 +180,8 @@ func benchPipeline(b *testing.B, groups int) {
 			return ctx.Err()
 		}
 	}
-	// closedLoop runs n jobs with at most groups in flight.
-	closedLoop := func(prefix string, n int) error {
+	// closedLoop runs n jobs of tenants with at most groups in flight.
+	closedLoop := func(prefix string, tenants []string, n int) error {
 		sem := make(chan struct{}, groups)
 		var wg sync.WaitGroup
 		var emu sync.Mutex
@@ -148,7 +192,7 @@ func benchPipeline(b *testing.B, groups int) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := job(prefix, i); err != nil {
+				if err := job(prefix, tenants, i); err != nil {
 					emu.Lock()
 					errs = append(errs, err)
 					emu.Unlock()
@@ -161,19 +205,33 @@ func benchPipeline(b *testing.B, groups int) {
 
 	// Warm up (a new table's first writes are slow on DynamoDB Local; the
 	// SDK clients open their connections), untimed.
-	require.NoError(b, closedLoop("warm", groups))
+	require.NoError(b, closedLoop("warm", warmTenants, groups))
 	meter := newCPUMeter(b)
 	requests.reset()
 	retries.Store(0)
+	mu.Lock()
+	clear(run.tenant)
+	clear(run.progress)
+	mu.Unlock()
+	run.jobs = b.N
+	if load.jobs > 0 {
+		run.jobs = b.N * load.jobs
+	}
 	b.ResetTimer()
 	meter.begin(b)
-	err = closedLoop("bench", b.N)
+	err = closedLoop("bench", tenants, run.jobs)
 	b.StopTimer()
 	require.NoError(b, err)
-	meter.report(b, b.N)
-	requests.report(b, b.N)
-	b.ReportMetric(float64(retries.Load())/float64(b.N), "post-retries/op")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	meter.report(b, run.jobs)
+	requests.report(b, run.jobs)
+	b.ReportMetric(float64(retries.Load())/float64(run.jobs), "post-retries/op")
+	b.ReportMetric(float64(run.jobs)/b.Elapsed().Seconds(), "jobs/s")
+	if load.jobs > 0 {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(run.jobs), "ns/op")
+	}
+	if load.check != nil {
+		load.check(b, run)
+	}
 }
 
 // benchRequest is POST /jobs of tenant under intent, as API Gateway hands
