@@ -77,7 +77,6 @@ var totalsDesigns = map[string]map[string]map[string]string{
 // checkTotals fails the benchmark unless the tenant's totals are exact,
 // and reports the projector's transactions per job.
 func checkTotals(b *testing.B, run *pipelineRun) {
-	b.Helper()
 	shards, err := strconv.Atoi(run.p.Setting("projector", "TOTALS_SHARDS"))
 	require.NoError(b, err, "the projector's TOTALS_SHARDS")
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{
