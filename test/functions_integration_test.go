@@ -229,7 +229,7 @@ var (
 
 // rieDurations reads a function's init and its invocations' durations from
 // its emulator's log, once the emulator has stopped.
-func rieDurations(t *testing.T, log string) (time.Duration, []time.Duration) {
+func rieDurations(t testing.TB, log string) (time.Duration, []time.Duration) {
 	t.Helper()
 	raw, err := os.ReadFile(log)
 	require.NoError(t, err)
