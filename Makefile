@@ -182,6 +182,31 @@ bench-stack: ## the rest of make bench, on the stack the environment names: a CP
 	@echo "# cold start per function of each transport: bootstrap size and init under the RIE"
 	$(BENCH_GO_TEST) -run '^(TestEachFunctionAnswersItsSampleUnderTheRIE|TestEachKafkaFunctionStartsUnderTheRIE|TestEach(Kafka)?PostgresFunctionAnswersItsSampleUnderTheRIE)$$' -parallel 1 -v ./test/ | grep -E 'bootstrap|^(--- |ok|FAIL)' | tee bench/coldstart.txt
 
+# make bench-memory: each function's latency per invocation, init and
+# peak resident memory under the CPU share Lambda gives 128, 256 and 512 MB
+# (a cgroup's CPU quota: internal/dev/cpuquota) and with no quota, in
+# rounds, each on a fresh stack of its own (DynamoDB Local slows down as a
+# stack ages: make bench's reason) and each quota on a deployment of its
+# own; docs/BENCHMARKS.md, "Memory sizes", chooses each
+# function's MemorySize from them. It needs root and a cgroup cpu
+# controller, and fails saying which is missing. make test runs none of it.
+# Raw results in bench/memory.txt, one column per quota in
+# bench/memory-summary.txt.
+MEMORY_BENCH_TIME  ?= 20x
+# BenchmarkMemorySize's memoryRounds: one stack each.
+MEMORY_BENCH_ROUNDS = 3
+.PHONY: bench-memory
+bench-memory: $(BENCHSTAT) bin/fifoworker ## each function under the CPU share of 128, 256, 512 MB and none (root, cgroup): latency per invocation p50/p90/max, init, peak RSS; raw results in bench/memory.txt
+	@[ "$$(id -u)" = 0 ] || { echo "bench-memory runs each bootstrap in a cgroup with a CPU quota: it needs root" >&2; exit 1; }
+	mkdir -p bench
+	@echo "# bench-memory on $$(nproc) CPUs, load $$(cut -d' ' -f1-3 /proc/loadavg) at the start, $$(date -u +%FT%TZ)" | tee bench/memory.txt
+	for i in $$(seq $(MEMORY_BENCH_ROUNDS)); do \
+		bin/fifoworker local run --name bench-memory-$$$$-$$i -- go test -tags integration -run '^$$' -bench "^BenchmarkMemorySize\$$/^round=$$i\$$" \
+			-benchtime $(MEMORY_BENCH_TIME) -count 1 -timeout 0 ./test/ | tee -a bench/memory.txt; \
+	done
+	@echo "# load $$(cut -d' ' -f1-3 /proc/loadavg) at the end" | tee -a bench/memory.txt
+	$(BENCHSTAT) -col /mb -ignore /round bench/memory.txt | tee bench/memory-summary.txt
+
 .PHONY: tools
 tools: $(GOLANGCI_LINT) $(BENCHSTAT) ## install the pinned tools into the cache
 
