@@ -167,6 +167,31 @@ bench-round: ## one round of the local stack's benchmarks, appended to bench/sta
 	$(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkPipeline$$' -benchtime $(BENCH_PIPELINE_TIME) ./test/ | tee -a bench/stack.txt
 	$(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkOrdering$$' -benchtime $(BENCH_ORDERING_TIME) ./test/ | tee -a bench/stack.txt
 
+# make bench-totals: the tenant totals' design before sharding against the
+# sharded one, side by side (BenchmarkTotalsDesigns: 2,000 jobs of one
+# tenant, 100 groups, the totals checked exactly), in TOTALS_ROUNDS rounds
+# that alternate the order (before then sharded, then sharded then
+# before), each design on a fresh stack of its own: DynamoDB Local slows
+# as a stack ages, which would weigh on whichever design ran second. About
+# 15 minutes on the 2-core machine; make test runs none of it. Raw results
+# in bench/totals.txt, one column per design in bench/totals-summary.txt;
+# docs/BENCHMARKS.md, "Sharded totals under load", reads them.
+TOTALS_ROUNDS ?= 3
+.PHONY: bench-totals
+bench-totals: $(BENCHSTAT) bin/fifoworker ## the tenant totals before sharding against sharded, side by side: 2,000 jobs of one tenant in 100 groups each, totals checked exactly; jobs/s and the projector's transactions per job. Raw results in bench/totals.txt
+	mkdir -p bench
+	@echo "# bench-totals on $$(nproc) CPUs, $(TOTALS_ROUNDS) rounds, $$(date -u +%FT%TZ)" | tee bench/totals.txt
+	for i in $$(seq $(TOTALS_ROUNDS)); do \
+		order="before sharded"; if [ $$((i % 2)) = 0 ]; then order="sharded before"; fi; \
+		for d in $$order; do \
+			echo "# round $$i, design $$d, load $$(cut -d' ' -f1-3 /proc/loadavg) at the start, $$(date -u +%FT%TZ)" | tee -a bench/totals.txt; \
+			bin/fifoworker local run --name load-totals-$$$$-$$i-$$d -- $(BENCH_GO_TEST) -run '^$$' \
+				-bench "^BenchmarkTotalsDesigns\$$/^design=$$d\$$" -benchtime 1x -timeout 0 ./test/ | tee -a bench/totals.txt; \
+		done; \
+	done
+	@echo "# load $$(cut -d' ' -f1-3 /proc/loadavg) at the end, $$(date -u +%FT%TZ)" | tee -a bench/totals.txt
+	$(BENCHSTAT) -col /design bench/totals.txt | tee bench/totals-summary.txt
+
 .PHONY: bench-stack
 bench-stack: ## the rest of make bench, on the stack the environment names: a CPU profile of groups=100 end to end, requests per job per path, cold starts
 	mkdir -p bench
