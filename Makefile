@@ -173,10 +173,10 @@ bench-round: ## one round of the local stack's benchmarks, appended to bench/sta
 # that alternate the order (before then sharded, then sharded then
 # before), each design on a fresh stack of its own: DynamoDB Local slows
 # as a stack ages, which would weigh on whichever design ran second. About
-# 15 minutes on the 2-core machine; make test runs none of it. Raw results
+# 10 minutes on the 2-core machine; make test runs none of it. Raw results
 # in bench/totals.txt, one column per design in bench/totals-summary.txt;
 # docs/BENCHMARKS.md, "Sharded totals under load", reads them.
-TOTALS_ROUNDS ?= 3
+TOTALS_ROUNDS ?= 4
 .PHONY: bench-totals
 bench-totals: $(BENCHSTAT) bin/fifoworker ## the tenant totals before sharding against sharded, side by side: 2,000 jobs of one tenant in 100 groups each, totals checked exactly; jobs/s and the projector's transactions per job. Raw results in bench/totals.txt
 	mkdir -p bench
