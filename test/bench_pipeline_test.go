@@ -29,8 +29,10 @@ import (
 // accept), and its events relayed and projected; it is done when the
 // projector has consumed its job.completed event. The five functions run
 // in process on the local stack with template.yaml's settings (worker
-// batches of 10 and at most 20 invocations at once, projector 10; the
-// relay one stream batch at a time), connected by pkg/localesm.
+// batches of 10 and at most WorkerMaxConcurrency invocations at once,
+// projector ProjectorMaxConcurrency: 100 each since issue 19, 20 and 10
+// when docs/BENCHMARKS.md's end-to-end figures were measured; the relay
+// one stream batch at a time), connected by pkg/localesm.
 //
 // What a "group" is here: a job's commands and events are grouped by its
 // id (the job id is the FIFO MessageGroupId), so a job is one group, and

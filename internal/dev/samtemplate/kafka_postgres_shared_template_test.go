@@ -80,7 +80,10 @@ var kafkaPostgresOnPostgres = variant{
 		"Resources.SweeperFunction":        "counts the topics' held keys, not the queues'",
 		"Resources.OperatorDashboard":      "held keys per topic, the records the mappings gave up and the worker's consumer lag instead of the queues (template-kafka.yaml's dashboard)",
 	},
-	baseOnly: []string{"Resources.SqsEndpoint"},
+	// The SQS endpoint, and the SQS mappings' concurrency, whose default
+	// template-postgres.yaml changes from template.yaml's (a Kafka
+	// mapping scales by partitions).
+	baseOnly: []string{"Resources.SqsEndpoint", "Parameters.WorkerMaxConcurrency", "Parameters.ProjectorMaxConcurrency"},
 }
 
 // postgresEntries are template-postgres.yaml's PostgreSQL entries: those

@@ -48,7 +48,7 @@ func requireBounded(t *testing.T, tpl *samtemplate.Template, name string, lo, hi
 func TestTemplateLiveShardsIsTheStoresBoundedSetting(t *testing.T) {
 	t.Parallel()
 	for file, tpl := range map[string]*samtemplate.Template{"template.yaml": loadRepoTemplate(t), "template-kafka.yaml": loadKafkaTemplate(t)} {
-		requireBounded(t, tpl, "LiveShards", jobs.MinLiveShards, jobs.MaxLiveShards, jobs.LiveShards)
+		requireBounded(t, tpl, "LiveShards", jobs.MinLiveShards, jobs.MaxLiveShards, templateLiveShards)
 		vars := asMap(asMap(asMap(tpl.Globals["Function"])["Environment"])["Variables"])
 		require.Equal(t, ref("LiveShards"), vars["LIVE_SHARDS"], "%s: every function's LIVE_SHARDS", file)
 	}
@@ -66,13 +66,23 @@ func TestTemplateTotalsShardsIsTheStoresBoundedSetting(t *testing.T) {
 	}
 }
 
+// templateLiveShards is the templates' default for the live index's
+// shards: above the library's (jobs.LiveShards, 16), so that the index
+// carries more than the Jobs table's on-demand maximum (the capacity
+// model's goal, TestTheGoalOnPaper in internal/dev/capacity).
+const templateLiveShards = 32
+
 // The projector's concurrency is a parameter as the worker's is, with
 // Lambda's bounds, and its SQS mapping takes it.
 func TestTemplateProjectorConcurrencyIsABoundedParameter(t *testing.T) {
 	t.Parallel()
 	for file, tpl := range map[string]*samtemplate.Template{"template.yaml": loadRepoTemplate(t), "template-postgres.yaml": loadPostgresTemplate(t)} {
-		requireBounded(t, tpl, "ProjectorMaxConcurrency", minMaximumConcurrency, maxMaximumConcurrency, 10)
-		requireBounded(t, tpl, "WorkerMaxConcurrency", minMaximumConcurrency, maxMaximumConcurrency, 20)
+		projector, worker := 100, 100 // sized for the capacity goal (internal/dev/capacity, TestTheGoalOnPaper)
+		if file == "template-postgres.yaml" {
+			projector, worker = 10, 20 // each invocation holds its pool's connections (postgresVariant)
+		}
+		requireBounded(t, tpl, "ProjectorMaxConcurrency", minMaximumConcurrency, maxMaximumConcurrency, projector)
+		requireBounded(t, tpl, "WorkerMaxConcurrency", minMaximumConcurrency, maxMaximumConcurrency, worker)
 		for fn, param := range map[string]string{"ProjectorFunction": "ProjectorMaxConcurrency", "WorkerFunction": "WorkerMaxConcurrency"} {
 			evts := asMap(tpl.Resources[fn].Properties["Events"])
 			require.NotEmpty(t, evts, "%s: %s", file, fn)
