@@ -225,6 +225,33 @@ func TestRelayPublishesTheGoldenStreamBatch(t *testing.T) {
 	}
 }
 
+// The Jobs table's record of its live index's shard count
+// ("config#live-shards", written once a store runs above 16 shards, and
+// raised when one runs above the record) is no job: its stream records,
+// between jobs' records, are skipped, and the jobs' messages go out. (The
+// relay once failed the record, retried its batch until the on-failure
+// queue took it, and held every job behind it meanwhile.)
+func TestRelaySkipsTheLiveShardsRecord(t *testing.T) {
+	t.Parallel()
+	a := history("job-42", jobs.EventStarted)
+	b := history("job-43", jobs.EventStarted)
+	config := func(n string) map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{
+			"job_id": events.NewStringAttribute("config#live-shards"), "live_shards": events.NewNumberAttribute(n),
+		}
+	}
+	inserted := record(string(events.DynamoDBOperationTypeInsert), "config#live-shards", nil, nil)
+	inserted.Change.NewImage = config("32")
+	raised := record(string(events.DynamoDBOperationTypeModify), "config#live-shards", nil, nil)
+	raised.Change.OldImage, raised.Change.NewImage = config("32"), config("64")
+	f := &fakeSQS{}
+	resp, err := newRelay(t, f).Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{a[0], inserted, b[0], a[1], raised, b[1]}})
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"job-42/v0", "job-43/v0"}, f.sent[commandsURL])
+	require.Equal(t, []string{"job-42/v1", "job-43/v1"}, f.sent[eventsURL])
+}
+
 // Every body of the projector's golden batch decodes.
 func TestTheGoldenEventsBatchDecodes(t *testing.T) {
 	t.Parallel()

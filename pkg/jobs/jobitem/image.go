@@ -48,16 +48,20 @@ const (
 )
 
 // ErrNotJob is returned by FromStreamImage (and jobs.FromItem) for an item
-// that is not a job: an intent marker (keyed IntentKeyPrefix…), or no item
-// at all (the missing new image of a stream record for a deleted item). A
-// stream reader skips those. Any other item is a job's, and one without
+// that is not a job: one whose key holds a '#', which no job id does (an
+// intent marker, keyed IntentKeyPrefix…, and the record of the live
+// index's shard count, "config#live-shards"), or no item at all (the
+// missing new image of a stream record for a deleted item). A stream
+// reader skips those. Any other item is a job's, and one without
 // its key or status is malformed (an error naming the attribute), not
 // skipped: the message in its outbox would be lost.
 var ErrNotJob = errors.New("not a job item")
 
-// IntentKeyPrefix begins the key of each intent marker, the one item of
-// the Jobs table that is not a job (pkg/jobs.IntentKey): no job id holds
-// a '#' (ValidateID), so no job's key begins with it.
+// IntentKeyPrefix begins the key of each intent marker, an item of the
+// Jobs table that is not a job (pkg/jobs.IntentKey): no job id holds a
+// '#' (ValidateID), so no job's key begins with it. The table's other item
+// that is no job, pkg/jobs's record of the live index's shard count, is
+// keyed "config#live-shards".
 const IntentKeyPrefix = "intent#"
 
 // FromStreamImage decodes an image of a Jobs table stream record, as Lambda
@@ -80,7 +84,7 @@ func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
 	if d.Len() == 0 {
 		return Job{}, fmt.Errorf("jobs: no item: %w", ErrNotJob)
 	}
-	if key := d.OptString(AttrJobID); strings.HasPrefix(key, IntentKeyPrefix) {
+	if key := d.OptString(AttrJobID); strings.Contains(key, "#") {
 		return Job{}, fmt.Errorf("jobs: item %q: %w", key, ErrNotJob)
 	}
 	j := Job{

@@ -26,8 +26,10 @@ func job42() map[string]events.DynamoDBAttributeValue {
 }
 
 // Only what is not a job item at all is ErrNotJob, which a stream reader
-// skips: no item (the missing new image of a deleted item) and an intent
-// marker (its key "intent#<tenant>#<intent id>"). A job item that lacks
+// skips: no item (the missing new image of a deleted item), an intent
+// marker (its key "intent#<tenant>#<intent id>") and the table's record of
+// its live index's shard count ("config#live-shards", written when a store
+// runs above 16 shards): no job id holds a '#'. A job item that lacks
 // its status or its key is malformed: an error naming the attribute, so
 // that the message in its outbox is retried, not skipped and lost.
 func TestOnlyNoItemAndAnIntentMarkerAreNotJobs(t *testing.T) {
@@ -37,8 +39,12 @@ func TestOnlyNoItemAndAnIntentMarkerAreNotJobs(t *testing.T) {
 		jobitem.AttrTenant:   events.NewStringAttribute("t-1"),
 		jobitem.AttrIntentID: events.NewStringAttribute("export-intent-7"),
 	}
+	config := map[string]events.DynamoDBAttributeValue{
+		jobitem.AttrJobID: events.NewStringAttribute("config#live-shards"),
+		"live_shards":     events.NewNumberAttribute("32"),
+	}
 	for name, image := range map[string]map[string]events.DynamoDBAttributeValue{
-		"no image": nil, "an empty image": {}, "an intent marker": marker,
+		"no image": nil, "an empty image": {}, "an intent marker": marker, "the live shards' record": config,
 	} {
 		_, err := jobitem.FromStreamImage(image)
 		require.ErrorIs(t, err, jobitem.ErrNotJob, name)
