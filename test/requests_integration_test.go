@@ -31,7 +31,7 @@ func TestRequestsPerJobOnTheHappyPath(t *testing.T) {
 	p, err := pipeline.Build(t.Context(), pipeline.Config{
 		Template: tpl, Deployed: deployed, StackName: stack, Region: state.Region, Endpoints: state.Env(),
 		APIOptions: func(fn string) []func(*middleware.Stack) error {
-			return []func(*middleware.Stack) error{counts[fn].Count("")}
+			return []func(*middleware.Stack) error{counts[fn].CountExcept("", perProcess)}
 		},
 	})
 	require.NoError(t, err)

@@ -396,21 +396,41 @@ func (r *rolesRun) poisonCommand() {
 	r.waitView(id, jobs.StatusCompleted)
 }
 
-// loseProjection deletes job id's view and its totals cursor, as if its
-// events had never been projected.
+// loseProjection deletes job id's view and makes its totals cursor
+// disagree with the job (version 1, one more item than the job counted,
+// running), the tenant's shard total moved with it so that the totals stay
+// the sum of the cursors: the job's last event then disagrees with the
+// cursor (projection.ErrMismatch) and the projector recovers from the job
+// item at once, and the sweeper's repair finds the projection out of step;
+// either recovery moves the cursor and the total back in one transaction.
 func (r *rolesRun) loseProjection(id string) {
 	r.t.Helper()
-	_, err := r.ddb.DeleteItem(r.t.Context(), &dynamodb.DeleteItemInput{
+	ctx := r.t.Context()
+	_, err := r.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(r.deployed.Resources["ViewsTable"]),
 		Key:       map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: id}},
 	})
 	require.NoError(r.t, err)
-	_, err = r.ddb.DeleteItem(r.t.Context(), &dynamodb.DeleteItemInput{
-		TableName: aws.String(r.deployed.Resources["TotalsTable"]),
-		Key: map[string]ddbtypes.AttributeValue{
-			"tenant": &ddbtypes.AttributeValueMemberS{Value: "t-1"}, "key": &ddbtypes.AttributeValueMemberS{Value: "cursor#" + id},
-		},
-	})
+	totals := r.deployed.Resources["TotalsTable"]
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: r.ddb, Tables: projection.Tables{Views: r.deployed.Resources["ViewsTable"], Totals: totals}})
+	require.NoError(r.t, err)
+	cur, err := store.Cursor(ctx, "t-1", id)
+	require.NoError(r.t, err)
+	require.Equal(r.t, jobs.StatusCompleted, cur.Status, "%s's cursor", id)
+	num := func(n int64) ddbtypes.AttributeValue {
+		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+	}
+	_, err = r.ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{{
+		Update: &ddbtypes.Update{TableName: aws.String(totals), Key: store.CursorKey("t-1", id),
+			UpdateExpression:          aws.String("SET #v = :v, #p = :p, #s = :s"),
+			ExpressionAttributeNames:  map[string]string{"#v": "version", "#p": "progress", "#s": "status"},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": num(1), ":p": num(cur.Progress + 1), ":s": &ddbtypes.AttributeValueMemberS{Value: string(jobs.StatusRunning)}}},
+	}, {
+		Update: &ddbtypes.Update{TableName: aws.String(totals), Key: store.TotalKey("t-1", id),
+			UpdateExpression:          aws.String("ADD #p :one, #c :minus"),
+			ExpressionAttributeNames:  map[string]string{"#p": "processed", "#c": "completed"},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": num(1), ":minus": num(-1)}},
+	}}})
 	require.NoError(r.t, err)
 }
 
@@ -435,8 +455,8 @@ func (r *rolesRun) projectorPaths(id string) {
 	r.mu.Unlock()
 	last := delivered[len(delivered)-1]
 
-	// Its projection lost, the last event arrives at the receive that
-	// recovers a gap from the job item.
+	// Its projection lost (the view gone, the cursor disagreeing with the
+	// job), the last event makes the projector recover from the job item.
 	r.loseProjection(id)
 	recoverAt := r.d.Template.Parameters["RecoverAfterReceives"].Default
 	again := last

@@ -12,9 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fifoworker/fifoworker/internal/app/projection"
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
@@ -51,11 +53,13 @@ func (o awsOpener) sweeper(ctx context.Context, t sweepTarget, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	run, err := lambdawire.Sweeper(startup.NewEnvFrom(t.Settings), cfg, log)
+	db := lambdawire.DynamoDB(cfg)
+	settings := maps.Clone(t.Settings)
+	recordedShards(ctx, db, settings)
+	run, err := lambdawire.Sweeper(startup.NewEnvFrom(settings), cfg, log)
 	if err != nil {
 		return nil, flagWords(err)
 	}
-	db := lambdawire.DynamoDB(cfg)
 	for _, setting := range []string{"JOBS_TABLE", "VIEWS_TABLE", "TOTALS_TABLE"} {
 		if err := checkTable(ctx, db, t.Settings[setting], t.Hints[setting]); err != nil {
 			return nil, err
@@ -65,6 +69,26 @@ func (o awsOpener) sweeper(ctx context.Context, t sweepTarget, log *slog.Logger)
 		return nil, err
 	}
 	return run, nil
+}
+
+// recordedShards sets LIVE_SHARDS and TOTALS_SHARDS, which the deployment
+// gives the function, to the counts the tables record (the Jobs table's
+// live index, jobs.RecordedLiveShards; the Totals table's shards,
+// projection.RecordedShards), so that a run walks every shard jobs were
+// written with and finds each cursor in its shard; a table that records no
+// count keeps the function's default. A table that cannot be read is left
+// to the checks after the build, which name it.
+func recordedShards(ctx context.Context, db *dynamodb.Client, settings map[string]string) {
+	if table := settings["JOBS_TABLE"]; table != "" && settings["LIVE_SHARDS"] == "" {
+		if n, err := jobs.RecordedLiveShards(ctx, db, table); err == nil {
+			settings["LIVE_SHARDS"] = strconv.Itoa(min(n, jobs.MaxLiveShards))
+		}
+	}
+	if table := settings["TOTALS_TABLE"]; table != "" && settings["TOTALS_SHARDS"] == "" {
+		if n, ok, err := projection.RecordedShards(ctx, db, table); err == nil && ok {
+			settings["TOTALS_SHARDS"] = strconv.Itoa(n)
+		}
+	}
 }
 
 // sweepFlags maps the function's settings to the flags that set them.

@@ -157,14 +157,15 @@ func readProjectorTables(env *startup.Env) projectorTables {
 }
 
 // store is the projection's DynamoStore on t, checked against the shard
-// count its Totals table records before its first write (checkedShards).
-func (t projectorTables) store(env *startup.Env, db *dynamodb.Client) (*checkedShards, error) {
+// count its Totals table records before its first write (checkedShards;
+// verifyOnly: without recording it).
+func (t projectorTables) store(env *startup.Env, db *dynamodb.Client, verifyOnly bool) (*checkedShards, error) {
 	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: db, Tables: projection.Tables{Views: t.views, Totals: t.totals},
 		Shards: t.shards, CountEveryEvent: t.countEvery})
 	if err != nil {
 		return nil, env.Refused(err, projectionTables)
 	}
-	return &checkedShards{shardsChecker: store}, nil
+	return &checkedShards{shardsChecker: store, verifyOnly: verifyOnly}, nil
 }
 
 // projector returns the projector on t, recovering at recoverAfter
@@ -174,7 +175,7 @@ func (t projectorTables) projector(env *startup.Env, db *dynamodb.Client, log *s
 	if err := env.Err(); err != nil {
 		return nil, err
 	}
-	store, err := t.store(env, db)
+	store, err := t.store(env, db, false)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func Sweeper(env *startup.Env, cfg aws.Config, log *slog.Logger) (func(context.C
 	if err != nil {
 		return nil, env.Refused(err, jobsSettings)
 	}
-	proj, err := tables.store(env, db)
+	proj, err := tables.store(env, db, true)
 	if err != nil {
 		return nil, err
 	}

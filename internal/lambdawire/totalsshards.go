@@ -31,11 +31,16 @@ func readCountEveryEvent(env *startup.Env) bool {
 type shardsChecker interface {
 	projection.Store
 	CheckShards(ctx context.Context) error
+	VerifyShards(ctx context.Context) error
 }
 
 // checkedShards is a store that, before its first write, checks the shard
-// count against the one the Totals table records (CheckShards: one
-// PutItem, recording it if none is): a deploy that changed TOTALS_SHARDS
+// count against the one the Totals table records (the projector's
+// CheckShards, which records it if none is; with verifyOnly, the sweeper's
+// VerifyShards, which only reads it: the projector's first write records
+// it before any final job's projection can need a repair, except a job
+// whose only final event was lost before the projector ever wrote, which
+// the next run repairs): a deploy that changed TOTALS_SHARDS
 // would find jobs' cursors in other shards and count again what was
 // counted, so each write fails instead, naming both counts, until the
 // setting is put back (the function's errors alarm tells; the events
@@ -44,8 +49,9 @@ type shardsChecker interface {
 // change.
 type checkedShards struct {
 	shardsChecker
-	mu sync.Mutex
-	ok bool
+	verifyOnly bool
+	mu         sync.Mutex
+	ok         bool
 }
 
 func (c *checkedShards) check(ctx context.Context) error {
@@ -54,7 +60,11 @@ func (c *checkedShards) check(ctx context.Context) error {
 	if c.ok {
 		return nil
 	}
-	if err := c.CheckShards(ctx); err != nil {
+	check := c.CheckShards
+	if c.verifyOnly {
+		check = c.VerifyShards
+	}
+	if err := check(ctx); err != nil {
 		return err
 	}
 	c.ok = true

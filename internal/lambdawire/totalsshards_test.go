@@ -20,8 +20,14 @@ import (
 // script, and counts its calls.
 type recordedShards struct {
 	*projection.MemoryStore
-	answers []error
-	checks  int
+	answers  []error
+	checks   int
+	verifies int
+}
+
+func (r *recordedShards) VerifyShards(ctx context.Context) error {
+	r.verifies++
+	return r.CheckShards(ctx)
 }
 
 func (r *recordedShards) CheckShards(context.Context) error {
@@ -61,6 +67,16 @@ func TestCheckedShardsRefusesEveryWriteUntilTheCountIsTheRecordedOne(t *testing.
 	_, err = c.Recover(ctx, projection.ViewOfEvent(&evs[2]))
 	require.NoError(t, err)
 	require.Equal(t, 4, inner.checks, "checked until it passed, then never again")
+	require.Zero(t, inner.verifies)
+
+	// The sweeper's only verifies.
+	inner = &recordedShards{MemoryStore: projection.NewMemoryStore(), answers: []error{changed}}
+	c = &checkedShards{shardsChecker: inner, verifyOnly: true}
+	_, err = c.Recover(ctx, projection.ViewOfEvent(&evs[2]))
+	require.ErrorIs(t, err, projection.ErrShardsChanged)
+	_, err = c.Recover(ctx, projection.ViewOfEvent(&evs[2]))
+	require.NoError(t, err)
+	require.Equal(t, 2, inner.verifies)
 }
 
 // TOTALS_SHARDS is read by the functions that write the totals on DynamoDB

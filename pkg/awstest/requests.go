@@ -19,9 +19,33 @@ type Requests struct {
 // Count returns an API option that counts each request as prefix+operation
 // (prefix "s3." gives "s3.PutObject").
 func (r *Requests) Count(prefix string) func(*middleware.Stack) error {
+	return r.CountExcept(prefix, nil)
+}
+
+// skippedKey marks a request CountExcept leaves out.
+type skippedKey struct{}
+
+// CountExcept is Count leaving out each request whose input skip reports
+// (nil: none), e.g. a once-per-process write that is no job's cost.
+func (r *Requests) CountExcept(prefix string, skip func(input any) bool) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
+		if skip != nil {
+			err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("awstest.skipRequests",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if skip(in.Parameters) {
+						ctx = context.WithValue(ctx, skippedKey{}, true)
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+			if err != nil {
+				return err
+			}
+		}
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("awstest.countRequests",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				if ctx.Value(skippedKey{}) != nil {
+					return next.HandleFinalize(ctx, in)
+				}
 				r.mu.Lock()
 				if r.n == nil {
 					r.n = map[string]int{}

@@ -139,8 +139,11 @@
 // cursor lives in its shard, so the count is fixed for the table's life:
 // CheckShards records it, and the functions' wiring refuses to write with
 // another. CountEveryEvent writes every event as the design before did (a
-// transaction per event, the skipped ones included); with Shards 1 it is
-// that design, kept to measure the two side by side.
+// transaction per event, the skipped ones included); with Shards 1 it
+// makes that design's requests and writes, kept to measure the two side by
+// side (its gap check is this rule of states, not "the cursor at v-1").
+// A read of a tenant's totals costs Shards strongly consistent item reads
+// (one read unit each), in BatchGetItems of up to 100.
 //
 // On PostgreSQL (PostgresStore; MigratePostgres creates the tables
 // projection_views, projection_cursors and projection_totals from the

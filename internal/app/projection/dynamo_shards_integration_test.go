@@ -58,6 +58,34 @@ func TestDynamoShardCountIsRecordedAndHeld(t *testing.T) {
 	require.Equal(t, projection.Totals{Tenant: "#config"}, tot)
 }
 
+// A table written before the shard count was recorded (one shard, no
+// record) is refused to a store of the default count, whose reads would
+// find its totals nowhere, and recorded by a store of one shard, which
+// reads them as they are.
+func TestDynamoTotalsWrittenBeforeTheRecordKeepOneShard(t *testing.T) {
+	t.Parallel()
+	b := setupDynamo(t)
+	ctx := t.Context()
+	open := func(shards int) *projection.DynamoStore {
+		s, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables, Shards: shards})
+		require.NoError(t, err)
+		return s
+	}
+	for _, e := range projectiontest.Lifecycle("job-42", "t-1") { // written as before: one shard, no record
+		_, err := open(1).Apply(ctx, projection.ViewOfEvent(&e), e.Delta)
+		require.NoError(t, err)
+	}
+	err := open(0).CheckShards(ctx)
+	require.ErrorIs(t, err, projection.ErrShardsChanged)
+	require.ErrorContains(t, err, "written before the count was recorded, with one shard")
+	require.ErrorIs(t, open(1).VerifyShards(ctx), projection.ErrShardsUnrecorded)
+	require.NoError(t, open(1).CheckShards(ctx))
+	require.NoError(t, open(1).VerifyShards(ctx))
+	tot, err := open(1).Totals(ctx, "t-1")
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: "t-1", Processed: 40, Completed: 1}, tot)
+}
+
 // A tenant's jobs spread over its shards, each shard's partition key
 // "<tenant>#<k>" holding its total and its jobs' cursors, and the totals
 // read back exact; a tenant whose name ends like a shard's key is another

@@ -30,12 +30,23 @@ type scriptedDynamo struct {
 	batchGets []*dynamodb.BatchGetItemInput
 	puts      []*dynamodb.PutItemInput
 	put       error // PutItem's answer
+	scans     []*dynamodb.ScanInput
+	scanned   []map[string]types.AttributeValue // Scan's answer
+	// batch answers BatchGetItem (nil: nothing found).
+	batch func(*dynamodb.BatchGetItemInput) *dynamodb.BatchGetItemOutput
+	// gotItems answer GetItem in turn, then item.
+	gotItems []map[string]types.AttributeValue
 }
 
 func (s *scriptedDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets = append(s.gets, in)
+	if len(s.gotItems) > 0 {
+		item := s.gotItems[0]
+		s.gotItems = s.gotItems[1:]
+		return &dynamodb.GetItemOutput{Item: item}, nil
+	}
 	return &dynamodb.GetItemOutput{Item: s.item}, nil
 }
 
@@ -50,6 +61,9 @@ func (s *scriptedDynamo) BatchGetItem(_ context.Context, in *dynamodb.BatchGetIt
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batchGets = append(s.batchGets, in)
+	if s.batch != nil {
+		return s.batch(in), nil
+	}
 	return &dynamodb.BatchGetItemOutput{}, nil
 }
 
@@ -58,6 +72,13 @@ func (s *scriptedDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _
 	defer s.mu.Unlock()
 	s.puts = append(s.puts, in)
 	return &dynamodb.PutItemOutput{}, s.put
+}
+
+func (s *scriptedDynamo) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scans = append(s.scans, in)
+	return &dynamodb.ScanOutput{Items: s.scanned}, nil
 }
 
 func (s *scriptedDynamo) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
@@ -293,4 +314,96 @@ func TestDynamoRecoverLeavesANewerViewOut(t *testing.T) {
 	require.Len(t, api.txs[1].TransactItems, 2)
 	require.Equal(t, "#version = :prev AND #progress = :prev_progress AND #status = :prev_status",
 		aws.ToString(api.txs[1].TransactItems[0].Update.ConditionExpression), "the cursor as read")
+}
+
+// A refusal that carries no cursor, whose read then finds a cursor the
+// event follows (it moved between the write and the read: a concurrent
+// recovery put it where the event starts from), is tried again, and the
+// second transaction applies: Apply never reports Applied for a write
+// that did not happen.
+func TestDynamoApplyTriesAgainWhenTheCursorMovedAfterTheRefusal(t *testing.T) {
+	t.Parallel()
+	evs := projectiontest.Lifecycle("job-42", "t-1")
+	api := &scriptedDynamo{transact: []error{cancelled("ConditionalCheckFailed", "None")}, item: cursorItem(2, 10)}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
+	e := &evs[2] // v3, from progress 10
+	res, err := store.Apply(t.Context(), projection.ViewOfEvent(e), e.Delta)
+	require.NoError(t, err)
+	require.Equal(t, projection.Applied, res.Outcome)
+	require.Len(t, api.txs, 2, "the refused transaction and the one that applied")
+	require.Len(t, api.gets, 1)
+}
+
+// Keys BatchGetItem leaves unprocessed are asked for again until none is
+// left, and their totals are summed.
+func TestDynamoTotalsReadsTheUnprocessedKeysAgain(t *testing.T) {
+	t.Parallel()
+	total := func(pk string, processed int) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"tenant": &types.AttributeValueMemberS{Value: pk}, "key": &types.AttributeValueMemberS{Value: "total"},
+			"processed": &types.AttributeValueMemberN{Value: strconv.Itoa(processed)}, "completed": &types.AttributeValueMemberN{Value: "1"}}
+	}
+	round := 0
+	api := &scriptedDynamo{batch: func(in *dynamodb.BatchGetItemInput) *dynamodb.BatchGetItemOutput {
+		round++
+		keys := in.RequestItems["totals"]
+		if round == 1 { // the first key answered, the rest left for later
+			return &dynamodb.BatchGetItemOutput{
+				Responses:       map[string][]map[string]types.AttributeValue{"totals": {total("t-1#0", 5)}},
+				UnprocessedKeys: map[string]types.KeysAndAttributes{"totals": {Keys: keys.Keys[1:], ConsistentRead: keys.ConsistentRead}},
+			}
+		}
+		require.Len(t, keys.Keys, 3)
+		require.True(t, aws.ToBool(keys.ConsistentRead))
+		return &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"totals": {total("t-1#1", 7), total("t-1#3", 11)}}}
+	}}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables, Shards: 4})
+	require.NoError(t, err)
+	got, err := store.Totals(t.Context(), "t-1")
+	require.NoError(t, err)
+	require.Equal(t, projection.Totals{Tenant: "t-1", Processed: 23, Completed: 3}, got)
+	require.Len(t, api.batchGets, 2)
+}
+
+// A Totals table with items but no record of the shard count was written
+// before the count was recorded, with one shard: a store of more is
+// refused (its reads would find the old totals nowhere), one of one
+// records it. An empty table is recorded at once.
+func TestDynamoCheckShardsRefusesTotalsWrittenBeforeTheRecord(t *testing.T) {
+	t.Parallel()
+	legacy := []map[string]types.AttributeValue{{
+		"tenant": &types.AttributeValueMemberS{Value: "t-1"}, "key": &types.AttributeValueMemberS{Value: "total"},
+	}}
+	for _, tc := range []struct {
+		name    string
+		shards  int
+		scanned []map[string]types.AttributeValue
+		refused bool
+	}{
+		{"legacy totals, 32 shards", 0, legacy, true},
+		{"legacy totals, one shard", 1, legacy, false},
+		{"an empty table", 0, nil, false},
+	} {
+		api := &scriptedDynamo{scanned: tc.scanned}
+		store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables, Shards: tc.shards})
+		require.NoError(t, err)
+		err = store.CheckShards(t.Context())
+		if tc.refused {
+			require.ErrorIs(t, err, projection.ErrShardsChanged, tc.name)
+			require.ErrorContains(t, err, "written before the count was recorded, with one shard", tc.name)
+			require.Empty(t, api.puts, tc.name)
+			continue
+		}
+		require.NoError(t, err, tc.name)
+		require.Len(t, api.puts, 1, tc.name)
+		if tc.shards == 1 {
+			require.Empty(t, api.scans, "one shard reads legacy totals as they are")
+		}
+	}
+	// VerifyShards records nothing: no record is ErrShardsUnrecorded.
+	api := &scriptedDynamo{}
+	store, err := projection.NewDynamoStore(projection.DynamoConfig{Client: api, Tables: tables})
+	require.NoError(t, err)
+	require.ErrorIs(t, store.VerifyShards(t.Context()), projection.ErrShardsUnrecorded)
+	require.Empty(t, api.puts)
 }

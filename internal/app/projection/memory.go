@@ -38,15 +38,21 @@ func (s *MemoryStore) Apply(ctx context.Context, v View, delta int64) (Result, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held, ok := s.views[v.JobID]
+	key := cursorKey{v.Tenant, v.JobID}
+	if !adds(&v, delta) {
+		if ok && pastFinal(&held, &v) {
+			return Result{}, skippedPastFinal(&v, delta, s.cursors[key])
+		}
+		res := Result{Outcome: Skipped, ViewUpdated: viewNewer(held.Version, ok, v.Version)}
+		if res.ViewUpdated {
+			s.views[v.JobID] = v
+		}
+		return res, nil
+	}
 	res := Result{ViewUpdated: viewNewer(held.Version, ok, v.Version)}
 	if res.ViewUpdated {
 		s.views[v.JobID] = v
 	}
-	if !adds(&v, delta) {
-		res.Outcome = Skipped
-		return res, nil
-	}
-	key := cursorKey{v.Tenant, v.JobID}
 	cur := s.cursors[key]
 	out, err := judge(cur, &v, delta)
 	if err != nil {

@@ -114,13 +114,7 @@ func (s *PostgresStore) Apply(ctx context.Context, v View, delta int64) (Result,
 	}
 	var res Result
 	if !adds(&v, delta) {
-		// The view alone, on its version gate (viewOlder).
-		viewed, err := s.putView(ctx, viewOlderSQL, &v)
-		if err != nil {
-			return res, applyError(&v, err)
-		}
-		res.Outcome, res.ViewUpdated = Skipped, viewed
-		return res, nil
+		return s.skip(ctx, &v, delta)
 	}
 	args := moveArgs(&v, Cursor{Progress: v.Progress - delta}, false, shardOf(v.JobID, s.shards), delta, completedOf(v.Status))
 	for round := 1; round <= maxRounds; round++ {
@@ -146,6 +140,27 @@ func (s *PostgresStore) Apply(ctx context.Context, v View, delta int64) (Result,
 		}
 	}
 	return res, applyError(&v, errors.New("the cursor kept changing; giving up"))
+}
+
+// skip writes the view of an event that adds nothing (skipSQL: one
+// statement); a view held final at an older version makes the event a
+// mismatch (pastFinal), at the cost of a read of the cursor.
+func (s *PostgresStore) skip(ctx context.Context, v *View, delta int64) (Result, error) {
+	var viewed bool
+	var version sql.NullInt64
+	var status sql.NullString
+	if err := s.db.QueryRowContext(ctx, skipSQL, snapshotArgs(v)...).Scan(&viewed, &version, &status); err != nil {
+		return Result{}, applyError(v, err)
+	}
+	held := View{Version: version.Int64, Status: jobs.Status(status.String)}
+	if !viewed && version.Valid && pastFinal(&held, v) {
+		cur, err := s.Cursor(ctx, v.Tenant, v.JobID)
+		if err != nil {
+			return Result{}, applyError(v, err)
+		}
+		return Result{}, skippedPastFinal(v, delta, cur)
+	}
+	return Result{Outcome: Skipped, ViewUpdated: viewed}, nil
 }
 
 // Recover implements Store: one read of the cursor and one statement; when

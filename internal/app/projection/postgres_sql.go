@@ -20,9 +20,13 @@ var (
 	// viewSQL is Recover's when the cursor is in step already: the view
 	// alone (viewRecover).
 	viewSQL = map[bool]string{false: viewStatement(viewRecover, false), true: viewStatement(viewRecover, true)}
-	// viewOlderSQL is Apply's for an event that adds nothing: the view
-	// alone, on its version gate (viewOlder).
-	viewOlderSQL = viewStatement(viewOlder, false)
+	// skipSQL is Apply's for an event that adds nothing: the view alone,
+	// on its version gate and unless it is final (viewSkipped), returning
+	// the view held before.
+	skipSQL = `WITH p AS (` + snapshotParams + `),
+	prior AS (SELECT version, status FROM projection_views WHERE job_id = $1),
+	viewed AS (` + viewUpsert("p", viewWhere(viewSkipped, false)) + `)
+	SELECT EXISTS (SELECT FROM viewed), (SELECT version FROM prior), (SELECT status FROM prior)`
 )
 
 // snapshotParams names the snapshot's parameters, typed, as the columns of
@@ -140,6 +144,8 @@ func viewWhere(cond viewCond, final bool) string {
 		return "held.version <> excluded.version OR " + viewDiffers
 	case cond == viewRecover:
 		return "held.version < excluded.version OR held.version = excluded.version AND " + viewDiffers
+	case cond == viewSkipped:
+		return "held.version < excluded.version AND held.status NOT IN (" + finalStatuses + ")"
 	}
 	return "held.version < excluded.version"
 }

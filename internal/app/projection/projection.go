@@ -227,6 +227,21 @@ func follows(cur Cursor, v *View, delta int64) bool {
 // progress) is Skipped: one write of the view, none of the totals.
 func adds(v *View, delta int64) bool { return delta != 0 || v.Status.Final() }
 
+// pastFinal reports whether a skipped event's snapshot v would move a view
+// held at a final status: no version of a job comes after a final one, so
+// such an event is not the job's (forged, or left from a job whose id was
+// reused). A skipped event reads no cursor that would say so, so the view
+// tells: it is not written, and the event is a *MismatchError
+// (skippedPastFinal), which has the projector read the job item as any
+// event past a final cursor does.
+func pastFinal(held, v *View) bool { return held.Status.Final() && held.Version < v.Version }
+
+// skippedPastFinal is the mismatch of a skipped event past a final view,
+// against the job's cursor cur.
+func skippedPastFinal(v *View, delta int64, cur Cursor) error {
+	return &MismatchError{JobID: v.JobID, Version: v.Version, Progress: v.Progress, Delta: delta, Status: v.Status, Cursor: cur}
+}
+
 // cursorOf is the cursor after snapshot v was counted.
 func cursorOf(v *View) Cursor {
 	return Cursor{Version: v.Version, Progress: v.Progress, Status: v.Status}

@@ -54,6 +54,10 @@ var suite = []struct {
 	{"AViewDifferingInGenerationIsRewritten", testViewDifferingInGenerationIsRewritten},
 	{"AViewCarryingWhatTheItemLacksIsRewritten", testViewCarryingWhatTheItemLacksIsRewritten},
 	{"AFinalCopyAheadIsPutBack", testFinalCopyAheadIsPutBack},
+	{"AnEventThatAddsNothingMovesNoCursor", testAddsNothing},
+	{"ALateEventFromTheCursorsProgressIsOlder", testLateEventFromTheCursorsProgress},
+	{"AnEventAtTheCursorsVersionWithAnotherStatusIsAMismatch", testSameVersionOtherStatus},
+	{"ASkippedEventNeverMovesAFinalView", testSkippedPastFinal},
 }
 
 // bundle is what a test works with.
@@ -410,4 +414,75 @@ func testMissing(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, projection.ErrNotFound)
 	b.requireTotals(t, b.tenant, 0, 0)
 	b.requireCursor(t, b.id("job-none"), nil)
+}
+
+// An event that adds nothing (delta 0, not final) is Skipped: its view is
+// written, its cursor neither read nor moved, the totals untouched; the
+// next event that adds starts from the state the cursor holds and applies,
+// though versions lie between.
+func testAddsNothing(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	evs := Failing(b.id("job-44"), b.tenant) // started, 7, failed at 7
+	res := b.apply(t, &evs[0], projection.Skipped, true)
+	require.Zero(t, res.Cursor)
+	b.requireCursor(t, evs[0].JobID, nil)
+	b.requireTotals(t, b.tenant, 0, 0)
+	b.requireView(t, &evs[0])
+	b.apply(t, &evs[1], projection.Applied, true)
+	// The failure adds to neither counter but is final: it moves the
+	// cursor, which ends there.
+	b.apply(t, &evs[2], projection.Applied, true)
+	b.requireCursor(t, evs[0].JobID, &evs[2])
+	b.requireTotals(t, b.tenant, 7, 0)
+	b.apply(t, &evs[0], projection.Skipped, false)
+}
+
+// An event behind the cursor is older even when it starts from the
+// cursor's progress: after the takeover (v4, back to progress 0), v2 (from
+// 0 to 10) delivered again must not count its 10 a second time.
+func testLateEventFromTheCursorsProgress(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	evs := Lifecycle(b.id("job-42"), b.tenant)
+	b.applyAll(t, evs[:4])
+	b.requireCursor(t, evs[0].JobID, &evs[3])
+	res := b.apply(t, &evs[1], projection.Older, false)
+	require.Equal(t, int64(4), res.Cursor)
+	b.requireTotals(t, b.tenant, 0, 0)
+}
+
+// An event at the cursor's version with another status (a completion
+// with the cursor's progress, delta 0) is not a duplicate: a mismatch,
+// nothing counted.
+func testSameVersionOtherStatus(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	evs := Lifecycle(b.id("job-42"), b.tenant)
+	b.applyAll(t, evs[:3])
+	forged := evs[2]
+	forged.Status, forged.Type, forged.Delta = jobs.StatusCompleted, jobs.EventCompleted, 0
+	b.requireMismatch(t, &forged, cursorAt(&evs[2]))
+	b.requireCursor(t, evs[0].JobID, &evs[2])
+	b.requireTotals(t, b.tenant, 30, 0)
+}
+
+// An event that adds nothing past a final view (no version follows a
+// final one: not the job's) does not move the view: it is a mismatch, so
+// that the projector reads the job item, as for any event past a final
+// cursor. One older than the final view is skipped as usual.
+func testSkippedPastFinal(t *testing.T, newStore NewStore) {
+	b := setup(t, newStore)
+	evs := Lifecycle(b.id("job-42"), b.tenant)
+	b.applyAll(t, evs)
+	stray := evs[3] // a started event, delta 0
+	stray.Version, stray.EventID = 9, jobs.OutboxID(stray.JobID, 9)
+	stray.Progress, stray.Delta = evs[5].Progress, 0
+	_, err := b.store.Apply(b.ctx, view(&stray), stray.Delta)
+	require.ErrorIs(t, err, projection.ErrMismatch)
+	var mismatch *projection.MismatchError
+	require.ErrorAs(t, err, &mismatch)
+	require.Equal(t, cursorAt(&evs[5]), mismatch.Cursor)
+	b.requireView(t, &evs[5])
+	b.requireCursor(t, evs[0].JobID, &evs[5])
+	b.requireTotals(t, b.tenant, 40, 1)
+	b.apply(t, &evs[0], projection.Skipped, false)
+	b.requireView(t, &evs[5])
 }
