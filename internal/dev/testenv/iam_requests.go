@@ -205,6 +205,12 @@ func (n IAMNames) Requests(params any) []IAMRequest {
 		return []IAMRequest{n.item("DeleteItem", in.TableName, in.Key)}
 	case *dynamodb.QueryInput:
 		return []IAMRequest{n.query(in)}
+	case *dynamodb.ScanInput: // no key, so no dynamodb:LeadingKeys
+		resource := n.table(in.TableName).ARN
+		if in.IndexName != nil {
+			resource += "/index/" + aws.ToString(in.IndexName)
+		}
+		return []IAMRequest{{Action: "dynamodb:Scan", Resource: resource}}
 	case *dynamodb.BatchGetItemInput:
 		var out []IAMRequest
 		for _, table := range slices.Sorted(maps.Keys(in.RequestItems)) {

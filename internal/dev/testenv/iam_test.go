@@ -132,7 +132,8 @@ func TestRequestsAreTheIAMActionsOnTheResourcesTheyName(t *testing.T) {
 		{&sqs.SendMessageBatchInput{QueueUrl: aws.String("http://sqs/q.fifo")}, []string{"sqs:SendMessage arn:aws:sqs:local:0:q.fifo"}},
 		{&sqs.GetQueueUrlInput{QueueName: aws.String("q.fifo")}, []string{"sqs:GetQueueUrl arn:aws:sqs:local:0:q.fifo"}},
 		{&sqs.SendMessageInput{QueueUrl: aws.String("http://sqs/other")}, []string{"sqs:SendMessage unknown queue http://sqs/other"}},
-		{&dynamodb.ScanInput{TableName: table}, []string{"unknown: *dynamodb.ScanInput (teach testenv.IAMNames.Requests) "}},
+		{&dynamodb.ScanInput{TableName: table}, []string{"dynamodb:Scan arn:aws:dynamodb:local:0:table/st-Holds"}},
+		{&dynamodb.DescribeTableInput{TableName: table}, []string{"unknown: *dynamodb.DescribeTableInput (teach testenv.IAMNames.Requests) "}},
 	} {
 		var got []string
 		for _, r := range n.Requests(c.in) {
