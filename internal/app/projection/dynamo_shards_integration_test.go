@@ -22,6 +22,14 @@ import (
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
 
+// store is a DynamoStore of shards (0: the default) on b's tables.
+func (b *dynamoBundle) store(t *testing.T, shards int) *projection.DynamoStore {
+	t.Helper()
+	s, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables, Shards: shards})
+	require.NoError(t, err)
+	return s
+}
+
 // The shard count is recorded by the first store that checks it, and a
 // store of another count is refused, naming both, whichever came first;
 // the same count passes as often as it is checked.
@@ -29,11 +37,7 @@ func TestDynamoShardCountIsRecordedAndHeld(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	ctx := t.Context()
-	open := func(shards int) *projection.DynamoStore {
-		s, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables, Shards: shards})
-		require.NoError(t, err)
-		return s
-	}
+	open := func(shards int) *projection.DynamoStore { return b.store(t, shards) }
 	_, ok, err := projection.RecordedShards(ctx, b.client, b.tables.Totals)
 	require.NoError(t, err)
 	require.False(t, ok, "nothing recorded yet")
@@ -66,11 +70,7 @@ func TestDynamoTotalsWrittenBeforeTheRecordKeepOneShard(t *testing.T) {
 	t.Parallel()
 	b := setupDynamo(t)
 	ctx := t.Context()
-	open := func(shards int) *projection.DynamoStore {
-		s, err := projection.NewDynamoStore(projection.DynamoConfig{Client: b.client, Tables: b.tables, Shards: shards})
-		require.NoError(t, err)
-		return s
-	}
+	open := func(shards int) *projection.DynamoStore { return b.store(t, shards) }
 	for _, e := range projectiontest.Lifecycle("job-42", "t-1") { // written as before: one shard, no record
 		_, err := open(1).Apply(ctx, projection.ViewOfEvent(&e), e.Delta)
 		require.NoError(t, err)
