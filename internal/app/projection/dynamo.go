@@ -151,8 +151,8 @@ const (
 	cursorPrefix = "cursor#"
 )
 
-// A transaction cancelled by a concurrent one (every job of a tenant
-// shares its total item) is retried after a jittered wait: 10 ms doubled
+// A transaction cancelled by a concurrent one (the jobs of a tenant's
+// shard share its total item) is retried after a jittered wait: 10 ms doubled
 // per round, at most 500 ms, at most maxRounds tries.
 const (
 	maxRounds    = 10
