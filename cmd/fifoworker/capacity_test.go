@@ -59,12 +59,12 @@ func TestCapacityText(t *testing.T) {
 	require.Regexp(t, `(?m)^[0-9]+ +[0-9]+ +ours +the projector's MaximumConcurrency .* +raise the parameter ProjectorMaxConcurrency \(2 to 1000\)`, stdout)
 	require.Regexp(t, `(?m)^per tenant: [0-9]+ jobs/s$`, stdout)
 	require.Regexp(t, `totals shards per tenant +[0-9]+ +parameter TotalsShards's default`, stdout)
-	require.Regexp(t, `worker MaximumConcurrency +100 +parameter WorkerMaxConcurrency's default`, stdout)
+	require.Regexp(t, `worker MaximumConcurrency +200 +parameter WorkerMaxConcurrency's default`, stdout)
 	require.Regexp(t, `worker MemorySize \(MB\) +[0-9]+ +(Globals' Function MemorySize|WorkerFunction's MemorySize)`, stdout)
 	require.Contains(t, stdout, "cost of a million jobs at us-east-1 list prices (read 2026-12-02), USD:")
 	require.Regexp(t, `(?m)^  s3 +S3 Standard PUT, COPY, POST, LIST requests +1000000 requests +× 0\.005 per 1000 += +5\.0000$`, stdout)
 	require.Regexp(t, `(?m)^by service: lambda [0-9.]+, dynamodb [0-9.]+, sqs [0-9.]+, s3 5\.0000, api-gateway 1\.0000\ntotal: [0-9]+\.[0-9]{4}$`, stdout)
-	require.Contains(t, stdout, "assumed, not measured")
+	require.Contains(t, stdout, "measured at 512 MB on the local emulators")
 }
 
 // The cost's JSON: a line per priced item, by service and in all, and the

@@ -117,10 +117,12 @@ func blockEnd(name string) string { return "<!-- end generated: " + name + " -->
 
 func assumptionsBlock(s Settings) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The model assumes AWS's latencies: a worker batch of the reference task (the holds read, then per lane "+
+	fmt.Fprintf(&b, "The model's batch times: a worker batch of the reference task (the holds read, then per lane "+
 		"claim, one page, the candidate, accept; lanes concurrent) takes **t_w = %s ms**, a projector batch (the holds read, then "+
-		"per event a view update and, for an event that adds to the totals, a totals transaction) **t_p = %s ms**, an intake "+
-		"invocation %s ms, a relay invocation %s ms. Items are under 1 KB: one write unit a write, %d in a transaction. "+
+		"per event a view update and, for an event that adds to the totals, a totals transaction) **t_p = %s ms**: the p50s "+
+		"`make bench-memory` measured at the templates' 512 MB on the local emulators (docs/BENCHMARKS.md, Memory sizes), an "+
+		"upper bound of AWS's latencies and what that CPU share allows. An intake invocation is assumed to take %s ms, a relay "+
+		"invocation %s ms. Items are under 1 KB: one write unit a write, %d in a transaction. "+
 		"The plans below are for %s, %d tenant, at %s groups in flight (each job is its own group).\n\n",
 		ms(WorkerBatchSeconds), ms(ProjectorBatchSeconds), ms(IntakeSeconds), ms(RelayInvocationSeconds), transactionalWrites,
 		documentRegion, documentTenants, joinCommas(GoalGroups))
@@ -224,9 +226,12 @@ func tenantBlock(counts Counts, s Settings, first Plan) (string, error) {
 
 func goalBlock(plans []Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**The goal** (issue 19), on paper: with template.yaml's defaults, at %s groups, the limits that bind first are AWS "+
-		"quotas a user can raise (Lambda's concurrency, API Gateway's throttle, a table's on-demand maximum), never ours: each limit of ours "+
-		"allows more jobs per second than the lowest of those; and a single tenant reaches at least %s jobs/s. With the committed template and counts:",
+	fmt.Fprintf(&b, "**The goal** (issue 19), on paper: with template.yaml's defaults, at %s groups, the limits that bind first are AWS's, "+
+		"never ours: each limit of ours allows more jobs per second than the lowest of the quotas a user can raise (Lambda's concurrency, "+
+		"API Gateway's throttle, a table's on-demand maximum); below those only AWS's own bind (a new table's initial throughput, which "+
+		"warm throughput raises; S3's rate per prefix, which S3 raises as it partitions the prefix under load; SQS FIFO's one batch "+
+		"in flight per group, which more groups raise); and a single tenant "+
+		"reaches at least %s jobs/s. With the committed template and counts:",
 		joinCommas(GoalGroups), Commas(GoalTenantJobsPerS))
 	for _, p := range plans {
 		short := p.GoalShortfalls()

@@ -27,13 +27,13 @@ func TestTheGoalOnPaper(t *testing.T) {
 // 100, LiveShards 32.
 func recommended(t *testing.T) capacity.Settings {
 	s := pinned(t)
-	s.TotalsShards.Value, s.ProjectorConcurrency.Value, s.WorkerConcurrency.Value, s.LiveShards.Value = 32, 100, 100, 32
+	s.TotalsShards.Value, s.ProjectorConcurrency.Value, s.WorkerConcurrency.Value, s.LiveShards.Value = 32, 100, 200, 32
 	return s
 }
 
 // With the sharded design's counts (one totals transaction a job) the goal
 // holds at the recommended defaults, and it holds down to the smallest of
-// each (67, 67, 27, 27: one of ours must allow more than the Jobs table's
+// each (78, 123, 27, 27: one of ours must allow more than the Jobs table's
 // maximum, 6,666 jobs/s at 6 write units a job), and each one below its
 // smallest misses it, naming that limit. Before sharding (today's counts,
 // one shard, the old defaults) it misses on each of ours and the tenant.
@@ -46,14 +46,14 @@ func TestTheGoalHoldsWithTheShardedDesignAndTheseDefaults(t *testing.T) {
 		require.NotEqual(t, capacity.Ours, p.Limits[0].Owner)
 
 		smallest := recommended(t)
-		smallest.ProjectorConcurrency.Value, smallest.WorkerConcurrency.Value, smallest.LiveShards.Value, smallest.TotalsShards.Value = 67, 67, 27, 27
+		smallest.ProjectorConcurrency.Value, smallest.WorkerConcurrency.Value, smallest.LiveShards.Value, smallest.TotalsShards.Value = 78, 123, 27, 27
 		require.Empty(t, compute(t, shardedCounts(), smallest, in).GoalShortfalls(), "%d groups, the smallest defaults", groups)
 		for key, tc := range map[string]struct {
 			lower func(*capacity.Settings)
 			fix   string
 		}{
-			"projector-concurrency": {func(s *capacity.Settings) { s.ProjectorConcurrency.Value = 66 }, "(ProjectorMaxConcurrency 67 or more clears it)"},
-			"worker-concurrency":    {func(s *capacity.Settings) { s.WorkerConcurrency.Value = 66 }, "(WorkerMaxConcurrency 67 or more clears it)"},
+			"projector-concurrency": {func(s *capacity.Settings) { s.ProjectorConcurrency.Value = 77 }, "(ProjectorMaxConcurrency 78 or more clears it)"},
+			"worker-concurrency":    {func(s *capacity.Settings) { s.WorkerConcurrency.Value = 122 }, "(WorkerMaxConcurrency 123 or more clears it)"},
 			"live-shards":           {func(s *capacity.Settings) { s.LiveShards.Value = 26 }, "(LiveShards 27 or more clears it)"},
 			"tenant-totals":         {func(s *capacity.Settings) { s.TotalsShards.Value = 26 }, "(TotalsShards 27 or more clears it)"},
 		} {

@@ -12,16 +12,23 @@ import (
 	"github.com/fifoworker/fifoworker/internal/lambdawire"
 )
 
-// The AWS latencies the model assumes (docs/CAPACITY.md): DynamoDB answers
-// in single-digit milliseconds and an S3 PutObject in a few tens.
+// The batch times the model uses (docs/CAPACITY.md). The worker's and the
+// projector's are the p50s make bench-memory measured at the MemorySize
+// the templates give them, 512 MB (docs/BENCHMARKS.md, "Memory sizes"):
+// on the local emulators, which answer more slowly than DynamoDB's
+// single-digit milliseconds, so an upper bound of AWS's, and not below
+// what the CPU share of 512 MB allows: the worker's batch takes 49 ms of
+// CPU, about 170 ms at 512/1769 of a vCPU. (They were 100 and 50 ms,
+// assumed from AWS's latencies alone, which that CPU share rules out.)
 const (
 	// WorkerBatchSeconds is t_w, a worker batch of the reference task:
 	// the holds read, then per lane claim, one page, the candidate,
-	// accept; lanes concurrent.
-	WorkerBatchSeconds = 0.100
-	// ProjectorBatchSeconds is t_p, a projector batch: the holds read,
-	// then per event a view update and a totals transaction.
-	ProjectorBatchSeconds = 0.050
+	// accept; ten lanes concurrent.
+	WorkerBatchSeconds = 0.183
+	// ProjectorBatchSeconds is t_p, a projector batch of ten events: the
+	// holds read, then per event a view update and, for an event that
+	// adds, a totals transaction.
+	ProjectorBatchSeconds = 0.058
 	// IntakeSeconds is an intake invocation's time (a POST /jobs).
 	IntakeSeconds = 0.015
 )

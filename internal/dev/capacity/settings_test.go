@@ -91,7 +91,7 @@ func TestTheWorkersLanesFollowItsSpool(t *testing.T) {
 	s.WorkerStorageMB.Value = 512
 	p, err := capacity.Compute(committed(t), s, capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"})
 	require.NoError(t, err)
-	require.Equal(t, 600.0, byKey(p)["worker-concurrency"].JobsPerS, "20 × 3 lanes / 100 ms")
+	require.Equal(t, 327.0, byKey(p)["worker-concurrency"].JobsPerS, "20 × 3 lanes / 183 ms")
 	s.MaxCandidateBytes.Value = 1e12
 	_, err = capacity.Compute(committed(t), s, capacity.Input{Groups: 1000, Tenants: 1, Region: "us-east-1"})
 	require.ErrorIs(t, err, capacity.ErrInvalid)

@@ -77,7 +77,7 @@ const templateLiveShards = 32
 func TestTemplateProjectorConcurrencyIsABoundedParameter(t *testing.T) {
 	t.Parallel()
 	for file, tpl := range map[string]*samtemplate.Template{"template.yaml": loadRepoTemplate(t), "template-postgres.yaml": loadPostgresTemplate(t)} {
-		projector, worker := 100, 100 // sized for the capacity goal (internal/dev/capacity, TestTheGoalOnPaper)
+		projector, worker := 100, 200 // sized for the capacity goal (internal/dev/capacity, TestTheGoalOnPaper)
 		if file == "template-postgres.yaml" {
 			projector, worker = 10, 20 // each invocation holds its pool's connections (postgresVariant)
 		}

@@ -61,7 +61,7 @@ var postgresVariant = variant{
 		"Resources.SweeperFunction":          "after the schema; the views, totals and quarantine in the database; RELAY_FUNCTION_NAME",
 		"Resources.SweeperRole":              "the jobs, views, totals and quarantine in the database instead of their tables and indexes; the relay's nudge; the VPC's network interfaces",
 		"Resources.OperatorDashboard":        "the relay's oldest outbox row instead of a stream's iterator age; no totals conflicts (a row lock waits, nothing is retried)",
-		"Parameters.WorkerMaxConcurrency":    "20, not 100: every invocation holds its pool's connections, which the database's max_connections (through RDS Proxy) bounds; the capacity goal is template.yaml's",
+		"Parameters.WorkerMaxConcurrency":    "20, not 200: every invocation holds its pool's connections, which the database's max_connections (through RDS Proxy) bounds; the capacity goal is template.yaml's",
 		"Parameters.ProjectorMaxConcurrency": "10, not 100, for the same reason",
 	},
 	baseOnly: []string{
