@@ -24,6 +24,8 @@ type (
 	Status = jobitem.Status
 	// Job is one item of the Jobs table.
 	Job = jobitem.Job
+	// Transition is one entry of a job's History.
+	Transition = jobitem.Transition
 	// Result is an accepted candidate object.
 	Result = jobitem.Result
 	// Failure says why a job failed or was cancelled.
@@ -68,6 +70,9 @@ const (
 	CodeRecoveryExhausted = "recovery_exhausted"
 	CodeCancelled         = "cancelled"
 )
+
+// MaxHistory is the most transitions a job keeps in its History.
+const MaxHistory = jobitem.MaxHistory
 
 // OutboxID is the id of the message emitted by version v of a job, for
 // example "job-42/v3" (jobitem.OutboxID).

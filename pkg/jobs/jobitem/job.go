@@ -50,6 +50,27 @@ type Job struct {
 	CreatedAt      time.Time //
 	UpdatedAt      time.Time //
 	ExpiresAt      time.Time // TTL, stored in epoch seconds; zero until the job is final
+	// History is how the job got where it is: its last MaxHistory
+	// transitions, creation included while it is among them, oldest
+	// first. It is bounded, so the item stays small (attempt ids are left
+	// out). Items written before it existed have none, or only the
+	// transitions since.
+	History []Transition
+}
+
+// MaxHistory is the most transitions a job item keeps in History.
+const MaxHistory = 20
+
+// Transition is one entry of a job's History: the state one write left.
+// Which transition it was follows from its neighbour before it (a claim
+// raises the generation; a renewal keeps status and generation; a nudge
+// keeps a pending job pending at its generation; a takeover raises the
+// generation of a running job whose lease ran out).
+type Transition struct {
+	Version    int64
+	Status     Status
+	Generation int64
+	At         time.Time // when it was written, to the millisecond
 }
 
 // Result is an accepted candidate object.
