@@ -778,3 +778,14 @@ func (r *run) act(e candidate.Entry, v verdict) {
 	r.r.Deleted++
 	r.log.InfoContext(r.ctx, "sweep: deleted", attrs...)
 }
+
+// LastRun is the report of the sweeper's last run, as the sweeper keeps it
+// beside its cursors, for the operator's console.
+type LastRun struct {
+	At     time.Time `json:"at"`      // when the run ended
+	DryRun bool      `json:"dry_run"` // a dry run decided but changed nothing
+	Report Report    `json:"report"`
+}
+
+// ErrNoLastRun: no run has kept its report yet.
+var ErrNoLastRun = errors.New("sweeper: no run has kept its report yet")
