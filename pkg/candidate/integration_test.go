@@ -49,3 +49,10 @@ func setupIntegration(t *testing.T) *s3Bundle {
 	require.NoError(t, err)
 	return b
 }
+
+// TestIntegrationListJobPastOnePage lists a job of more candidates than
+// one page of the emulator holds (listjob_test.go).
+func TestIntegrationListJobPastOnePage(t *testing.T) {
+	t.Parallel()
+	testListJobPastOnePage(t, setupIntegration(t))
+}
