@@ -71,6 +71,13 @@ type Transition struct {
 	Status     Status
 	Generation int64
 	At         time.Time // when it was written, to the millisecond
+	// Event is the type of the message the transition wrote to the outbox
+	// (MessageRun for a creation and a nudge, EventStarted for a claim or a
+	// takeover, EventProgress for a renewal, ...). It tells apart what the
+	// other fields cannot: a renewal from the nudge of a running job whose
+	// lease ran out (both keep it running at its generation). Empty in an
+	// entry built without it; jobs.Describe then infers what it can.
+	Event string
 }
 
 // Result is an accepted candidate object.
