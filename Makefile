@@ -73,9 +73,20 @@ unit: $(GOLANGCI_LINT) ## fast tests only (no local stack), with the race detect
 # Every test, the integration ones included, on a fresh stack of its own that
 # is stopped afterwards whatever happens. If the stack cannot start, nothing
 # runs and the target fails with the reason.
+# The browser tests write their screenshots under ARTEFACTS, which CI keeps
+# (.gitignore leaves it out of the repository).
+ARTEFACTS ?= $(CURDIR)/.artefacts
 .PHONY: integration
-integration: bin/fifoworker $(GOLANGCI_LINT) ## all tests on a fresh local stack (started and stopped here)
-	$(LINT_FOR_TESTS) bin/fifoworker local run --name test-$$$$ -- go test $(GO_TEST_FLAGS) -tags integration ./...
+integration: bin/fifoworker $(GOLANGCI_LINT) chromium ## all tests on a fresh local stack (started and stopped here); screenshots of the browser tests in .artefacts/
+	$(LINT_FOR_TESTS) FIFOWORKER_ARTEFACTS=$(ARTEFACTS) bin/fifoworker local run --name test-$$$$ -- go test $(GO_TEST_FLAGS) -tags integration ./...
+
+# Headless Chromium for the console's browser tests: Debian's chromium,
+# installed with apt-get when missing (as root, as CI runs), never pinned:
+# it follows Chromium's security updates. Without it, or root and apt-get
+# to install it, the target fails saying which is missing.
+.PHONY: chromium
+chromium: ## Debian's chromium for the browser tests, installed with apt-get when missing (needs root then; FIFOWORKER_CHROMIUM names another)
+	bash internal/dev/browser/install-chromium
 
 .PHONY: local-up local-down local-status local-deploy
 local-up: bin/fifoworker ## start the dev stack; eval "$$(bin/fifoworker local up)" to use it

@@ -1,0 +1,241 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// ErrInvalidConfig is what New answers for a Config it refuses.
+var ErrInvalidConfig = errors.New("browser: invalid config")
+
+// ErrNoChromium is what New answers when it finds no Chromium to run.
+var ErrNoChromium = errors.New("browser: no chromium")
+
+// EnvChromium names a Chromium other than the one on PATH.
+const EnvChromium = "FIFOWORKER_CHROMIUM"
+
+// DefaultTimeout bounds each Do and Run: long enough for a page of the
+// console on a loaded 2-core machine, short enough that a page that never
+// comes fails the test with the step that waited.
+const DefaultTimeout = 30 * time.Second
+
+// Config is what New starts a browser with.
+type Config struct {
+	// Binary is the Chromium to run. Default: the file EnvChromium names
+	// when it is set, else chromium on PATH (Debian's package).
+	Binary string
+	// Artefacts is the directory Screenshot writes to, created when
+	// missing. Required.
+	Artefacts string
+	// Timeout bounds each Do and Run. Default: DefaultTimeout.
+	Timeout time.Duration
+	// Getenv reads the environment. Default: os.Getenv.
+	Getenv func(string) string
+	// Logger receives the browser's start and stop. Default: discard.
+	Logger *slog.Logger
+}
+
+// Validate names the first field New cannot use.
+func (c Config) Validate() error {
+	if c.Artefacts == "" {
+		return fmt.Errorf("%w: Artefacts is required (the directory the screenshots go to)", ErrInvalidConfig)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w: Timeout %s is negative", ErrInvalidConfig, c.Timeout)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Browser is one headless Chromium with one tab.
+type Browser struct {
+	cfg         Config
+	tab         context.Context
+	cancelTab   context.CancelFunc
+	cancelAlloc context.CancelFunc
+	dataDir     string
+	pid         int
+}
+
+// Binary is the Chromium cfg runs: Config.Binary, else the file
+// EnvChromium names, else chromium on PATH; ErrNoChromium says how to get
+// one when there is none.
+func Binary(cfg Config) (string, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Binary != "" {
+		return cfg.Binary, nil
+	}
+	if p := cfg.Getenv(EnvChromium); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		return "", fmt.Errorf("%w: chromium is not on PATH (make chromium installs Debian's package; or name one in %s): %w", ErrNoChromium, EnvChromium, err)
+	}
+	return p, nil
+}
+
+// flags are Chromium's command line here: headless, as root (no sandbox:
+// Chromium refuses to start as root with one), and quiet: without the
+// background networking, component update, sync and QUIC, Chromium tries
+// hosts outside the machine, which this machine refuses; the host
+// resolver answers no name but 127.0.0.1, so a page can reach nothing else.
+func flags(binary, dataDir string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(binary),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.UserDataDir(dataDir),
+		chromedp.WindowSize(1280, 900),
+	)
+}
+
+// New starts Chromium and opens its tab; Close stops it.
+func New(cfg Config) (*Browser, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	binary, err := Binary(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Artefacts, 0o755); err != nil {
+		return nil, fmt.Errorf("browser: artefacts directory: %w", err)
+	}
+	dataDir, err := os.MkdirTemp("", "fifoworker-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("browser: user data directory: %w", err)
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags(binary, dataDir)...)
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	b := &Browser{cfg: cfg, tab: tab, cancelTab: cancelTab, cancelAlloc: cancelAlloc, dataDir: dataDir}
+	// The first action starts the browser, and binds it to the context it
+	// runs on: the tab's, which has no deadline.
+	if err := chromedp.Do(tab); err != nil {
+		return nil, errors.Join(fmt.Errorf("browser: start %s: %w", binary, err), b.Close())
+	}
+	if c := chromedp.FromContext(tab); c != nil && c.Browser != nil && c.Browser.Process() != nil {
+		b.pid = c.Browser.Process().Pid
+	}
+	cfg.Logger.Info("chromium started", "binary", binary, "pid", b.pid, "user_data_dir", dataDir)
+	return b, nil
+}
+
+// PID is the browser's main process.
+func (b *Browser) PID() int { return b.pid }
+
+// Do runs steps in the tab, within Config.Timeout.
+func (b *Browser) Do(steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.tab, b.cfg.Timeout)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
+}
+
+// Run runs a in b's tab, within its Config.Timeout, and returns its value.
+func Run[T any](b *Browser, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(b.tab, b.cfg.Timeout)
+	defer cancel()
+	return chromedp.Run(ctx, a)
+}
+
+// Screenshot writes the whole page as name.png in the artefacts directory
+// and returns the file's path.
+func (b *Browser) Screenshot(name string) (string, error) {
+	png, err := Run(b, chromedp.FullScreenshot(100))
+	if err != nil {
+		return "", fmt.Errorf("browser: screenshot %s: %w", name, err)
+	}
+	path := filepath.Join(b.cfg.Artefacts, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return "", fmt.Errorf("browser: screenshot %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// Close stops the browser, waits for its processes to end and removes its
+// user data directory. A process of it that outlives the stop is killed by
+// its PID and named in the error, so a test that leaves one behind fails.
+func (b *Browser) Close() error {
+	b.cancelTab()
+	b.cancelAlloc() // kills the main process and waits for it
+	var errs []error
+	if b.pid != 0 {
+		if err := syscall.Kill(b.pid, 0); !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("browser: chromium's main process %d still runs after the stop", b.pid))
+		}
+	}
+	if left := Processes(b.dataDir); len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		errs = append(errs, fmt.Errorf("browser: chromium's processes %v still ran after the stop (killed)", left))
+	}
+	if err := os.RemoveAll(b.dataDir); err != nil {
+		errs = append(errs, fmt.Errorf("browser: remove the user data directory: %w", err))
+	}
+	b.cfg.Logger.Info("chromium stopped", "pid", b.pid, "left", len(errs))
+	return errors.Join(errs...)
+}
+
+// Processes lists the processes whose command line names dataDir as their
+// user data directory (a process that has exited has an empty command
+// line): a Chromium's main process and its children (the
+// zygote, the renderers, the network service), which Chromium starts with
+// the same --user-data-dir.
+func Processes(dataDir string) []int {
+	want := []byte("--user-data-dir=" + dataDir)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
+			if bytes.Equal(arg, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}

@@ -1,0 +1,67 @@
+//go:build integration
+
+package browser
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// Headless Chromium opens a page of a server on 127.0.0.1, reads it,
+// clicks through to another, writes a PNG screenshot, and is gone when the
+// test ends: its main process and every child that names its user data
+// directory.
+func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<!doctype html><title>one</title><h1 data-testid="h">first page</h1><a data-testid="next" href="/two">next</a>`)
+		default:
+			fmt.Fprint(w, `<!doctype html><title>two</title><h1 data-testid="h">second page</h1>`)
+		}
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+
+	b, err := New(Config{Artefacts: Artefacts(t, t.Name())})
+	require.NoError(t, err)
+	require.Positive(t, b.PID())
+	dataDir := b.dataDir
+	require.NotEmpty(t, Processes(dataDir), "Processes finds the running browser")
+
+	require.NoError(t, b.Do(chromedp.Navigate(srv.URL)))
+	h, err := Run(b, chromedp.Text(chromedp.CSS(`[data-testid="h"]`)))
+	require.NoError(t, err)
+	require.Equal(t, "first page", h)
+	require.NoError(t, b.Do(chromedp.Click(chromedp.CSS(`[data-testid="next"]`)), chromedp.WaitVisible(chromedp.CSS(`h1`))))
+	title, err := Run(b, chromedp.Title())
+	require.NoError(t, err)
+	require.Equal(t, "two", title)
+
+	path, err := b.Screenshot("second")
+	require.NoError(t, err)
+	png, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "a PNG file")
+
+	// No name resolves but 127.0.0.1: the page cannot reach outside.
+	require.Error(t, b.Do(chromedp.Navigate("http://example.com/")))
+
+	require.NoError(t, b.Close())
+	require.Empty(t, Processes(dataDir), "no process of the browser remains")
+	_, err = os.Stat(dataDir)
+	require.True(t, os.IsNotExist(err), "the user data directory is removed")
+}
