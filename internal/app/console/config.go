@@ -1,0 +1,145 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by New's error for a Config that cannot
+// work; the message names the fields.
+var ErrInvalidConfig = errors.New("console: invalid configuration")
+
+// MinTokenLength is the shortest Token New accepts: a per-run secret
+// shorter than that could be guessed by another local process.
+const MinTokenLength = 16
+
+// DefaultResultLinkTTL is Config.ResultLinkTTL's default: a download
+// link lives long enough to be clicked, and not much longer.
+const DefaultResultLinkTTL = 15 * time.Minute
+
+// MaxResultLinkTTL is the longest ResultLinkTTL: a link is a bearer
+// credential for the result's bytes.
+const MaxResultLinkTTL = time.Hour
+
+// queueName is what a Queue's Name may be: it is a segment of the
+// quarantine pages' URLs.
+var queueName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
+
+// Config configures a Console.
+type Config struct {
+	// Jobs is the job store the jobs pages and the overview read.
+	// Required.
+	Jobs Jobs
+	// Candidates lists a job's candidates. Default (nil): the job page
+	// says the candidates are not configured.
+	Candidates Candidates
+	// Results signs a result's download link. Default (nil): the job page
+	// shows the result without a link, saying why.
+	Results Results
+	// Queues are the queues whose held groups and dead-letter depths are
+	// shown, in this order; each Name is unique and matches
+	// [A-Za-z0-9_.-]{1,80}. Default (none): the overview says no queue is
+	// configured.
+	Queues []Queue
+	// OldestCommand reads the age of the oldest command. Default (nil):
+	// the overview says it is unavailable (a local stack has no
+	// CloudWatch).
+	OldestCommand OldestCommand
+	// Sweeps reads the sweeper's last report. Default (nil): the overview
+	// says it is not configured.
+	Sweeps Sweeps
+	// Token is this run's secret, which the browser presents once
+	// (/?token=...) and then as a cookie, or a script as a bearer token.
+	// Required, at least MinTokenLength characters.
+	Token string
+	// Addr is the address the console listens on, host:port with the
+	// port the listener got (never 0). Requests whose Host header is not
+	// Addr, 127.0.0.1:port, localhost:port or [::1]:port are refused, so a
+	// page of another site that a DNS name rebinds to loopback cannot read
+	// the console. Required.
+	Addr string
+	// AllowActions enables redrive and discard. Default (false): the
+	// console is read-only.
+	AllowActions bool
+	// ResultLinkTTL is how long a result's download link works. Default
+	// (zero): DefaultResultLinkTTL; at most MaxResultLinkTTL.
+	ResultLinkTTL time.Duration
+	// Now is the clock of the pages' "now" and of the listings' bounds.
+	// Default (nil): time.Now.
+	Now func() time.Time
+	// Logger receives the errors of the sources the pages read. Default
+	// (nil): discarded.
+	Logger *slog.Logger
+}
+
+// Validate reports every field of c that cannot work, treating zero
+// fields as their defaults, wrapping ErrInvalidConfig.
+func (c *Config) Validate() error {
+	var problems []string
+	if c.Jobs == nil {
+		problems = append(problems, "Jobs is nil")
+	}
+	if len(c.Token) < MinTokenLength {
+		problems = append(problems, fmt.Sprintf("Token has %d characters, fewer than %d", len(c.Token), MinTokenLength))
+	}
+	if _, err := allowedHosts(c.Addr); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if c.ResultLinkTTL < 0 || c.ResultLinkTTL > MaxResultLinkTTL {
+		problems = append(problems, fmt.Sprintf("ResultLinkTTL %v is not in [0, %v]", c.ResultLinkTTL, MaxResultLinkTTL))
+	}
+	seen := map[string]bool{}
+	for i, q := range c.Queues {
+		switch {
+		case !queueName.MatchString(q.Name):
+			problems = append(problems, fmt.Sprintf("Queues[%d].Name %q is not [A-Za-z0-9_.-]{1,80}", i, q.Name))
+		case seen[q.Name]:
+			problems = append(problems, fmt.Sprintf("Queues[%d].Name %q is named twice", i, q.Name))
+		}
+		seen[q.Name] = true
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+}
+
+// allowedHosts is the set of Host headers a console listening on addr
+// answers: addr itself and the loopback names with its port.
+func allowedHosts(addr string) (map[string]bool, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("Addr %q is not host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return nil, fmt.Errorf("Addr %q: port %q is not 1 to 65535 (give the listener's address)", addr, port)
+	}
+	hosts := map[string]bool{
+		"127.0.0.1:" + port: true,
+		"localhost:" + port: true,
+		"[::1]:" + port:     true,
+	}
+	if host != "" {
+		hosts[strings.ToLower(net.JoinHostPort(host, port))] = true
+	}
+	return hosts, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.ResultLinkTTL == 0 {
+		c.ResultLinkTTL = DefaultResultLinkTTL
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

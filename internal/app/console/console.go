@@ -1,0 +1,83 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+)
+
+// Console is the operator's web console, an http.Handler. It is safe for
+// concurrent use.
+type Console struct {
+	cfg   Config
+	hosts map[string]bool // the Host headers it answers
+	// session is the cookie's value: derived from the token, so the cookie
+	// is not the printed token itself.
+	session string
+	mux     *http.ServeMux
+	pages   *pages
+}
+
+// New returns the console of cfg, or an error wrapping ErrInvalidConfig
+// that names the fields that cannot work.
+func New(cfg Config) (*Console, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hosts, _ := allowedHosts(cfg.Addr) // Validate checked it
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{cfg: cfg.withDefaults(), hosts: hosts, session: mac(cfg.Token, "session"), pages: pg}
+	c.mux = c.routes()
+	return c, nil
+}
+
+// routes are the console's pages and actions. An action's GET is its
+// confirmation page; only its POST acts.
+func (c *Console) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", c.overview)
+	m.HandleFunc("GET /jobs", c.jobsList)
+	m.HandleFunc("GET /jobs/{id}", c.job)
+	m.HandleFunc("GET /quarantine/{queue}", c.holds)
+	m.HandleFunc("GET /quarantine/{queue}/{group}", c.group)
+	m.HandleFunc("GET /quarantine/{queue}/{group}/redrive", c.action(c.confirmRedrive))
+	m.HandleFunc("POST /quarantine/{queue}/{group}/redrive", c.action(c.redrive))
+	m.HandleFunc("GET /quarantine/{queue}/{group}/discard", c.action(c.confirmDiscard))
+	m.HandleFunc("POST /quarantine/{queue}/{group}/discard", c.action(c.discard))
+	m.HandleFunc("GET "+stylePath, serveStyle)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
+	})
+	return m
+}
+
+// ServeHTTP answers r: its Host must be the console's, and it must carry
+// the token (or the session cookie the token gave), before any page is
+// read.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header())
+	if !c.hosts[hostOf(r)] {
+		// Plain text: a rebound page must learn nothing of the console.
+		http.Error(w, "console: this console answers only requests addressed to "+c.cfg.Addr+" or loopback with its port (the Host header is checked against DNS rebinding)", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.URL.Path == stylePath {
+		c.mux.ServeHTTP(w, r) // the stylesheet holds nothing secret; the 401 page uses it
+		return
+	}
+	if !c.authenticate(w, r) {
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// mac is the hex HMAC-SHA256 of msg under key.
+func mac(key, msg string) string {
+	h := hmac.New(sha256.New, []byte(key))
+	h.Write([]byte(msg))
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,83 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs"
+)
+
+// PageParam is the jobs listing's query parameter for the next page's
+// token, named apart from TokenParam, the console's own token.
+const PageParam = "page"
+
+// listLimit is how many jobs a page of the jobs listing shows.
+const listLimit = jobs.DefaultListLimit
+
+var statuses = []jobs.Status{jobs.StatusPending, jobs.StatusRunning, jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusCancelled}
+
+type jobsPage struct {
+	Tenant   string
+	Status   string
+	Statuses []string
+	Jobs     []jobRow
+	Next     string // the next page's URL, "" on the last
+	Filtered bool   // the status filter is applied to each page, which may so hold fewer jobs
+}
+
+type jobRow struct {
+	jobs.Job
+	Href string
+}
+
+func (c *Console) jobsList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := jobsPage{Tenant: q.Get("tenant"), Status: q.Get("status")}
+	for _, s := range statuses {
+		p.Statuses = append(p.Statuses, string(s))
+	}
+	if p.Status != "" && !slices.Contains(p.Statuses, p.Status) {
+		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("status %q is not one of %v.", p.Status, p.Statuses))
+		return
+	}
+	status := jobs.Status(p.Status)
+	// A live status lists the live index only: its jobs are all there.
+	o := jobs.ListOptions{Tenant: p.Tenant, LiveOnly: status != "" && !status.Final(), Limit: listLimit, Token: q.Get(PageParam)}
+	page, err := jobs.List(r.Context(), c.cfg.Jobs, o, c.cfg.Now())
+	switch {
+	case errors.Is(err, jobs.ErrInvalid): // ErrBadToken too
+		c.fail(w, r, http.StatusBadRequest, "The listing cannot be read: "+err.Error())
+		return
+	case err != nil:
+		c.sourceFailed(w, r, "list jobs", err)
+		return
+	}
+	for _, j := range page.Jobs {
+		if status != "" && j.Status != status {
+			continue
+		}
+		p.Jobs = append(p.Jobs, jobRow{Job: j, Href: "/jobs/" + url.PathEscape(j.ID)})
+	}
+	p.Filtered = status != ""
+	if page.More {
+		next := url.Values{PageParam: {page.Token}}
+		if p.Tenant != "" {
+			next.Set("tenant", p.Tenant)
+		}
+		if p.Status != "" {
+			next.Set("status", p.Status)
+		}
+		p.Next = "/jobs?" + next.Encode()
+	}
+	c.render(w, r, http.StatusOK, "jobs", "Jobs", "jobs", p)
+}
+
+// sourceFailed answers a request whose source failed with 502: the
+// console is up, what it reads is not.
+func (c *Console) sourceFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
+	c.cfg.Logger.ErrorContext(r.Context(), "console: "+op, "error", err)
+	c.fail(w, r, http.StatusBadGateway, "console: "+op+": "+err.Error())
+}

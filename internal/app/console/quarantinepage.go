@@ -1,0 +1,248 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+)
+
+// showLimit is the most parked messages a group's page shows.
+const showLimit = 500
+
+type holdsPage struct {
+	Queue string
+	Holds []holdRow
+}
+
+type holdRow struct {
+	quarantine.HoldRecord
+	Href string
+}
+
+type groupPage struct {
+	Queue   string
+	Hold    quarantine.HoldRecord
+	Next    string // the sequence number of the oldest parked message
+	Items   []parkedRow
+	Limited bool // the page shows the first showLimit only
+	CanAct  bool // actions are allowed, and the group has parked messages
+	Redrive string
+	Discard string // discard every parked message
+}
+
+type parkedRow struct {
+	quarantine.Parked
+	Seq     string // its sequence number as SQS writes it
+	Discard string // its own discard's confirmation page
+}
+
+// queueOf is the queue the path names and its quarantine; it answers a
+// request whose queue is unknown or has none.
+func (c *Console) queueOf(w http.ResponseWriter, r *http.Request) (Queue, bool) {
+	name := r.PathValue("queue")
+	for _, q := range c.cfg.Queues {
+		if q.Name == name {
+			if q.Quarantine == nil {
+				c.fail(w, r, http.StatusNotFound, fmt.Sprintf("Queue %s has no quarantine.", name))
+				return q, false
+			}
+			return q, true
+		}
+	}
+	c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no queue %q here.", name))
+	return Queue{}, false
+}
+
+func groupHref(queue, group string) string {
+	return "/quarantine/" + url.PathEscape(queue) + "/" + url.PathEscape(group)
+}
+
+func (c *Console) holds(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	holds, err := q.Quarantine.List(r.Context())
+	if err != nil {
+		c.sourceFailed(w, r, "list the holds of "+q.Name, err)
+		return
+	}
+	p := holdsPage{Queue: q.Name}
+	for _, h := range holds {
+		p.Holds = append(p.Holds, holdRow{HoldRecord: h, Href: groupHref(q.Name, h.Group)})
+	}
+	c.render(w, r, http.StatusOK, "holds", "Held groups of "+q.Name, "q:"+q.Name, p)
+}
+
+func (c *Console) group(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g := r.PathValue("group")
+	h, items, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, showLimit)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "show", err)
+		return
+	}
+	base := groupHref(q.Name, g)
+	p := groupPage{Queue: q.Name, Hold: h, Next: quarantine.SeqNumber(h.Next), Limited: len(items) == showLimit,
+		CanAct:  c.cfg.AllowActions && len(items) > 0 && h.State != quarantine.StateReleased,
+		Redrive: base + "/redrive", Discard: base + "/discard"}
+	for _, it := range items {
+		seq := quarantine.SeqNumber(it.Sequence)
+		p.Items = append(p.Items, parkedRow{Parked: it, Seq: seq, Discard: base + "/discard?" + url.Values{"seq": {seq}}.Encode()})
+	}
+	c.render(w, r, http.StatusOK, "group", "Group "+g+" on "+q.Name, "q:"+q.Name, p)
+}
+
+// operatorFailed answers an operator's error in the operator's words: a
+// group that is not held, or a message that is not parked, is 404, a hold
+// that changed 409.
+func (c *Console) operatorFailed(w http.ResponseWriter, r *http.Request, queue, group, op string, err error) {
+	switch {
+	case errors.Is(err, quarantine.ErrNoHold):
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("Group %q is not held on %s (the queue's page shows the groups that are).", group, queue))
+	case errors.Is(err, quarantine.ErrNotParked):
+		c.fail(w, r, http.StatusNotFound, err.Error())
+	case errors.Is(err, quarantine.ErrConflict):
+		c.fail(w, r, http.StatusConflict, err.Error())
+	default:
+		c.sourceFailed(w, r, op+" group "+group+" on "+queue, err)
+	}
+}
+
+// confirmPage asks the operator to confirm one action.
+type confirmPage struct {
+	Action  string // redrive, discard
+	Queue   string
+	Group   string
+	Seq     string
+	Text    string // exactly what will happen
+	Post    string
+	CSRF    string
+	Back    string
+	TypeIDs bool // the operator types the group id (discard)
+}
+
+type reportPage struct {
+	Queue  string
+	Group  string
+	Action string
+	Lines  []string
+	State  string
+	Back   string
+}
+
+func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g := r.PathValue("group")
+	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "show", err)
+		return
+	}
+	base := groupHref(q.Name, g)
+	c.render(w, r, http.StatusOK, "confirm", "Redrive "+g, "q:"+q.Name, confirmPage{
+		Action: "redrive", Queue: q.Name, Group: g, Post: base + "/redrive", Back: base, CSRF: c.csrf("redrive", q.Name, g, ""),
+		Text: fmt.Sprintf("Redrive group %s on %s: begin epoch %d of its hold (now %s, %d parked) and send its parked messages back to the queue, oldest first, one at a time. The group is released once every copy has been processed; a copy that fails again holds it again.",
+			g, q.Name, h.Epoch+1, h.State, h.Parked),
+	})
+}
+
+func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g := r.PathValue("group")
+	if !c.checkPost(w, r, "redrive", q.Name, g, "") {
+		return
+	}
+	rep, err := q.Quarantine.Redrive(r.Context(), g, false)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "redrive", err)
+		return
+	}
+	c.cfg.Logger.InfoContext(r.Context(), "console: redrive", "queue", q.Name, "group_id", g, "epoch", rep.Epoch, "sent", rep.Sent, "state", rep.State)
+	lines := []string{fmt.Sprintf("%d sent under epoch %d; now %s, %d parked.", rep.Sent, rep.Epoch, rep.State, rep.Parked)}
+	if rep.Cause != "" {
+		lines = append(lines, "Cause: "+rep.Cause)
+	}
+	c.render(w, r, http.StatusOK, "report", "Redrive of "+g, "q:"+q.Name, reportPage{
+		Queue: q.Name, Group: g, Action: "redrive", Lines: lines, State: string(rep.State), Back: groupHref(q.Name, g),
+	})
+}
+
+func (c *Console) confirmDiscard(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g, seq := r.PathValue("group"), r.URL.Query().Get("seq")
+	if !c.validSeq(w, r, seq) {
+		return
+	}
+	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "show", err)
+		return
+	}
+	what := fmt.Sprintf("every parked message of group %s (%d)", g, h.Parked)
+	if seq != "" {
+		what = fmt.Sprintf("parked message %s of group %s", seq, g)
+	}
+	base := groupHref(q.Name, g)
+	c.render(w, r, http.StatusOK, "confirm", "Discard from "+g, "q:"+q.Name, confirmPage{
+		Action: "discard", Queue: q.Name, Group: g, Seq: seq, Post: base + "/discard", Back: base, CSRF: c.csrf("discard", q.Name, g, seq), TypeIDs: true,
+		Text: fmt.Sprintf("Discard %s on %s: each is archived first (as JSON with its body, under quarantine-archive/), then dropped for good; it will never run. A group with nothing left parked is released.", what, q.Name),
+	})
+}
+
+func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g, seq := r.PathValue("group"), r.PostFormValue("seq")
+	if !c.checkPost(w, r, "discard", q.Name, g, seq) || !c.validSeq(w, r, seq) {
+		return
+	}
+	if typed := strings.TrimSpace(r.PostFormValue("group_id")); typed != g {
+		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Not confirmed: the group id typed, %q, is not %q. Nothing was discarded.", typed, g))
+		return
+	}
+	keys, h, err := q.Quarantine.Discard(r.Context(), g, seq)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "discard", err)
+		return
+	}
+	c.cfg.Logger.InfoContext(r.Context(), "console: discard", "queue", q.Name, "group_id", g, "seq", seq, "discarded", len(keys))
+	lines := []string{fmt.Sprintf("%d discarded; now %s, %d parked.", len(keys), h.State, h.Parked)}
+	for _, k := range keys {
+		lines = append(lines, "Archived under "+k)
+	}
+	c.render(w, r, http.StatusOK, "report", "Discard from "+g, "q:"+q.Name, reportPage{
+		Queue: q.Name, Group: g, Action: "discard", Lines: lines, State: string(h.State), Back: groupHref(q.Name, g),
+	})
+}
+
+// validSeq answers a request whose seq is not "" (every parked message)
+// nor a sequence number.
+func (c *Console) validSeq(w http.ResponseWriter, r *http.Request, seq string) bool {
+	if seq == "" {
+		return true
+	}
+	if _, err := quarantine.SeqKey(seq); err != nil {
+		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("seq %q is not a sequence number: %v", seq, err))
+		return false
+	}
+	return true
+}

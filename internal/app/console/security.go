@@ -1,0 +1,110 @@
+package console
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// CookieName is the session cookie's name.
+const CookieName = "fifoworker_console"
+
+// TokenParam is the query parameter the browser presents the token in,
+// once: the URL `fifoworker console` prints.
+const TokenParam = "token"
+
+// contentSecurityPolicy allows the console's own stylesheet and nothing
+// else: no script at all, no frame around it, forms only to itself.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func setSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+}
+
+// hostOf is r's Host header as the allowed set writes it.
+func hostOf(r *http.Request) string {
+	return strings.ToLower(r.Host)
+}
+
+// equal compares two secrets in constant time.
+func equal(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// authenticate reports whether r carries the console's token: in the
+// query once (answered with the session cookie and a redirect to the
+// same URL without it), as a bearer token, or as the session cookie. It
+// answers a request that does not itself.
+func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if q.Has(TokenParam) {
+		if !equal(q.Get(TokenParam), c.cfg.Token) {
+			c.unauthorized(w, r)
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name: CookieName, Value: c.session, Path: "/",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		})
+		q.Del(TokenParam)
+		to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		http.Redirect(w, r, to.String(), http.StatusSeeOther)
+		return false
+	}
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if equal(bearer, c.cfg.Token) {
+			return true
+		}
+		c.unauthorized(w, r)
+		return false
+	}
+	if ck, err := r.Cookie(CookieName); err == nil && equal(ck.Value, c.session) {
+		return true
+	}
+	c.unauthorized(w, r)
+	return false
+}
+
+func (c *Console) unauthorized(w http.ResponseWriter, r *http.Request) {
+	c.fail(w, r, http.StatusUnauthorized,
+		"This console needs its token. Open the URL that `fifoworker console` printed when it started (it ends in ?token=...); the token changes with every run.")
+}
+
+// action guards an action's route: it exists only with AllowActions.
+func (c *Console) action(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !c.cfg.AllowActions {
+			c.fail(w, r, http.StatusForbidden,
+				"This console is read-only: redrive and discard need it restarted with --allow-actions.")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// csrf is the token an action's form carries: bound to this run's token
+// and to exactly this action on this queue, group and message, so a form
+// another page forges, or one made for another action, is refused.
+func (c *Console) csrf(action, queue, group, seq string) string {
+	return mac(c.cfg.Token, "csrf\x00"+action+"\x00"+queue+"\x00"+group+"\x00"+seq)
+}
+
+// checkPost refuses an action's POST whose CSRF token is not the
+// action's, or that is not confirmed. It answers a refused request.
+func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, action, queue, group, seq string) bool {
+	if !equal(r.PostFormValue("csrf"), c.csrf(action, queue, group, seq)) {
+		c.fail(w, r, http.StatusForbidden,
+			"The form's CSRF token is missing or is not this console's for this action: nothing was done. Start again from the group's page.")
+		return false
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		c.fail(w, r, http.StatusBadRequest, "The action was not confirmed (confirm=yes): nothing was done.")
+		return false
+	}
+	return true
+}
