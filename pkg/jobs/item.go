@@ -102,6 +102,9 @@ func jobItem(j *Job, shards int) map[string]types.AttributeValue {
 	if !j.ExpiresAt.IsZero() {
 		item[jobitem.AttrExpiresAt] = seconds(j.ExpiresAt)
 	}
+	for slot, entry := range jobitem.EncodeHistory(j.History) {
+		item[slot] = str(entry)
+	}
 	if j.Status.Final() {
 		item[attrFinishedShard] = str(LiveShardOf(j.ID, shards))
 		item[attrFinishedKey] = str(FinishedKey(j.ID, j.UpdatedAt))
@@ -162,6 +165,8 @@ func patchValues(p *patch) []attrValue {
 		{jobitem.AttrVersion, num(p.version)},
 		{jobitem.AttrOutbox, outboxValue(p.outbox)},
 		{jobitem.AttrUpdatedAt, millis(p.updatedAt)},
+		// One slot of the history, whichever slots the item has.
+		{jobitem.HistorySlot(p.version), str(jobitem.EncodeTransition(p.entry()))},
 	}
 	if p.leaseOwner != nil {
 		vals = append(vals, attrValue{jobitem.AttrLeaseOwner, str(*p.leaseOwner)})

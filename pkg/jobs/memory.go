@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -199,6 +200,7 @@ func normalize(j Job) Job {
 func clone(j Job) Job {
 	j.Spec = maps.Clone(j.Spec)
 	j.Outbox.Payload = maps.Clone(j.Outbox.Payload)
+	j.History = slices.Clone(j.History)
 	return j
 }
 

@@ -277,6 +277,11 @@ func patchSets(s *statement, p *patch) ([]string, error) {
 		"version = " + s.arg(p.version),
 		"outbox = " + outbox,
 		"updated_at = " + s.arg(p.updatedAt.UnixMilli()),
+		// One slot of the history, merged into the row's (NULL on a row
+		// written before the column existed): the object has at most
+		// MaxHistory keys, so the row keeps the last MaxHistory entries.
+		"history = coalesce(history, '{}'::jsonb) || jsonb_build_object(" +
+			s.arg(jobitem.HistorySlot(p.version)) + "::text, " + s.arg(jobitem.EncodeTransition(p.entry())) + "::text)",
 	}
 	if p.leaseOwner != nil {
 		sets = append(sets, "lease_owner = "+s.arg(*p.leaseOwner))

@@ -98,6 +98,10 @@ func (s *PostgresStore) insert(ctx context.Context, job *Job, m *intentMarker, d
 	if err != nil {
 		return nil, err
 	}
+	history, err := st.jsonb(jobitem.EncodeHistory(job.History))
+	if err != nil {
+		return nil, err
+	}
 	spec := "NULL::jsonb"
 	if len(job.Spec) > 0 {
 		if spec, err = st.jsonb(job.Spec); err != nil {
@@ -118,9 +122,9 @@ func (s *PostgresStore) insert(ctx context.Context, job *Job, m *intentMarker, d
 	query := `WITH m AS (
 	` + intentRow + `
 ), j AS (
-	INSERT INTO jobs (job_id, intent_id, tenant, status, generation, version, progress, outbox, spec, created_at, updated_at)
+	INSERT INTO jobs (job_id, intent_id, tenant, status, generation, version, progress, outbox, spec, created_at, updated_at, history)
 	SELECT ` + id + `, ` + intent + `, ` + tenant + `, ` + st.arg(string(job.Status)) + `, 0, 0, 0, ` + outbox + `, ` + spec + `, ` +
-		created + `, ` + created + ` FROM m
+		created + `, ` + created + `, ` + history + ` FROM m
 	RETURNING to_jsonb(new) AS img
 ), o AS (
 	INSERT INTO job_outbox (job_id, version, image, prev_image, created_at)

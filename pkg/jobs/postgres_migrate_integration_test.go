@@ -121,6 +121,9 @@ func TestPostgresMigrationsOnThePreviousVersionWithRows(t *testing.T) {
 	claimed, err := store.Claim(ctx, jobs.ClaimRequest{JobID: "job-live", AttemptID: "attempt-a", LeaseUntil: clock.Now().Add(time.Minute)})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), claimed.Version)
+	require.Equal(t, []jobs.Transition{{Version: 1, Status: jobs.StatusRunning, Generation: 1,
+		At: time.UnixMilli(clock.Now().UnixMilli()).UTC(), Event: jobs.EventStarted}}, claimed.History,
+		"a row written before the history gets one from its next transition")
 	var rows int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM job_outbox WHERE job_id = 'job-live'`).Scan(&rows))
 	require.Equal(t, 2, rows, "the old version's outbox row and the claim's")

@@ -27,6 +27,12 @@ var completed42 = jobs.Job{
 	Spec:      map[string]string{"source": "articles"},
 	CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782950000).UTC(),
 	ExpiresAt: time.Unix(1796374950, 0).UTC(),
+	History: []jobs.Transition{
+		{Version: 0, Status: jobs.StatusPending, Generation: 0, At: time.UnixMilli(1793782800000).UTC(), Event: jobs.MessageRun},
+		{Version: 1, Status: jobs.StatusRunning, Generation: 1, At: time.UnixMilli(1793782810000).UTC(), Event: jobs.EventStarted},
+		{Version: 2, Status: jobs.StatusRunning, Generation: 2, At: time.UnixMilli(1793782920000).UTC(), Event: jobs.EventStarted},
+		{Version: 3, Status: jobs.StatusCompleted, Generation: 2, At: time.UnixMilli(1793782950000).UTC(), Event: jobs.EventCompleted},
+	},
 }
 
 // TestFromStreamImageGolden decodes the images of a stream event as Lambda
@@ -50,6 +56,7 @@ func TestFromStreamImageGolden(t *testing.T) {
 		Outbox:    jobs.Message{ID: "job-42/v0", Type: jobs.MessageRun},
 		Spec:      map[string]string{"source": "articles"},
 		CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782800000).UTC(),
+		History: completed42.History[:1],
 	}, created)
 
 	// INSERT of the intent marker: not a job.
@@ -68,6 +75,7 @@ func TestFromStreamImageGolden(t *testing.T) {
 	require.Equal(t, jobs.Message{ID: "job-42/v2", Type: jobs.EventStarted, Version: 2, Payload: map[string]string{
 		jobs.PayloadAttemptID: "attempt-b", jobs.PayloadPreviousAttemptID: "attempt-a",
 	}}, before.Outbox)
+	require.Equal(t, completed42.History[:3], before.History, "the history's slots, in version order")
 
 	// A malformed image: the version is a string.
 	_, err = jobs.FromStreamImage(ev.Records[3].Change.NewImage)
@@ -102,6 +110,8 @@ func TestFromItemGolden(t *testing.T) {
 			})}),
 		"spec":       m(map[string]types.AttributeValue{"source": s("articles")}),
 		"created_at": n("1793782800000"), "updated_at": n("1793782950000"), "expires_at": n("1796374950"),
+		// The history's slots, in no order.
+		"h3": s("cc3.2.mw1w1yeo"), "h1": s("rs1.1.mw1vyyds"), "h0": s("pn0.0.mw1vyqo0"), "h2": s("rs2.2.mw1w1b9c"),
 	}
 	j, err := jobs.FromItem(item)
 	require.NoError(t, err)
@@ -112,11 +122,16 @@ func TestFromItemGolden(t *testing.T) {
 		value types.AttributeValue
 		want  string
 	}{
-		"version as a string":  {"version", s("3"), "jobs: attribute version: want N, have S"},
-		"fractional progress":  {"progress", n("1.5"), "jobs: attribute progress: want an integer N, have N 1.5"},
-		"outbox as a string":   {"outbox", s("job-42/v3"), "jobs: attribute outbox: want M, have S"},
-		"payload value as a N": {"outbox", m(map[string]types.AttributeValue{"id": s("job-42/v3"), "payload": m(map[string]types.AttributeValue{"attempt_id": n("7")})}), "jobs: attribute outbox.payload.attempt_id: want S, have N 7"},
-		"an unknown status":    {"status", s("paused"), `jobs: job "job-42": attribute status: unknown status "paused"`},
+		"version as a string":      {"version", s("3"), "jobs: attribute version: want N, have S"},
+		"fractional progress":      {"progress", n("1.5"), "jobs: attribute progress: want an integer N, have N 1.5"},
+		"outbox as a string":       {"outbox", s("job-42/v3"), "jobs: attribute outbox: want M, have S"},
+		"payload value as a N":     {"outbox", m(map[string]types.AttributeValue{"id": s("job-42/v3"), "payload": m(map[string]types.AttributeValue{"attempt_id": n("7")})}), "jobs: attribute outbox.payload.attempt_id: want S, have N 7"},
+		"an unknown status":        {"status", s("paused"), `jobs: job "job-42": attribute status: unknown status "paused"`},
+		"a history entry as a N":   {"h2", n("2"), "jobs: attribute h2: want S, have N 2"},
+		"a malformed entry":        {"h2", s("rs2.2"), `jobs: job "job-42": attribute h2: entry "rs2.2": want <status><event><version>.<generation>.<epoch ms>`},
+		"an unknown status letter": {"h2", s("zs2.2.mw1w1b9c"), `attribute h2: entry "zs2.2.mw1w1b9c": want`},
+		"an entry in another slot": {"h2", s("rs22.2.mw1w1b9c"), `jobs: job "job-42": attribute h2: entry "rs22.2.mw1w1b9c": version 74 belongs in slot h14`},
+		"a negative version":       {"h2", s("rs-2.2.mw1w1b9c"), `attribute h2: entry "rs-2.2.mw1w1b9c": "-2" is not a base-36 number it can hold`},
 	} {
 		bad := make(map[string]types.AttributeValue, len(item))
 		for k, v := range item {

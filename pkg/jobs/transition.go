@@ -82,7 +82,21 @@ func (p *patch) apply(j Job) Job {
 	}
 	j.Outbox = p.outbox
 	j.UpdatedAt = p.updatedAt
+	j.History = appendHistory(j.History, p.entry())
 	return j
+}
+
+// entry is the History entry of the write.
+func (p *patch) entry() Transition {
+	return Transition{Version: p.version, Status: p.status, Generation: p.generation, At: p.updatedAt, Event: p.outbox.Type}
+}
+
+// appendHistory is h with t after it, its last MaxHistory entries: what
+// the item's slots hold after t's write (jobitem.HistorySlot). It does not
+// share h's array, so a clone of the job before keeps its own.
+func appendHistory(h []Transition, t Transition) []Transition {
+	h = append(h[len(h)-min(len(h), MaxHistory-1):len(h):len(h)], t)
+	return h
 }
 
 // step is decide's answer.
@@ -515,6 +529,7 @@ func newJob(req *CreateRequest, dangling *intentMarker, now time.Time, cfg *conf
 		Spec: spec, CreatedAt: now, UpdatedAt: now,
 		Outbox: message(id, 0, MessageRun),
 	}
+	j.History = []Transition{{Version: 0, Status: StatusPending, At: now, Event: MessageRun}}
 	m := intentMarker{
 		Key: IntentKey(req.Tenant, req.IntentID), Tenant: req.Tenant, IntentID: req.IntentID,
 		JobID: id, SpecSHA256: specHash(req.Spec), CreatedAt: now, ExpiresAt: ttl(now.Add(cfg.intentRetention)),

@@ -34,6 +34,9 @@ const (
 	AttrCreatedAt      = "created_at"
 	AttrUpdatedAt      = "updated_at"
 	AttrExpiresAt      = "expires_at" // epoch seconds: DynamoDB's TTL
+	// The history's slots, "h0" to "h19" (HistorySlot), are attributes
+	// too, and the PostgreSQL row holds them in its history column
+	// (AttrHistory): history.go.
 )
 
 // The attributes of the maps in a job item: its outbox's message (a
@@ -112,9 +115,14 @@ func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
 	if ed, ok := d.OptMap(AttrError); ok {
 		j.Error = Failure{Code: ed.OptString(FailureAttrCode), Message: ed.OptString(FailureAttrMessage)}
 	}
+	history, herr := decodeHistory(d)
 	if err := d.Err(); err != nil {
 		return j, fmt.Errorf("jobs: %w", err)
 	}
+	if herr != nil {
+		return j, fmt.Errorf("jobs: job %q: %w", j.ID, herr)
+	}
+	j.History = history
 	if j.ID == "" {
 		// DynamoDB refuses an empty key: only a forged image has one.
 		return j, fmt.Errorf("jobs: attribute %s: empty", AttrJobID)

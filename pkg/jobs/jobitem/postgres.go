@@ -147,6 +147,9 @@ func EncodePostgresImage(j Job) ([]byte, error) {
 	if !j.ExpiresAt.IsZero() {
 		m[AttrExpiresAt] = j.ExpiresAt.Unix()
 	}
+	if h := EncodeHistory(j.History); h != nil {
+		m[AttrHistory] = h
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: encode image of %s: %w", j.ID, err)

@@ -27,6 +27,10 @@ func completed() jobitem.Job {
 		CreatedAt: time.UnixMilli(1_793_782_000_001).UTC(),
 		UpdatedAt: time.UnixMilli(1_793_782_900_002).UTC(),
 		ExpiresAt: time.Unix(1_796_374_900, 0).UTC(),
+		History: []jobitem.Transition{ // cut short: it begins after creation
+			{Version: 4, Status: jobitem.StatusRunning, Generation: 2, At: time.UnixMilli(1_793_782_800_001).UTC(), Event: jobitem.EventStarted},
+			{Version: 5, Status: jobitem.StatusCompleted, Generation: 2, At: time.UnixMilli(1_793_782_900_002).UTC(), Event: jobitem.EventCompleted},
+		},
 	}
 }
 
@@ -56,14 +60,16 @@ func TestAPostgresRowImageDecodes(t *testing.T) {
 		"lease_owner": "attempt-a", "lease_expires_at": 1793782860000, "result_key": null, "result_sha256": null,
 		"result_size": null, "progress": 0, "outbox": {"id": "job-42/v1", "type": "job.started", "version": 1,
 		"payload": {"attempt_id": "attempt-a"}}, "spec": null, "error": null, "created_at": 1793782800000,
-		"updated_at": 1793782800000, "expires_at": null, "finished_key": null}`
+		"updated_at": 1793782800000, "expires_at": null, "finished_key": null, "history": {"h1": "rs1.1.mw1vyqo0"}}`
 	j, err := jobitem.FromPostgresImage([]byte(row))
 	require.NoError(t, err)
 	require.Equal(t, jobitem.Job{ID: "job-42", IntentID: "i", Tenant: "t-1", Status: jobitem.StatusRunning,
 		Generation: 1, Version: 1, LeaseOwner: "attempt-a", LeaseExpiresAt: time.UnixMilli(1793782860000).UTC(),
 		Outbox: jobitem.Message{ID: "job-42/v1", Type: jobitem.EventStarted, Version: 1,
 			Payload: map[string]string{jobitem.PayloadAttemptID: "attempt-a"}},
-		CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782800000).UTC()}, j)
+		CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782800000).UTC(),
+		History: []jobitem.Transition{{Version: 1, Status: jobitem.StatusRunning, Generation: 1,
+			At: time.UnixMilli(1793782800000).UTC(), Event: jobitem.EventStarted}}}, j)
 }
 
 // Each malformed image is an error saying what is wrong, never ErrNotJob

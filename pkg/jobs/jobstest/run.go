@@ -71,6 +71,9 @@ var suite = []struct {
 	{"ListPagesShowEachJobOnce", testListPages},
 	{"GetManyReadsEachJobOnce", testGetMany},
 	{"HistoryIsLinearizable", testHistoryIsLinearizable},
+	{"HistoryOfAFullLife", testHistoryOfAFullLife},
+	{"HistoryKeepsTheLastMaxHistory", testHistoryKeepsTheLastMaxHistory},
+	{"RefusedWritesAddNoEntry", testRefusedWritesAddNoEntry},
 }
 
 // bundle is what a test works with.

@@ -1,0 +1,52 @@
+package jobitem_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fifoworker/fifoworker/pkg/jobs/jobitem"
+)
+
+// Every status and every event an item holds survive their slot's
+// string; an event no item holds is written as none.
+func TestATransitionRoundTripsThroughItsSlot(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(1_793_782_800_123).UTC()
+	events := []string{"", jobitem.MessageRun, jobitem.EventStarted, jobitem.EventProgress,
+		jobitem.EventCompleted, jobitem.EventFailed, jobitem.EventCancelled}
+	for _, s := range []jobitem.Status{jobitem.StatusPending, jobitem.StatusRunning, jobitem.StatusCompleted,
+		jobitem.StatusFailed, jobitem.StatusCancelled} {
+		for _, e := range events {
+			tr := jobitem.Transition{Version: 1234, Status: s, Generation: 7, At: at, Event: e}
+			back, err := jobitem.DecodeTransition(jobitem.EncodeTransition(tr))
+			require.NoError(t, err)
+			require.Equal(t, tr, back)
+		}
+	}
+	back, err := jobitem.DecodeTransition(jobitem.EncodeTransition(jobitem.Transition{Status: jobitem.StatusPending, At: at, Event: jobitem.EventRequeued}))
+	require.NoError(t, err)
+	require.Empty(t, back.Event)
+	require.Equal(t, "rs7.2.mw1vyqo0", jobitem.EncodeTransition(jobitem.Transition{Version: 7, Status: jobitem.StatusRunning,
+		Generation: 2, At: time.UnixMilli(1_793_782_800_000), Event: jobitem.EventStarted}), "the documented example")
+}
+
+// The slots are the versions modulo MaxHistory: version 19 has the last,
+// version 20 the first again, so 21 entries fill 20 slots and the later
+// entry of a slot stays.
+func TestTheSlotsAreTheVersionsModuloMaxHistory(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "h0", jobitem.HistorySlot(0))
+	require.Equal(t, "h19", jobitem.HistorySlot(jobitem.MaxHistory-1))
+	require.Equal(t, "h0", jobitem.HistorySlot(jobitem.MaxHistory))
+	var h []jobitem.Transition
+	for v := range int64(jobitem.MaxHistory + 1) {
+		h = append(h, jobitem.Transition{Version: v, Status: jobitem.StatusRunning, Generation: 1, At: time.UnixMilli(v).UTC()})
+	}
+	require.Len(t, jobitem.EncodeHistory(h[:jobitem.MaxHistory]), jobitem.MaxHistory)
+	slots := jobitem.EncodeHistory(h)
+	require.Len(t, slots, jobitem.MaxHistory)
+	require.Equal(t, jobitem.EncodeTransition(h[jobitem.MaxHistory]), slots["h0"])
+	require.Nil(t, jobitem.EncodeHistory(nil))
+}
