@@ -46,7 +46,8 @@ const DefaultRepairBudget = 45 * time.Second
 // per scheduled invocation; its input is sweeper.Options (the schedule's
 // constant {"dry_run": false}) and its result the sweeper.Report.
 // Settings: JOBS_TABLE, CANDIDATES_BUCKET (the cursors are kept there, at
-// sweeper.CursorKey and sweeper.RepairCursorKey), VIEWS_TABLE and
+// sweeper.CursorKey and sweeper.RepairCursorKey, and each run's report, at
+// sweeper.LastRunKey, for the operator's console), VIEWS_TABLE and
 // TOTALS_TABLE (the projector's), MAX_GENERATIONS (default 3, 1 to 4, as
 // the worker's), SWEEP_GRACE (default 1h), SWEEP_STUCK_AFTER (default
 // 15m), SWEEP_REPAIR_AFTER (default 15m, 1m to 7d), SWEEP_RECHECK_AFTER
@@ -150,6 +151,10 @@ func (s sweeperReadSettings) sweeper(env *startup.Env, cfg aws.Config, st sweepe
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}
+	lastRun, err := sweeper.NewS3LastRun(sweeper.S3LastRunConfig{Client: s3c, Bucket: s.bucket})
+	if err != nil {
+		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
+	}
 	sw, err := sweeper.New(sweeper.Config{
 		Jobs:          st.jobs,
 		Candidates:    candidates,
@@ -169,6 +174,7 @@ func (s sweeperReadSettings) sweeper(env *startup.Env, cfg aws.Config, st sweepe
 		CommandsQueue: st.commands,
 		EventsQueue:   st.events,
 		FunctionName:  s.function,
+		LastRun:       lastRun,
 		Logger:        log,
 	})
 	if err != nil {

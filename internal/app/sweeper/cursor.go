@@ -120,46 +120,60 @@ func NewS3Cursor(cfg S3CursorConfig) (*S3Cursor, error) {
 }
 
 // Load implements Cursor. No cursor object yet is the beginning, "".
-//
-// S3 answers a GetObject of a missing key with 404 only to a caller that
-// may list the bucket; to one whose s3:ListBucket is limited by a prefix
-// condition, as the sweeper's role is, the answer is 403. So a 403 is
-// checked with a listing of the cursor's own key, which that role may
-// make: no such object is the beginning, anything else the 403 it was.
 func (c *S3Cursor) Load(ctx context.Context) (string, error) {
-	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(c.key)})
-	if err != nil {
-		var noKey *types.NoSuchKey
-		if errors.As(err, &noKey) {
-			return "", nil
-		}
-		if isAccessDenied(err) {
-			if missing, lerr := c.missing(ctx); lerr == nil && missing {
-				return "", nil
-			}
-		}
+	body, found, err := getSmall(ctx, c.api, c.bucket, c.key, maxCursor)
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, c.key, err)
-	}
-	defer func() { _ = out.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(out.Body, maxCursor+1))
-	if err != nil {
-		return "", fmt.Errorf("sweeper: load cursor s3://%s/%s: %w", c.bucket, c.key, err)
-	}
-	if len(body) > maxCursor || !utf8.Valid(body) {
+	case !found:
+		return "", nil
+	case len(body) > maxCursor || !utf8.Valid(body):
 		return "", fmt.Errorf("sweeper: cursor s3://%s/%s is not a key: %d bytes", c.bucket, c.key, len(body))
 	}
 	return string(body), nil
 }
 
-func (c *S3Cursor) missing(ctx context.Context) (bool, error) {
-	out, err := c.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket: aws.String(c.bucket), Prefix: aws.String(c.key), MaxKeys: aws.Int32(1),
+// getSmall reads the object at key, and at most limit+1 bytes of it, so
+// that a caller can tell a body over limit. found is false when there is
+// no object at key.
+//
+// S3 answers a GetObject of a missing key with 404 only to a caller that
+// may list the bucket; to one whose s3:ListBucket is limited by a prefix
+// condition, as the sweeper's role is, the answer is 403. So a 403 is
+// checked with a listing of the key itself, which that role may make: no
+// such object is not found, anything else the 403 it was.
+func getSmall(ctx context.Context, api CursorAPI, bucket, key string, limit int) (body []byte, found bool, err error) {
+	out, err := api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		var noKey *types.NoSuchKey
+		if errors.As(err, &noKey) {
+			return nil, false, nil
+		}
+		if isAccessDenied(err) {
+			if missing, lerr := missingKey(ctx, api, bucket, key); lerr == nil && missing {
+				return nil, false, nil
+			}
+		}
+		return nil, false, err
+	}
+	defer func() { _ = out.Body.Close() }()
+	body, err = io.ReadAll(io.LimitReader(out.Body, int64(limit)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	return body, true, nil
+}
+
+// missingKey reports whether a listing of key finds no object at it.
+func missingKey(ctx context.Context, api CursorAPI, bucket, key string) (bool, error) {
+	out, err := api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket: aws.String(bucket), Prefix: aws.String(key), MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
 		return false, err
 	}
 	for _, obj := range out.Contents {
-		if aws.ToString(obj.Key) == c.key {
+		if aws.ToString(obj.Key) == key {
 			return false, nil
 		}
 	}

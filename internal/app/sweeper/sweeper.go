@@ -179,6 +179,13 @@ type Config struct {
 	// by each check per listing (see RepairBudget) (default
 	// DefaultMaxItems, at most MaxItemsLimit).
 	MaxItems int
+	// LastRun keeps each run's report (as a LastRun), where the
+	// operator's console reads it (S3LastRun); nil keeps it nowhere. A dry
+	// run keeps none, since it writes nothing: the last real run's stays.
+	// A run with failed requests keeps its report, whose Errors count them,
+	// so that the console shows the last run failed rather than an older
+	// one that did not; a report that cannot be kept fails the run.
+	LastRun LastRunSaver
 	// Logger receives one record per deletion, nudge, repair, unparsable
 	// key and error, and the report; nil discards them.
 	Logger *slog.Logger
@@ -241,6 +248,7 @@ type Sweeper struct {
 	purgers       []Purger
 	purgeLimit    int
 	function      string
+	lastRun       LastRunSaver
 	log           *slog.Logger
 }
 
@@ -256,7 +264,7 @@ func New(cfg Config) (*Sweeper, error) {
 		grace: cfg.Grace, stuckAfter: cfg.StuckAfter, repairAfter: cfg.RepairAfter, recheckAfter: cfg.RecheckAfter,
 		repairBudget: cfg.RepairBudget, maxItems: cfg.MaxItems, function: cfg.FunctionName, log: cfg.Logger,
 		quarantine: cfg.Quarantine, queues: [2]string{cfg.CommandsQueue, cfg.EventsQueue},
-		purgers: cfg.Purgers, purgeLimit: cmp.Or(cfg.PurgeLimit, DefaultPurgeLimit),
+		purgers: cfg.Purgers, purgeLimit: cmp.Or(cfg.PurgeLimit, DefaultPurgeLimit), lastRun: cfg.LastRun,
 	}
 	if s.cursor == nil {
 		s.cursor = &MemoryCursor{}
@@ -440,11 +448,23 @@ func (s *Sweeper) Run(ctx context.Context, opts Options) (Report, error) {
 	r.countHeld()
 	r.logMetrics()
 	r.r.ElapsedMS = time.Since(start).Milliseconds()
+	r.keepReport()
 	s.log.InfoContext(ctx, "sweep", "report", r.r)
 	if r.r.Errors > 0 {
 		return r.r, fmt.Errorf("sweeper: %d requests failed: %w", r.r.Errors, errors.Join(r.errs...))
 	}
 	return r.r, nil
+}
+
+// keepReport saves the run's report with Config.LastRun, unless this is a
+// dry run; a failed save is one more error of the run.
+func (r *run) keepReport() {
+	if r.lastRun == nil || r.dry {
+		return
+	}
+	if err := r.lastRun.Save(r.ctx, LastRun{At: r.clock(), Report: r.r}); err != nil {
+		r.fail(err, "sweep: keep the last run's report")
+	}
 }
 
 // purgeExpired deletes the Purgers' expired rows, at most purgeLimit in
