@@ -111,7 +111,7 @@ func TestFromItemGolden(t *testing.T) {
 		"spec":       m(map[string]types.AttributeValue{"source": s("articles")}),
 		"created_at": n("1793782800000"), "updated_at": n("1793782950000"), "expires_at": n("1796374950"),
 		// The history's slots, in no order.
-		"h3": s("cc3.2.mw1w1yeo"), "h1": s("rs1.1.mw1vyyds"), "h0": s("pn0.0.mw1vyqo0"), "h2": s("rs2.2.mw1w1b9c"),
+		"h3": s("cmw1w1yeo3.2"), "h1": s("smw1vyyds1.1"), "h0": s("pmw1vyqo00.0"), "h2": s("smw1w1b9c2.2"),
 	}
 	j, err := jobs.FromItem(item)
 	require.NoError(t, err)
@@ -128,10 +128,11 @@ func TestFromItemGolden(t *testing.T) {
 		"payload value as a N":     {"outbox", m(map[string]types.AttributeValue{"id": s("job-42/v3"), "payload": m(map[string]types.AttributeValue{"attempt_id": n("7")})}), "jobs: attribute outbox.payload.attempt_id: want S, have N 7"},
 		"an unknown status":        {"status", s("paused"), `jobs: job "job-42": attribute status: unknown status "paused"`},
 		"a history entry as a N":   {"h2", n("2"), "jobs: attribute h2: want S, have N 2"},
-		"a malformed entry":        {"h2", s("rs2.2"), `jobs: job "job-42": attribute h2: entry "rs2.2": want <status><event><version>.<generation>.<epoch ms>`},
-		"an unknown status letter": {"h2", s("zs2.2.mw1w1b9c"), `attribute h2: entry "zs2.2.mw1w1b9c": want`},
-		"an entry in another slot": {"h2", s("rs22.2.mw1w1b9c"), `jobs: job "job-42": attribute h2: entry "rs22.2.mw1w1b9c": version 74 belongs in slot h14`},
-		"a negative version":       {"h2", s("rs-2.2.mw1w1b9c"), `attribute h2: entry "rs-2.2.mw1w1b9c": "-2" is not a base-36 number it can hold`},
+		"a malformed entry":        {"h2", s("smw1w1b9c2"), `jobs: job "job-42": attribute h2: entry "smw1w1b9c2": too short: want <kind letter><8 base-36 digits of epoch ms><version>.<generation>`},
+		"an unknown kind letter":   {"h2", s("zmw1w1b9c2.2"), `attribute h2: entry "zmw1w1b9c2.2": unknown kind letter`},
+		"an entry in another slot": {"h2", s("smw1w1b9c22.2"), `jobs: job "job-42": attribute h2: entry "smw1w1b9c22.2": version 74 belongs in slot h14`},
+		"a negative version":       {"h2", s("smw1w1b9c-2.2"), `attribute h2: entry "smw1w1b9c-2.2": "-2" is not a base-36 number`},
+		"no generation":            {"h2", s("smw1w1b9c222"), `attribute h2: entry "smw1w1b9c222": no generation`},
 	} {
 		bad := make(map[string]types.AttributeValue, len(item))
 		for k, v := range item {

@@ -27,12 +27,14 @@ import (
 // the slots are the keys of one JSON object, the history column
 // (AttrHistory), merged server-side by each transition's statement.
 //
-// An entry is one string, EncodeTransition's: the status's and the
-// event's letters, then the version, the generation and the time in epoch
-// milliseconds, in base 36, dot-separated: "rs7.2.mg5pcq3f" is version 7,
-// running at generation 2 by a claim or takeover (job.started). Base 36
-// keeps a time in 8 characters (until 2059), so that MaxHistory entries
-// and their names cost under 400 bytes of a DynamoDB item.
+// An entry is one string, EncodeTransition's: a letter for its status
+// and event, the time in epoch milliseconds (8 base-36 digits), the
+// version and the generation (base 36, dot-separated): "smw1vyyds7.2" is
+// version 7, running at generation 2 by a claim or a takeover
+// (job.started), at 2026-11-04T09:00:10Z. It is that terse because a job
+// item is near DynamoDB's 1 KB write unit already: MaxHistory entries and
+// their names cost under 300 bytes, a normal life's four under 60
+// (docs/ARCHITECTURE.md, "The job item").
 
 // AttrHistory is the PostgreSQL row's history column: a JSON object of
 // slots (HistorySlot) to entries (EncodeTransition).
@@ -47,66 +49,88 @@ func HistorySlot(v int64) string {
 	return historySlotPrefix + strconv.FormatInt(v%MaxHistory, 10)
 }
 
-// The letters of an entry's status and event.
-var (
-	statusLetters = map[Status]byte{
-		StatusPending: 'p', StatusRunning: 'r', StatusCompleted: 'c', StatusFailed: 'f', StatusCancelled: 'x',
-	}
-	eventLetters = map[string]byte{
-		"": '-', MessageRun: 'n', EventStarted: 's', EventProgress: 'p',
-		EventCompleted: 'c', EventFailed: 'f', EventCancelled: 'x',
-	}
+// kinds are an entry's letters: each stands for a status and the event
+// of the transition that left it, the only pairs a store writes (a
+// pending job's entry is a creation's or a nudge's, both MessageRun; a
+// running one's a claim's or takeover's, a renewal's or a requeue's).
+var kinds = []struct {
+	letter byte
+	status Status
+	event  string
+}{
+	{'p', StatusPending, MessageRun},
+	{'s', StatusRunning, EventStarted},
+	{'r', StatusRunning, EventProgress},
+	{'q', StatusRunning, MessageRun},
+	{'c', StatusCompleted, EventCompleted},
+	{'f', StatusFailed, EventFailed},
+	{'x', StatusCancelled, EventCancelled},
+}
+
+// The time of an entry is epoch milliseconds in base 36, exactly
+// timeDigits digits, zero-padded: 1970 to 2059. A time outside is written
+// as the nearest one inside (stores write their clock's now).
+const (
+	timeDigits = 8
+	maxTime    = 2821109907455 // 36^8 - 1 ms: 2059-05-25
 )
 
-// EncodeTransition renders t as its slot holds it. An event the item
-// never holds (EventRequeued, or one unknown) is left out, as none.
+// EncodeTransition renders t as its slot holds it: the letter of its
+// status and event (an event the status's transitions do not write is
+// written as the first of them: a running entry's as a renewal's), the
+// time, then the version and the generation, "s" + "mw1vyyds" + "7.2".
 func EncodeTransition(t Transition) string {
-	e, ok := eventLetters[t.Event]
-	if !ok {
-		e = eventLetters[""]
+	letter := byte(0)
+	for _, k := range kinds {
+		if k.status == t.Status && (letter == 0 || k.event == t.Event) {
+			letter = k.letter
+		}
 	}
+	if letter == 0 {
+		letter = '?' // no status a job has: DecodeTransition refuses it
+	}
+	at := strconv.FormatInt(min(max(t.At.UnixMilli(), 0), maxTime), 36)
 	var b strings.Builder
-	b.Grow(16)
-	b.WriteByte(statusLetters[t.Status])
-	b.WriteByte(e)
+	b.Grow(1 + timeDigits + 4)
+	b.WriteByte(letter)
+	b.WriteString(strings.Repeat("0", timeDigits-len(at)))
+	b.WriteString(at)
 	b.WriteString(strconv.FormatInt(t.Version, 36))
 	b.WriteByte('.')
 	b.WriteString(strconv.FormatInt(t.Generation, 36))
-	b.WriteByte('.')
-	b.WriteString(strconv.FormatInt(t.At.UnixMilli(), 36))
 	return b.String()
 }
 
 // DecodeTransition reads an entry EncodeTransition wrote.
 func DecodeTransition(s string) (Transition, error) {
 	var t Transition
-	if len(s) < 2 {
-		return t, fmt.Errorf("entry %q: too short", s)
+	bad := func(why string) (Transition, error) {
+		return Transition{}, fmt.Errorf("entry %q: %s: want <kind letter><%d base-36 digits of epoch ms><version>.<generation>", s, why, timeDigits)
 	}
-	for st, l := range statusLetters {
-		if l == s[0] {
-			t.Status = st
+	if len(s) < 1+timeDigits+3 {
+		return bad("too short")
+	}
+	for _, k := range kinds {
+		if k.letter == s[0] {
+			t.Status, t.Event = k.status, k.event
 		}
 	}
-	found := false
-	for ev, l := range eventLetters {
-		if l == s[1] {
-			t.Event, found = ev, true
-		}
+	if t.Status == "" {
+		return bad("unknown kind letter")
 	}
-	parts := strings.Split(s[2:], ".")
-	if t.Status == "" || !found || len(parts) != 3 {
-		return t, fmt.Errorf("entry %q: want <status><event><version>.<generation>.<epoch ms>", s)
+	v, g, ok := strings.Cut(s[1+timeDigits:], ".")
+	if !ok {
+		return bad("no generation")
 	}
 	var n [3]int64
-	for i, p := range parts {
-		v, err := strconv.ParseInt(p, 36, 64)
-		if err != nil || (i < 2 && v < 0) {
-			return t, fmt.Errorf("entry %q: %q is not a base-36 number it can hold", s, p)
+	for i, p := range []string{s[1 : 1+timeDigits], v, g} {
+		x, err := strconv.ParseUint(p, 36, 63)
+		if err != nil {
+			return bad(fmt.Sprintf("%q is not a base-36 number", p))
 		}
-		n[i] = v
+		n[i] = int64(x)
 	}
-	t.Version, t.Generation, t.At = n[0], n[1], time.UnixMilli(n[2]).UTC()
+	t.At, t.Version, t.Generation = time.UnixMilli(n[0]).UTC(), n[1], n[2]
 	return t, nil
 }
 

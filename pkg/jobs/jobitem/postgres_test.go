@@ -60,7 +60,7 @@ func TestAPostgresRowImageDecodes(t *testing.T) {
 		"lease_owner": "attempt-a", "lease_expires_at": 1793782860000, "result_key": null, "result_sha256": null,
 		"result_size": null, "progress": 0, "outbox": {"id": "job-42/v1", "type": "job.started", "version": 1,
 		"payload": {"attempt_id": "attempt-a"}}, "spec": null, "error": null, "created_at": 1793782800000,
-		"updated_at": 1793782800000, "expires_at": null, "finished_key": null, "history": {"h1": "rs1.1.mw1vyqo0"}}`
+		"updated_at": 1793782800000, "expires_at": null, "finished_key": null, "history": {"h1": "smw1vyqo01.1"}}`
 	j, err := jobitem.FromPostgresImage([]byte(row))
 	require.NoError(t, err)
 	require.Equal(t, jobitem.Job{ID: "job-42", IntentID: "i", Tenant: "t-1", Status: jobitem.StatusRunning,
