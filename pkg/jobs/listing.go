@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,7 +49,12 @@ var (
 // ListOptions choose the jobs a listing shows. The zero value lists every
 // tenant's live jobs and every final job the table keeps, 50 a page.
 type ListOptions struct {
-	Tenant   string        // only this tenant's jobs; "" for all
+	Tenant string // only this tenant's jobs; "" for all
+	// Status is the one status to list; "" for any. A live one (pending,
+	// running) reads the live index only, a final one the finished index
+	// only; either is filtered after the read, as Tenant is, so a page may
+	// end with fewer than Limit jobs and a token to go on.
+	Status   Status
 	LiveOnly bool          // only the jobs that are not final
 	Since    time.Duration // final jobs that ended within it; 0 for all
 	Limit    int           // jobs a page, 1 to MaxListLimit; 0 for DefaultListLimit
@@ -64,8 +70,27 @@ func (o *ListOptions) Validate() error {
 		return fmt.Errorf("jobs: list: %w: since %v is negative", ErrInvalid, o.Since)
 	case o.LiveOnly && o.Since != 0:
 		return fmt.Errorf("jobs: list: %w: since is about final jobs, which live only leaves out", ErrInvalid)
+	case o.Status == "":
+		return nil
+	case !slices.Contains(Statuses, o.Status):
+		return fmt.Errorf("jobs: list: %w: status %q: one of %s", ErrInvalid, o.Status, statusNames())
+	case o.Status.Final() && o.LiveOnly:
+		return fmt.Errorf("jobs: list: %w: status %s is final, which live only leaves out", ErrInvalid, o.Status)
+	case !o.Status.Final() && o.Since != 0:
+		return fmt.Errorf("jobs: list: %w: since is about final jobs, which status %s leaves out", ErrInvalid, o.Status)
 	}
 	return nil
+}
+
+// Statuses are a job's statuses, in the order of its life.
+var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled}
+
+func statusNames() string {
+	names := make([]string, len(Statuses))
+	for i, s := range Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ListPage is one page of a listing.
@@ -81,6 +106,7 @@ type ListPage struct {
 // and filter it was made with, fixed by its first page.
 type listCursor struct {
 	Tenant   string       `json:"t,omitempty"`
+	Status   Status       `json:"st,omitempty"`
 	LiveOnly bool         `json:"l,omitempty"`
 	Since    int64        `json:"s,omitempty"` // ms
 	Before   int64        `json:"b"`           // epoch ms, both indexes' bound
@@ -92,7 +118,8 @@ type listCursor struct {
 // List lists jobs a page at a time: first, from the live index, the jobs
 // that are not final, least recently changed first (ties by id); then,
 // unless o.LiveOnly, from the finished index, the final jobs that ended
-// within o.Since, in the order they ended. Each entry is read (the indexes
+// within o.Since, in the order they ended. o.Status reads only the index
+// that holds its jobs. Each entry is read (the indexes
 // hold keys only) and shown as it is now.
 //
 // A page's Token resumes strictly after the last index entry the page
@@ -134,7 +161,8 @@ func List(ctx context.Context, st ListStore, o ListOptions, now time.Time) (List
 
 func cursorFor(o *ListOptions, now time.Time) (listCursor, error) {
 	if o.Token == "" {
-		c := listCursor{Tenant: o.Tenant, LiveOnly: o.LiveOnly, Since: o.Since.Milliseconds(), Before: now.Add(listSlack).UnixMilli()}
+		c := listCursor{Tenant: o.Tenant, Status: o.Status, LiveOnly: o.LiveOnly || (o.Status != "" && !o.Status.Final()),
+			Final: o.Status.Final(), Since: o.Since.Milliseconds(), Before: now.Add(listSlack).UnixMilli()}
 		if o.Since > 0 {
 			c.After = FinishedBound(now.Add(-o.Since))
 		}
@@ -146,9 +174,10 @@ func cursorFor(o *ListOptions, now time.Time) (listCursor, error) {
 	if !ok || err != nil || json.Unmarshal(b, &c) != nil || c.Before == 0 {
 		return c, fmt.Errorf("jobs: list: %w: %.40q is not a token of a jobs listing", ErrBadToken, o.Token)
 	}
-	if c.Tenant != o.Tenant || c.LiveOnly != o.LiveOnly || c.Since != o.Since.Milliseconds() {
-		return c, fmt.Errorf("jobs: list: %w: it was made for another listing (tenant %q, live only %t, since %v): repeat its options",
-			ErrBadToken, c.Tenant, c.LiveOnly, time.Duration(c.Since)*time.Millisecond)
+	if c.Tenant != o.Tenant || c.Status != o.Status || c.LiveOnly != (o.LiveOnly || (o.Status != "" && !o.Status.Final())) ||
+		c.Since != o.Since.Milliseconds() {
+		return c, fmt.Errorf("jobs: list: %w: it was made for another listing (tenant %q, status %q, live only %t, since %v): repeat its options",
+			ErrBadToken, c.Tenant, c.Status, c.LiveOnly, time.Duration(c.Since)*time.Millisecond)
 	}
 	return c, nil
 }
@@ -182,8 +211,8 @@ type entry struct {
 func (w *walk) run(ctx context.Context, section func(ctx context.Context, n int) ([]entry, error)) error {
 	for {
 		want := w.limit - len(w.out) + 1 // one more, to know whether there are more
-		if w.c.Tenant != "" {
-			want = max(want, 100)
+		if w.c.Tenant != "" || w.c.Status != "" {
+			want = max(want, 100) // filtered: read on, within ListScan
 		}
 		n := min(want, ListScan-w.examined+1)
 		entries, err := section(ctx, n)
@@ -201,7 +230,7 @@ func (w *walk) run(ctx context.Context, section func(ctx context.Context, n int)
 			}
 			w.examined++
 			e.pass(&w.c)
-			if j, ok := got[e.id]; ok && (w.c.Final || !j.Status.Final()) && (w.c.Tenant == "" || j.Tenant == w.c.Tenant) {
+			if j, ok := got[e.id]; ok && w.c.shows(&j) {
 				w.out = append(w.out, j)
 			}
 		}
@@ -209,6 +238,13 @@ func (w *walk) run(ctx context.Context, section func(ctx context.Context, n int)
 			return nil
 		}
 	}
+}
+
+// shows reports whether the listing shows j, as the page read it: a live
+// listing shows no job that has ended meanwhile (the finished one will).
+func (c *listCursor) shows(j *Job) bool {
+	return (c.Final || !j.Status.Final()) && (c.Tenant == "" || j.Tenant == c.Tenant) &&
+		(c.Status == "" || j.Status == c.Status)
 }
 
 func (w *walk) read(ctx context.Context, entries []entry) (map[string]Job, error) {

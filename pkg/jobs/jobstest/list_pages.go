@@ -1,6 +1,7 @@
 package jobstest
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"testing"
@@ -59,40 +60,9 @@ func testListPages(t *testing.T, newStore NewStore) {
 	list := func(o jobs.ListOptions) (jobs.ListPage, error) {
 		return jobs.List(b.ctx, st, o, b.clock.Now())
 	}
-	mine := func(id string) bool { return strings.HasSuffix(id, b.suffix) }
-	// walk lists every page from o.Token on, this test's jobs only; the
-	// DynamoDB indexes are eventually consistent, so it tries again
-	// (tokens can be reused) until it sees want.
-	walk := func(o jobs.ListOptions, want ...string) (pages [][]string) {
+	walk := func(o jobs.ListOptions, want ...string) [][]string {
 		t.Helper()
-		var got []string
-		for try := 0; ; try++ {
-			got, pages = nil, nil
-			for p := o; ; {
-				page, err := list(p)
-				require.NoError(t, err)
-				require.LessOrEqual(t, len(page.Jobs), p.Limit)
-				var ids []string
-				for _, j := range page.Jobs {
-					if mine(j.ID) {
-						ids = append(ids, j.ID)
-					}
-				}
-				got, pages = append(got, ids...), append(pages, ids)
-				require.Equal(t, page.More, page.Token != "", "a token exactly when there may be more")
-				if !page.More {
-					break
-				}
-				require.Less(t, len(pages), 100, "the pages do not end")
-				p.Token = page.Token
-			}
-			if slices.Equal(want, got) || try == 20 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		require.Equal(t, want, got, "walk %+v", o)
-		return pages
+		return walkList(t, b, list, o, want...)
 	}
 	live := []string{a1, b1, a2, b2, a3}
 	all := append(slices.Clone(live), fa1, fb1, fa2)
@@ -145,4 +115,41 @@ func testListPages(t *testing.T, newStore NewStore) {
 	at(20 * time.Minute)
 	cancel(a3)
 	walk(jobs.ListOptions{Limit: 1, Tenant: tenantA, Token: page.Token}, a2, fa1, fa2, a3)
+}
+
+// walkList lists every page from o.Token on with list, keeping the jobs
+// of b's test only (other tests' may share the store); the DynamoDB
+// indexes are eventually consistent, so it tries again (tokens can be
+// reused) until it sees want. It returns each page's jobs.
+func walkList(t *testing.T, b *bundle, list func(jobs.ListOptions) (jobs.ListPage, error), o jobs.ListOptions, want ...string) (pages [][]string) {
+	t.Helper()
+	mine := func(id string) bool { return strings.HasSuffix(id, b.suffix) }
+	var got []string
+	for try := 0; ; try++ {
+		got, pages = nil, nil
+		for p := o; ; {
+			page, err := list(p)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.Jobs), cmp.Or(p.Limit, jobs.DefaultListLimit))
+			var ids []string
+			for _, j := range page.Jobs {
+				if mine(j.ID) {
+					ids = append(ids, j.ID)
+				}
+			}
+			got, pages = append(got, ids...), append(pages, ids)
+			require.Equal(t, page.More, page.Token != "", "a token exactly when there may be more")
+			if !page.More {
+				break
+			}
+			require.Less(t, len(pages), 100, "the pages do not end")
+			p.Token = page.Token
+		}
+		if slices.Equal(want, got) || try == 20 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, want, got, "walk %+v", o)
+	return pages
 }

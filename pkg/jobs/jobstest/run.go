@@ -69,6 +69,7 @@ var suite = []struct {
 	{"LiveListsJobsThatAreNotFinalByLastUpdate", testLive},
 	{"FinishedListsFinalJobsByTheirFinalTransition", testFinished},
 	{"ListPagesShowEachJobOnce", testListPages},
+	{"ListByStatus", testListByStatus},
 	{"GetManyReadsEachJobOnce", testGetMany},
 	{"HistoryIsLinearizable", testHistoryIsLinearizable},
 	{"HistoryOfAFullLife", testHistoryOfAFullLife},
