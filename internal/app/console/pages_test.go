@@ -235,6 +235,7 @@ func TestTheJobPageEscapesWhatUsersWrote(t *testing.T) {
 	b := setup(t, nil)
 	b.create(t, "job-x", `<script>alert(1)</script>`)
 	j := b.claim(t, "job-x", "attempt-a")
+	b.candidate(t, j, "partial") // of the current generation, but the job failed
 	_, err := b.jobs.Fail(t.Context(), jobs.FailRequest{JobID: "job-x", AttemptID: "attempt-a", Generation: j.Generation, Version: j.Version,
 		Failure: jobs.Failure{Code: `<svg onload=alert(2)>`, Message: `"><img src=x onerror=alert(3)>`}})
 	require.NoError(t, err)
@@ -244,6 +245,7 @@ func TestTheJobPageEscapesWhatUsersWrote(t *testing.T) {
 	require.NotContains(t, page, "<img src=x")
 	require.Contains(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;")
 	require.Contains(t, page, `data-kind="failed"`)
+	require.Contains(t, page, `data-testid="candidate-row" data-mark="orphan"`, "a failed job's candidate is an orphan")
 }
 
 func TestTheJobPageRefusesBadIDs(t *testing.T) {

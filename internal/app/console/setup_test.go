@@ -125,7 +125,7 @@ func (b *testBundle) request(method, target string, form url.Values) *http.Reque
 // cookie is the session cookie the console gives for its token.
 func (b *testBundle) cookie() *http.Cookie {
 	r := httptest.NewRequest(http.MethodGet, "/?"+console.TokenParam+"="+testToken, nil)
-	r.Host = testAddr
+	r.Host = b.cfg.Addr
 	w := httptest.NewRecorder()
 	b.console.ServeHTTP(w, r)
 	for _, c := range w.Result().Cookies() {
