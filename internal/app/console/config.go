@@ -88,8 +88,8 @@ func (c *Config) Validate() error {
 	if len(c.Token) < MinTokenLength {
 		problems = append(problems, fmt.Sprintf("Token has %d characters, fewer than %d", len(c.Token), MinTokenLength))
 	}
-	if _, err := allowedHosts(c.Addr); err != nil {
-		problems = append(problems, err.Error())
+	if p := addrProblem(c.Addr); p != "" {
+		problems = append(problems, p)
 	}
 	if c.ResultLinkTTL < 0 || c.ResultLinkTTL > MaxResultLinkTTL {
 		problems = append(problems, fmt.Sprintf("ResultLinkTTL %v is not in [0, %v]", c.ResultLinkTTL, MaxResultLinkTTL))
@@ -110,16 +110,23 @@ func (c *Config) Validate() error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 }
 
-// allowedHosts is the set of Host headers a console listening on addr
-// answers: addr itself and the loopback names with its port.
-func allowedHosts(addr string) (map[string]bool, error) {
-	host, port, err := net.SplitHostPort(addr)
+// addrProblem says why addr cannot be a listener's address, "" if it can.
+func addrProblem(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("Addr %q is not host:port", addr)
+		return fmt.Sprintf("Addr %q is not host:port", addr)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return nil, fmt.Errorf("Addr %q: port %q is not 1 to 65535 (give the listener's address)", addr, port)
+		return fmt.Sprintf("Addr %q: port %q is not 1 to 65535 (give the listener's address)", addr, port)
 	}
+	return ""
+}
+
+// allowedHosts is the set of Host headers a console listening on addr
+// (valid: addrProblem) answers: addr itself and the loopback names with
+// its port.
+func allowedHosts(addr string) map[string]bool {
+	host, port, _ := net.SplitHostPort(addr)
 	hosts := map[string]bool{
 		"127.0.0.1:" + port: true,
 		"localhost:" + port: true,
@@ -128,7 +135,7 @@ func allowedHosts(addr string) (map[string]bool, error) {
 	if host != "" {
 		hosts[strings.ToLower(net.JoinHostPort(host, port))] = true
 	}
-	return hosts, nil
+	return hosts
 }
 
 func (c Config) withDefaults() Config {

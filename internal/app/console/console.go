@@ -25,12 +25,11 @@ func New(cfg Config) (*Console, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	hosts, _ := allowedHosts(cfg.Addr) // Validate checked it
 	pg, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg.withDefaults(), hosts: hosts, session: mac(cfg.Token, "session"), pages: pg}
+	c := &Console{cfg: cfg.withDefaults(), hosts: allowedHosts(cfg.Addr), session: mac(cfg.Token, "session"), pages: pg}
 	c.mux = c.routes()
 	return c, nil
 }

@@ -91,18 +91,17 @@ func (c *Console) queueSummary(ctx context.Context, q Queue) queueSummary {
 		}
 		s.Held = count(int64(len(holds)))
 	}
-	switch {
-	case q.DeadLetters == nil:
+	if q.DeadLetters == nil {
 		s.DeadLetter = "no dead-letter queue"
-	default:
-		n, err := q.DeadLetters.Depth(ctx)
-		if err != nil {
-			c.cfg.Logger.ErrorContext(ctx, "console: overview: dead-letter depth", "queue", q.Name, "error", err)
-			s.DeadLetter = "unreadable: " + err.Error()
-		} else {
-			s.DeadLetter = count(n) + " messages"
-		}
+		return s
 	}
+	n, err := q.DeadLetters.Depth(ctx)
+	if err != nil {
+		c.cfg.Logger.ErrorContext(ctx, "console: overview: dead-letter depth", "queue", q.Name, "error", err)
+		s.DeadLetter = "unreadable: " + err.Error()
+		return s
+	}
+	s.DeadLetter = count(n) + " messages"
 	return s
 }
 

@@ -19,7 +19,7 @@ import (
 
 // testid finds the text of the element whose data-testid is id (the
 // first one), with its tags stripped.
-func testid(t *testing.T, page, id string) string {
+func testid(t testing.TB, page, id string) string {
 	t.Helper()
 	re := regexp.MustCompile(`data-testid="` + regexp.QuoteMeta(id) + `"[^>]*>(.*?)</`)
 	m := re.FindStringSubmatch(page)
@@ -66,7 +66,9 @@ func TestTheOverviewSaysWhatIsNotThere(t *testing.T) {
 	}{
 		{"no sweeps, no queues", func(c *console.Config) { c.Sweeps, c.Queues = nil, nil },
 			[]string{`data-testid="sweep-last-run">not configured`, "No queue is configured."}},
-		{"the age unavailable", func(c *console.Config) { c.OldestCommand = fakeOldest{err: fmt.Errorf("cloudwatch: %w", console.ErrUnavailable)} },
+		{"the age unavailable", func(c *console.Config) {
+			c.OldestCommand = fakeOldest{err: fmt.Errorf("cloudwatch: %w", console.ErrUnavailable)}
+		},
 			[]string{"unavailable on a local stack"}},
 		{"the age known", func(c *console.Config) { c.OldestCommand = fakeOldest{age: 95*time.Second + 300*time.Millisecond} },
 			[]string{"<p>1m35s</p>"}},
@@ -137,7 +139,7 @@ func TestTheJobsPageFiltersAndPages(t *testing.T) {
 }
 
 // walk lists the job ids of every page of the listing target begins.
-func (b *testBundle) walk(t *testing.T, target string) []string {
+func (b *testBundle) walk(t testing.TB, target string) []string {
 	t.Helper()
 	var ids []string
 	for pages := 0; target != ""; pages++ {

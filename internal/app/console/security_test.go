@@ -160,7 +160,7 @@ func TestActionsNeedAllowActions(t *testing.T) {
 
 // formOf reads the confirmation form of the action page target: its
 // hidden fields.
-func formOf(t *testing.T, b *testBundle, target string) url.Values {
+func formOf(t testing.TB, b *testBundle, target string) url.Values {
 	t.Helper()
 	page := b.get(t, target, http.StatusOK)
 	form := url.Values{}

@@ -75,7 +75,7 @@ func (fakeResults) PresignGet(_ context.Context, r jobs.Result, ttl time.Duratio
 
 // setup makes a console with every source over the memory stores;
 // change, when set, edits its Config first.
-func setup(t *testing.T, change func(*console.Config)) *testBundle {
+func setup(t testing.TB, change func(*console.Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{clock: jobstest.NewClock(jobstest.Start), sweeps: &fakeSweeps{err: sweeper.ErrNoLastRun}, dlq: &fakeDepth{n: 3}}
 	var err error
@@ -143,7 +143,7 @@ func (b *testBundle) serve(r *http.Request) *httptest.ResponseRecorder {
 }
 
 // get answers GET target; it requires status.
-func (b *testBundle) get(t *testing.T, target string, status int) string {
+func (b *testBundle) get(t testing.TB, target string, status int) string {
 	t.Helper()
 	w := b.serve(b.request(http.MethodGet, target, nil))
 	require.Equal(t, status, w.Code, "GET %s: %s", target, w.Body.String())
@@ -151,7 +151,7 @@ func (b *testBundle) get(t *testing.T, target string, status int) string {
 }
 
 // post answers POST target with form; it requires status.
-func (b *testBundle) post(t *testing.T, target string, form url.Values, status int) string {
+func (b *testBundle) post(t testing.TB, target string, form url.Values, status int) string {
 	t.Helper()
 	w := b.serve(b.request(http.MethodPost, target, form))
 	require.Equal(t, status, w.Code, "POST %s: %s", target, w.Body.String())
@@ -159,7 +159,7 @@ func (b *testBundle) post(t *testing.T, target string, form url.Values, status i
 }
 
 // create makes a pending job of tenant.
-func (b *testBundle) create(t *testing.T, id, tenant string) jobs.Job {
+func (b *testBundle) create(t testing.TB, id, tenant string) jobs.Job {
 	t.Helper()
 	res, err := b.jobs.Create(t.Context(), jobs.CreateRequest{JobID: id, IntentID: "intent-" + id, Tenant: tenant, Spec: map[string]string{"task": "count"}})
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func (b *testBundle) create(t *testing.T, id, tenant string) jobs.Job {
 }
 
 // claim claims j as attempt, a minute's lease.
-func (b *testBundle) claim(t *testing.T, id, attempt string) jobs.Job {
+func (b *testBundle) claim(t testing.TB, id, attempt string) jobs.Job {
 	t.Helper()
 	j, err := b.jobs.Claim(t.Context(), jobs.ClaimRequest{JobID: id, AttemptID: attempt, LeaseUntil: b.clock.Now().Add(time.Minute)})
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func (b *testBundle) claim(t *testing.T, id, attempt string) jobs.Job {
 }
 
 // candidate writes attempt's candidate of j's generation.
-func (b *testBundle) candidate(t *testing.T, j jobs.Job, body string) candidate.Result {
+func (b *testBundle) candidate(t testing.TB, j jobs.Job, body string) candidate.Result {
 	t.Helper()
 	k, err := candidate.NewKey(j.ID, j.Generation, j.LeaseOwner, "json")
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func (b *testBundle) candidate(t *testing.T, j jobs.Job, body string) candidate.
 // wrote a candidate, taken over by a second that renewed, wrote its own
 // and was accepted: every kind of mark the job page draws but the end
 // states of failure and cancellation.
-func (b *testBundle) storyJob(t *testing.T, id string, renewals int) jobs.Job {
+func (b *testBundle) storyJob(t testing.TB, id string, renewals int) jobs.Job {
 	t.Helper()
 	b.create(t, id, "acme")
 	b.clock.Advance(time.Second)
@@ -225,7 +225,7 @@ func sqsMsg(g string, n int, body string) *events.SQSMessage {
 }
 
 // hold parks n messages of group g, held because the first failed.
-func (b *testBundle) hold(t *testing.T, g string, n int) {
+func (b *testBundle) hold(t testing.TB, g string, n int) {
 	t.Helper()
 	var msgs []*events.SQSMessage
 	for i := 1; i <= n; i++ {
