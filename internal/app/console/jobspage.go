@@ -2,10 +2,8 @@ package console
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 )
@@ -17,15 +15,13 @@ const PageParam = "page"
 // listLimit is how many jobs a page of the jobs listing shows.
 const listLimit = jobs.DefaultListLimit
 
-var statuses = []jobs.Status{jobs.StatusPending, jobs.StatusRunning, jobs.StatusCompleted, jobs.StatusFailed, jobs.StatusCancelled}
-
 type jobsPage struct {
 	Tenant   string
 	Status   string
 	Statuses []string
 	Jobs     []jobRow
 	Next     string // the next page's URL, "" on the last
-	Filtered bool   // the status filter is applied to each page, which may so hold fewer jobs
+	Filtered bool   // a filter is applied to each page, which may so hold fewer jobs
 }
 
 type jobRow struct {
@@ -36,16 +32,11 @@ type jobRow struct {
 func (c *Console) jobsList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := jobsPage{Tenant: q.Get("tenant"), Status: q.Get("status")}
-	for _, s := range statuses {
+	for _, s := range jobs.Statuses {
 		p.Statuses = append(p.Statuses, string(s))
 	}
-	if p.Status != "" && !slices.Contains(p.Statuses, p.Status) {
-		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("status %q is not one of %v.", p.Status, p.Statuses))
-		return
-	}
-	status := jobs.Status(p.Status)
-	// A live status lists the live index only: its jobs are all there.
-	o := jobs.ListOptions{Tenant: p.Tenant, LiveOnly: status != "" && !status.Final(), Limit: listLimit, Token: q.Get(PageParam)}
+	// The listing checks the status, and the token against the options.
+	o := jobs.ListOptions{Tenant: p.Tenant, Status: jobs.Status(p.Status), Limit: listLimit, Token: q.Get(PageParam)}
 	page, err := jobs.List(r.Context(), c.cfg.Jobs, o, c.cfg.Now())
 	switch {
 	case errors.Is(err, jobs.ErrInvalid): // ErrBadToken too
@@ -56,12 +47,9 @@ func (c *Console) jobsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, j := range page.Jobs {
-		if status != "" && j.Status != status {
-			continue
-		}
 		p.Jobs = append(p.Jobs, jobRow{Job: j, Href: "/jobs/" + url.PathEscape(j.ID)})
 	}
-	p.Filtered = status != ""
+	p.Filtered = p.Status != "" || p.Tenant != ""
 	if page.More {
 		next := url.Values{PageParam: {page.Token}}
 		if p.Tenant != "" {

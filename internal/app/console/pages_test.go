@@ -134,6 +134,9 @@ func TestTheJobsPageFiltersAndPages(t *testing.T) {
 	require.Equal(t, []string{"job-07"}, b.walk(t, "/jobs?status=running"))
 	require.Len(t, b.walk(t, "/jobs?status=pending"), 60)
 	require.Empty(t, b.walk(t, "/jobs?status=completed"))
+	b.storyJob(t, "job-done", 0)
+	require.Equal(t, []string{"job-done"}, b.walk(t, "/jobs?status=completed"))
+	require.Equal(t, []string{"job-done"}, b.walk(t, "/jobs?status=completed&tenant=acme"))
 	page = b.get(t, "/jobs?tenant=other", http.StatusOK)
 	require.Contains(t, page, `<a href="/jobs/job-other" data-testid="job-link">job-other</a>`)
 }
@@ -160,7 +163,7 @@ func TestTheJobsPageRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	page := b.get(t, "/jobs?status=lost", http.StatusBadRequest)
-	require.Contains(t, testid(t, page, "error-message"), "status &#34;lost&#34; is not one of")
+	require.Contains(t, testid(t, page, "error-message"), "status &#34;lost&#34;: one of pending, running")
 	page = b.get(t, "/jobs?page=nonsense", http.StatusBadRequest)
 	require.Contains(t, testid(t, page, "error-message"), "bad continuation token")
 	// A token of another listing (another tenant) is refused too.
@@ -171,6 +174,8 @@ func TestTheJobsPageRefusesBadInput(t *testing.T) {
 	tok := regexp.MustCompile(`page=([^"&]+)`).FindStringSubmatch(first)[1]
 	page = b.get(t, "/jobs?tenant=other&page="+tok, http.StatusBadRequest)
 	require.Contains(t, page, "made for another listing")
+	page = b.get(t, "/jobs?tenant=acme&status=running&page="+tok, http.StatusBadRequest)
+	require.Contains(t, page, "bad continuation token")
 }
 
 func TestTheJobPageShowsItsResultCandidatesAndHistory(t *testing.T) {
