@@ -203,6 +203,25 @@ bench-totals: $(BENCHSTAT) bin/fifoworker ## the tenant totals before sharding a
 	@echo "# load $$(cut -d' ' -f1-3 /proc/loadavg) at the end, $$(date -u +%FT%TZ)" | tee -a bench/totals.txt
 	$(BENCHSTAT) -col /design bench/totals.txt | tee bench/totals-summary.txt
 
+# make bench-console: the operator's console's pages through HTTP
+# (BenchmarkConsolePages: 2,000 jobs written through jobs.DynamoStore, a
+# held group; the overview, the jobs list, a job, a queue's held groups and
+# one held group), each page CONSOLE_BENCH_TIME times in each of the
+# benchmark's rounds, the pages in turn, on a fresh stack of its own. The
+# goal is under 100 ms a page. make test runs none of it. Raw results in
+# bench/console.txt (the command first), each page's median over the
+# rounds in bench/console-summary.txt.
+CONSOLE_BENCH_TIME ?= 20x
+CONSOLE_BENCH := $(BENCH_GO_TEST) -run '^$$' -bench '^BenchmarkConsolePages$$' -benchtime $(CONSOLE_BENCH_TIME) -timeout 0 ./test/
+.PHONY: bench-console
+bench-console: $(BENCHSTAT) bin/fifoworker ## the console's pages through HTTP with 2,000 jobs on a fresh local stack (goal: under 100 ms a page); raw results in bench/console.txt, medians in bench/console-summary.txt
+	mkdir -p bench
+	@echo "# bench-console on $$(nproc) CPUs, load $$(cut -d' ' -f1-3 /proc/loadavg) at the start, $$(date -u +%FT%TZ)" | tee bench/console.txt
+	@echo "# bin/fifoworker local run --name bench-console-PID -- $(CONSOLE_BENCH)" | tee -a bench/console.txt
+	bin/fifoworker local run --name bench-console-$$$$ -- $(CONSOLE_BENCH) | tee -a bench/console.txt
+	@echo "# load $$(cut -d' ' -f1-3 /proc/loadavg) at the end" | tee -a bench/console.txt
+	$(BENCHSTAT) -ignore /round bench/console.txt | tee bench/console-summary.txt
+
 .PHONY: bench-stack
 bench-stack: ## the rest of make bench, on the stack the environment names: a CPU profile of groups=100 end to end, requests per job per path, cold starts
 	mkdir -p bench

@@ -352,33 +352,46 @@ func padding() map[string]sqstypes.MessageAttributeValue {
 // operator is the operator's tools for one queue, on the test's own
 // (unrecorded) clients; copies go to sender.
 func (r *rolesRun) operator(queue string, sender quarantine.Sender) *quarantine.Operator {
-	name := r.deployed.Attributes[queue]["QueueName"]
-	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: r.ddb, Table: r.deployed.Resources["QuarantineTable"]})
-	require.NoError(r.t, err)
-	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: r.state.S3Client(), Bucket: r.deployed.Resources["CandidatesBucket"]})
-	require.NoError(r.t, err)
-	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: holds, Queue: name, QueueURL: r.deployed.Resources[queue], Sender: sender, Bodies: bodies})
-	require.NoError(r.t, err)
+	return queueOperator(r.t, r.state, r.deployed, queue, sender)
+}
+
+// queueOperator is the operator's tools for the deployment's queue (its
+// logical id), on the stack's clients; copies go to sender.
+func queueOperator(tb testing.TB, state *localstack.State, deployed *localdeploy.Result, queue string, sender quarantine.Sender) *quarantine.Operator {
+	tb.Helper()
+	name := deployed.Attributes[queue]["QueueName"]
+	holds, err := quarantine.NewDynamoStore(quarantine.DynamoConfig{Client: state.DynamoDBClient(), Table: deployed.Resources["QuarantineTable"]})
+	require.NoError(tb, err)
+	bodies, err := quarantine.NewS3Bodies(quarantine.S3BodiesConfig{Client: state.S3Client(), Bucket: deployed.Resources["CandidatesBucket"]})
+	require.NoError(tb, err)
+	op, err := quarantine.NewOperator(quarantine.OperatorConfig{Store: holds, Queue: name, QueueURL: deployed.Resources[queue], Sender: sender, Bodies: bodies})
+	require.NoError(tb, err)
 	return op
 }
 
-// poisonCommand is the worker's quarantine path: a run command for a job
-// that does not exist yet (its claim refused for good) holds the job's
-// group, parked with its body in S3; the job's own command is parked
-// behind it; a redrive sends both back in order, and the worker's done
-// records drain and release the hold.
+// poisonCommand is the worker's quarantine path: holdPoison's held group,
+// redriven; the copies run in order, and the worker's done records drain
+// and release the hold.
 func (r *rolesRun) poisonCommand() {
 	t := r.t
-	id := jobs.DeriveJobID("t-1", "roles-poison")
+	id, op := r.holdPoison("roles-poison")
+	_, err := op.Redrive(t.Context(), id, false)
+	require.NoError(t, err)
+	r.waitHold(op, id, "the hold released", func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateReleased })
+	r.waitView(id, jobs.StatusCompleted)
+}
+
+// holdPoison holds a group of the commands queue: a run command for t-1's
+// job of intent, which does not exist yet (its claim refused for good),
+// holds the job's group, parked with its body in S3; the job, created
+// then, has its own command parked behind it. It returns the job's id, the
+// held group's, and the queue's operator.
+func (r *rolesRun) holdPoison(intent string) (string, *quarantine.Operator) {
+	t := r.t
+	id := jobs.DeriveJobID("t-1", intent)
 	op := r.operator("CommandsQueue", r.state.SQSClient())
-	waitHold := func(what string, ok func(quarantine.HoldRecord) bool) {
-		r.waitFor(what, func() bool {
-			h, err := op.Hold(t.Context(), id)
-			return err == nil && ok(h)
-		})
-	}
 	body, err := json.Marshal(outbox.Command{
-		Type: jobs.MessageRun, CommandID: jobs.OutboxID(id, 0), JobID: id, IntentID: "roles-poison", Tenant: "t-1",
+		Type: jobs.MessageRun, CommandID: jobs.OutboxID(id, 0), JobID: id, IntentID: intent, Tenant: "t-1",
 		IssuedAt: time.Now().UTC().Truncate(time.Second),
 	})
 	require.NoError(t, err)
@@ -387,13 +400,19 @@ func (r *rolesRun) poisonCommand() {
 		MessageGroupId: aws.String(id), MessageDeduplicationId: aws.String(id + "/early"),
 	})
 	require.NoError(t, err)
-	waitHold("the poison command parked", func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateHeld && h.Parked == 1 })
-	r.post("roles-poison", http.StatusAccepted)
-	waitHold("the job's command parked behind it", func(h quarantine.HoldRecord) bool { return h.Parked == 2 })
-	_, err = op.Redrive(t.Context(), id, false)
-	require.NoError(t, err)
-	waitHold("the hold released", func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateReleased })
-	r.waitView(id, jobs.StatusCompleted)
+	r.waitHold(op, id, "the poison command parked", func(h quarantine.HoldRecord) bool { return h.State == quarantine.StateHeld && h.Parked == 1 })
+	r.post(intent, http.StatusAccepted)
+	r.waitHold(op, id, "the job's command parked behind it", func(h quarantine.HoldRecord) bool { return h.Parked == 2 })
+	return id, op
+}
+
+// waitHold waits until op's hold of group satisfies ok.
+func (r *rolesRun) waitHold(op *quarantine.Operator, group, what string, ok func(quarantine.HoldRecord) bool) {
+	r.t.Helper()
+	r.waitFor(what, func() bool {
+		h, err := op.Hold(r.t.Context(), group)
+		return err == nil && ok(h)
+	})
 }
 
 // loseProjection deletes job id's view and makes its totals cursor

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -161,6 +162,15 @@ func (b *Browser) Do(steps ...chromedp.Action[chromedp.Void]) error {
 	ctx, cancel := context.WithTimeout(b.tab, b.cfg.Timeout)
 	defer cancel()
 	return chromedp.Do(ctx, steps...)
+}
+
+// DoResponse runs steps that navigate, such as the click of a link or a
+// form's submit, and returns the response of the page they lead to, once
+// it has loaded, within Config.Timeout.
+func (b *Browser) DoResponse(steps ...chromedp.Action[chromedp.Void]) (*network.Response, error) {
+	ctx, cancel := context.WithTimeout(b.tab, b.cfg.Timeout)
+	defer cancel()
+	return chromedp.RunResponse(ctx, steps...)
 }
 
 // Run runs a in b's tab, within its Config.Timeout, and returns its value.
