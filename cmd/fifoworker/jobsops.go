@@ -79,13 +79,22 @@ func (c *cli) jobsVerb(use, short, long string, v verb, id *string, f *jobsFlags
 // jobsGetOptions are `fifoworker jobs get`'s.
 type jobsGetOptions struct {
 	jobsFlags
-	ID string
+	ID       string
+	Timeline bool // the job's history, one transition a line, instead of its fields
 }
 
 func (c *cli) jobsGetCmd() *cobra.Command {
 	o := &jobsGetOptions{}
-	return c.jobsVerb("get <id>", "one job: status, generation, version, lease, result, failure, times",
-		"One job: its status, generation, version, lease, result, failure and times.", o, &o.ID, &o.jobsFlags)
+	cmd := c.jobsVerb("get <id>", "one job: status, generation, version, lease, result, failure, times",
+		`One job: its status, generation, version, lease, result, failure and times.
+
+--timeline prints its history instead, one transition a line, oldest first: when, the
+version, status and generation it left, and what it was (created, claimed, lease ran
+out → taken over, renewed, nudged, lease ran out → requeued, completed, failed,
+cancelled). The job item keeps its last 20 transitions; one written before the history
+existed has those since. --json always carries the history ("history").`, o, &o.ID, &o.jobsFlags)
+	cmd.Flags().BoolVar(&o.Timeline, "timeline", false, "the job's history, one transition a line")
+	return cmd
 }
 
 func (o *jobsGetOptions) Validate() error { return jobs.ValidateID(o.ID) }
@@ -99,17 +108,51 @@ func (o *jobsGetOptions) Run(ctx context.Context, c *cli) error {
 	if err != nil {
 		return notFound(err, o.ID, table)
 	}
-	if o.JSON {
+	switch {
+	case o.JSON:
 		return printJSON(c.stdout, toJobJSON(&j))
+	case o.Timeline:
+		printTimeline(c.stdout, &j)
+	default:
+		printJob(c.stdout, &j, c.env.now())
 	}
-	printJob(c.stdout, &j, c.env.now())
 	return nil
+}
+
+// printTimeline shows a job's history for a person: one line a
+// transition, what it was as jobs.Describe reads it.
+func printTimeline(w io.Writer, j *jobs.Job) {
+	if len(j.History) == 0 {
+		fmt.Fprintf(w, "job %s has no history: its item was written before the job items kept one, and has not changed since (version %d, %s)\n",
+			j.ID, j.Version, j.Status)
+		return
+	}
+	fmt.Fprintf(w, "job %s, tenant %s: %s\n", j.ID, j.Tenant, keptHistory(j))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tVERSION\tSTATUS\tGEN\tTRANSITION")
+	for _, s := range jobs.Describe(j.History) {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", when(s.At), s.Version, s.Status, s.Generation, s)
+	}
+	_ = tw.Flush()
+}
+
+// keptHistory says which of a job's transitions its history holds.
+func keptHistory(j *jobs.Job) string {
+	n, first := len(j.History), j.History[0].Version
+	switch {
+	case first == 0:
+		return fmt.Sprintf("all %d transitions", n)
+	case n == jobs.MaxHistory:
+		return fmt.Sprintf("the last %d of %d transitions (the item keeps %d)", n, j.Version+1, jobs.MaxHistory)
+	}
+	return fmt.Sprintf("the last %d of %d transitions (the item kept none before version %d)", n, j.Version+1, first)
 }
 
 // jobsListOptions are `fifoworker jobs list`'s.
 type jobsListOptions struct {
 	jobsFlags
 	Tenant     string
+	Status     string        // only the jobs of this status; "" for any
 	Live       bool          // only the jobs that are not final
 	Since      time.Duration // the final jobs that ended within it; 0: all the table keeps
 	SinceGiven bool          // --since was given (it is about final jobs, which --live leaves out)
@@ -130,7 +173,8 @@ entries per index, and it says when there may be more than it printed.
 
 A page that may not be the last ends with its token (text: a "next page" line; --json:
 "next_token"): --starting-token goes on after its last job, with the same --tenant,
---live and --since. A job that did not change meanwhile is shown exactly once; one that
+--status, --live and --since. --status lists one status: pending or running from the live
+index only, completed, failed or cancelled from the finished index only (within --since). A job that did not change meanwhile is shown exactly once; one that
 changed may show again as it is now (a job that ended, among the final ones); the indexes
 lag a moment behind the table. --json --all streams every job instead, one JSON object a
 line (NDJSON), page after page of --limit.
@@ -142,6 +186,7 @@ line (NDJSON), page after page of --limit.
 	fs := cmd.Flags()
 	bindJobs(fs, &o.jobsFlags)
 	fs.StringVar(&o.Tenant, "tenant", "", "only the jobs of tenant `T`")
+	fs.StringVar(&o.Status, "status", "", "only the jobs of status `S`: pending, running, completed, failed or cancelled")
 	fs.BoolVar(&o.Live, "live", false, "only the jobs that are not final")
 	fs.DurationVar(&o.Since, "since", 24*time.Hour, "the final jobs that ended within `D` (0: all the table keeps)")
 	fs.IntVar(&o.Limit, "limit", jobs.DefaultListLimit, fmt.Sprintf("at most `N` jobs a page, 1 to %d (with --all: default %d)", jobs.MaxListLimit, jobs.MaxListLimit))
@@ -149,7 +194,7 @@ line (NDJSON), page after page of --limit.
 	fs.BoolVar(&o.All, "all", false, "with --json: every job, page after page, as NDJSON (one a line)")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
 		o.SinceGiven = cmd.Flags().Changed("since")
-		if o.Live && !o.SinceGiven {
+		if (o.Live || (o.Status != "" && !jobs.Status(o.Status).Final())) && !o.SinceGiven {
 			o.Since = 0 // --since's default is about final jobs
 		}
 		if o.All && !cmd.Flags().Changed("limit") {
@@ -169,6 +214,14 @@ func (o *jobsListOptions) Validate() error {
 		return fmt.Errorf("--since %v is negative", o.Since)
 	case o.Live && o.SinceGiven:
 		return errors.New("--since is about final jobs, which --live leaves out")
+	case o.Status == "":
+		return nil
+	case !slices.Contains(jobs.Statuses, jobs.Status(o.Status)):
+		return fmt.Errorf("--status: %w", (&jobs.ListOptions{Status: jobs.Status(o.Status)}).Validate())
+	case jobs.Status(o.Status).Final() && o.Live:
+		return fmt.Errorf("--status %s is final, which --live leaves out", o.Status)
+	case !jobs.Status(o.Status).Final() && o.SinceGiven:
+		return fmt.Errorf("--since is about final jobs, which --status %s leaves out", o.Status)
 	}
 	return nil
 }
@@ -178,7 +231,7 @@ func (o *jobsListOptions) Run(ctx context.Context, c *cli) error {
 	if err != nil {
 		return err
 	}
-	lo := jobs.ListOptions{Tenant: o.Tenant, LiveOnly: o.Live, Since: o.Since, Limit: o.Limit, Token: o.Token}
+	lo := jobs.ListOptions{Tenant: o.Tenant, Status: jobs.Status(o.Status), LiveOnly: o.Live, Since: o.Since, Limit: o.Limit, Token: o.Token}
 	now := c.env.now()
 	if o.All {
 		err = streamJobs(ctx, c.stdout, st, lo, now)
@@ -389,6 +442,18 @@ type jobJSON struct {
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
 	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+	// History is the job's last transitions, oldest first (jobs.Job's
+	// History), each with what it was.
+	History []transitionJSON `json:"history,omitempty"`
+}
+
+type transitionJSON struct {
+	Version    int64     `json:"version"`
+	Status     string    `json:"status"`
+	Generation int64     `json:"generation"`
+	At         time.Time `json:"at"`
+	Event      string    `json:"event,omitempty"` // the message the transition emitted
+	Step       string    `json:"step"`            // what it was: "claimed", "lease ran out → taken over", ...
 }
 
 func toJobJSON(j *jobs.Job) jobJSON {
@@ -414,6 +479,10 @@ func toJobJSON(j *jobs.Job) jobJSON {
 	if j.Outbox.Type != "" {
 		out.LastMessage = &messageJSON{ID: j.Outbox.ID, Type: j.Outbox.Type, Version: j.Outbox.Version}
 	}
+	for _, s := range jobs.Describe(j.History) {
+		out.History = append(out.History, transitionJSON{Version: s.Version, Status: string(s.Status),
+			Generation: s.Generation, At: s.At.UTC(), Event: s.Event, Step: s.String()})
+	}
 	return out
 }
 
@@ -431,7 +500,10 @@ func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListP
 		return printJSON(w, doc)
 	}
 	what := "job"
-	if o.LiveOnly {
+	switch {
+	case o.Status != "":
+		what = string(o.Status) + " job"
+	case o.LiveOnly:
 		what = "live job"
 	}
 	if o.Tenant != "" {
@@ -439,7 +511,7 @@ func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListP
 	}
 	if len(found) == 0 {
 		fmt.Fprintf(w, "no %s in table %s", what, table)
-		if !o.LiveOnly && o.Since > 0 {
+		if !o.LiveOnly && (o.Status == "" || o.Status.Final()) && o.Since > 0 {
 			fmt.Fprintf(w, " (final ones: those that ended within %v)", o.Since)
 		}
 		fmt.Fprintln(w)
@@ -460,7 +532,7 @@ func printJobList(w io.Writer, table string, o jobs.ListOptions, page jobs.ListP
 	}
 	_ = tw.Flush()
 	if more {
-		fmt.Fprintf(w, "(there may be more: raise --limit (now %d), or narrow with --tenant, --live or --since)\n", o.Limit)
+		fmt.Fprintf(w, "(there may be more: raise --limit (now %d), or narrow with --tenant, --status, --live or --since)\n", o.Limit)
 		fmt.Fprintf(w, "next page: --starting-token %s\n", page.Token)
 	}
 	return nil
