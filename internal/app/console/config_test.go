@@ -35,6 +35,7 @@ func TestNewRefusesEachInvalidConfig(t *testing.T) {
 		{"ResultLinkTTL", func(c *console.Config) { c.ResultLinkTTL = console.MaxResultLinkTTL + 1 }},
 		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: ""}} }},
 		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: "a/b"}} }},
+		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: strings.Repeat("q", 81)}} }},
 		{"Queues[1].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: "commands"}, {Name: "commands"}} }},
 	} {
 		cfg := valid()

@@ -319,3 +319,18 @@ func TestTheQuarantinePagesRefuseBadInput(t *testing.T) {
 	page = b.get(t, "/quarantine/commands/g/discard?seq=12x", http.StatusBadRequest)
 	require.Contains(t, page, "is not a sequence number")
 }
+
+// A group's page shows at most 500 parked messages, and says so when
+// more are parked.
+func TestTheGroupPageShowsAtMost500(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.hold(t, "full", 500)
+	b.hold(t, "over", 501)
+	page := b.get(t, "/quarantine/commands/full", http.StatusOK)
+	require.Equal(t, 500, strings.Count(page, `data-testid="parked-row"`))
+	require.NotContains(t, page, "parked-limited")
+	page = b.get(t, "/quarantine/commands/over", http.StatusOK)
+	require.Equal(t, 500, strings.Count(page, `data-testid="parked-row"`))
+	require.Contains(t, testid(t, page, "parked-limited"), "The first 500 are shown; 501 are parked")
+}

@@ -28,7 +28,7 @@ type groupPage struct {
 	Hold    quarantine.HoldRecord
 	Next    string // the sequence number of the oldest parked message
 	Items   []parkedRow
-	Limited bool // the page shows the first showLimit only
+	Limited bool // more are parked than the page shows
 	CanAct  bool // actions are allowed, and the group has parked messages
 	Redrive string
 	Discard string // discard every parked message
@@ -84,13 +84,15 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := r.PathValue("group")
-	h, items, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, showLimit)
+	h, items, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, showLimit+1)
 	if err != nil {
 		c.operatorFailed(w, r, q.Name, g, "show", err)
 		return
 	}
+	limited := len(items) > showLimit
+	items = items[:min(len(items), showLimit)]
 	base := groupHref(q.Name, g)
-	p := groupPage{Queue: q.Name, Hold: h, Next: quarantine.SeqNumber(h.Next), Limited: len(items) == showLimit,
+	p := groupPage{Queue: q.Name, Hold: h, Next: quarantine.SeqNumber(h.Next), Limited: limited,
 		CanAct:  c.cfg.AllowActions && len(items) > 0 && h.State != quarantine.StateReleased,
 		Redrive: base + "/redrive", Discard: base + "/discard"}
 	for _, it := range items {

@@ -10,6 +10,9 @@ import (
 // CookieName is the session cookie's name.
 const CookieName = "fifoworker_console"
 
+// maxForm is the largest action form read: a few short fields.
+const maxForm = 16 << 10
+
 // TokenParam is the query parameter the browser presents the token in,
 // once: the URL `fifoworker console` prints.
 const TokenParam = "token"
@@ -52,7 +55,9 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) bool {
 			HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		})
 		q.Del(TokenParam)
-		to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		// One leading slash: "//host/..." would send the browser to
+		// another site.
+		to := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: q.Encode()}
 		http.Redirect(w, r, to.String(), http.StatusSeeOther)
 		return false
 	}
@@ -97,6 +102,11 @@ func (c *Console) csrf(action, queue, group, seq string) string {
 // checkPost refuses an action's POST whose CSRF token is not the
 // action's, or that is not confirmed. It answers a refused request.
 func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, action, queue, group, seq string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "The form cannot be read: "+err.Error())
+		return false
+	}
 	if !equal(r.PostFormValue("csrf"), c.csrf(action, queue, group, seq)) {
 		c.fail(w, r, http.StatusForbidden,
 			"The form's CSRF token is missing or is not this console's for this action: nothing was done. Start again from the group's page.")

@@ -63,6 +63,12 @@ func TestTheTokenBecomesASessionCookie(t *testing.T) {
 	require.Equal(t, "/", c.Path)
 	require.NotEqual(t, testToken, c.Value, "the cookie is not the printed token")
 
+	// The redirect stays on the console: a path of two slashes would be
+	// another host's.
+	w = b.serve(bare(http.MethodGet, "//evil.example/x?"+console.TokenParam+"="+testToken, testAddr))
+	require.Equal(t, http.StatusSeeOther, w.Code)
+	require.Equal(t, "/evil.example/x", w.Header().Get("Location"))
+
 	r := bare(http.MethodGet, "/jobs?tenant=acme", testAddr)
 	r.AddCookie(c)
 	w = b.serve(r)
@@ -229,4 +235,30 @@ func TestActionsNeedTheirConfirmation(t *testing.T) {
 	require.Equal(t, int64(2), h.Parked, "nothing discarded")
 	require.Equal(t, int64(0), h.Epoch, "nothing redriven")
 	require.Empty(t, b.sends.Inputs)
+}
+
+// An action's form is a few short fields: a body over 16 KiB is refused
+// before it is read whole, and nothing is done; one of exactly 16 KiB is
+// read.
+func TestAnActionsFormIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *console.Config) { c.AllowActions = true })
+	b.hold(t, "g", 1)
+	form := formOf(t, b, "/quarantine/commands/g/redrive")
+	// padded is form with a padding field that makes its body n bytes.
+	padded := func(n int) url.Values {
+		f := url.Values{}
+		for k, v := range form {
+			f[k] = v
+		}
+		f.Set("padding", "")
+		f.Set("padding", strings.Repeat("x", n-len(f.Encode())))
+		require.Len(t, f.Encode(), n)
+		return f
+	}
+	page := b.post(t, "/quarantine/commands/g/redrive", padded(16<<10+1), http.StatusBadRequest)
+	require.Contains(t, page, "The form cannot be read")
+	require.Empty(t, b.sends.Inputs)
+	b.post(t, "/quarantine/commands/g/redrive", padded(16<<10), http.StatusOK)
+	require.Len(t, b.sends.Inputs, 1)
 }
