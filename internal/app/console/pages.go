@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 //go:embed assets
@@ -31,6 +32,7 @@ var funcs = template.FuncMap{
 	"utc":   utc,
 	"count": count,
 	"bytes": humanBytes,
+	"clip":  clip,
 }
 
 func parsePages() (*pages, error) {
@@ -135,4 +137,20 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%s bytes (%.1f KiB)", count(n), float64(n)/(1<<10))
 	}
 	return count(n) + " bytes"
+}
+
+// maxShown is the most of a parked body a page shows.
+const maxShown = 300
+
+// clip is s up to maxShown bytes, cut at a character's start, with an
+// ellipsis when it was longer.
+func clip(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/console"
@@ -333,4 +334,17 @@ func TestTheGroupPageShowsAtMost500(t *testing.T) {
 	page = b.get(t, "/quarantine/commands/over", http.StatusOK)
 	require.Equal(t, 500, strings.Count(page, `data-testid="parked-row"`))
 	require.Contains(t, testid(t, page, "parked-limited"), "The first 500 are shown; 501 are parked")
+}
+
+// A parked body is shown up to 300 bytes, cut at a character.
+func TestTheGroupPageClipsLongBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	exact := strings.Repeat("a", 300)
+	over := "a" + strings.Repeat("é", 151) // 303 bytes; byte 300 is inside an é: cut at 299
+	_, err := b.q.Park(t.Context(), "g", []*events.SQSMessage{sqsMsg("g", 1, exact), sqsMsg("g", 2, over)}, errors.New("boom"), true)
+	require.NoError(t, err)
+	page := b.get(t, "/quarantine/commands/g", http.StatusOK)
+	require.Contains(t, page, `<code class="body">`+exact+`</code>`)
+	require.Contains(t, page, `<code class="body">a`+strings.Repeat("é", 149)+`…</code>`)
 }

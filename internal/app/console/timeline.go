@@ -15,10 +15,10 @@ const (
 	tlWidth   = 960
 	tlLeft    = 110 // room for the rows' names
 	tlRight   = 30
-	tlJobY    = 60  // the job's row
-	tlCandY   = 120 // the candidates' row
-	tlAxisY   = 150
-	tlHeight  = 185
+	tlJobY    = 64  // the job's row
+	tlCandY   = 124 // the candidates' row
+	tlAxisY   = 160
+	tlHeight  = 195
 	tlBandTop = tlJobY - 12
 	tlBandH   = 24
 )
@@ -40,6 +40,7 @@ type timeline struct {
 type band struct {
 	X, W  int
 	Label string
+	Odd   bool // every other band is shaded apart, so two that touch show their border
 }
 
 // mark is one event or one candidate on the time axis.
@@ -53,8 +54,9 @@ type mark struct {
 }
 
 type tick struct {
-	X     int
-	Label string
+	X      int
+	Label  string
+	Anchor string // start, middle or end: the axis's ends keep their text inside
 }
 
 // candidateMark is what the timeline reads of a candidate.
@@ -95,17 +97,17 @@ func layoutTimeline(steps []step, cands []candidateMark) timeline {
 	}
 	tl.Bands = bands(steps, x, x(last))
 	for i, s := range steps {
-		tl.Events = append(tl.Events, mark{X: x(s.At), Y: tlJobY, LabelY: tlJobY - 18 - 12*(i%2), Kind: s.Kind, RanOut: s.LeaseRanOut,
+		tl.Events = append(tl.Events, mark{X: x(s.At), Y: tlJobY, LabelY: tlJobY - 18 - 12*(i%3), Kind: s.Kind, RanOut: s.LeaseRanOut,
 			Label: shortLabel(s), Title: fmt.Sprintf("v%d %s, %s", s.Version, utc(s.At), s.What)})
 	}
 	for i, c := range cands {
 		tl.Candidates = append(tl.Candidates, mark{X: x(c.At), Y: tlCandY, LabelY: tlCandY + 20 + 11*(i%2), Kind: c.Mark,
 			Label: fmt.Sprintf("g%d %s", c.Generation, c.Mark), Title: fmt.Sprintf("%s, %s", utc(c.At), c.Description)})
 	}
-	tl.Ticks = []tick{{X: tlLeft, Label: utc(first)}, {X: tl.Right, Label: utc(last)}}
+	tl.Ticks = []tick{{X: tlLeft, Label: utc(first), Anchor: "start"}, {X: tl.Right, Label: utc(last), Anchor: "end"}}
 	if span > 2*time.Second {
 		mid := first.Add(span / 2)
-		tl.Ticks = append(tl.Ticks, tick{X: x(mid), Label: utc(mid)})
+		tl.Ticks = append(tl.Ticks, tick{X: x(mid), Label: utc(mid), Anchor: "middle"})
 	}
 	return tl
 }
@@ -124,7 +126,7 @@ func bands(steps []step, x func(time.Time) int, end int) []band {
 				break
 			}
 		}
-		out = append(out, band{X: x(s.At), W: max(to-x(s.At), 2), Label: fmt.Sprintf("g%d", s.Generation)})
+		out = append(out, band{X: x(s.At), W: max(to-x(s.At), 2), Label: fmt.Sprintf("g%d", s.Generation), Odd: len(out)%2 == 1})
 	}
 	return out
 }
@@ -134,7 +136,7 @@ func shortLabel(s step) string {
 	case jobs.StepClaimed, jobs.StepTakenOver:
 		return fmt.Sprintf("%s g%d", s.Step.Kind, s.Generation)
 	case jobs.StepRenewed:
-		return "renew"
+		return "" // renewals are most of a long history: dots, each with its tooltip
 	}
 	return string(s.Step.Kind)
 }
