@@ -1,5 +1,5 @@
 // Command fifoworker is the developer and operator CLI: the local AWS stack,
-// the demo, and the operator's commands: jobs, quarantine and sweep.
+// the demo, and the operator's commands: jobs, quarantine, sweep and console.
 //
 // Each verb is an options struct with its own flags, Validate and Run
 // (verb.go), on cobra, which gives every command its help and the shell
@@ -21,7 +21,7 @@ import (
 const rootLong = `fifoworker is the CLI of the fifoworker service: the local AWS stack and the demo
 for development, and the operator's commands for a local stack or a deployment.
 
-Where the operator's commands (jobs, quarantine, sweep) work:
+Where the operator's commands (jobs, quarantine, sweep, console) work:
   --stack NAME  a local stack: its env file, which "fifoworker local serve"
                 and "fifoworker local deploy" write, gives the endpoints,
                 credentials, region and resources; nothing else is read,
@@ -134,7 +134,7 @@ func (c *cli) root() *cobra.Command {
 		sub.GroupID = "dev"
 		root.AddCommand(sub)
 	}
-	for _, sub := range []*cobra.Command{c.jobsCmd(), c.quarantineCmd(), c.sweepCmd()} {
+	for _, sub := range []*cobra.Command{c.jobsCmd(), c.quarantineCmd(), c.sweepCmd(), c.consoleCmd()} {
 		sub.GroupID = "ops"
 		root.AddCommand(sub)
 	}

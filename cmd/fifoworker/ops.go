@@ -90,6 +90,7 @@ type opener interface {
 	jobsStore(ctx context.Context, table, hint string) (jobsStore, error)
 	quarantineOperator(ctx context.Context, t quarantineTarget) (*quarantine.Operator, error)
 	sweeper(ctx context.Context, s sweepTarget, log *slog.Logger) (sweepFunc, error)
+	consoleSources(ctx context.Context, t consoleTarget) (consoleParts, error) // console.go
 }
 
 // jobsStore is what the jobs commands call; *jobs.DynamoStore and

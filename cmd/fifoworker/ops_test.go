@@ -50,6 +50,9 @@ type fakeOpener struct {
 	sweep      sweepFunc
 	sweepErr   error
 	sweepAsked *sweepTarget
+
+	console      consoleParts // the console's other sources (console_test.go)
+	consoleAsked *consoleTarget
 }
 
 func (f *fakeOpener) jobsStore(_ context.Context, table, hint string) (jobsStore, error) {

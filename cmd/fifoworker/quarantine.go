@@ -115,6 +115,12 @@ func (f *queueFlags) operator(ctx context.Context, c *cli, needBucket bool, prog
 	if err != nil {
 		return nil, quarantineTarget{}, err
 	}
+	return f.operatorIn(ctx, env, needBucket, progress)
+}
+
+// operatorIn is operator in env, the place targetOf chose (the console
+// opens each queue's quarantine in the one it chose once).
+func (f *queueFlags) operatorIn(ctx context.Context, env opsEnv, needBucket bool, progress func(quarantine.RedriveProgress)) (*quarantine.Operator, quarantineTarget, error) {
 	kafka, err := f.kafka(env)
 	if err != nil {
 		return nil, quarantineTarget{}, err

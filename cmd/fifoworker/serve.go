@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -259,28 +258,9 @@ func serve(ctx context.Context, o serveOptions) (err error) {
 	say(`  curl -H "Authorization: Bearer $TOKEN_T1" %s/jobs/<job_id>`, base)
 	say("SIGINT (Ctrl-C) or SIGTERM stops the server, the mappings, the emulators and the stack.")
 
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(o.Listener) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	say("stopping: the server (requests in flight finish), then the mappings and the emulators")
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("stop the server: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
+	return serveUntil(ctx, o.Listener, api, 30*time.Second, func() {
+		say("stopping: the server (requests in flight finish), then the mappings and the emulators")
+	})
 }
 
 // checkWorkerTimeout refuses a worker timeout the template's WorkerTimeout

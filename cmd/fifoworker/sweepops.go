@@ -27,8 +27,10 @@ const sweepLong = `One run of the sweeper, built and run as the scheduled functi
 it: it nudges the stuck jobs, repairs the projections of final jobs whose last
 event was lost, and deletes orphan candidates, bounded by --max-items. It reads
 and saves the function's cursors in the bucket, so it goes on where the last
-run, scheduled or not, stopped. --dry-run decides and reports everything and
-changes nothing, the cursors included.
+run, scheduled or not, stopped, and keeps its report there as the function
+does (sweeper/last-run: the console shows the last run's). --dry-run decides
+and reports everything and changes nothing, the cursors and the kept report
+included.
 
 The function's settings (--grace to --max-generations) default to the
 function's own defaults: pass what the deployment sets.

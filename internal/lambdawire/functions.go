@@ -71,12 +71,7 @@ func (s intakeSettings) intake(env *startup.Env, cfg aws.Config, openJobs func()
 	if err != nil {
 		return nil, err
 	}
-	client := S3(cfg)
-	presigner, err := intake.NewS3Presigner(intake.S3PresignerConfig{
-		Client: client, Presign: s3.NewPresignClient(client), Bucket: s.bucket,
-		// gofakes3 keeps no checksums: locally a version is matched by size.
-		EmulatorWithoutChecksums: localEndpoint(cfg, s3.ServiceID),
-	})
+	presigner, err := ResultPresigner(cfg, s.bucket)
 	if err != nil {
 		return nil, env.Refused(err, startup.Fields{"Bucket": "CANDIDATES_BUCKET"})
 	}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+
+	"github.com/fifoworker/fifoworker/internal/app/console"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
+	"github.com/fifoworker/fifoworker/internal/lambdawire"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
+	"github.com/fifoworker/fifoworker/pkg/candidate"
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
+)
+
+const consoleLong = `The operator's web console: the jobs by status, one job with its result and its
+history drawn as a timeline, the held groups of each queue with their parked
+messages, the dead-letter queues' depths and the sweeper's last run. It reads
+through the same code as the jobs, quarantine and sweep commands, from the
+same place (--stack, or the FIFOWORKER_* variables and the SDK's standard
+configuration): the jobs table (FIFOWORKER_JOBS_TABLE_NAME, required), the
+candidates bucket (results, candidates, the sweeper's last run), each queue
+the environment names with its quarantine and its dead-letter queue
+(FIFOWORKER_COMMANDS_QUEUE_URL and _DLQ_URL, the events' likewise; on Kafka
+the topics), and, on a deployment, the age of the oldest command from
+CloudWatch (cloudwatch:GetMetricData; on a local stack it is shown as
+unavailable, never read by receiving from the queue).
+
+It prints one line with its URL, which carries a token made for this run: the
+console answers only a browser that presented it, and only requests addressed
+to its own address (a DNS-rebinding page is refused). It is read-only unless
+--allow-actions: then redrive and discard, each a confirmed form.
+
+It listens on loopback. A non-loopback --addr is refused unless
+--allow-non-loopback is given too: the console speaks plain HTTP, so its token
+and every tenant's jobs would cross the network in clear (reach a remote
+console with ssh -L instead).
+
+SIGINT (Ctrl-C) or SIGTERM stops it, letting requests in flight finish.
+Exit status: 0 stopped, 1 failed (a missing table, queue or bucket, an address
+in use), 2 a usage error.`
+
+// consoleGrace is how long a stopping console lets requests in flight
+// finish.
+const consoleGrace = 10 * time.Second
+
+// consoleOptions are `fifoworker console`'s.
+type consoleOptions struct {
+	Addr         string
+	AllowActions bool // redrive and discard
+	AllowRemote  bool // an --addr that is not loopback
+	Stack        string
+	Transport    string // sqs or kafka; "": FIFOWORKER_TRANSPORT, else sqs
+}
+
+func (c *cli) consoleCmd() *cobra.Command {
+	o := &consoleOptions{}
+	cmd := &cobra.Command{
+		Use: "console", Short: "the operator's web console on loopback (jobs, timelines, held groups, redrive)", Long: consoleLong,
+		Args: noArgs, RunE: c.choose(o, nil),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8090", "where to listen, `host:port` (port 0: any free one)")
+	fs.BoolVar(&o.AllowActions, "allow-actions", false, "enable redrive and discard (default: read-only)")
+	fs.BoolVar(&o.AllowRemote, "allow-non-loopback", false, "let --addr be an address that is not loopback (plain HTTP: the token crosses the network in clear)")
+	fs.StringVar(&o.Transport, "transport", "", "the deployment's transport, `sqs|kafka` (default: FIFOWORKER_TRANSPORT, else sqs)")
+	bindStackFlag(fs, &o.Stack)
+	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]cobra.Completion{"sqs", "kafka"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func (o *consoleOptions) Validate() error {
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q is not host:port", o.Addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("--addr %q: port %q is not 0 to 65535", o.Addr, port)
+	}
+	if !loopbackHost(host) && !o.AllowRemote {
+		return fmt.Errorf("--addr %q is not a loopback address: the console speaks plain HTTP, so its token and every tenant's jobs would cross the network in clear; "+
+			"pass --allow-non-loopback too to listen there anyway, or reach a loopback console with ssh -L", o.Addr)
+	}
+	return (&queueFlags{Queue: "commands", Transport: o.Transport}).Validate()
+}
+
+// loopbackHost reports whether host, an --addr's, is a loopback address
+// or localhost. An empty host is every interface.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (o *consoleOptions) Run(ctx context.Context, c *cli) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := cliLogger(c.stderr, false)
+	env, err := c.env.targetOf(o.Stack, log, c.stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := o.config(ctx, env)
+	if err != nil {
+		return err
+	}
+	token, err := consoleToken()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	cfg.Token, cfg.Addr, cfg.AllowActions, cfg.Logger = token, ln.Addr().String(), o.AllowActions, log
+	h, err := console.New(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if host, _, _ := net.SplitHostPort(o.Addr); !loopbackHost(host) {
+		fmt.Fprintf(c.stderr, "fifoworker console: warning: listening on %s, beyond loopback, in plain HTTP: whoever sees the token on the network reads every tenant's jobs\n", ln.Addr())
+	}
+	mode := "read-only: --allow-actions enables redrive and discard"
+	if o.AllowActions {
+		mode = "actions allowed: redrive and discard, each confirmed"
+	}
+	fmt.Fprintf(c.stdout, "fifoworker console: %s (%s; Ctrl-C stops it)\n", consoleURL(ln.Addr(), token), mode)
+	return serveUntil(ctx, ln, h, consoleGrace, nil)
+}
+
+// consoleToken is a run's secret: 32 bytes from crypto/rand, in hex.
+func consoleToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("console: a token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// consoleURL is the URL a browser opens the console at: on loopback when
+// the listener is on every interface.
+func consoleURL(addr net.Addr, token string) string {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/", RawQuery: url.Values{console.TokenParam: {token}}.Encode()}
+	return u.String()
+}
+
+// serveUntil serves h on ln until ctx ends, then stops the server, letting
+// requests in flight finish within grace; stopping, when set, is called
+// first. `local serve` serves the jobs API with it too.
+func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, stopping func()) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	if stopping != nil {
+		stopping()
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("stop the server: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// config is the console's Config from env, but for its Token, Addr,
+// AllowActions and Logger: the jobs table (required), the candidates
+// bucket's sources when it is named, and each queue env names.
+func (o *consoleOptions) config(ctx context.Context, env opsEnv) (console.Config, error) {
+	table := env.getenv(outputVar("JobsTableName"))
+	if table == "" {
+		return console.Config{}, fmt.Errorf("no jobs table: set %s%s", outputVar("JobsTableName"), o.elsewhere(env))
+	}
+	jobsStore, err := env.open.jobsStore(ctx, table, env.hint("", "", "JobsTableName"))
+	if err != nil {
+		return console.Config{}, err
+	}
+	cfg := console.Config{Jobs: jobsStore}
+	qf := queueFlags{Transport: o.Transport}
+	kafka, err := qf.kafka(env)
+	if err != nil {
+		return console.Config{}, err
+	}
+	t := consoleTarget{Bucket: env.getenv(outputVar("CandidatesBucketName")), BucketHint: env.hint("", "", "CandidatesBucketName")}
+	for _, name := range []string{"commands", "events"} {
+		qf.Queue = name
+		if env.getenv(outputVar(qf.output(kafka))) == "" {
+			continue
+		}
+		if env.getenv(outputVar("QuarantineTableName")) == "" {
+			return console.Config{}, fmt.Errorf("no quarantine table for the %s' quarantine: set %s%s", name, outputVar("QuarantineTableName"), o.elsewhere(env))
+		}
+		op, qt, err := qf.operatorIn(ctx, env, false, nil)
+		if err != nil {
+			return console.Config{}, err
+		}
+		cfg.Queues = append(cfg.Queues, console.Queue{Name: name, Quarantine: op})
+		dlq := ""
+		if !kafka {
+			dlq = env.getenv(outputVar(dlqOutputs[name]))
+		}
+		t.DLQs, t.DLQHints = append(t.DLQs, dlq), append(t.DLQHints, env.hint("", "", dlqOutputs[name]))
+		if name == "commands" && !kafka {
+			t.CommandsQueue = qt.Queue
+		}
+	}
+	src, err := env.open.consoleSources(ctx, t)
+	if err != nil {
+		return console.Config{}, err
+	}
+	for i := range cfg.Queues {
+		cfg.Queues[i].DeadLetters = src.DeadLetters[i]
+	}
+	cfg.Candidates, cfg.Results, cfg.Sweeps, cfg.OldestCommand = src.Candidates, src.Results, src.Sweeps, src.OldestCommand
+	return cfg, nil
+}
+
+// dlqOutputs are the template's outputs naming each queue's dead-letter
+// queue.
+var dlqOutputs = map[string]string{"commands": "CommandsDLQUrl", "events": "EventsDLQUrl"}
+
+// elsewhere is how else the operator may name a resource: another stack.
+func (o *consoleOptions) elsewhere(env opsEnv) string {
+	if env.origin != "" {
+		return " (" + env.origin + " sets none; --stack NAME picks another)"
+	}
+	return ", or pass --stack NAME for a local stack (fifoworker local serve, or eval \"$(fifoworker local deploy)\", gives them)"
+}
+
+// consoleTarget is what the console reads beside the jobs and the
+// quarantines (opener.consoleSources).
+type consoleTarget struct {
+	// Bucket is the candidates bucket ("" none: no candidates, result
+	// links or last sweep); BucketHint says where its name came from.
+	Bucket, BucketHint string
+	// DLQs are the dead-letter queues' URLs, one per console queue in
+	// order ("" for a queue without one); DLQHints say where each came
+	// from.
+	DLQs, DLQHints []string
+	// CommandsQueue is the commands queue's name, whose oldest message's
+	// age CloudWatch has ("" none: a Kafka deployment).
+	CommandsQueue string
+}
+
+// consoleParts are the sources consoleSources opens; nil where the target
+// names nothing.
+type consoleParts struct {
+	Candidates    console.Candidates
+	Results       console.Results
+	Sweeps        console.Sweeps
+	DeadLetters   []console.Depth // one per consoleTarget.DLQs
+	OldestCommand console.OldestCommand
+}
+
+// consoleSources opens t's sources after checking that the bucket and the
+// dead-letter queues exist. The age of the oldest command is read from
+// CloudWatch only on AWS: where the configuration gives CloudWatch an
+// endpoint of its own (AWS_ENDPOINT_URL, or a local stack's env file:
+// --stack), there is none, and the console says it is unavailable.
+func (o awsOpener) consoleSources(ctx context.Context, t consoleTarget) (consoleParts, error) {
+	cfg, err := o.load(ctx)
+	if err != nil {
+		return consoleParts{}, err
+	}
+	var p consoleParts
+	if t.Bucket != "" {
+		s3c := lambdawire.S3(cfg)
+		if err := checkBucket(ctx, s3c, t.Bucket, t.BucketHint); err != nil {
+			return consoleParts{}, err
+		}
+		if p.Candidates, err = candidate.New(candidate.Config{Client: s3c, Bucket: t.Bucket}); err != nil {
+			return consoleParts{}, err
+		}
+		if p.Results, err = lambdawire.ResultPresigner(cfg, t.Bucket); err != nil {
+			return consoleParts{}, err
+		}
+		if p.Sweeps, err = sweeper.NewS3LastRun(sweeper.S3LastRunConfig{Client: s3c, Bucket: t.Bucket}); err != nil {
+			return consoleParts{}, err
+		}
+	}
+	queues := sqs.NewFromConfig(cfg)
+	p.DeadLetters = make([]console.Depth, len(t.DLQs))
+	for i, u := range t.DLQs {
+		if u == "" {
+			continue
+		}
+		if err := checkQueue(ctx, queues, u, t.DLQHints[i]); err != nil {
+			return consoleParts{}, err
+		}
+		p.DeadLetters[i] = &queueDepth{api: queues, url: u}
+	}
+	if _, local := startup.ServiceEndpoint(cfg, cloudwatch.ServiceID); t.CommandsQueue != "" && !local {
+		p.OldestCommand = &commandAge{api: cloudwatch.NewFromConfig(cfg), queue: t.CommandsQueue, now: time.Now}
+	}
+	return p, nil
+}
+
+var (
+	_ console.Jobs       = jobsStore(nil)
+	_ console.Quarantine = (*quarantine.Operator)(nil)
+	_ console.Sweeps     = (*sweeper.S3LastRun)(nil)
+)
