@@ -21,14 +21,15 @@ import (
 // operator uses it (issue 20): the five functions run in process
 // (newRolesRun) and complete a job of the test's own; a poison command
 // holds a group of the commands queue with two messages parked
-// (holdPoison). The browser opens the console without its token and gets
-// the 401 page; opens the token URL; on the overview sees one held group;
-// follows the jobs list to the completed job and sees its timeline (an SVG
-// with its created, claimed and completed marks, from the job's history);
-// opens the held group on a read-only console and finds no Redrive, then
-// on the console that allows actions redrives it, confirms, and reloads
-// the group's page until it shows the group released. Each step's page is
-// a PNG screenshot in the artefacts directory (browser.Artefacts). Not
+// (holdPoison); the sweeper runs once. The browser opens the console
+// without its token and gets the 401 page; opens the token URL; on the
+// overview sees one held group and the sweeper's run; follows the jobs
+// list to the completed job and sees its timeline (an SVG with its
+// created, claimed and completed marks, from the job's history); opens the
+// held group on a read-only console and finds no Redrive, then on the
+// console that allows actions redrives it, confirms, and reloads the
+// group's page until it shows the group released. Each step's page is a
+// PNG screenshot in the artefacts directory (browser.Artefacts). Not
 // parallel: the functions in process read their endpoints from this
 // process's environment.
 func TestConsoleInChromiumFollowsAJobAndRedrivesAHeldGroup(t *testing.T) {
@@ -37,6 +38,8 @@ func TestConsoleInChromiumFollowsAJobAndRedrivesAHeldGroup(t *testing.T) {
 	done := r.post("console-done", http.StatusAccepted)
 	r.waitView(done, jobs.StatusCompleted)
 	held, op := r.holdPoison("console-poison")
+	swept, err := r.p.Sweep(t.Context(), false)
+	require.NoError(t, err)
 
 	srv := startConsole(t, r.state, r.deployed, op, true)
 	readOnly := startConsole(t, r.state, r.deployed, op, false)
@@ -53,6 +56,7 @@ func TestConsoleInChromiumFollowsAJobAndRedrivesAHeldGroup(t *testing.T) {
 	ui.do(chromedp.Navigate(srv.url + "/?token=" + srv.token))
 	require.Equal(t, "1", ui.text(`[data-testid="held-commands"]`), "the overview counts the held group")
 	require.Equal(t, "actions allowed", ui.text(`[data-testid="mode"]`))
+	require.Contains(t, ui.text(`[data-testid="sweep-last-run"]`), "ended ", "the overview shows the sweeper's last run: %+v", swept)
 	ui.shot("02-overview")
 
 	// The jobs list, then the completed job and its timeline.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fifoworker/fifoworker/internal/app/console"
 	"github.com/fifoworker/fifoworker/internal/app/intake"
+	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
@@ -24,8 +25,8 @@ import (
 // consoleServer is the operator's console (internal/app/console) over a
 // deployment on the local stack, served by httptest on 127.0.0.1 and
 // closed when the test ends: the jobs, candidates and results of the
-// deployment's table and bucket, and the commands queue's quarantine
-// through the operator it is given, as `fifoworker console` reads them.
+// deployment's table and bucket, the sweeper's last run, and the commands
+// queue's quarantine through the operator it is given, as `fifoworker console` reads them.
 type consoleServer struct {
 	url   string // the console's root, without the token
 	token string
@@ -48,6 +49,8 @@ func startConsole(tb testing.TB, state *localstack.State, deployed *localdeploy.
 	require.NoError(tb, err)
 	results, err := intake.NewS3Presigner(intake.S3PresignerConfig{Client: s3c, Presign: s3.NewPresignClient(s3c), Bucket: bucket, EmulatorWithoutChecksums: true})
 	require.NoError(tb, err)
+	sweeps, err := sweeper.NewS3LastRun(sweeper.S3LastRunConfig{Client: s3c, Bucket: bucket})
+	require.NoError(tb, err)
 	secret := make([]byte, 16)
 	_, err = rand.Read(secret)
 	require.NoError(tb, err)
@@ -55,7 +58,7 @@ func startConsole(tb testing.TB, state *localstack.State, deployed *localdeploy.
 	require.NoError(tb, err)
 	s := &consoleServer{token: hex.EncodeToString(secret)}
 	c, err := console.New(console.Config{
-		Jobs: store, Candidates: cands, Results: results,
+		Jobs: store, Candidates: cands, Results: results, Sweeps: sweeps,
 		Queues:       []console.Queue{{Name: "commands", Quarantine: commands}},
 		Token:        s.token,
 		Addr:         ln.Addr().String(),
