@@ -94,14 +94,34 @@ func (o *demoOptions) Run(ctx context.Context, c *cli) error {
 			State: s, Template: tpl, Deployed: res, StackName: d.StackName, Jobs: o.Jobs, RIE: o.RIE,
 			Root: root, LogDir: logs, Out: c.stdout,
 		})
-		line, _ := json.Marshal(sum)
-		if err != nil {
-			fmt.Fprintln(c.stderr, "fifoworker demo:", err)
-		}
-		fmt.Fprintln(c.stdout, string(line))
-		if err != nil || !sum.OK {
-			return exitStatus(1)
-		}
-		return nil
+		return endDemo(c, sum, err)
 	})
+}
+
+// demoHintCommands are the commands the demo's closing hint names, as the
+// CLI's arguments (a test holds them to the CLI's verbs).
+var demoHintCommands = [][]string{{"local", "serve"}, {"console"}}
+
+// demoHint is the demo's closing hint for a newcomer who wants to look
+// around. The demo stops its stack, so it names what starts one with the
+// functions and the jobs API (make serve: `local serve`) and the console,
+// which finds that stack without flags (the serve stack's env file).
+const demoHint = `fifoworker demo: the demo's stack is stopped. To look around in the web console, start a stack
+  with the functions and the jobs API:   make serve   (go run ./cmd/fifoworker local serve)
+  then, in another shell:                go run ./cmd/fifoworker console
+  and open the URL it prints (submit jobs with the curl lines make serve prints, then follow them).`
+
+// endDemo says why the demo failed, if it did, then the hint, then the
+// summary as JSON: the last line, which scripts read.
+func endDemo(c *cli, sum demo.Summary, err error) error {
+	line, _ := json.Marshal(sum)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "fifoworker demo:", err)
+	}
+	fmt.Fprintln(c.stdout, demoHint)
+	fmt.Fprintln(c.stdout, string(line))
+	if err != nil || !sum.OK {
+		return exitStatus(1)
+	}
+	return nil
 }
