@@ -2,6 +2,7 @@ package jobstest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func testNudgePending(t *testing.T, newStore NewStore) {
 	want.UpdatedAt = ms(b.clock.Now())
 	want.Outbox = jobs.Message{ID: id + "/v1", Type: jobs.MessageRun, Version: 1,
 		Payload: map[string]string{jobs.PayloadReason: "pending for 20m"}}
-	want.History = append(created.History[:1:1], jobs.Transition{Version: 1, Status: jobs.StatusPending, At: want.UpdatedAt, Event: jobs.MessageRun})
+	want.History = append(slices.Clone(want.History), jobs.Transition{Version: 1, Status: jobs.StatusPending, At: want.UpdatedAt, Event: jobs.MessageRun})
 	require.Equal(t, want, n, "pending, generation 0, version 1, a fresh run command; nothing else changes")
 	require.Equal(t, n, b.get(t, id))
 
@@ -90,7 +91,7 @@ func testNudgeRunning(t *testing.T, newStore NewStore) {
 	want.UpdatedAt = ms(b.clock.Now())
 	want.Outbox = jobs.Message{ID: id + "/v3", Type: jobs.MessageRun, Version: 3,
 		Payload: map[string]string{jobs.PayloadReason: "lease ended"}}
-	want.History = append(renewed.History[:3:3], jobs.Transition{Version: 3, Status: jobs.StatusRunning, Generation: 1, At: want.UpdatedAt, Event: jobs.MessageRun})
+	want.History = append(slices.Clone(want.History), jobs.Transition{Version: 3, Status: jobs.StatusRunning, Generation: 1, At: want.UpdatedAt, Event: jobs.MessageRun})
 	require.Equal(t, want, n, "running at generation 1 with the ended lease, its holder and progress; a fresh command at v3")
 	require.Equal(t, n, b.get(t, id))
 	again, err := b.store.Nudge(b.ctx, nudge)
