@@ -56,8 +56,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	srv := startConsole(b, d.state, d.deployed, op, true)
 	pages := []struct{ name, path, want string }{
 		{"overview", "/", `data-testid="held-commands"><a href="/quarantine/commands">1</a>`},
-		{"jobs", "/jobs", "jobs"},
-		{"jobs-filtered", "/jobs?tenant=t-1&status=running", "t-1"},
+		{"jobs", "/jobs", `data-testid="job-row"`},
+		{"jobs-filtered", "/jobs?tenant=t-1&status=running", `<td>t-1</td><td class="status running">`},
 		{"job", "/jobs/" + shown, shown},
 		{"quarantine", "/quarantine/commands", group},
 		{"group", "/quarantine/commands/" + group, group},

@@ -5,7 +5,6 @@ package test
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +165,7 @@ func (u *consoleUI) attrs(css, name string) []string {
 	got, err := browser.Run(u.b, chromedp.Evaluate[[]string](fmt.Sprintf(
 		`Array.from(document.querySelectorAll(%q), e => e.getAttribute(%q))`, css, name)))
 	require.NoError(u.t, err, "reading %s's %s", css, name)
-	return slices.Clip(got)
+	return got
 }
 
 func (u *consoleUI) count(css string) int { return len(u.attrs(css, "data-testid")) }
