@@ -286,9 +286,10 @@ type consoleParts struct {
 
 // consoleSources opens t's sources after checking that the bucket and the
 // dead-letter queues exist. The age of the oldest command is read from
-// CloudWatch only on AWS: where the configuration gives CloudWatch an
-// endpoint of its own (AWS_ENDPOINT_URL, or a local stack's env file:
-// --stack), there is none, and the console says it is unavailable.
+// CloudWatch only on AWS: where the configuration gives SQS an endpoint of
+// its own (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_SQS, as a local stack's
+// env file does: --stack), the queue is an emulator's, CloudWatch has no
+// metric of it, and the console says the age is unavailable.
 func (o awsOpener) consoleSources(ctx context.Context, t consoleTarget) (consoleParts, error) {
 	cfg, err := o.load(ctx)
 	if err != nil {
@@ -321,7 +322,8 @@ func (o awsOpener) consoleSources(ctx context.Context, t consoleTarget) (console
 		}
 		p.DeadLetters[i] = &queueDepth{api: queues, url: u}
 	}
-	if _, local := startup.ServiceEndpoint(cfg, cloudwatch.ServiceID); t.CommandsQueue != "" && !local {
+	// The metric is the commands queue's: a queue on an emulator has none.
+	if _, local := startup.ServiceEndpoint(cfg, sqs.ServiceID); t.CommandsQueue != "" && !local {
 		p.OldestCommand = &commandAge{api: cloudwatch.NewFromConfig(cfg), queue: t.CommandsQueue, now: time.Now}
 	}
 	return p, nil

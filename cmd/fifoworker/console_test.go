@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fifoworker/fifoworker/internal/app/console"
+	"github.com/fifoworker/fifoworker/internal/lambdawire/startup"
 )
 
 func (f *fakeOpener) consoleSources(_ context.Context, t consoleTarget) (consoleParts, error) {
@@ -137,7 +138,19 @@ func TestConsoleReadsTheOldestCommandFromCloudWatchOnlyOnAWS(t *testing.T) {
 	target := consoleTarget{CommandsQueue: "fw-commands.fifo"}
 	p, err := opener(aws.Config{Region: "eu-west-1", BaseEndpoint: aws.String("http://127.0.0.1:4566")}).consoleSources(t.Context(), target)
 	require.NoError(t, err)
-	require.Nil(t, p.OldestCommand)
+	require.Nil(t, p.OldestCommand, "AWS_ENDPOINT_URL")
+	// A local stack's env file (--stack) gives each service its endpoint,
+	// and CloudWatch none: the commands queue is the emulator's all the same.
+	stack := startup.NewEnvFrom(map[string]string{
+		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:46115", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:41383",
+		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:41769",
+	})
+	stackCfg := stack.AWSConfig()
+	require.NoError(t, stack.Err())
+	p, err = opener(stackCfg).consoleSources(t.Context(), target)
+	require.NoError(t, err)
+	require.Nil(t, p.OldestCommand, "a stack's env file")
 
 	p, err = opener(aws.Config{Region: "eu-west-1"}).consoleSources(t.Context(), target)
 	require.NoError(t, err)
