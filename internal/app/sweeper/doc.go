@@ -72,7 +72,12 @@
 //     alone, and the cursors pass it. Its candidates are never deleted:
 //     no rule can be applied to a job that cannot be read.
 //   - A dry run decides and reports everything and writes nothing: no
-//     delete, no nudge, no repair, no cursor.
+//     delete, no nudge, no repair, no cursor, no kept report.
+//   - Each other run keeps its report (Config.LastRun: S3LastRun, at
+//     LastRunKey beside the cursors) for the operator's console, a run
+//     with failed requests included, so that the console shows the last
+//     run failed; a report that cannot be kept is one more error of the
+//     run.
 //   - A run leaves the time it needs to save the cursors and report before
 //     its context's deadline: work it could not finish is the next run's.
 //   - On a store without a TTL (PostgreSQL), Config.Purgers: each run
