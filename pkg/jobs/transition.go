@@ -95,8 +95,7 @@ func (p *patch) entry() Transition {
 // the item's slots hold after t's write (jobitem.HistorySlot). It does not
 // share h's array, so a clone of the job before keeps its own.
 func appendHistory(h []Transition, t Transition) []Transition {
-	h = append(h[len(h)-min(len(h), MaxHistory-1):len(h):len(h)], t)
-	return h
+	return append(h[len(h)-min(len(h), MaxHistory-1):len(h):len(h)], t)
 }
 
 // step is decide's answer.
