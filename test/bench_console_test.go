@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -26,8 +27,11 @@ import (
 // browser asks for them: the overview, the first page of the jobs list,
 // the jobs list of one tenant and status, one job (completed, with its
 // result's link, its candidate and its timeline), a queue's held groups,
-// and one held group with its parked messages. `make bench-console` runs
-// it on a stack of its own; make test runs none of it.
+// and one held group with its parked messages; beside the time, the
+// requests a page costs the console's DynamoDB and S3 clients, by
+// operation (Query/op, BatchGetItem/op...; the quarantine's requests are
+// not counted). `make bench-console` runs it on a stack of its own; make
+// test runs none of it.
 //
 // The 2,000 jobs are written through jobs.DynamoStore, as the functions
 // write them, without the pipeline (which would take minutes to run them
@@ -53,7 +57,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.Logf("seeded %d jobs and a held group in %s", consoleJobs, time.Since(started).Round(time.Millisecond))
 
 	op := queueOperator(b, d.state, d.deployed, "CommandsQueue", d.state.SQSClient())
-	srv := startConsole(b, d.state, d.deployed, op, true)
+	counted := &awstest.Requests{}
+	srv := startConsole(b, d.state, d.deployed, op, true, counted)
 	pages := []struct{ name, path, want string }{
 		{"overview", "/", `data-testid="held-commands"><a href="/quarantine/commands">1</a>`},
 		{"jobs", "/jobs", `data-testid="job-row"`},
@@ -66,11 +71,15 @@ func BenchmarkConsolePages(b *testing.B) {
 	for round := 1; round <= consoleRounds; round++ {
 		for _, p := range pages {
 			b.Run(fmt.Sprintf("page=%s/round=%d", p.name, round), func(b *testing.B) {
+				counted.Take()
 				for b.Loop() {
 					body := getConsolePage(b, client, srv, p.path)
 					if !strings.Contains(body, p.want) {
 						b.Fatalf("%s does not show %q:\n%s", p.path, p.want, body)
 					}
+				}
+				for op, n := range counted.Take() {
+					b.ReportMetric(float64(n)/float64(b.N), op+"/op")
 				}
 			})
 		}

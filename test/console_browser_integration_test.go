@@ -40,8 +40,8 @@ func TestConsoleInChromiumFollowsAJobAndRedrivesAHeldGroup(t *testing.T) {
 	swept, err := r.p.Sweep(t.Context(), false)
 	require.NoError(t, err)
 
-	srv := startConsole(t, r.state, r.deployed, op, true)
-	readOnly := startConsole(t, r.state, r.deployed, op, false)
+	srv := startConsole(t, r.state, r.deployed, op, true, nil)
+	readOnly := startConsole(t, r.state, r.deployed, op, false, nil)
 	ui := &consoleUI{t: t, b: browser.Start(t, browser.Artefacts(t, t.Name()))}
 
 	// Without the token, every page is the 401 page.

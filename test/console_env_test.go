@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
 	"github.com/fifoworker/fifoworker/internal/dev/localdeploy"
 	"github.com/fifoworker/fifoworker/internal/dev/localstack"
+	"github.com/fifoworker/fifoworker/pkg/awstest"
 	"github.com/fifoworker/fifoworker/pkg/candidate"
 	"github.com/fifoworker/fifoworker/pkg/jobs"
 	"github.com/fifoworker/fifoworker/pkg/quarantine"
@@ -33,10 +35,15 @@ type consoleServer struct {
 }
 
 // startConsole starts the console; with allowActions, its redrive and
-// discard are on.
-func startConsole(tb testing.TB, state *localstack.State, deployed *localdeploy.Result, commands *quarantine.Operator, allowActions bool) *consoleServer {
+// discard are on. When counted is not nil, it counts the requests of the
+// console's DynamoDB and S3 clients (the quarantine's are commands').
+func startConsole(tb testing.TB, state *localstack.State, deployed *localdeploy.Result, commands *quarantine.Operator, allowActions bool, counted *awstest.Requests) *consoleServer {
 	tb.Helper()
 	ddb, s3c := state.DynamoDBClient(), state.S3Client()
+	if counted != nil {
+		ddb = dynamodb.New(ddb.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, counted.Count("")) })
+		s3c = s3.New(s3c.Options(), func(o *s3.Options) { o.APIOptions = append(o.APIOptions, counted.Count("")) })
+	}
 	table := deployed.Resources["JobsTable"]
 	// As many shards as the functions wrote the jobs with, as the CLI
 	// reads them: the listings walk them all.
