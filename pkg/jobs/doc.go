@@ -53,6 +53,12 @@
 //     read; it never raises the generation and never passes a live lease.
 //   - Completed, failed and cancelled are final: nothing changes them, and
 //     they carry a TTL (expires_at, epoch seconds).
+//   - The same write records the transition in the item's History:
+//     creation writes the entry of version 0 and each transition the entry
+//     of its version, into slot version mod MaxHistory (jobitem.HistorySlot)
+//     without reading the item, so the item keeps its last MaxHistory
+//     transitions and a refused write adds none. Describe says what each
+//     was.
 //   - The item of a job that is not final carries live_shard (LiveShardOf
 //     its id and the store's shard count), and a final job's does not: the
 //     table's sparse "live" index (live_shard, updated_at) holds exactly
