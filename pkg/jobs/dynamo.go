@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -150,7 +151,7 @@ func (s *DynamoStore) Live(ctx context.Context, updatedBefore time.Time, limit i
 }
 
 // LiveAfter implements LivePager: one Query of the live index per shard
-// and page. Each shard is read oldest first until it has given limit jobs
+// and page, the shards at most maxInFlight at a time. Each shard is read oldest first until it has given limit jobs
 // after the position and every other job of the last one's millisecond
 // (the index orders a shard's jobs of one millisecond in no set way), or
 // has no more before the cutoff; the shards' lists are merged and cut to
@@ -168,15 +169,17 @@ func (s *DynamoStore) live(ctx context.Context, after LivePosition, updatedBefor
 	if after.UpdatedAt > last {
 		return nil, nil // DynamoDB refuses a BETWEEN whose bounds are reversed
 	}
-	var found []LivePosition
-	for shard := range s.shards {
+	shards, err := fanOut(ctx, s.shards, func(ctx context.Context, shard int) ([]LivePosition, error) {
 		got, err := s.liveShard(ctx, strconv.Itoa(shard), after, last, limit, exact)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: live: shard %d: %w", shard, err)
 		}
-		found = append(found, got...)
+		return got, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return oldest(found, after, limit), nil
+	return oldest(slices.Concat(shards...), after, limit), nil
 }
 
 func (s *DynamoStore) liveShard(ctx context.Context, shard string, after LivePosition, last int64, limit int, exact bool) ([]LivePosition, error) {
@@ -240,7 +243,8 @@ const (
 )
 
 // GetMany implements BatchGetter: one strongly consistent BatchGetItem per
-// 100 ids, and one more for any keys DynamoDB left unprocessed, after a
+// 100 ids, the chunks at most maxInFlight at a time (the first error
+// cancels the others), and one more for any keys DynamoDB left unprocessed, after a
 // backoff, at most maxRounds in all per 100. Items that do not decode are
 // collected into an *UndecodableError, returned with the others.
 func (s *DynamoStore) GetMany(ctx context.Context, ids []string) (map[string]Job, error) {
@@ -248,21 +252,37 @@ func (s *DynamoStore) GetMany(ctx context.Context, ids []string) (map[string]Job
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Job, len(unique))
-	bad := map[string]error{}
-	for chunk := range slices.Chunk(unique, maxBatchGet) {
-		keys := make([]map[string]types.AttributeValue, 0, len(chunk))
-		for _, id := range chunk {
+	chunks := slices.Collect(slices.Chunk(unique, maxBatchGet))
+	reads, err := fanOut(ctx, len(chunks), func(ctx context.Context, i int) (batchRead, error) {
+		keys := make([]map[string]types.AttributeValue, 0, len(chunks[i]))
+		for _, id := range chunks[i] {
 			keys = append(keys, map[string]types.AttributeValue{jobitem.AttrJobID: str(id)})
 		}
-		if err := s.batchGet(ctx, keys, out, bad); err != nil {
-			return nil, fmt.Errorf("jobs: get many: %w", err)
+		r := batchRead{jobs: map[string]Job{}, bad: map[string]error{}}
+		if err := s.batchGet(ctx, keys, r.jobs, r.bad); err != nil {
+			return r, fmt.Errorf("jobs: get many: ids %d to %d: %w", i*maxBatchGet, i*maxBatchGet+len(chunks[i])-1, err)
 		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Job, len(unique))
+	bad := map[string]error{}
+	for _, r := range reads { // the ids are unique: no chunk overwrites another's
+		maps.Copy(out, r.jobs)
+		maps.Copy(bad, r.bad)
 	}
 	if len(bad) > 0 {
 		return out, &UndecodableError{Items: bad}
 	}
 	return out, nil
+}
+
+// batchRead is one chunk's part of GetMany's answer.
+type batchRead struct {
+	jobs map[string]Job
+	bad  map[string]error
 }
 
 // batchGet reads keys into into, and the errors of the items that do not

@@ -16,3 +16,7 @@ func (s *MemoryStore) DeleteItem(ctx context.Context, key string) error {
 	delete(s.markers, key)
 	return nil
 }
+
+// MaxInFlight is how many requests a listing or a GetMany has in flight at
+// most, for the tests that count them.
+const MaxInFlight = maxInFlight

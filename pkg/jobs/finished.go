@@ -87,7 +87,7 @@ func finishedAfter(found []FinishedJob, after string, limit int) []FinishedJob {
 }
 
 // Finished implements FinishedLister: one Query of the finished index per
-// shard and page, each shard read in key order until it has given limit
+// shard and page, the shards at most maxInFlight at a time, each shard read in key order until it has given limit
 // jobs or has no more before the bound; the shards' lists are merged and
 // cut to limit. Every job a shard did not give sorts after the limit it
 // gave, so the merged list is exactly the first limit of the whole index.
@@ -99,15 +99,17 @@ func (s *DynamoStore) Finished(ctx context.Context, after string, before time.Ti
 	if after >= bound {
 		return nil, nil // DynamoDB refuses a BETWEEN whose bounds are reversed
 	}
-	var found []FinishedJob
-	for shard := range s.shards {
+	shards, err := fanOut(ctx, s.shards, func(ctx context.Context, shard int) ([]FinishedJob, error) {
 		got, err := s.finishedShard(ctx, strconv.Itoa(shard), after, bound, limit)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: finished: shard %d: %w", shard, err)
 		}
-		found = append(found, got...)
+		return got, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return finishedAfter(found, after, limit), nil
+	return finishedAfter(slices.Concat(shards...), after, limit), nil
 }
 
 func (s *DynamoStore) finishedShard(ctx context.Context, shard, after, bound string, limit int) ([]FinishedJob, error) {
