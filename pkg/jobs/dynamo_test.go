@@ -254,11 +254,7 @@ func TestDynamoGetManyBatchesAndRetriesUnprocessedKeys(t *testing.T) {
 		}}
 		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
 		require.NoError(t, err)
-		var ids []string
-		for i := range 240 {
-			ids = append(ids, fmt.Sprintf("job-%d", i))
-		}
-		ids = append(ids, "job-0", "job-7", "missing-1") // repeats, and one that does not exist
+		ids := append(jobIDs(240), "job-0", "job-7", "missing-1") // repeats, and one that does not exist
 		got, err := store.GetMany(t.Context(), ids)
 		require.NoError(t, err)
 		require.Len(t, got, 240)
@@ -310,10 +306,7 @@ func TestDynamoGetManyLeavesOutItemsThatDoNotDecode(t *testing.T) {
 	}}
 	store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs"})
 	require.NoError(t, err)
-	var ids []string
-	for i := range 200 {
-		ids = append(ids, fmt.Sprintf("job-%d", i))
-	}
+	ids := jobIDs(200)
 	got, err := store.GetMany(t.Context(), ids)
 	var undecodable *jobs.UndecodableError
 	require.ErrorAs(t, err, &undecodable)

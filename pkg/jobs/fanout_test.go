@@ -240,6 +240,15 @@ func TestDynamoListingsMergeShardsAsInOrderWhateverAnswersFirst(t *testing.T) {
 	}
 }
 
+// jobIDs is job-0 to job-(n-1).
+func jobIDs(n int) []string {
+	ids := make([]string, 0, n)
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("job-%d", i))
+	}
+	return ids
+}
+
 // nonNil is s, or an empty slice for nil: the listings answer nothing
 // with nil.
 func nonNil[T any](s []T) []T {
@@ -264,13 +273,6 @@ func TestDynamoRequestsInFlightStayWithinTheBound(t *testing.T) {
 			}}
 		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs", LiveShards: 32})
 		require.NoError(t, err)
-		ids := func(n int) []string {
-			var out []string
-			for i := range n {
-				out = append(out, fmt.Sprintf("job-%d", i))
-			}
-			return out
-		}
 		for _, c := range []struct {
 			name     string
 			requests int
@@ -278,7 +280,7 @@ func TestDynamoRequestsInFlightStayWithinTheBound(t *testing.T) {
 		}{
 			{"live", 32, func() error { _, err := store.Live(t.Context(), time.Now(), 10); return err }},
 			{"finished", 32, func() error { _, err := store.Finished(t.Context(), "", time.Now(), 10); return err }},
-			{"get many", 20, func() error { _, err := store.GetMany(t.Context(), ids(2000)); return err }},
+			{"get many", 20, func() error { _, err := store.GetMany(t.Context(), jobIDs(2000)); return err }},
 		} {
 			api.most.Store(0)
 			start := time.Now()
@@ -288,7 +290,7 @@ func TestDynamoRequestsInFlightStayWithinTheBound(t *testing.T) {
 			require.Equal(t, time.Duration(rounds)*time.Millisecond, time.Since(start), "%s: %d requests in rounds of %d", c.name, c.requests, jobs.MaxInFlight)
 		}
 		api.most.Store(0)
-		_, err = store.GetMany(t.Context(), ids(300))
+		_, err = store.GetMany(t.Context(), jobIDs(300))
 		require.NoError(t, err)
 		require.Equal(t, int64(3), api.most.Load(), "fewer chunks than the bound: all at once")
 	})
@@ -332,10 +334,7 @@ func TestDynamoFirstErrorCancelsTheOtherRequests(t *testing.T) {
 			}}
 		store, err := jobs.NewDynamoStore(jobs.DynamoConfig{Client: api, Table: "jobs", LiveShards: 32})
 		require.NoError(t, err)
-		var ids []string
-		for i := range 2000 {
-			ids = append(ids, fmt.Sprintf("job-%d", i))
-		}
+		ids := jobIDs(2000)
 		for _, c := range []struct {
 			name, says string
 			call       func() error

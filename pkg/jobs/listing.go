@@ -131,6 +131,11 @@ type listCursor struct {
 // its old place. A token keeps the first page's time bounds and refuses
 // other options (ErrBadToken).
 func List(ctx context.Context, st ListStore, o ListOptions, now time.Time) (ListPage, error) {
+	return list(ctx, st, o, now, st.GetMany)
+}
+
+// list is List reading the jobs the indexes name with get.
+func list(ctx context.Context, st ListStore, o ListOptions, now time.Time, get getter) (ListPage, error) {
 	if err := o.Validate(); err != nil {
 		return ListPage{}, err
 	}
@@ -138,7 +143,7 @@ func List(ctx context.Context, st ListStore, o ListOptions, now time.Time) (List
 	if err != nil {
 		return ListPage{}, err
 	}
-	w := &walk{st: st, c: c, limit: cmp.Or(o.Limit, DefaultListLimit)}
+	w := &walk{st: st, get: get, c: c, limit: cmp.Or(o.Limit, DefaultListLimit)}
 	if !c.Final {
 		if err := w.run(ctx, w.live); err != nil {
 			return ListPage{}, err
@@ -190,9 +195,13 @@ func (c *listCursor) token() string {
 	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// getter reads jobs by id, as BatchGetter.GetMany does.
+type getter func(ctx context.Context, ids []string) (map[string]Job, error)
+
 // walk fills one page from the indexes, one section at a time.
 type walk struct {
 	st       ListStore
+	get      getter
 	c        listCursor
 	limit    int
 	out      []Job
@@ -255,7 +264,7 @@ func (w *walk) read(ctx context.Context, entries []entry) (map[string]Job, error
 	for _, e := range entries {
 		ids = append(ids, e.id)
 	}
-	got, err := w.st.GetMany(ctx, ids)
+	got, err := w.get(ctx, ids)
 	if u := (*UndecodableError)(nil); errors.As(err, &u) {
 		return got, nil // the listing shows what it can read
 	}

@@ -21,7 +21,8 @@ type overviewPage struct {
 }
 
 // liveCounts are the live jobs by status, counted on one listing page of
-// MaxListLimit jobs: a count, not a scan of the table.
+// MaxListLimit jobs (jobs.CountLive: statuses only where the store can):
+// a count, not a scan of the table.
 type liveCounts struct {
 	Total    string
 	ByStatus []statusCount
@@ -59,24 +60,20 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) liveCounts(ctx context.Context) liveCounts {
-	page, err := jobs.List(ctx, c.cfg.Jobs, jobs.ListOptions{LiveOnly: true, Limit: jobs.MaxListLimit}, c.cfg.Now())
+	n, err := jobs.CountLive(ctx, c.cfg.Jobs, jobs.MaxListLimit, c.cfg.Now())
 	if err != nil {
-		c.cfg.Logger.ErrorContext(ctx, "console: overview: list live jobs", "error", err)
+		c.cfg.Logger.ErrorContext(ctx, "console: overview: count live jobs", "error", err)
 		return liveCounts{Err: err.Error()}
 	}
-	n := map[jobs.Status]int64{}
-	for _, j := range page.Jobs {
-		n[j.Status]++
-	}
-	atLeast := func(k int64) string {
-		if page.More {
-			return count(k) + " or more"
+	atLeast := func(k int) string {
+		if n.More {
+			return count(int64(k)) + " or more"
 		}
-		return count(k)
+		return count(int64(k))
 	}
-	lc := liveCounts{Total: atLeast(int64(len(page.Jobs)))}
+	lc := liveCounts{Total: atLeast(n.Total)}
 	for _, s := range []jobs.Status{jobs.StatusPending, jobs.StatusRunning} {
-		lc.ByStatus = append(lc.ByStatus, statusCount{Status: string(s), Count: atLeast(n[s]), Href: "/jobs?status=" + url.QueryEscape(string(s))})
+		lc.ByStatus = append(lc.ByStatus, statusCount{Status: string(s), Count: atLeast(n.ByStatus[s]), Href: "/jobs?status=" + url.QueryEscape(string(s))})
 	}
 	return lc
 }
