@@ -86,6 +86,11 @@
 //   - List pages through both indexes for people (fifoworker jobs list):
 //     its token resumes strictly after the last entry a page examined, so a
 //     job that does not change meanwhile is shown exactly once.
+//   - A DynamoStore's listings query their index's shards together, at most
+//     8 at a time (GetMany its chunks of 100 too), and merge them by time
+//     and id: the answer is the one a shard-by-shard walk gives, whichever
+//     shard answers first; the first error cancels the others. CountLive
+//     counts what List's first live page shows, reading statuses only.
 //   - Create is idempotent per (tenant, intent): one job and one command per
 //     intent, however often or concurrently it is retried; the same intent
 //     with another spec is ErrIntentConflict.
