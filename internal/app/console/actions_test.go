@@ -32,7 +32,7 @@ func TestARedriveFromTheConsoleRedrivesTheGroup(t *testing.T) {
 	require.Contains(t, testid(t, confirm, "confirm-text"), "Redrive group g on commands: begin epoch 1 of its hold (now held, 2 parked)")
 	require.Contains(t, confirm, `<form method="post" action="/quarantine/commands/g/redrive"`)
 
-	report := b.post(t, "/quarantine/commands/g/redrive", formOf(t, b, "/quarantine/commands/g/redrive"), http.StatusOK)
+	report := b.postSeeOther(t, "/quarantine/commands/g/redrive", formOf(t, b, "/quarantine/commands/g/redrive"))
 	require.Contains(t, report, `data-testid="report" data-state="draining"`)
 	require.Contains(t, report, "2 sent under epoch 1; now draining, 2 parked.")
 	require.Len(t, b.sends.Inputs, 2, "the two copies were sent, in order")
@@ -61,7 +61,7 @@ func TestARedriveOfAGroupThatIsNotHeldIsTheOperatorsError(t *testing.T) {
 	// Discard g's only message: released; a redrive then finds no hold.
 	d := formOf(t, b, "/quarantine/commands/g/discard")
 	d.Set("group_id", "g")
-	b.post(t, "/quarantine/commands/g/discard", d, http.StatusOK)
+	b.postSeeOther(t, "/quarantine/commands/g/discard", d)
 	page = b.post(t, "/quarantine/commands/g/redrive", form, http.StatusNotFound)
 	require.Contains(t, testid(t, page, "error-message"), "is not held on commands")
 	page = b.get(t, "/quarantine/commands/g", http.StatusOK)
@@ -81,7 +81,7 @@ func TestADiscardFromTheConsoleArchivesAndDrops(t *testing.T) {
 	form := formOf(t, b, "/quarantine/commands/g/discard?seq=1002")
 	require.Equal(t, "1002", form.Get("seq"))
 	form.Set("group_id", "g")
-	report := b.post(t, "/quarantine/commands/g/discard", form, http.StatusOK)
+	report := b.postSeeOther(t, "/quarantine/commands/g/discard", form)
 	require.Contains(t, report, "1 discarded; now held, 2 parked.")
 	key := quarantine.ArchiveKey("unit.fifo", "g", "0000000000000000000000000000000000001002")
 	require.Contains(t, report, "Archived under "+key)
@@ -102,7 +102,7 @@ func TestADiscardFromTheConsoleArchivesAndDrops(t *testing.T) {
 
 	all := formOf(t, b, "/quarantine/commands/g/discard")
 	all.Set("group_id", " g ") // as the CLI, the typed id is trimmed
-	report = b.post(t, "/quarantine/commands/g/discard", all, http.StatusOK)
+	report = b.postSeeOther(t, "/quarantine/commands/g/discard", all)
 	require.Contains(t, report, "2 discarded; now released, 0 parked.")
 	require.Contains(t, report, `data-state="released"`)
 	page = b.get(t, "/quarantine/commands/g", http.StatusOK)
@@ -116,7 +116,7 @@ func TestADiscardWhileDrainingIsAConflict(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *console.Config) { c.AllowActions = true })
 	b.hold(t, "g", 1)
-	b.post(t, "/quarantine/commands/g/redrive", formOf(t, b, "/quarantine/commands/g/redrive"), http.StatusOK)
+	b.postSeeOther(t, "/quarantine/commands/g/redrive", formOf(t, b, "/quarantine/commands/g/redrive"))
 	form := formOf(t, b, "/quarantine/commands/g/discard")
 	form.Set("group_id", "g")
 	page := b.post(t, "/quarantine/commands/g/discard", form, http.StatusConflict)

@@ -124,6 +124,7 @@ type confirmPage struct {
 	Queue   string
 	Group   string
 	Seq     string
+	Epoch   int64  // the hold's, as the page read it: the form is bound to it
 	Text    string // exactly what will happen
 	Post    string
 	CSRF    string
@@ -140,6 +141,10 @@ type reportPage struct {
 	Back   string
 }
 
+// maxReportLines is the most lines an action's report carries in its
+// URL: a discard of 500 messages archives 500 keys.
+const maxReportLines = 20
+
 func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 	q, ok := c.queueOf(w, r)
 	if !ok {
@@ -153,10 +158,28 @@ func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 	}
 	base := groupHref(q.Name, g)
 	c.render(w, r, http.StatusOK, "confirm", "Redrive "+g, "q:"+q.Name, confirmPage{
-		Action: "redrive", Queue: q.Name, Group: g, Post: base + "/redrive", Back: base, CSRF: c.csrf("redrive", q.Name, g, ""),
+		Action: "redrive", Queue: q.Name, Group: g, Epoch: h.Epoch, Post: base + "/redrive", Back: base, CSRF: c.csrf("redrive", q.Name, g, "", h.Epoch),
 		Text: fmt.Sprintf("Redrive group %s on %s: begin epoch %d of its hold (now %s, %d parked) and send its parked messages back to the queue, oldest first, one at a time. The group is released once every copy has been processed; a copy that fails again holds it again.",
 			g, q.Name, h.Epoch+1, h.State, h.Parked),
 	})
+}
+
+// postedHold reads group's hold for an action's POST: a form shown under
+// another epoch than the hold's now is refused (409), so a replayed or
+// stale form does nothing.
+func (c *Console) postedHold(w http.ResponseWriter, r *http.Request, q Queue, g string, p postedAction) (quarantine.HoldRecord, bool) {
+	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
+	if err != nil {
+		c.operatorFailed(w, r, q.Name, g, "show", err)
+		return h, false
+	}
+	if h.Epoch != p.Epoch {
+		c.fail(w, r, http.StatusConflict, fmt.Sprintf(
+			"Nothing was done: the group changed since this page was shown: reload. The form was shown under epoch %d; group %s on %s is now %s under epoch %d, %d parked.",
+			p.Epoch, g, q.Name, h.State, h.Epoch, h.Parked))
+		return h, false
+	}
+	return h, true
 }
 
 func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +188,11 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := r.PathValue("group")
-	if !c.checkPost(w, r, "redrive", q.Name, g, "") {
+	p, ok := c.checkPost(w, r, "redrive", q.Name, g)
+	if !ok {
+		return
+	}
+	if _, ok := c.postedHold(w, r, q, g, p); !ok {
 		return
 	}
 	rep, err := q.Quarantine.Redrive(r.Context(), g, false)
@@ -178,9 +205,7 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
 	if rep.Cause != "" {
 		lines = append(lines, "Cause: "+rep.Cause)
 	}
-	c.render(w, r, http.StatusOK, "report", "Redrive of "+g, "q:"+q.Name, reportPage{
-		Queue: q.Name, Group: g, Action: "redrive", Lines: lines, State: string(rep.State), Back: groupHref(q.Name, g),
-	})
+	c.answered(w, r, q.Name, g, "redrive", string(rep.State), lines)
 }
 
 func (c *Console) confirmDiscard(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +228,8 @@ func (c *Console) confirmDiscard(w http.ResponseWriter, r *http.Request) {
 	}
 	base := groupHref(q.Name, g)
 	c.render(w, r, http.StatusOK, "confirm", "Discard from "+g, "q:"+q.Name, confirmPage{
-		Action: "discard", Queue: q.Name, Group: g, Seq: seq, Post: base + "/discard", Back: base, CSRF: c.csrf("discard", q.Name, g, seq), TypeIDs: true,
+		Action: "discard", Queue: q.Name, Group: g, Seq: seq, Epoch: h.Epoch, Post: base + "/discard", Back: base,
+		CSRF: c.csrf("discard", q.Name, g, seq, h.Epoch), TypeIDs: true,
 		Text: fmt.Sprintf("Discard %s on %s: each is archived first (as JSON with its body, under quarantine-archive/), then dropped for good; it will never run. A group with nothing left parked is released.", what, q.Name),
 	})
 }
@@ -213,26 +239,63 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g, seq := r.PathValue("group"), r.PostFormValue("seq")
-	if !c.checkPost(w, r, "discard", q.Name, g, seq) || !c.validSeq(w, r, seq) {
+	g := r.PathValue("group")
+	p, ok := c.checkPost(w, r, "discard", q.Name, g)
+	if !ok || !c.validSeq(w, r, p.Seq) {
 		return
 	}
 	if typed := strings.TrimSpace(r.PostFormValue("group_id")); typed != g {
 		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Not confirmed: the group id typed, %q, is not %q. Nothing was discarded.", typed, g))
 		return
 	}
-	keys, h, err := q.Quarantine.Discard(r.Context(), g, seq)
+	if _, ok := c.postedHold(w, r, q, g, p); !ok {
+		return
+	}
+	keys, h, err := q.Quarantine.Discard(r.Context(), g, p.Seq)
 	if err != nil {
 		c.operatorFailed(w, r, q.Name, g, "discard", err)
 		return
 	}
-	c.cfg.Logger.InfoContext(r.Context(), "console: discard", "queue", q.Name, "group_id", g, "seq", seq, "discarded", len(keys))
+	c.cfg.Logger.InfoContext(r.Context(), "console: discard", "queue", q.Name, "group_id", g, "seq", p.Seq, "discarded", len(keys))
 	lines := []string{fmt.Sprintf("%d discarded; now %s, %d parked.", len(keys), h.State, h.Parked)}
-	for _, k := range keys {
+	for i, k := range keys {
+		if i == maxReportLines-1 && len(keys) > maxReportLines {
+			lines = append(lines, fmt.Sprintf("And %d more archived under quarantine-archive/.", len(keys)-i))
+			break
+		}
 		lines = append(lines, "Archived under "+k)
 	}
-	c.render(w, r, http.StatusOK, "report", "Discard from "+g, "q:"+q.Name, reportPage{
-		Queue: q.Name, Group: g, Action: "discard", Lines: lines, State: string(h.State), Back: groupHref(q.Name, g),
+	c.answered(w, r, q.Name, g, "discard", string(h.State), lines)
+}
+
+// answered sends the browser, after an action's POST, to the GET page of
+// its report (303): reloading that page shows the report again and does
+// not post the form again.
+func (c *Console) answered(w http.ResponseWriter, r *http.Request, queue, group, action, state string, lines []string) {
+	v := url.Values{"action": {action}, "state": {state}, "line": lines}
+	http.Redirect(w, r, groupHref(queue, group)+"/report?"+v.Encode(), http.StatusSeeOther)
+}
+
+// report shows an action's report, from the URL answered made.
+func (c *Console) report(w http.ResponseWriter, r *http.Request) {
+	q, ok := c.queueOf(w, r)
+	if !ok {
+		return
+	}
+	g, v := r.PathValue("group"), r.URL.Query()
+	action := v.Get("action")
+	if action != "redrive" && action != "discard" {
+		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("action %q is not redrive or discard.", action))
+		return
+	}
+	lines := v["line"]
+	lines = lines[:min(len(lines), maxReportLines+1)]
+	title := "Redrive of " + g
+	if action == "discard" {
+		title = "Discard from " + g
+	}
+	c.render(w, r, http.StatusOK, "report", title, "q:"+q.Name, reportPage{
+		Queue: q.Name, Group: g, Action: action, Lines: lines, State: v.Get("state"), Back: groupHref(q.Name, g),
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -92,29 +93,42 @@ func (c *Console) action(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// csrf is the token an action's form carries: bound to this run's token
-// and to exactly this action on this queue, group and message, so a form
-// another page forges, or one made for another action, is refused.
-func (c *Console) csrf(action, queue, group, seq string) string {
-	return mac(c.cfg.Token, "csrf\x00"+action+"\x00"+queue+"\x00"+group+"\x00"+seq)
+// csrf is the token an action's form carries: bound to this run's token,
+// to exactly this action on this queue, group and message, and to the
+// hold's epoch when the form was shown. A form another page forges, one
+// made for another action, or one shown before the group changed (a
+// replay, F5 on an answer, a double click once the first redrive began a
+// new epoch) is refused.
+func (c *Console) csrf(action, queue, group, seq string, epoch int64) string {
+	return mac(c.cfg.Token, "csrf\x00"+action+"\x00"+queue+"\x00"+group+"\x00"+seq+"\x00"+strconv.FormatInt(epoch, 10))
 }
 
-// checkPost refuses an action's POST whose CSRF token is not the
-// action's, or that is not confirmed. It answers a refused request.
-func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, action, queue, group, seq string) bool {
+// postedAction is an action's POST once checkPost accepted it.
+type postedAction struct {
+	Seq   string // the message, "" for every parked one (discard)
+	Epoch int64  // the hold's epoch when the form was shown
+}
+
+// checkPost reads an action's form, bounded to maxForm before any field
+// is read, and refuses it when its CSRF token is not the action's for the
+// epoch it names, or it is not confirmed. It answers a refused request.
+func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, action, queue, group string) (postedAction, bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		c.fail(w, r, http.StatusBadRequest, "The form cannot be read: "+err.Error())
-		return false
+		return postedAction{}, false
 	}
-	if !equal(r.PostFormValue("csrf"), c.csrf(action, queue, group, seq)) {
+	p := postedAction{Seq: r.PostFormValue("seq")}
+	epoch, err := strconv.ParseInt(r.PostFormValue("epoch"), 10, 64)
+	if err != nil || !equal(r.PostFormValue("csrf"), c.csrf(action, queue, group, p.Seq, epoch)) {
 		c.fail(w, r, http.StatusForbidden,
 			"The form's CSRF token is missing or is not this console's for this action: nothing was done. Start again from the group's page.")
-		return false
+		return postedAction{}, false
 	}
+	p.Epoch = epoch
 	if r.PostFormValue("confirm") != "yes" {
 		c.fail(w, r, http.StatusBadRequest, "The action was not confirmed (confirm=yes): nothing was done.")
-		return false
+		return postedAction{}, false
 	}
-	return true
+	return p, true
 }

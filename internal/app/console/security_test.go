@@ -245,20 +245,9 @@ func TestAnActionsFormIsBounded(t *testing.T) {
 	b := setup(t, func(c *console.Config) { c.AllowActions = true })
 	b.hold(t, "g", 1)
 	form := formOf(t, b, "/quarantine/commands/g/redrive")
-	// padded is form with a padding field that makes its body n bytes.
-	padded := func(n int) url.Values {
-		f := url.Values{}
-		for k, v := range form {
-			f[k] = v
-		}
-		f.Set("padding", "")
-		f.Set("padding", strings.Repeat("x", n-len(f.Encode())))
-		require.Len(t, f.Encode(), n)
-		return f
-	}
-	page := b.post(t, "/quarantine/commands/g/redrive", padded(16<<10+1), http.StatusBadRequest)
+	page := b.post(t, "/quarantine/commands/g/redrive", padded(t, form, 16<<10+1), http.StatusBadRequest)
 	require.Contains(t, page, "The form cannot be read")
 	require.Empty(t, b.sends.Inputs)
-	b.post(t, "/quarantine/commands/g/redrive", padded(16<<10), http.StatusOK)
+	b.postSeeOther(t, "/quarantine/commands/g/redrive", padded(t, form, 16<<10))
 	require.Len(t, b.sends.Inputs, 1)
 }
