@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,7 +51,10 @@ It listens on loopback. A non-loopback --addr is refused unless
 and every tenant's jobs would cross the network in clear (reach a remote
 console with ssh -L instead).
 
-SIGINT (Ctrl-C) or SIGTERM stops it, letting requests in flight finish.
+SIGINT (Ctrl-C) or SIGTERM stops it, letting requests in flight finish: with
+--allow-actions a redrive in flight runs to its end or its own timeout (5
+minutes; the console says on stderr what it waits for). A second Ctrl-C stops
+at once; the console then says what it interrupted: redrive again to resume.
 Exit status: 0 stopped, 1 failed (a missing table, queue or bucket, an address
 in use), 2 a usage error.`
 
@@ -142,7 +146,41 @@ func (o *consoleOptions) Run(ctx context.Context, c *cli) error {
 		mode = "actions allowed: redrive and discard, each confirmed"
 	}
 	fmt.Fprintf(c.stdout, "fifoworker console: %s (%s; Ctrl-C stops it)\n", consoleURL(ln.Addr(), token), mode)
-	return serveUntil(ctx, ln, h, consoleGrace, nil)
+	grace := consoleStopGrace(o.AllowActions)
+	err = serveUntil(ctx, ln, h, grace, func() {
+		stop() // a second Ctrl-C stops the process at once
+		if running := h.InFlight(); len(running) > 0 {
+			fmt.Fprintln(c.stderr, consoleWaitNotice(running, grace))
+		}
+	})
+	if running := h.InFlight(); err != nil && len(running) > 0 {
+		fmt.Fprintln(c.stderr, consoleInterruptedNotice(running))
+	}
+	return err
+}
+
+// consoleStopGrace is how long a stopping console lets requests in flight
+// finish: with actions, long enough for a redrive to run to its own
+// timeout (console.DefaultRedriveTimeout), so a stop does not cut one
+// short.
+func consoleStopGrace(allowActions bool) time.Duration {
+	if allowActions {
+		return console.DefaultRedriveTimeout + consoleGrace
+	}
+	return consoleGrace
+}
+
+// consoleWaitNotice says what a stopping console waits for.
+func consoleWaitNotice(running []string, grace time.Duration) string {
+	return fmt.Sprintf("fifoworker console: stopping: waiting up to %v for %s to finish (Ctrl-C again stops at once: redrive again to resume)",
+		grace, strings.Join(running, ", "))
+}
+
+// consoleInterruptedNotice says what a console that stopped before its
+// actions finished interrupted, and how to resume.
+func consoleInterruptedNotice(running []string) string {
+	return fmt.Sprintf("fifoworker console: interrupted %s: redrive again to resume (its group's page, or fifoworker quarantine redrive GROUP --queue QUEUE): a new epoch sends every message still parked",
+		strings.Join(running, ", "))
 }
 
 // consoleToken is a run's secret: 32 bytes from crypto/rand, in hex.

@@ -248,3 +248,16 @@ func browse(t *testing.T, u string) (int, string) {
 	require.NoError(t, err)
 	return resp.StatusCode, string(body)
 }
+
+// A stopping console with actions waits long enough for a redrive to run
+// to its own timeout; what it waits for, or interrupted, it says with how
+// to resume.
+func TestAStoppingConsoleWaitsForARedriveOrSaysHowToResume(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, consoleGrace, consoleStopGrace(false))
+	require.Greater(t, consoleStopGrace(true), console.DefaultRedriveTimeout, "a redrive in flight reaches its own timeout first")
+	running := []string{"a redrive of group g on commands"}
+	require.Equal(t, "fifoworker console: stopping: waiting up to 5m10s for a redrive of group g on commands to finish (Ctrl-C again stops at once: redrive again to resume)",
+		consoleWaitNotice(running, consoleStopGrace(true)))
+	require.Contains(t, consoleInterruptedNotice(running), "interrupted a redrive of group g on commands: redrive again to resume")
+}

@@ -27,6 +27,19 @@ const DefaultResultLinkTTL = 15 * time.Minute
 // credential for the result's bytes.
 const MaxResultLinkTTL = time.Hour
 
+// DefaultRedriveTimeout is Config.RedriveTimeout's default: long enough
+// to send a few thousand parked messages one at a time (each send waits
+// for the previous one's answer, tens of milliseconds on SQS).
+const DefaultRedriveTimeout = 5 * time.Minute
+
+// MaxRedriveTimeout is the longest RedriveTimeout: a stopping console
+// waits for a redrive in flight that long.
+const MaxRedriveTimeout = 30 * time.Minute
+
+// DefaultSourceTimeout is Config.SourceTimeout's default: a source that
+// has not answered the overview by then shows its error in its own panel.
+const DefaultSourceTimeout = 2 * time.Second
+
 // queueName is what a Queue's Name may be: it is a segment of the
 // quarantine pages' URLs.
 var queueName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,80}$`)
@@ -70,6 +83,12 @@ type Config struct {
 	// ResultLinkTTL is how long a result's download link works. Default
 	// (zero): DefaultResultLinkTTL; at most MaxResultLinkTTL.
 	ResultLinkTTL time.Duration
+	// RedriveTimeout bounds a redrive the console runs. A redrive sends
+	// each parked message in turn; it runs apart from its request, so a
+	// browser that goes away does not cut it short, and stops at this
+	// timeout, saying how far it got (a redrive run again resumes).
+	// Default (zero): DefaultRedriveTimeout; at most MaxRedriveTimeout.
+	RedriveTimeout time.Duration
 	// Now is the clock of the pages' "now" and of the listings' bounds.
 	// Default (nil): time.Now.
 	Now func() time.Time
@@ -93,6 +112,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResultLinkTTL < 0 || c.ResultLinkTTL > MaxResultLinkTTL {
 		problems = append(problems, fmt.Sprintf("ResultLinkTTL %v is not in [0, %v]", c.ResultLinkTTL, MaxResultLinkTTL))
+	}
+	if c.RedriveTimeout < 0 || c.RedriveTimeout > MaxRedriveTimeout {
+		problems = append(problems, fmt.Sprintf("RedriveTimeout %v is not in [0, %v]", c.RedriveTimeout, MaxRedriveTimeout))
 	}
 	seen := map[string]bool{}
 	for i, q := range c.Queues {
@@ -141,6 +163,9 @@ func allowedHosts(addr string) map[string]bool {
 func (c Config) withDefaults() Config {
 	if c.ResultLinkTTL == 0 {
 		c.ResultLinkTTL = DefaultResultLinkTTL
+	}
+	if c.RedriveTimeout == 0 {
+		c.RedriveTimeout = DefaultRedriveTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now

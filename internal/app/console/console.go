@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"slices"
+	"sync"
 )
 
 // Console is the operator's web console, an http.Handler. It is safe for
@@ -17,6 +19,46 @@ type Console struct {
 	session string
 	mux     *http.ServeMux
 	pages   *pages
+	// inFlight are the actions running, for a console that stops.
+	inFlight inFlight
+}
+
+// inFlight is the set of actions running, each said in words.
+type inFlight struct {
+	mu   sync.Mutex
+	next int
+	now  map[int]string
+}
+
+// begin adds what; the func it returns removes it.
+func (f *inFlight) begin(what string) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.now == nil {
+		f.now = map[int]string{}
+	}
+	id := f.next
+	f.next++
+	f.now[id] = what
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.now, id)
+	}
+}
+
+// InFlight says the actions running now (a redrive of group g on
+// commands), for a console that stops: its process waits for them or
+// says which it interrupted.
+func (c *Console) InFlight() []string {
+	c.inFlight.mu.Lock()
+	defer c.inFlight.mu.Unlock()
+	out := make([]string, 0, len(c.inFlight.now))
+	for _, what := range c.inFlight.now {
+		out = append(out, what)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // New returns the console of cfg, or an error wrapping ErrInvalidConfig

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -195,9 +196,16 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
 	if _, ok := c.postedHold(w, r, q, g, p); !ok {
 		return
 	}
-	rep, err := q.Quarantine.Redrive(r.Context(), g, false)
-	if err != nil {
-		c.operatorFailed(w, r, q.Name, g, "redrive", err)
+	rep, err := c.runRedrive(r.Context(), q, g)
+	switch {
+	case err != nil && rep.Epoch == 0:
+		c.operatorFailed(w, r, q.Name, g, "redrive", err) // no epoch begun: nothing was done
+		return
+	case err != nil:
+		c.cfg.Logger.ErrorContext(r.Context(), "console: redrive stopped", "queue", q.Name, "group_id", g, "epoch", rep.Epoch, "sent", rep.Sent, "error", err)
+		c.fail(w, r, http.StatusBadGateway, fmt.Sprintf(
+			"The redrive of group %s on %s stopped: %d sent under epoch %d before it stopped (%v). The group is draining; redrive again to resume: a new epoch sends every message still parked.",
+			g, q.Name, rep.Sent, rep.Epoch, err))
 		return
 	}
 	c.cfg.Logger.InfoContext(r.Context(), "console: redrive", "queue", q.Name, "group_id", g, "epoch", rep.Epoch, "sent", rep.Sent, "state", rep.State)
@@ -266,6 +274,18 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, "Archived under "+k)
 	}
 	c.answered(w, r, q.Name, g, "discard", string(h.State), lines)
+}
+
+// runRedrive redrives group g of q apart from the request: a browser
+// that goes away (its request's context ends) does not cut the sends
+// short; RedriveTimeout bounds it instead. The console counts it as in
+// flight until it returns (Console.InFlight).
+func (c *Console) runRedrive(ctx context.Context, q Queue, g string) (quarantine.RedriveReport, error) {
+	done := c.inFlight.begin(fmt.Sprintf("a redrive of group %s on %s", g, q.Name))
+	defer done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RedriveTimeout)
+	defer cancel()
+	return q.Quarantine.Redrive(ctx, g, false)
 }
 
 // answered sends the browser, after an action's POST, to the GET page of
