@@ -89,6 +89,12 @@ type Config struct {
 	// timeout, saying how far it got (a redrive run again resumes).
 	// Default (zero): DefaultRedriveTimeout; at most MaxRedriveTimeout.
 	RedriveTimeout time.Duration
+	// SourceTimeout bounds each source the overview reads (the live
+	// jobs, each queue's holds and dead-letter depth, the oldest command,
+	// the last sweep); they are read together, and one that has not
+	// answered by then shows its error in its own panel. Default (zero):
+	// DefaultSourceTimeout; at most a minute.
+	SourceTimeout time.Duration
 	// Now is the clock of the pages' "now" and of the listings' bounds.
 	// Default (nil): time.Now.
 	Now func() time.Time
@@ -115,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RedriveTimeout < 0 || c.RedriveTimeout > MaxRedriveTimeout {
 		problems = append(problems, fmt.Sprintf("RedriveTimeout %v is not in [0, %v]", c.RedriveTimeout, MaxRedriveTimeout))
+	}
+	if c.SourceTimeout < 0 || c.SourceTimeout > time.Minute {
+		problems = append(problems, fmt.Sprintf("SourceTimeout %v is not in [0, 1m0s]", c.SourceTimeout))
 	}
 	seen := map[string]bool{}
 	for i, q := range c.Queues {
@@ -166,6 +175,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RedriveTimeout == 0 {
 		c.RedriveTimeout = DefaultRedriveTimeout
+	}
+	if c.SourceTimeout == 0 {
+		c.SourceTimeout = DefaultSourceTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -3,6 +3,7 @@ package console_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,6 +34,10 @@ func TestNewRefusesEachInvalidConfig(t *testing.T) {
 		{"Addr", func(c *console.Config) { c.Addr = "127.0.0.1:http" }},
 		{"ResultLinkTTL", func(c *console.Config) { c.ResultLinkTTL = -1 }},
 		{"ResultLinkTTL", func(c *console.Config) { c.ResultLinkTTL = console.MaxResultLinkTTL + 1 }},
+		{"RedriveTimeout", func(c *console.Config) { c.RedriveTimeout = -1 }},
+		{"RedriveTimeout", func(c *console.Config) { c.RedriveTimeout = console.MaxRedriveTimeout + 1 }},
+		{"SourceTimeout", func(c *console.Config) { c.SourceTimeout = -1 }},
+		{"SourceTimeout", func(c *console.Config) { c.SourceTimeout = time.Minute + 1 }},
 		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: ""}} }},
 		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: "a/b"}} }},
 		{"Queues[0].Name", func(c *console.Config) { c.Queues = []console.Queue{{Name: strings.Repeat("q", 81)}} }},
@@ -46,6 +51,8 @@ func TestNewRefusesEachInvalidConfig(t *testing.T) {
 	}
 	for _, ok := range []func(*console.Config){
 		func(c *console.Config) { c.ResultLinkTTL = console.MaxResultLinkTTL },
+		func(c *console.Config) { c.RedriveTimeout = console.MaxRedriveTimeout },
+		func(c *console.Config) { c.SourceTimeout = time.Minute },
 		func(c *console.Config) { c.Addr = "[::1]:65535" },
 		func(c *console.Config) { c.Addr = ":1" },
 		func(c *console.Config) { c.Queues = []console.Queue{{Name: strings.Repeat("q", 80)}} },

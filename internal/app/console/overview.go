@@ -3,8 +3,10 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/fifoworker/fifoworker/internal/app/sweeper"
@@ -50,20 +52,47 @@ type sweepSummary struct {
 	Run   sweeper.LastRun
 }
 
+// overview reads its sources together, each for at most SourceTimeout,
+// so one slow source holds the page up that long and no longer; each part
+// writes only its own field of the page.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	p := overviewPage{Queues: make([]queueSummary, len(c.cfg.Queues))}
+	var wg sync.WaitGroup
 	ctx := r.Context()
-	p := overviewPage{Live: c.liveCounts(ctx), Sweep: c.lastSweep(ctx), Oldest: c.oldestCommand(ctx)}
-	for _, q := range c.cfg.Queues {
-		p.Queues = append(p.Queues, c.queueSummary(ctx, q))
+	c.readSource(ctx, &wg, func(ctx context.Context) { p.Live = c.liveCounts(ctx) })
+	c.readSource(ctx, &wg, func(ctx context.Context) { p.Sweep = c.lastSweep(ctx) })
+	c.readSource(ctx, &wg, func(ctx context.Context) { p.Oldest = c.oldestCommand(ctx) })
+	for i, q := range c.cfg.Queues {
+		c.readSource(ctx, &wg, func(ctx context.Context) { p.Queues[i] = c.queueSummary(ctx, q) })
 	}
+	wg.Wait()
 	c.render(w, r, http.StatusOK, "overview", "Overview", "overview", p)
+}
+
+// readSource runs part in wg with a context that ends SourceTimeout
+// after ctx's start, or with ctx.
+func (c *Console) readSource(ctx context.Context, wg *sync.WaitGroup, part func(ctx context.Context)) {
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.SourceTimeout)
+		defer cancel()
+		part(ctx)
+	})
+}
+
+// sourceError is err as a panel shows it: a source that did not answer
+// within SourceTimeout says so.
+func (c *Console) sourceError(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %v (%v)", c.cfg.SourceTimeout, err)
+	}
+	return err.Error()
 }
 
 func (c *Console) liveCounts(ctx context.Context) liveCounts {
 	n, err := jobs.CountLive(ctx, c.cfg.Jobs, jobs.MaxListLimit, c.cfg.Now())
 	if err != nil {
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: count live jobs", "error", err)
-		return liveCounts{Err: err.Error()}
+		return liveCounts{Err: c.sourceError(err)}
 	}
 	atLeast := func(k int) string {
 		if n.More {
@@ -84,7 +113,7 @@ func (c *Console) queueSummary(ctx context.Context, q Queue) queueSummary {
 		holds, err := q.Quarantine.List(ctx)
 		if err != nil {
 			c.cfg.Logger.ErrorContext(ctx, "console: overview: list holds", "queue", q.Name, "error", err)
-			s.HeldErr = err.Error()
+			s.HeldErr = c.sourceError(err)
 		}
 		s.Held = count(int64(len(holds)))
 	}
@@ -95,7 +124,7 @@ func (c *Console) queueSummary(ctx context.Context, q Queue) queueSummary {
 	n, err := q.DeadLetters.Depth(ctx)
 	if err != nil {
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: dead-letter depth", "queue", q.Name, "error", err)
-		s.DeadLetter = "unreadable: " + err.Error()
+		s.DeadLetter = "unreadable: " + c.sourceError(err)
 		return s
 	}
 	s.DeadLetter = count(n) + " messages"
@@ -112,7 +141,7 @@ func (c *Console) lastSweep(ctx context.Context) sweepSummary {
 		return sweepSummary{State: "none yet"}
 	case err != nil:
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: the sweeper's last run", "error", err)
-		return sweepSummary{State: "error", Err: err.Error()}
+		return sweepSummary{State: "error", Err: c.sourceError(err)}
 	}
 	return sweepSummary{State: "configured", Run: run}
 }
@@ -131,7 +160,7 @@ func (c *Console) oldestCommand(ctx context.Context) string {
 		return unavailable
 	case err != nil:
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: the oldest command's age", "error", err)
-		return "unreadable: " + err.Error()
+		return "unreadable: " + c.sourceError(err)
 	}
 	return age.Round(time.Second).String()
 }

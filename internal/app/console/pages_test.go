@@ -36,6 +36,11 @@ func TestTheOverviewShowsEachSource(t *testing.T) {
 	b.claim(t, "job-2", "attempt-a")
 	b.create(t, "job-3", "other")
 	b.hold(t, "group-a", 2)
+	// Final jobs are not live: neither counted nor a page's More.
+	b.storyJob(t, "job-done", 0)
+	b.create(t, "job-cancelled", "acme")
+	_, err := b.jobs.Cancel(t.Context(), jobs.CancelRequest{JobID: "job-cancelled"})
+	require.NoError(t, err)
 
 	page := b.get(t, "/", http.StatusOK)
 	require.Equal(t, "3", testid(t, page, "live-total"))
