@@ -54,6 +54,9 @@ type view struct {
 	Nav     string
 	Queues  []navQueue
 	Actions bool // AllowActions
+	// Anonymous: the request did not authenticate; the page has no
+	// navigation and no mode.
+	Anonymous bool
 	Now     time.Time
 	Data    any
 }
@@ -69,6 +72,19 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	for _, q := range c.cfg.Queues {
 		v.Queues = append(v.Queues, navQueue{Name: q.Name, Href: "/quarantine/" + url.PathEscape(q.Name)})
 	}
+	c.write(w, r, status, name, v)
+}
+
+// failAnonymous answers a request that did not authenticate with status
+// and msg, in a page without the navigation or the mode: it must not
+// learn the queues' names or whether actions are allowed.
+func (c *Console) failAnonymous(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.write(w, r, status, "error", view{Title: http.StatusText(status), Anonymous: true, Now: c.cfg.Now(), Data: errorPage{Status: status, Message: msg}})
+}
+
+// write renders page name with v into a buffer first, so a template that
+// fails leaves no half page.
+func (c *Console) write(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	var b bytes.Buffer
 	if err := c.pages.byName[name].Execute(&b, v); err != nil {
 		c.cfg.Logger.ErrorContext(r.Context(), "console: render", "page", name, "error", err)

@@ -131,3 +131,21 @@ func padded(t testing.TB, form url.Values, n int) url.Values {
 	require.Len(t, f.Encode(), n)
 	return f
 }
+
+// A request without the token learns nothing of the console: its 401
+// page has no navigation (the queues' names) and no mode.
+func TestTheUnauthenticatedPageShowsNoQueueNorMode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *console.Config) { c.AllowActions = true })
+	for _, target := range []string{"/", "/quarantine/commands", "/nowhere"} {
+		w := b.serve(bare(http.MethodGet, target, testAddr))
+		require.Equal(t, http.StatusUnauthorized, w.Code)
+		page := w.Body.String()
+		require.Contains(t, page, "needs its token")
+		require.NotContains(t, page, "commands", target)
+		require.NotContains(t, page, "events", target)
+		require.NotContains(t, page, "actions", target)
+		require.NotContains(t, page, "read-only", target)
+		require.NotContains(t, page, `data-testid="nav"`, target)
+	}
+}

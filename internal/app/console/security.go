@@ -77,7 +77,7 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (c *Console) unauthorized(w http.ResponseWriter, r *http.Request) {
-	c.fail(w, r, http.StatusUnauthorized,
+	c.failAnonymous(w, r, http.StatusUnauthorized,
 		"This console needs its token. Open the URL that `fifoworker console` printed when it started (it ends in ?token=...); the token changes with every run.")
 }
 
