@@ -57,8 +57,8 @@ type view struct {
 	// Anonymous: the request did not authenticate; the page has no
 	// navigation and no mode.
 	Anonymous bool
-	Now     time.Time
-	Data    any
+	Now       time.Time
+	Data      any
 }
 
 type navQueue struct {
