@@ -149,3 +149,22 @@ func TestTheUnauthenticatedPageShowsNoQueueNorMode(t *testing.T) {
 		require.NotContains(t, page, `data-testid="nav"`, target)
 	}
 }
+
+// Browsers keep cookies by host, not port: two consoles on 127.0.0.1 with
+// different ports would overwrite each other's one cookie. Each names its
+// cookie with its port.
+func TestTwoConsolesOnDifferentPortsKeepTheirOwnCookies(t *testing.T) {
+	t.Parallel()
+	a := setup(t, func(c *console.Config) { c.Addr = "127.0.0.1:8090" })
+	b := setup(t, func(c *console.Config) { c.Addr = "127.0.0.1:8091" })
+	require.Equal(t, "fifoworker_console_8090", a.cookie().Name)
+	require.Equal(t, "fifoworker_console_8091", b.cookie().Name)
+	require.Equal(t, a.console.CookieName(), a.cookie().Name)
+	// With both cookies, each console reads its own; the other's alone
+	// is not a session.
+	r := bare(http.MethodGet, "/", "127.0.0.1:8091")
+	r.AddCookie(a.cookie())
+	require.Equal(t, http.StatusUnauthorized, b.serve(r).Code)
+	r.AddCookie(b.cookie())
+	require.Equal(t, http.StatusOK, b.serve(r).Code)
+}

@@ -2,14 +2,24 @@ package console
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 )
 
-// CookieName is the session cookie's name.
-const CookieName = "fifoworker_console"
+// cookiePrefix begins the session cookie's name, which ends in the
+// console's port: a browser keeps cookies by host, not port, so two
+// consoles on 127.0.0.1 would otherwise overwrite each other's.
+const cookiePrefix = "fifoworker_console_"
+
+// CookieName is the name of the session cookie this console sets and
+// reads: fifoworker_console_PORT.
+func (c *Console) CookieName() string {
+	_, port, _ := net.SplitHostPort(c.cfg.Addr)
+	return cookiePrefix + port
+}
 
 // maxForm is the largest action form read: a few short fields.
 const maxForm = 16 << 10
@@ -52,7 +62,7 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 		http.SetCookie(w, &http.Cookie{
-			Name: CookieName, Value: c.session, Path: "/",
+			Name: c.CookieName(), Value: c.session, Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		})
 		q.Del(TokenParam)
@@ -69,7 +79,7 @@ func (c *Console) authenticate(w http.ResponseWriter, r *http.Request) bool {
 		c.unauthorized(w, r)
 		return false
 	}
-	if ck, err := r.Cookie(CookieName); err == nil && equal(ck.Value, c.session) {
+	if ck, err := r.Cookie(c.CookieName()); err == nil && equal(ck.Value, c.session) {
 		return true
 	}
 	c.unauthorized(w, r)

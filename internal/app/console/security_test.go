@@ -57,7 +57,7 @@ func TestTheTokenBecomesASessionCookie(t *testing.T) {
 	cookies := w.Result().Cookies()
 	require.Len(t, cookies, 1)
 	c := cookies[0]
-	require.Equal(t, console.CookieName, c.Name)
+	require.Equal(t, "fifoworker_console_8090", c.Name)
 	require.True(t, c.HttpOnly)
 	require.Equal(t, http.SameSiteStrictMode, c.SameSite)
 	require.Equal(t, "/", c.Path)
@@ -107,7 +107,7 @@ func TestRequestsWithoutTheTokenAreRefused(t *testing.T) {
 }
 
 func withCookie(r *http.Request, v string) *http.Request {
-	r.AddCookie(&http.Cookie{Name: console.CookieName, Value: v})
+	r.AddCookie(&http.Cookie{Name: "fifoworker_console_8090", Value: v})
 	return r
 }
 

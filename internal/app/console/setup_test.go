@@ -129,7 +129,7 @@ func (b *testBundle) cookie() *http.Cookie {
 	w := httptest.NewRecorder()
 	b.console.ServeHTTP(w, r)
 	for _, c := range w.Result().Cookies() {
-		if c.Name == console.CookieName {
+		if c.Name == b.console.CookieName() {
 			return c
 		}
 	}
