@@ -207,11 +207,7 @@ func consoleURL(addr net.Addr, token string) string {
 // requests in flight finish within grace; stopping, when set, is called
 // first. `local serve` serves the jobs API with it too.
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, stopping func()) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newServer(ctx, h)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -231,6 +227,23 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, grace time
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// newServer is serveUntil's server of h. A client that sends its request
+// slowly is cut off: the header within ReadHeaderTimeout, the whole
+// request (the console's forms are at most 16 KiB, the jobs API's bodies
+// small JSON) within ReadTimeout; an idle keep-alive connection is closed
+// after IdleTimeout. It has no WriteTimeout on purpose: a console's
+// redrive answers only once its sends are done (up to its own 5-minute
+// timeout), and a WriteTimeout would cut that answer off.
+func newServer(ctx context.Context, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
 }
 
 // config is the console's Config from env, but for its Token, Addr,

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
@@ -260,4 +261,16 @@ func TestAStoppingConsoleWaitsForARedriveOrSaysHowToResume(t *testing.T) {
 	require.Equal(t, "fifoworker console: stopping: waiting up to 5m10s for a redrive of group g on commands to finish (Ctrl-C again stops at once: redrive again to resume)",
 		consoleWaitNotice(running, consoleStopGrace(true)))
 	require.Contains(t, consoleInterruptedNotice(running), "interrupted a redrive of group g on commands: redrive again to resume")
+}
+
+// The console's (and local serve's) server bounds a slow client's request
+// and an idle connection, and has no WriteTimeout (a redrive's answer
+// comes once its sends are done).
+func TestTheServersTimeoutsAreSet(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t.Context(), http.NotFoundHandler())
+	require.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
+	require.Equal(t, time.Minute, srv.ReadTimeout)
+	require.Equal(t, 2*time.Minute, srv.IdleTimeout)
+	require.Zero(t, srv.WriteTimeout)
 }
