@@ -85,3 +85,30 @@ func TestARedriveThatFailsPartWaySaysHowFarAndHowToResume(t *testing.T) {
 	require.Contains(t, msg, "connection reset")
 	require.Contains(t, msg, "redrive again to resume")
 }
+
+// releasedShow is a quarantine whose Show says the hold is released while
+// messages are still listed as parked (a release read between the
+// hold's and the messages' reads).
+type releasedShow struct{ console.Quarantine }
+
+func (s releasedShow) Show(ctx context.Context, group string, status quarantine.Status, limit int) (quarantine.HoldRecord, []quarantine.Parked, error) {
+	h, items, err := s.Quarantine.Show(ctx, group, status, limit)
+	h.State = quarantine.StateReleased
+	return h, items, err
+}
+
+// A released group offers no action, even with messages listed.
+func TestAReleasedGroupOffersNoAction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *console.Config) {
+		c.AllowActions = true
+		c.Queues[0].Quarantine = releasedShow{c.Queues[0].Quarantine}
+	})
+	b.hold(t, "g", 2)
+	page := b.get(t, "/quarantine/commands/g", http.StatusOK)
+	require.Equal(t, "released", testid(t, page, "hold-state"))
+	require.Contains(t, page, `data-testid="parked-row"`)
+	require.NotContains(t, page, "redrive-button")
+	require.NotContains(t, page, "discard-button")
+	require.NotContains(t, page, "discard-one-button")
+}
