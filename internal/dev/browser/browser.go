@@ -99,11 +99,23 @@ func Binary(cfg Config) (string, error) {
 	return p, nil
 }
 
+// LoopbackOnlyProxy is the proxy every request but one to 127.0.0.1 goes
+// to: a port of 127.0.0.1 nothing listens on, so Chromium connects nowhere
+// else and such a request fails at once with net::ERR_PROXY_CONNECTION_FAILED.
+const LoopbackOnlyProxy = "127.0.0.1:1"
+
 // flags are Chromium's command line here: headless, as root (no sandbox:
 // Chromium refuses to start as root with one), and quiet: without the
 // background networking, component update, sync and QUIC, Chromium tries
-// hosts outside the machine, which this machine refuses; the host
-// resolver answers no name but 127.0.0.1, so a page can reach nothing else.
+// hosts outside the machine, which this machine refuses.
+//
+// A page reaches 127.0.0.1 and nothing else, held twice. The host resolver
+// answers no name but 127.0.0.1 (Chromium 148 maps IP literals by these
+// rules too: http://192.0.2.1/ fails with net::ERR_NAME_NOT_RESOLVED). And
+// every request goes to LoopbackOnlyProxy but those to 127.0.0.1: Chromium
+// bypasses the proxy for localhost, 127.0.0.0/8 and [::1] unless the bypass
+// list has <-loopback> (Chromium's proxy bypass rules), so the list takes
+// the implicit rule away and names 127.0.0.1 alone, any port.
 func flags(binary, dataDir string) []chromedp.ExecAllocatorOption {
 	return append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(binary),
@@ -117,9 +129,30 @@ func flags(binary, dataDir string) []chromedp.ExecAllocatorOption {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.ProxyServer(LoopbackOnlyProxy),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>;127.0.0.1"),
 		chromedp.UserDataDir(dataDir),
 		chromedp.WindowSize(1280, 900),
 	)
+}
+
+// preferences is the profile Chromium starts with. WebRTC sends UDP
+// around the proxy, to any address a page names as its STUN server, and
+// Chromium 148 takes its policy from this preference (its command line's
+// --force-webrtc-ip-handling-policy changes nothing: a candidate is still
+// gathered): disable_non_proxied_udp leaves it nothing but the proxy.
+const preferences = `{"webrtc": {"ip_handling_policy": "disable_non_proxied_udp"}}`
+
+// writePreferences writes preferences as the default profile's in dataDir.
+func writePreferences(dataDir string) error {
+	profile := filepath.Join(dataDir, "Default")
+	if err := os.Mkdir(profile, 0o700); err != nil {
+		return fmt.Errorf("browser: profile: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(profile, "Preferences"), []byte(preferences), 0o600); err != nil {
+		return fmt.Errorf("browser: profile: %w", err)
+	}
+	return nil
 }
 
 // New starts Chromium and opens its tab; Close stops it.
@@ -138,6 +171,9 @@ func New(cfg Config) (*Browser, error) {
 	dataDir, err := os.MkdirTemp("", "fifoworker-chromium-")
 	if err != nil {
 		return nil, fmt.Errorf("browser: user data directory: %w", err)
+	}
+	if err := writePreferences(dataDir); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dataDir))
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags(binary, dataDir)...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)

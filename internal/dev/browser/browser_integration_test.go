@@ -65,3 +65,60 @@ func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
 	_, err = os.Stat(dataDir)
 	require.True(t, os.IsNotExist(err), "the user data directory is removed")
 }
+
+// A page reaches 127.0.0.1 and nothing else: an IP literal goes to the
+// proxy 127.0.0.1:1, where nothing listens, and fails at once with the
+// proxy's error, not by trying the address (another loopback address or
+// [::1] would be refused by the host, a TEST-NET address not answered).
+func TestChromiumReachesNoAddressButLoopback127(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>here</title>`)
+	}))
+	defer srv.Close()
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+	b := Start(t, Artefacts(t, t.Name()))
+
+	for _, url := range []string{
+		"http://192.0.2.1/",
+		"http://10.255.255.1/",
+		"http://127.0.0.2:" + port + "/",
+		"http://[::1]:" + port + "/",
+		"http://localhost:" + port + "/",
+	} {
+		err := b.Do(chromedp.Navigate(url))
+		require.ErrorContains(t, err, "net::ERR_PROXY_CONNECTION_FAILED", url)
+	}
+	// fetch from the page is refused the same way.
+	require.NoError(t, b.Do(chromedp.Navigate(srv.URL)))
+	msg, err := Run(b, chromedp.Evaluate[string](`fetch("http://192.0.2.1/").then(() => "answered", e => String(e))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Contains(t, msg, "Failed to fetch")
+	title, err := Run(b, chromedp.Title())
+	require.NoError(t, err)
+	require.Equal(t, "here", title, "127.0.0.1 still loads")
+}
+
+// WebRTC gathers no candidate: it would send UDP, which bypasses the
+// proxy, to any address a page names as its STUN server.
+func TestChromiumWebRTCSendsNoUDP(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>here</title>`)
+	}))
+	defer srv.Close()
+	b := Start(t, Artefacts(t, t.Name()))
+	require.NoError(t, b.Do(chromedp.Navigate(srv.URL)))
+	// The first candidate, or "none" when the gathering ends without one.
+	first, err := Run(b, chromedp.Evaluate[string](`new Promise((resolve, reject) => {
+		const pc = new RTCPeerConnection({iceServers: [{urls: "stun:192.0.2.1:3478"}]});
+		pc.onicecandidate = e => resolve(e.candidate ? e.candidate.candidate : "none");
+		pc.createDataChannel("d");
+		pc.createOffer().then(o => pc.setLocalDescription(o)).catch(reject);
+	})`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, "none", first)
+}
