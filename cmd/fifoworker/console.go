@@ -277,7 +277,7 @@ func (o *consoleOptions) config(ctx context.Context, env opsEnv) (console.Config
 		if err != nil {
 			return console.Config{}, err
 		}
-		cfg.Queues = append(cfg.Queues, console.Queue{Name: name, Quarantine: op})
+		cfg.Queues = append(cfg.Queues, console.Queue{Name: name, Quarantine: op, NoRedrive: noRedrive(qt), NoDiscard: noDiscard(qt)})
 		dlq := ""
 		if !kafka {
 			dlq = env.getenv(outputVar(dlqOutputs[name]))
@@ -296,6 +296,24 @@ func (o *consoleOptions) config(ctx context.Context, env opsEnv) (console.Config
 	}
 	cfg.Candidates, cfg.Results, cfg.Sweeps, cfg.OldestCommand = src.Candidates, src.Results, src.Sweeps, src.OldestCommand
 	return cfg, nil
+}
+
+// noRedrive says why the console cannot redrive on t, as the quarantine
+// redrive command refuses one: a Kafka topic without brokers.
+func noRedrive(t quarantineTarget) string {
+	if t.Kafka && len(t.Brokers) == 0 {
+		return "a redrive on Kafka produces its copies: set KAFKA_BOOTSTRAP_SERVERS"
+	}
+	return ""
+}
+
+// noDiscard says why the console cannot discard on t, as the quarantine
+// discard command refuses one: no bucket for its archive.
+func noDiscard(t quarantineTarget) string {
+	if t.Bucket == "" {
+		return "discard archives what it drops: set FIFOWORKER_CANDIDATES_BUCKET_NAME"
+	}
+	return ""
 }
 
 // dlqOutputs are the template's outputs naming each queue's dead-letter

@@ -92,6 +92,8 @@ func TestConsoleConfigHoldsTheQueuesTheEnvironmentNames(t *testing.T) {
 		require.Equal(t, name, q.Name)
 		require.NotNil(t, q.Quarantine, name)
 		require.Equal(t, []string{commandsDLQ, eventsDLQ}[i], q.DeadLetters.(*queueDepth).url, name)
+		require.Empty(t, q.NoRedrive, name)
+		require.Empty(t, q.NoDiscard, name)
 	}
 	require.Equal(t, &consoleTarget{
 		Bucket: "fw-candidates", BucketHint: "FIFOWORKER_CANDIDATES_BUCKET_NAME",
@@ -117,6 +119,19 @@ func TestConsoleConfigHoldsTheQueuesTheEnvironmentNames(t *testing.T) {
 	require.Nil(t, cfg.Queues[1].DeadLetters)
 	require.Equal(t, []string{"", ""}, o.open.consoleAsked.DLQs)
 	require.Empty(t, o.open.consoleAsked.CommandsQueue)
+	// ... and no redrive without the brokers, as the CLI refuses one.
+	require.Equal(t, "a redrive on Kafka produces its copies: set KAFKA_BOOTSTRAP_SERVERS", cfg.Queues[0].NoRedrive)
+	o.vars["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:9092"
+	cfg, err = opts.config(t.Context(), o.env)
+	require.NoError(t, err)
+	require.Empty(t, cfg.Queues[0].NoRedrive)
+	require.Empty(t, cfg.Queues[1].NoRedrive)
+
+	// No bucket: no discard (it archives what it drops), as the CLI.
+	delete(o.vars, "FIFOWORKER_CANDIDATES_BUCKET_NAME")
+	cfg, err = opts.config(t.Context(), o.env)
+	require.NoError(t, err)
+	require.Equal(t, "discard archives what it drops: set FIFOWORKER_CANDIDATES_BUCKET_NAME", cfg.Queues[0].NoDiscard)
 
 	// A queue needs the quarantine table; the jobs table is required.
 	delete(o.vars, "FIFOWORKER_QUARANTINE_TABLE_NAME")

@@ -117,10 +117,20 @@ func TestADiscardWhileDrainingIsAConflict(t *testing.T) {
 	b := setup(t, func(c *console.Config) { c.AllowActions = true })
 	b.hold(t, "g", 1)
 	b.postSeeOther(t, "/quarantine/commands/g/redrive", formOf(t, b, "/quarantine/commands/g/redrive"))
-	form := formOf(t, b, "/quarantine/commands/g/discard")
+	// A form of epoch 1, from a console of the same token whose group is
+	// held again under it.
+	other := setup(t, func(c *console.Config) { c.AllowActions = true })
+	other.hold(t, "g", 1)
+	other.postSeeOther(t, "/quarantine/commands/g/redrive", formOf(t, other, "/quarantine/commands/g/redrive"))
+	other.hold(t, "g", 1)
+	form := formOf(t, other, "/quarantine/commands/g/discard")
+	require.Equal(t, "1", form.Get("epoch"))
 	form.Set("group_id", "g")
 	page := b.post(t, "/quarantine/commands/g/discard", form, http.StatusConflict)
 	require.Contains(t, page, "is draining under epoch 1")
+	h, err := b.holds.Hold(t.Context(), "unit.fifo", "g")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), h.Parked, "nothing discarded")
 }
 
 func (b *testBundle) object(t *testing.T, key string) string {

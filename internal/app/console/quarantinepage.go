@@ -31,8 +31,12 @@ type groupPage struct {
 	Items   []parkedRow
 	Limited bool // more are parked than the page shows
 	CanAct  bool // actions are allowed, and the group has parked messages
-	Redrive string
-	Discard string // discard every parked message
+	// NoRedrive and NoDiscard say why that action cannot work on this
+	// group ("" it can): the page then offers it not and says why.
+	NoRedrive string
+	NoDiscard string
+	Redrive   string
+	Discard   string // discard every parked message
 }
 
 type parkedRow struct {
@@ -94,13 +98,55 @@ func (c *Console) group(w http.ResponseWriter, r *http.Request) {
 	items = items[:min(len(items), showLimit)]
 	base := groupHref(q.Name, g)
 	p := groupPage{Queue: q.Name, Hold: h, Next: quarantine.SeqNumber(h.Next), Limited: limited,
-		CanAct:  c.cfg.AllowActions && len(items) > 0 && h.State != quarantine.StateReleased,
+		CanAct:    c.cfg.AllowActions && len(items) > 0 && h.State != quarantine.StateReleased,
+		NoRedrive: q.NoRedrive, NoDiscard: noDiscard(q, h),
 		Redrive: base + "/redrive", Discard: base + "/discard"}
 	for _, it := range items {
 		seq := quarantine.SeqNumber(it.Sequence)
 		p.Items = append(p.Items, parkedRow{Parked: it, Seq: seq, Discard: base + "/discard?" + url.Values{"seq": {seq}}.Encode()})
 	}
 	c.render(w, r, http.StatusOK, "group", "Group "+g+" on "+q.Name, "q:"+q.Name, p)
+}
+
+// drainingReason says why a draining group's messages cannot be
+// discarded, as the operator (quarantine.Operator.Discard) refuses it.
+func drainingReason(group string, epoch int64) string {
+	return fmt.Sprintf("group %q is draining under epoch %d: a redriven copy may be running; discard once it is held again or released", group, epoch)
+}
+
+// noDiscard says why a discard cannot work on q's hold h, "" if it can.
+func noDiscard(q Queue, h quarantine.HoldRecord) string {
+	switch {
+	case q.NoDiscard != "":
+		return q.NoDiscard
+	case h.State == quarantine.StateDraining:
+		return drainingReason(h.Group, h.Epoch)
+	}
+	return ""
+}
+
+// cannotRedrive answers a redrive q cannot do (403, saying why).
+func (c *Console) cannotRedrive(w http.ResponseWriter, r *http.Request, q Queue) bool {
+	if q.NoRedrive == "" {
+		return false
+	}
+	c.fail(w, r, http.StatusForbidden, "Nothing was done: "+q.NoRedrive+".")
+	return true
+}
+
+// cannotDiscard answers a discard q cannot do (403) or h refuses now
+// (draining: 409), saying why.
+func (c *Console) cannotDiscard(w http.ResponseWriter, r *http.Request, q Queue, h quarantine.HoldRecord) bool {
+	why := noDiscard(q, h)
+	switch {
+	case why == "":
+		return false
+	case q.NoDiscard != "":
+		c.fail(w, r, http.StatusForbidden, "Nothing was discarded: "+why+".")
+	default:
+		c.fail(w, r, http.StatusConflict, "Nothing was discarded: "+why+".")
+	}
+	return true
 }
 
 // operatorFailed answers an operator's error in the operator's words: a
@@ -152,6 +198,9 @@ func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := r.PathValue("group")
+	if c.cannotRedrive(w, r, q) {
+		return
+	}
 	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
 	if err != nil {
 		c.operatorFailed(w, r, q.Name, g, "show", err)
@@ -190,7 +239,7 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	g := r.PathValue("group")
 	p, ok := c.checkPost(w, r, "redrive", q.Name, g)
-	if !ok {
+	if !ok || c.cannotRedrive(w, r, q) {
 		return
 	}
 	if _, ok := c.postedHold(w, r, q, g, p); !ok {
@@ -230,6 +279,9 @@ func (c *Console) confirmDiscard(w http.ResponseWriter, r *http.Request) {
 		c.operatorFailed(w, r, q.Name, g, "show", err)
 		return
 	}
+	if c.cannotDiscard(w, r, q, h) {
+		return
+	}
 	what := fmt.Sprintf("every parked message of group %s (%d)", g, h.Parked)
 	if seq != "" {
 		what = fmt.Sprintf("parked message %s of group %s", seq, g)
@@ -256,7 +308,7 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Not confirmed: the group id typed, %q, is not %q. Nothing was discarded.", typed, g))
 		return
 	}
-	if _, ok := c.postedHold(w, r, q, g, p); !ok {
+	if h, ok := c.postedHold(w, r, q, g, p); !ok || c.cannotDiscard(w, r, q, h) {
 		return
 	}
 	keys, h, err := q.Quarantine.Discard(r.Context(), g, p.Seq)

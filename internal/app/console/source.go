@@ -57,6 +57,14 @@ type Queue struct {
 	// DeadLetters reads the depth of its dead-letter queue; nil when it
 	// has none (Kafka's topics).
 	DeadLetters Depth
+	// NoRedrive says why a redrive cannot work on this queue (a Kafka
+	// topic without brokers to produce the copies to). Default (""): it
+	// can. When set, no page offers one and one is refused (403) with it.
+	NoRedrive string
+	// NoDiscard says why a discard cannot work on this queue (no bucket
+	// for its archive). Default (""): it can. When set, no page offers
+	// one and one is refused (403) with it.
+	NoDiscard string
 }
 
 // Depth reads how many messages a queue holds without receiving any (SQS's
