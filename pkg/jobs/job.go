@@ -60,9 +60,10 @@ const (
 const (
 	PayloadAttemptID         = jobitem.PayloadAttemptID
 	PayloadPreviousAttemptID = jobitem.PayloadPreviousAttemptID
-	PayloadResultKey         = jobitem.PayloadResultKey
-	PayloadCode              = jobitem.PayloadCode
-	PayloadReason            = jobitem.PayloadReason
+	// Deprecated: an accept writes no payload; read Job.Result.Key.
+	PayloadResultKey = jobitem.PayloadResultKey //nolint:staticcheck // kept for the library's users
+	PayloadCode      = jobitem.PayloadCode
+	PayloadReason    = jobitem.PayloadReason
 )
 
 // Failure codes written by the package itself.

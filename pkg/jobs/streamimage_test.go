@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -19,11 +20,9 @@ import (
 var completed42 = jobs.Job{
 	ID: "job-42", IntentID: "export-intent-7", Tenant: "t-1", Status: jobs.StatusCompleted,
 	Generation: 2, Version: 3, LeaseOwner: "attempt-b", LeaseExpiresAt: time.UnixMilli(1793782980000).UTC(),
-	Result:   jobs.Result{Key: "candidates/job-42/g0000000002/attempt-b.json", SHA256: strings.Repeat("5e", 32), Size: 2048},
-	Progress: 120,
-	Outbox: jobs.Message{ID: "job-42/v3", Type: jobs.EventCompleted, Version: 3, Payload: map[string]string{
-		jobs.PayloadAttemptID: "attempt-b", jobs.PayloadResultKey: "candidates/job-42/g0000000002/attempt-b.json",
-	}},
+	Result:    jobs.Result{Key: "candidates/job-42/g0000000002/attempt-b.json", SHA256: strings.Repeat("5e", 32), Size: 2048},
+	Progress:  120,
+	Outbox:    jobs.Message{ID: "job-42/v3", Type: jobs.EventCompleted, Version: 3},
 	Spec:      map[string]string{"source": "articles"},
 	CreatedAt: time.UnixMilli(1793782800000).UTC(), UpdatedAt: time.UnixMilli(1793782950000).UTC(),
 	ExpiresAt: time.Unix(1796374950, 0).UTC(),
@@ -104,10 +103,7 @@ func TestFromItemGolden(t *testing.T) {
 		"generation": n("2"), "version": n("3"), "lease_owner": s("attempt-b"), "lease_expires_at": n("1793782980000"),
 		"result_key": s("candidates/job-42/g0000000002/attempt-b.json"), "result_sha256": s(strings.Repeat("5e", 32)),
 		"result_size": n("2048"), "progress": n("120"),
-		"outbox": m(map[string]types.AttributeValue{"id": s("job-42/v3"), "type": s("job.completed"), "version": n("3"),
-			"payload": m(map[string]types.AttributeValue{
-				"attempt_id": s("attempt-b"), "result_key": s("candidates/job-42/g0000000002/attempt-b.json"),
-			})}),
+		"outbox":     m(map[string]types.AttributeValue{"id": s("job-42/v3"), "type": s("job.completed"), "version": n("3")}),
 		"spec":       m(map[string]types.AttributeValue{"source": s("articles")}),
 		"created_at": n("1793782800000"), "updated_at": n("1793782950000"), "expires_at": n("1796374950"),
 		// The history's slots, in no order.
@@ -116,6 +112,19 @@ func TestFromItemGolden(t *testing.T) {
 	j, err := jobs.FromItem(item)
 	require.NoError(t, err)
 	require.Equal(t, completed42, j)
+
+	// An accept before the payload was dropped repeated the attempt and the
+	// result key in it; such an item still reads, payload and all.
+	old := maps.Clone(item)
+	old["outbox"] = m(map[string]types.AttributeValue{"id": s("job-42/v3"), "type": s("job.completed"), "version": n("3"),
+		"payload": m(map[string]types.AttributeValue{
+			"attempt_id": s("attempt-b"), "result_key": s("candidates/job-42/g0000000002/attempt-b.json"),
+		})})
+	j, err = jobs.FromItem(old)
+	require.NoError(t, err)
+	want := completed42
+	want.Outbox.Payload = map[string]string{"attempt_id": "attempt-b", "result_key": "candidates/job-42/g0000000002/attempt-b.json"}
+	require.Equal(t, want, j)
 
 	for name, tc := range map[string]struct {
 		attr  string

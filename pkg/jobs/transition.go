@@ -267,8 +267,11 @@ func decideAccept(r *AcceptRequest, cur *Job, now time.Time, cfg *config) (step,
 		patch: patch{
 			status: StatusCompleted, generation: r.Generation, version: r.Version + 1,
 			result: &result, progress: &progress, expiresAt: &expires, updatedAt: now,
-			outbox: message(r.JobID, r.Version+1, EventCompleted,
-				PayloadAttemptID, r.AttemptID, PayloadResultKey, r.Result.Key),
+			// No payload: the attempt and the result key are the item's
+			// lease_owner and result_key already, which the relay's event
+			// and a retry's check read; a copy would cost the accept a
+			// second write unit (itemsize_internal_test.go).
+			outbox: message(r.JobID, r.Version+1, EventCompleted),
 		},
 	}, nil
 }

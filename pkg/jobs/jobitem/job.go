@@ -123,11 +123,16 @@ const (
 
 // Payload keys.
 const (
-	PayloadAttemptID         = "attempt_id"          // the attempt whose request made the transition
+	PayloadAttemptID         = "attempt_id"          // the attempt whose claim, renewal or failure made the transition (an accept's is the job's LeaseOwner)
 	PayloadPreviousAttemptID = "previous_attempt_id" // takeover: whose lease expired
-	PayloadResultKey         = "result_key"
-	PayloadCode              = "code"
-	PayloadReason            = "reason"
+	// PayloadResultKey was the accepted result's key in an accept's
+	// payload. An accept writes no payload now (the key is the item's
+	// result_key): only an item completed before may carry it.
+	//
+	// Deprecated: read Job.Result.Key.
+	PayloadResultKey = "result_key"
+	PayloadCode      = "code"
+	PayloadReason    = "reason"
 )
 
 // OutboxID is the id of the message emitted by version v of a job, for
