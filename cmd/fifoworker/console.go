@@ -294,7 +294,8 @@ func (o *consoleOptions) config(ctx context.Context, env opsEnv) (console.Config
 	for i := range cfg.Queues {
 		cfg.Queues[i].DeadLetters = src.DeadLetters[i]
 	}
-	cfg.Candidates, cfg.Results, cfg.Sweeps, cfg.OldestCommand = src.Candidates, src.Results, src.Sweeps, src.OldestCommand
+	cfg.Candidates, cfg.Results, cfg.Sweeps = src.Candidates, src.Results, src.Sweeps
+	cfg.OldestCommand, cfg.NoOldestCommand = src.OldestCommand, src.NoOldestCommand
 	return cfg, nil
 }
 
@@ -351,6 +352,8 @@ type consoleParts struct {
 	Sweeps        console.Sweeps
 	DeadLetters   []console.Depth // one per consoleTarget.DLQs
 	OldestCommand console.OldestCommand
+	// NoOldestCommand says why OldestCommand is nil.
+	NoOldestCommand string
 }
 
 // consoleSources opens t's sources after checking that the bucket and the
@@ -392,7 +395,12 @@ func (o awsOpener) consoleSources(ctx context.Context, t consoleTarget) (console
 		p.DeadLetters[i] = &queueDepth{api: queues, url: u}
 	}
 	// The metric is the commands queue's: a queue on an emulator has none.
-	if _, local := startup.ServiceEndpoint(cfg, sqs.ServiceID); t.CommandsQueue != "" && !local {
+	switch _, local := startup.ServiceEndpoint(cfg, sqs.ServiceID); {
+	case t.CommandsQueue == "":
+		p.NoOldestCommand = "no commands queue on Kafka"
+	case local:
+		p.NoOldestCommand = "unavailable: SQS has its own endpoint (a local stack); the console reads CloudWatch only where SQS is AWS's default endpoint"
+	default:
 		p.OldestCommand = &commandAge{api: cloudwatch.NewFromConfig(cfg), queue: t.CommandsQueue, now: time.Now}
 	}
 	return p, nil

@@ -155,6 +155,8 @@ func TestConsoleReadsTheOldestCommandFromCloudWatchOnlyOnAWS(t *testing.T) {
 	p, err := opener(aws.Config{Region: "eu-west-1", BaseEndpoint: aws.String("http://127.0.0.1:4566")}).consoleSources(t.Context(), target)
 	require.NoError(t, err)
 	require.Nil(t, p.OldestCommand, "AWS_ENDPOINT_URL")
+	const local = "unavailable: SQS has its own endpoint (a local stack); the console reads CloudWatch only where SQS is AWS's default endpoint"
+	require.Equal(t, local, p.NoOldestCommand)
 	// A local stack's env file (--stack) gives each service its endpoint,
 	// and CloudWatch none: the commands queue is the emulator's all the same.
 	stack := startup.NewEnvFrom(map[string]string{
@@ -167,15 +169,18 @@ func TestConsoleReadsTheOldestCommandFromCloudWatchOnlyOnAWS(t *testing.T) {
 	p, err = opener(stackCfg).consoleSources(t.Context(), target)
 	require.NoError(t, err)
 	require.Nil(t, p.OldestCommand, "a stack's env file")
+	require.Equal(t, local, p.NoOldestCommand)
 
 	p, err = opener(aws.Config{Region: "eu-west-1"}).consoleSources(t.Context(), target)
 	require.NoError(t, err)
 	require.IsType(t, &commandAge{}, p.OldestCommand)
 	require.Equal(t, "fw-commands.fifo", p.OldestCommand.(*commandAge).queue)
+	require.Empty(t, p.NoOldestCommand)
 
 	p, err = opener(aws.Config{Region: "eu-west-1"}).consoleSources(t.Context(), consoleTarget{})
 	require.NoError(t, err)
 	require.Nil(t, p.OldestCommand, "no commands queue (Kafka): no metric")
+	require.Equal(t, "no commands queue on Kafka", p.NoOldestCommand)
 }
 
 // lines passes each line written to it to a channel.

@@ -11,6 +11,8 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/fifoworker/fifoworker/internal/app/console"
 )
 
 // The console's sources that no library has: a dead-letter queue's depth
@@ -74,8 +76,10 @@ const (
 // a read (cloudwatch:GetMetricData, which the operator's credentials need).
 //
 // SQS publishes that metric only while the queue holds a message (SQS's
-// developer guide, "Available CloudWatch metrics for Amazon SQS"), so no
-// datapoint in the window is an empty queue: age 0.
+// developer guide, "Available CloudWatch metrics for Amazon SQS"), and
+// CloudWatch answers a metric no queue has with no datapoint either, so
+// none in the window is console.ErrNoDatapoint: an empty queue, or a
+// wrong name; never shown as age 0.
 type commandAge struct {
 	api   metricData
 	queue string // the commands queue's name, the last part of its URL
@@ -112,7 +116,7 @@ func (a *commandAge) OldestCommandAge(ctx context.Context) (time.Duration, error
 		case r.StatusCode == cwtypes.StatusCodeForbidden || r.StatusCode == cwtypes.StatusCodeInternalError:
 			return 0, a.fail(fmt.Errorf("CloudWatch answered %s", r.StatusCode))
 		case len(r.Values) == 0:
-			return 0, nil
+			return 0, fmt.Errorf("%w in the last %d minutes: the queue is empty or its name is wrong", console.ErrNoDatapoint, int(oldestWindow.Minutes()))
 		}
 		return time.Duration(r.Values[0] * float64(time.Second)), nil
 	}

@@ -113,11 +113,12 @@ func TestCommandAgeAsksCloudWatchForTheCommandsQueuesOldestMessage(t *testing.T)
 	require.Equal(t, int32(60), aws.ToInt32(q.MetricStat.Period))
 
 	// No datapoint: SQS publishes the metric only while the queue holds a
-	// message, so the queue held none.
+	// message, so the queue held none, or its name is not a queue's:
+	// said, not shown as 0s.
 	api.out = metricResult(cwtypes.StatusCodeComplete)
-	age, err = a.OldestCommandAge(t.Context())
-	require.NoError(t, err)
-	require.Zero(t, age)
+	_, err = a.OldestCommandAge(t.Context())
+	require.ErrorIs(t, err, console.ErrNoDatapoint)
+	require.EqualError(t, err, "no datapoint in the last 5 minutes: the queue is empty or its name is wrong")
 
 	api.out = metricResult(cwtypes.StatusCodeForbidden)
 	_, err = a.OldestCommandAge(t.Context())

@@ -64,6 +64,10 @@ type Config struct {
 	// the overview says it is unavailable (a local stack has no
 	// CloudWatch).
 	OldestCommand OldestCommand
+	// NoOldestCommand says why OldestCommand is nil where the console
+	// runs ("no commands queue on Kafka"), shown in its place. Default
+	// (""): "unavailable: no CloudWatch source configured".
+	NoOldestCommand string
 	// Sweeps reads the sweeper's last report. Default (nil): the overview
 	// says it is not configured.
 	Sweeps Sweeps

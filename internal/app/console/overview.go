@@ -146,18 +146,24 @@ func (c *Console) lastSweep(ctx context.Context) sweepSummary {
 	return sweepSummary{State: "configured", Run: run}
 }
 
-// oldestCommand says the age of the oldest command, from CloudWatch; a
-// local stack has none, and the queue is never peeked at instead (a
-// receive would raise receive counts and lock a group).
+// oldestCommand says the age of the oldest command, from CloudWatch, or
+// what is true instead: why there is no source where the console runs
+// (Config.NoOldestCommand), or that CloudWatch has no datapoint. The
+// queue is never peeked at (a receive would raise receive counts and lock
+// a group).
 func (c *Console) oldestCommand(ctx context.Context) string {
-	const unavailable = "unavailable on a local stack (it comes from CloudWatch)"
 	if c.cfg.OldestCommand == nil {
-		return unavailable
+		if c.cfg.NoOldestCommand != "" {
+			return c.cfg.NoOldestCommand
+		}
+		return "unavailable: no CloudWatch source configured"
 	}
 	age, err := c.cfg.OldestCommand.OldestCommandAge(ctx)
 	switch {
+	case errors.Is(err, ErrNoDatapoint):
+		return err.Error()
 	case errors.Is(err, ErrUnavailable):
-		return unavailable
+		return "unavailable here (it comes from CloudWatch)"
 	case err != nil:
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: the oldest command's age", "error", err)
 		return "unreadable: " + c.sourceError(err)

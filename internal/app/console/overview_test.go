@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -71,4 +72,26 @@ func TestTheOverviewsSourceTimeoutIsTheConfigs(t *testing.T) {
 		require.Equal(t, 5*time.Second, time.Since(start))
 		require.Equal(t, "unreadable: no answer within 5s (context deadline exceeded)", testid(t, page, "dlq-commands"))
 	})
+}
+
+// The oldest command's panel says what is true where the console runs:
+// why it has no source (Config.NoOldestCommand), or that CloudWatch has
+// no datapoint (not 0s).
+func TestTheOldestCommandSaysWhyItIsNotShown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		change func(*console.Config)
+		want   string
+	}{
+		{"Kafka", func(c *console.Config) { c.NoOldestCommand = "no commands queue on Kafka" }, "no commands queue on Kafka"},
+		{"no source, no reason", nil, "unavailable: no CloudWatch source configured"},
+		{"no datapoint", func(c *console.Config) {
+			c.OldestCommand = fakeOldest{err: fmt.Errorf("%w in the last 5 minutes: the queue is empty or its name is wrong", console.ErrNoDatapoint)}
+		}, "no datapoint in the last 5 minutes: the queue is empty or its name is wrong"},
+	} {
+		page := setup(t, c.change).get(t, "/", http.StatusOK)
+		require.Equal(t, c.want, testid(t, page, "oldest-command-age"), c.name)
+		require.NotContains(t, page, "0s", c.name)
+	}
 }

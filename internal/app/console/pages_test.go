@@ -51,7 +51,7 @@ func TestTheOverviewShowsEachSource(t *testing.T) {
 	require.Equal(t, "no quarantine", testid(t, page, "held-events"))
 	require.Equal(t, "no dead-letter queue", testid(t, page, "dlq-events"))
 	require.Equal(t, "no run kept yet", testid(t, page, "sweep-last-run"))
-	require.Contains(t, page, "unavailable on a local stack")
+	require.Equal(t, "unavailable: no CloudWatch source configured", testid(t, page, "oldest-command-age"))
 	require.Contains(t, page, `data-testid="mode">read-only`)
 
 	b.sweeps.err = nil
@@ -75,9 +75,9 @@ func TestTheOverviewSaysWhatIsNotThere(t *testing.T) {
 		{"the age unavailable", func(c *console.Config) {
 			c.OldestCommand = fakeOldest{err: fmt.Errorf("cloudwatch: %w", console.ErrUnavailable)}
 		},
-			[]string{"unavailable on a local stack"}},
+			[]string{"unavailable here (it comes from CloudWatch)"}},
 		{"the age known", func(c *console.Config) { c.OldestCommand = fakeOldest{age: 95*time.Second + 300*time.Millisecond} },
-			[]string{"<p>1m35s</p>"}},
+			[]string{`data-testid="oldest-command-age">1m35s</p>`}},
 		{"the age unreadable", func(c *console.Config) { c.OldestCommand = fakeOldest{err: errors.New("throttled")} },
 			[]string{"unreadable: throttled"}},
 		{"the sweeps unreadable", func(c *console.Config) { c.Sweeps = &fakeSweeps{err: errors.New("no bucket")} },

@@ -90,3 +90,8 @@ type Sweeps interface {
 // ErrUnavailable is what a source answers when what it reads does not exist
 // where the console runs (no CloudWatch on a local stack).
 var ErrUnavailable = errors.New("console: unavailable here")
+
+// ErrNoDatapoint is what an OldestCommand answers when CloudWatch has no
+// datapoint of the metric in its window: the queue held no message, or
+// its name is not a queue's. Its message says which window.
+var ErrNoDatapoint = errors.New("no datapoint")
