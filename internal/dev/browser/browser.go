@@ -79,6 +79,7 @@ type Browser struct {
 	cancelAlloc context.CancelFunc
 	dataDir     string
 	pid         int
+	stopWait    time.Duration // StopWait
 }
 
 // Binary is the Chromium cfg runs: Config.Binary, else the file
@@ -177,7 +178,7 @@ func New(cfg Config) (*Browser, error) {
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags(binary, dataDir)...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
-	b := &Browser{cfg: cfg, tab: tab, cancelTab: cancelTab, cancelAlloc: cancelAlloc, dataDir: dataDir}
+	b := &Browser{cfg: cfg, tab: tab, cancelTab: cancelTab, cancelAlloc: cancelAlloc, dataDir: dataDir, stopWait: StopWait}
 	// The first action starts the browser, and binds it to the context it
 	// runs on: the tab's, which has no deadline.
 	if err := chromedp.Do(tab); err != nil {
@@ -230,9 +231,17 @@ func (b *Browser) Screenshot(name string) (string, error) {
 	return path, nil
 }
 
+// StopWait bounds each of Close's two waits: for the browser's children to
+// end once its main process has (they go when their parent's pipes close,
+// not at once), and for those that did not to die of SIGKILL (a zombie
+// counts as gone: it holds no files and writes nothing).
+const StopWait = 5 * time.Second
+
 // Close stops the browser, waits for its processes to end and removes its
 // user data directory. A process of it that outlives the stop is killed by
-// its PID and named in the error, so a test that leaves one behind fails.
+// its PID and named in the error, so a test that leaves one behind fails;
+// the directory is removed only once each is gone, so that none writes in
+// it afterwards, and an error says when it cannot be.
 func (b *Browser) Close() error {
 	b.cancelTab()
 	b.cancelAlloc() // kills the main process and waits for it
@@ -242,11 +251,14 @@ func (b *Browser) Close() error {
 			errs = append(errs, fmt.Errorf("browser: chromium's main process %d still runs after the stop", b.pid))
 		}
 	}
-	if left := Processes(b.dataDir); len(left) > 0 {
+	if left := awaitGone(b.dataDir, Processes(b.dataDir), b.stopWait); len(left) > 0 {
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		errs = append(errs, fmt.Errorf("browser: chromium's processes %v still ran after the stop (killed)", left))
+		if alive := awaitGone(b.dataDir, left, b.stopWait); len(alive) > 0 {
+			errs = append(errs, fmt.Errorf("browser: chromium's processes %v still run %s after SIGKILL", alive, b.stopWait))
+		}
 	}
 	if err := os.RemoveAll(b.dataDir); err != nil {
 		errs = append(errs, fmt.Errorf("browser: remove the user data directory: %w", err))
@@ -255,13 +267,35 @@ func (b *Browser) Close() error {
 	return errors.Join(errs...)
 }
 
-// Processes lists the processes whose command line names dataDir as their
-// user data directory (a process that has exited has an empty command
-// line): a Chromium's main process and its children (the
-// zygote, the renderers, the network service), which Chromium starts with
-// the same --user-data-dir.
+// awaitGone waits, at most wait, for each of pids to no longer name
+// dataDir (exited, a zombie, or the PID reused) and returns those that
+// still do.
+func awaitGone(dataDir string, pids []int, wait time.Duration) []int {
+	deadline := time.Now().Add(wait)
+	for {
+		var alive []int
+		for _, pid := range pids {
+			if names(strconv.Itoa(pid), dataDir) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 || !time.Now().Before(deadline) {
+			return alive
+		}
+		pids = alive
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Processes lists the processes whose command line names dataDir: a
+// Chromium's main process and its children (the zygotes, the renderers, the
+// GPU process, the services), which Chromium starts with the same
+// --user-data-dir and whose command lines it rewrites as one string, the
+// arguments joined by spaces; and a crash handler, were one started, names
+// its database under dataDir with --database= (Chromium starts none here:
+// its children show --crashpad-handler-pid=0). A process that has exited has
+// an empty command line.
 func Processes(dataDir string) []int {
-	want := []byte("--user-data-dir=" + dataDir)
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -272,16 +306,35 @@ func Processes(dataDir string) []int {
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
-			if bytes.Equal(arg, want) {
-				pids = append(pids, pid)
-				break
-			}
+		if names(e.Name(), dataDir) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// names says whether the command line of the process pid (its directory
+// in /proc) has dir as a whole path, or a path under it:
+// /tmp/fifoworker-chromium-12 is not named by /tmp/fifoworker-chromium-123.
+func names(pid, dir string) bool {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil {
+		return false
+	}
+	return hasPath(cmdline, dir)
+}
+
+// hasPath says whether cmdline has dir followed by the end, an argument's
+// end or a path's separator.
+func hasPath(cmdline []byte, dir string) bool {
+	for rest := cmdline; ; {
+		i := bytes.Index(rest, []byte(dir))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(dir):]
+		if len(rest) == 0 || bytes.IndexByte([]byte("\x00 /\"'"), rest[0]) >= 0 {
+			return true
+		}
+	}
 }

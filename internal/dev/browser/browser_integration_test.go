@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -40,8 +43,6 @@ func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, b.PID())
 	dataDir := b.dataDir
-	require.NotEmpty(t, Processes(dataDir), "Processes finds the running browser")
-
 	require.NoError(t, b.Do(chromedp.Navigate(srv.URL)))
 	h, err := Run(b, chromedp.Text(chromedp.CSS(`[data-testid="h"]`)))
 	require.NoError(t, err)
@@ -57,11 +58,21 @@ func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "a PNG file")
 
+	// Once the pages are shown, the browser's processes are steady.
+	family := append(descendants(t, b.PID()), b.PID())
+	require.Subset(t, Processes(dataDir), family,
+		"Processes finds the browser and each of its children (which rewrite their command lines)")
+	require.ElementsMatch(t, mentioning(t, dataDir), Processes(dataDir), "and every process that names the directory")
+	for _, pid := range mentioning(t, dataDir) {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		require.NotContains(t, string(cmdline), "crashpad_handler", "no crash handler starts")
+	}
+
 	// No name resolves but 127.0.0.1: the page cannot reach outside.
 	require.Error(t, b.Do(chromedp.Navigate("http://example.com/")))
 
 	require.NoError(t, b.Close())
-	require.Empty(t, Processes(dataDir), "no process of the browser remains")
+	require.Empty(t, mentioning(t, dataDir), "no process of the browser remains")
 	_, err = os.Stat(dataDir)
 	require.True(t, os.IsNotExist(err), "the user data directory is removed")
 }
@@ -121,4 +132,58 @@ func TestChromiumWebRTCSendsNoUDP(t *testing.T) {
 	})`, chromedp.EvalAwaitPromise))
 	require.NoError(t, err)
 	require.Equal(t, "none", first)
+}
+
+// descendants are the processes whose parent, or its parent and so on, is
+// pid: read from each process's stat, whose fourth field is its parent.
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	parent := map[int]int{}
+	for _, p := range pids(t) {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		if err != nil {
+			continue
+		}
+		// After the command's name in parentheses: state, then the parent.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		ppid, err := strconv.Atoi(fields[1])
+		require.NoError(t, err)
+		parent[p] = ppid
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mentioning are the processes whose command line names dir anywhere.
+func mentioning(t *testing.T, dir string) []int {
+	t.Helper()
+	var out []int
+	for _, p := range pids(t) {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func pids(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []int
+	for _, e := range entries {
+		if p, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
