@@ -800,10 +800,10 @@ func (r *run) act(e candidate.Entry, v verdict) {
 }
 
 // LastRun is the report of the sweeper's last run, as the sweeper keeps it
-// beside its cursors, for the operator's console.
+// beside its cursors, for the operator's console. A dry run keeps none, so
+// a LastRun is always of a run that changed what it reports.
 type LastRun struct {
-	At     time.Time `json:"at"`      // when the run ended
-	DryRun bool      `json:"dry_run"` // a dry run decided but changed nothing
+	At     time.Time `json:"at"` // when the run ended
 	Report Report    `json:"report"`
 }
 
