@@ -41,6 +41,14 @@ func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
 
 	b, err := New(Config{Artefacts: Artefacts(t, t.Name())})
 	require.NoError(t, err)
+	// A failed step still stops the browser and removes its directory
+	// (Chromium dies with the test binary; its directory would stay).
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = b.Close()
+		}
+	})
 	require.Positive(t, b.PID())
 	dataDir := b.dataDir
 	require.NoError(t, b.Do(chromedp.Navigate(srv.URL)))
@@ -71,6 +79,7 @@ func TestChromiumOpensALocalPageAndLeavesNothingBehind(t *testing.T) {
 	// No name resolves but 127.0.0.1: the page cannot reach outside.
 	require.Error(t, b.Do(chromedp.Navigate("http://example.com/")))
 
+	closed = true
 	require.NoError(t, b.Close())
 	require.Empty(t, mentioning(t, dataDir), "no process of the browser remains")
 	_, err = os.Stat(dataDir)
