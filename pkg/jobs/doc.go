@@ -58,7 +58,9 @@
 //     of its version, into slot version mod MaxHistory (jobitem.HistorySlot)
 //     without reading the item, so the item keeps its last MaxHistory
 //     transitions and a refused write adds none. Describe says what each
-//     was.
+//     was. A reader keeps the entries of the item's last MaxHistory
+//     versions and skips a slot that holds none: the history is
+//     diagnostic, and a bad slot never makes a job unreadable.
 //   - The item of a job that is not final carries live_shard (LiveShardOf
 //     its id and the store's shard count), and a final job's does not: the
 //     table's sparse "live" index (live_shard, updated_at) holds exactly

@@ -14,7 +14,10 @@
 //   - a nested map is read with the same rules, its problems naming the
 //     attribute by its path from the item (outbox.payload.attempt_id);
 //   - a string map holds only strings;
-//   - times are epoch milliseconds (or seconds, for a TTL), read in UTC.
+//   - times are epoch milliseconds (or seconds, for a TTL), read in UTC;
+//   - a lax read (LaxString, LaxMap) is of an attribute the item can do
+//     without: absent or of another type, it reads as nothing and is no
+//     problem.
 //
 // What a value means (a known status, an id's shape) is the store's to
 // check; this package checks only what DynamoDB's types say.
@@ -183,6 +186,34 @@ func (d *Decoder[V]) OptBinary(name string) []byte {
 // item's; ok is false when the map is absent or a problem.
 func (d *Decoder[V]) OptMap(name string) (sub *Decoder[V], ok bool) {
 	v, ok := value(d, name, "M", false, d.form.M)
+	if !ok {
+		return nil, false
+	}
+	return &Decoder[V]{item: v, form: d.form, path: d.path + name + ".", err: d.err}, true
+}
+
+// LaxString reads an optional string (S) that the item can do without:
+// ok is false when it is absent or of another type, which is no problem
+// of the item (Err). For a reader that skips a bad value of an attribute
+// it needs not (a job's history) rather than refuse the item.
+func (d *Decoder[V]) LaxString(name string) (s string, ok bool) {
+	av, present := d.item[name]
+	if !present || *d.err != nil {
+		return "", false
+	}
+	return d.form.S(av)
+}
+
+// LaxMap returns a decoder of an optional map (M) that the item can do
+// without: ok is false when it is absent or of another type, which is no
+// problem of the item (LaxString). Strict reads of the map (String, Int,
+// ...) are the item's problems.
+func (d *Decoder[V]) LaxMap(name string) (sub *Decoder[V], ok bool) {
+	av, present := d.item[name]
+	if !present || *d.err != nil {
+		return nil, false
+	}
+	v, ok := d.form.M(av)
 	if !ok {
 		return nil, false
 	}

@@ -136,42 +136,39 @@ func DecodeTransition(s string) (Transition, error) {
 
 // decodeHistory reads the slots of the item d reads, top-level (a
 // DynamoDB item) and in the history map (a PostgreSQL row), oldest
-// first. An entry that does not decode, or sits in another version's
-// slot, is an error naming its attribute.
-func decodeHistory[V any](d *ddbattr.Decoder[V]) ([]Transition, error) {
-	h, err := historySlots(d, "")
-	if err != nil {
-		return nil, err
-	}
-	if hd, ok := d.OptMap(AttrHistory); ok {
-		more, err := historySlots(hd, AttrHistory+".")
-		if err != nil {
-			return nil, err
-		}
-		h = append(h, more...)
+// first: the entries of the item's last MaxHistory versions, version-19
+// to version. An entry of an older version is one that a write without
+// the history (a binary from before it, in a rolling deploy, a rollback
+// or an old CLI) did not overwrite; one above the item's version was not
+// written by its transitions. The history is diagnostic, so a slot that
+// does not hold an entry of its own version (another type, a string
+// EncodeTransition did not write, another version's entry) is skipped,
+// not an error: the job stays readable, by the stores, the relay and the
+// sweeper, with the rest of its history.
+func decodeHistory[V any](d *ddbattr.Decoder[V], version int64) []Transition {
+	h := historySlots(d, version)
+	if hd, ok := d.LaxMap(AttrHistory); ok {
+		h = append(h, historySlots(hd, version)...)
 	}
 	slices.SortFunc(h, func(a, b Transition) int { return cmp.Compare(a.Version, b.Version) })
-	return h, nil
+	return h
 }
 
-func historySlots[V any](d *ddbattr.Decoder[V], path string) ([]Transition, error) {
+func historySlots[V any](d *ddbattr.Decoder[V], version int64) []Transition {
 	var h []Transition
 	for i := range int64(MaxHistory) {
 		slot := HistorySlot(i)
-		s := d.OptString(slot)
-		if s == "" {
+		s, ok := d.LaxString(slot)
+		if !ok {
 			continue
 		}
 		t, err := DecodeTransition(s)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s%s: %w", path, slot, err)
-		}
-		if HistorySlot(t.Version) != slot {
-			return nil, fmt.Errorf("attribute %s%s: entry %q: version %d belongs in slot %s", path, slot, s, t.Version, HistorySlot(t.Version))
+		if err != nil || HistorySlot(t.Version) != slot || t.Version > version || t.Version <= version-MaxHistory {
+			continue
 		}
 		h = append(h, t)
 	}
-	return h, nil
+	return h
 }
 
 // EncodeHistory is the slots of h, by name: a DynamoDB item's attributes,

@@ -115,14 +115,10 @@ func Decode[V any](d *ddbattr.Decoder[V]) (Job, error) {
 	if ed, ok := d.OptMap(AttrError); ok {
 		j.Error = Failure{Code: ed.OptString(FailureAttrCode), Message: ed.OptString(FailureAttrMessage)}
 	}
-	history, herr := decodeHistory(d)
+	j.History = decodeHistory(d, j.Version)
 	if err := d.Err(); err != nil {
 		return j, fmt.Errorf("jobs: %w", err)
 	}
-	if herr != nil {
-		return j, fmt.Errorf("jobs: job %q: %w", j.ID, herr)
-	}
-	j.History = history
 	if j.ID == "" {
 		// DynamoDB refuses an empty key: only a forged image has one.
 		return j, fmt.Errorf("jobs: attribute %s: empty", AttrJobID)
