@@ -52,15 +52,18 @@ func HistorySlot(v int64) string {
 // kinds are an entry's letters: each stands for a status and the event
 // of the transition that left it, the only pairs a store writes (a
 // pending job's entry is a creation's or a nudge's, both MessageRun; a
-// running one's a claim's or takeover's, a renewal's or a requeue's).
+// running one's a renewal's, a claim's or takeover's, or a requeue's).
+// A status's first pair is the one of an entry whose event no store
+// writes (EncodeTransition): for a running one a renewal's, as Describe
+// reads a running entry without its event.
 var kinds = []struct {
 	letter byte
 	status Status
 	event  string
 }{
 	{'p', StatusPending, MessageRun},
-	{'s', StatusRunning, EventStarted},
 	{'r', StatusRunning, EventProgress},
+	{'s', StatusRunning, EventStarted},
 	{'q', StatusRunning, MessageRun},
 	{'c', StatusCompleted, EventCompleted},
 	{'f', StatusFailed, EventFailed},
@@ -77,7 +80,8 @@ const (
 
 // EncodeTransition renders t as its slot holds it: the letter of its
 // status and event (an event the status's transitions do not write is
-// written as the first of them: a running entry's as a renewal's), the
+// written as the status's first in kinds: a running entry's as a
+// renewal's, so it reads as Describe reads it without a round trip), the
 // time, then the version and the generation, "s" + "mw1vyyds" + "7.2".
 func EncodeTransition(t Transition) string {
 	letter := byte(0)

@@ -19,7 +19,7 @@ func TestATransitionRoundTripsThroughItsSlot(t *testing.T) {
 		jobitem.EventCompleted, jobitem.EventFailed, jobitem.EventCancelled}
 	written := map[jobitem.Status][]string{ // the events each status's transitions write
 		jobitem.StatusPending:   {jobitem.MessageRun},
-		jobitem.StatusRunning:   {jobitem.EventStarted, jobitem.EventProgress, jobitem.MessageRun},
+		jobitem.StatusRunning:   {jobitem.EventProgress, jobitem.EventStarted, jobitem.MessageRun},
 		jobitem.StatusCompleted: {jobitem.EventCompleted},
 		jobitem.StatusFailed:    {jobitem.EventFailed},
 		jobitem.StatusCancelled: {jobitem.EventCancelled},
