@@ -12,7 +12,9 @@ import (
 
 // migrations are the job store's schema versions: 0001 the tables (jobs,
 // job_intents, job_outbox), 0002 the listings' finished_key column and the
-// partial indexes of the live and finished listings and of PurgeExpired.
+// partial indexes of the live and finished listings and of PurgeExpired,
+// 0003 the jobs' history column (jobitem.AttrHistory; NULL on the rows
+// before it, until their next transition).
 //
 //go:embed postgres/*.sql
 var migrations embed.FS

@@ -4,6 +4,7 @@ package jobs_test
 
 import (
 	"database/sql"
+	"fmt"
 	"io/fs"
 	"testing"
 	"testing/fstest"
@@ -38,14 +39,15 @@ func TestPostgresMigrationsOnAnEmptyDatabase(t *testing.T) {
 	}
 }
 
-// previousVersion is the job store's migrations but the last: the schema
-// a deployment of the previous version holds.
-func previousVersion(t *testing.T) pgmigrate.Set {
+// firstVersions is the job store's first n migrations: the schema a
+// deployment of an earlier version holds.
+func firstVersions(t *testing.T, n int) pgmigrate.Set {
 	t.Helper()
 	ms, err := jobs.PostgresMigrations().Read()
 	require.NoError(t, err)
+	require.Less(t, n, len(ms))
 	prev := fstest.MapFS{}
-	for _, m := range ms[:len(ms)-1] {
+	for _, m := range ms[:n] {
 		prev[m.Name] = &fstest.MapFile{Data: []byte(m.SQL), Mode: fs.ModePerm}
 	}
 	return pgmigrate.Set{Component: "jobs", FS: prev}
@@ -60,16 +62,30 @@ func execAll(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
-// On the previous version's schema holding rows (a live job, a final job,
+// On an earlier version's schema holding rows (a live job, a final job,
 // the intent of each, an unpublished outbox row), MigratePostgres applies
 // the rest: the rows survive as they were, the final job joins the
 // finished listing and the live one the live listing, and the store works
-// on them.
+// on them. From the previous version (0001 and 0002: 0003's history
+// column is added to old rows) and from the first (0002's finished_key
+// and indexes are built on old rows too).
 func TestPostgresMigrationsOnThePreviousVersionWithRows(t *testing.T) {
 	t.Parallel()
+	ms, err := jobs.PostgresMigrations().Read()
+	require.NoError(t, err)
+	for _, n := range []int{len(ms) - 1, 1} {
+		t.Run(fmt.Sprintf("from %s", ms[n-1].Name), func(t *testing.T) {
+			t.Parallel()
+			migrateRowsFrom(t, firstVersions(t, n))
+		})
+	}
+}
+
+func migrateRowsFrom(t *testing.T, earlier pgmigrate.Set) {
+	t.Helper()
 	db := pgtest.DB(t)
 	ctx := t.Context()
-	applied, err := pgmigrate.Apply(ctx, db, previousVersion(t))
+	applied, err := pgmigrate.Apply(ctx, db, earlier)
 	require.NoError(t, err)
 	require.NotEmpty(t, applied)
 	const at = int64(1_793_782_800_000) // epoch ms
