@@ -23,9 +23,10 @@ type overviewPage struct {
 }
 
 // liveCounts are the live jobs by status, counted on one listing page of
-// MaxListLimit jobs (jobs.CountLive: statuses only where the store can):
-// a count, not a scan of the table.
+// Config.LiveCountLimit jobs (jobs.CountLive: statuses only where the
+// store can): a count, not a scan of the table.
 type liveCounts struct {
+	Limit    string // Config.LiveCountLimit, shown
 	Total    string
 	ByStatus []statusCount
 	Err      string
@@ -89,7 +90,7 @@ func (c *Console) sourceError(err error) string {
 }
 
 func (c *Console) liveCounts(ctx context.Context) liveCounts {
-	n, err := jobs.CountLive(ctx, c.cfg.Jobs, jobs.MaxListLimit, c.cfg.Now())
+	n, err := jobs.CountLive(ctx, c.cfg.Jobs, c.cfg.LiveCountLimit, c.cfg.Now())
 	if err != nil {
 		c.cfg.Logger.ErrorContext(ctx, "console: overview: count live jobs", "error", err)
 		return liveCounts{Err: c.sourceError(err)}
@@ -100,7 +101,7 @@ func (c *Console) liveCounts(ctx context.Context) liveCounts {
 		}
 		return count(int64(k))
 	}
-	lc := liveCounts{Total: atLeast(n.Total)}
+	lc := liveCounts{Total: atLeast(n.Total), Limit: count(int64(c.cfg.LiveCountLimit))}
 	for _, s := range []jobs.Status{jobs.StatusPending, jobs.StatusRunning} {
 		lc.ByStatus = append(lc.ByStatus, statusCount{Status: string(s), Count: atLeast(n.ByStatus[s]), Href: "/jobs?status=" + url.QueryEscape(string(s))})
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,23 +94,47 @@ func TestTheOverviewSaysWhatIsNotThere(t *testing.T) {
 	}
 }
 
-// The overview counts the live jobs of one listing page: at 1,000 it says
-// so, and that there may be more.
+// The overview counts the live jobs of one listing page of
+// Config.LiveCountLimit: at the limit it says so, past it that there may
+// be more; the default limit, and a limit of MaxListLimit, are held at
+// their values.
 func TestTheOverviewCountsAtMostOnePage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	for i := range jobs.MaxListLimit - 1 {
-		b.create(t, fmt.Sprintf("job-%04d", i), "acme")
+	for _, c := range []struct {
+		name  string
+		limit int // Config.LiveCountLimit; 0 the default
+		at    int // the limit it counts to
+	}{
+		{"the default", 0, console.DefaultLiveCountLimit},
+		{"the largest", jobs.MaxListLimit, jobs.MaxListLimit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(cfg *console.Config) { cfg.LiveCountLimit = c.limit })
+			for i := range c.at - 1 {
+				b.create(t, fmt.Sprintf("job-%04d", i), "acme")
+			}
+			page := b.get(t, "/", http.StatusOK)
+			require.Equal(t, count(c.at-1), testid(t, page, "live-total"))
+			b.create(t, "job-last", "acme")
+			page = b.get(t, "/", http.StatusOK)
+			require.Equal(t, count(c.at), testid(t, page, "live-total"), "exactly a page, and no more")
+			require.Contains(t, page, "Counted on the "+count(c.at)+" least recently changed")
+			b.create(t, "job-more", "acme")
+			page = b.get(t, "/", http.StatusOK)
+			require.Equal(t, count(c.at)+" or more", testid(t, page, "live-total"))
+			require.Equal(t, count(c.at)+" or more", testid(t, page, "live-count-pending"))
+		})
 	}
-	page := b.get(t, "/", http.StatusOK)
-	require.Equal(t, "999", testid(t, page, "live-total"))
-	b.create(t, "job-last", "acme")
-	page = b.get(t, "/", http.StatusOK)
-	require.Equal(t, "1,000", testid(t, page, "live-total"), "exactly a page, and no more")
-	b.create(t, "job-more", "acme")
-	page = b.get(t, "/", http.StatusOK)
-	require.Equal(t, "1,000 or more", testid(t, page, "live-total"))
-	require.Equal(t, "1,000 or more", testid(t, page, "live-count-pending"))
+}
+
+// count writes n as the pages do: 1,000.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func TestTheJobsPageFiltersAndPages(t *testing.T) {
