@@ -37,7 +37,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	bundle.hold(t, "group-a", 20)
 	for _, c := range []struct{ name, target, want string }{
-		{"overview", "/", "1,000 or more"},
+		{"overview", "/", "250 or more"},
 		{"jobs", "/jobs", `data-testid="next-page"`},
 		{"job", "/jobs/job-story", `data-testid="timeline"`},
 		{"group", "/quarantine/commands/group-a", `data-seq="1020"`},
