@@ -33,8 +33,9 @@ import (
 // version 7, running at generation 2 by a claim or a takeover
 // (job.started), at 2026-11-04T09:00:10Z. It is that terse because a job
 // item is near DynamoDB's 1 KB write unit already: MaxHistory entries and
-// their names cost under 300 bytes, a normal life's four under 60
-// (docs/ARCHITECTURE.md, "The job item").
+// their names cost 290 to 350 bytes (more with the version's base-36
+// digits, 350 at most below 36^4 versions), a normal life's four under 60
+// (docs/ARCHITECTURE.md, "The history").
 
 // AttrHistory is the PostgreSQL row's history column: a JSON object of
 // slots (HistorySlot) to entries (EncodeTransition).
