@@ -221,7 +221,12 @@ func (w *walk) run(ctx context.Context, section func(ctx context.Context, n int)
 	for {
 		want := w.limit - len(w.out) + 1 // one more, to know whether there are more
 		if w.c.Tenant != "" || w.c.Status != "" {
-			want = max(want, 100) // filtered: read on, within ListScan
+			// Filtered: read on, within ListScan, 200 entries a round: a
+			// round costs a Query a shard whatever it returns, so on a
+			// filter that matches one entry in eight, rounds of 100 took
+			// two rounds where 200 take one (the console's filtered jobs
+			// page, make bench-console: 132 ms against 71).
+			want = max(want, 200)
 		}
 		n := min(want, ListScan-w.examined+1)
 		entries, err := section(ctx, n)
