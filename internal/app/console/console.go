@@ -21,6 +21,41 @@ type Console struct {
 	pages   *pages
 	// inFlight are the actions running, for a console that stops.
 	inFlight inFlight
+	// acting are the groups an action runs on now.
+	acting acting
+}
+
+// acting is the set of groups, by queue, an action of this console runs
+// on. An action holds its group from the check of its form against the
+// hold to its end: the check and the operator's action are separate
+// steps, and a discard neither changes the epoch nor ends at once (a
+// discard-all archives each message first), so without it a redrive
+// posted meanwhile from another tab would send copies of messages the
+// discard then drops. It is this console's own: the CLI, or another
+// console process, acting on the group at the same time is not excluded.
+type acting struct {
+	mu  sync.Mutex
+	now map[[2]string]bool
+}
+
+// take holds group g of queue for one action, reporting false when an
+// action holds it already; release ends the hold.
+func (a *acting) take(queue, g string) (release func(), ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := [2]string{queue, g}
+	if a.now[k] {
+		return nil, false
+	}
+	if a.now == nil {
+		a.now = map[[2]string]bool{}
+	}
+	a.now[k] = true
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.now, k)
+	}, true
 }
 
 // inFlight is the set of actions running, each said in words.

@@ -214,10 +214,29 @@ func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// postedHold reads group's hold for an action's POST: a form shown under
-// another epoch than the hold's now is refused (409), so a replayed or
-// stale form does nothing.
-func (c *Console) postedHold(w http.ResponseWriter, r *http.Request, q Queue, g string, p postedAction) (quarantine.HoldRecord, bool) {
+// postedHold holds group g for an action's POST (c.acting: a second
+// action while one runs is refused, 409) and reads its hold: a form shown
+// under another epoch than the hold's now is refused (409), so a replayed
+// or stale form does nothing. Once it accepts, the caller calls release
+// when its action is done.
+func (c *Console) postedHold(w http.ResponseWriter, r *http.Request, q Queue, g string, p postedAction) (h quarantine.HoldRecord, release func(), ok bool) {
+	release, ok = c.acting.take(q.Name, g)
+	if !ok {
+		c.fail(w, r, http.StatusConflict, fmt.Sprintf(
+			"Nothing was done: an action on this group is running: wait for it, then reload. Group %s on %s is being redriven or discarded by this console now.", g, q.Name))
+		return h, nil, false
+	}
+	h, ok = c.checkHold(w, r, q, g, p)
+	if !ok {
+		release()
+		return h, nil, false
+	}
+	return h, release, true
+}
+
+// checkHold reads group g's hold and refuses (409) a form shown under
+// another epoch than the hold's now.
+func (c *Console) checkHold(w http.ResponseWriter, r *http.Request, q Queue, g string, p postedAction) (quarantine.HoldRecord, bool) {
 	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
 	if err != nil {
 		c.operatorFailed(w, r, q.Name, g, "show", err)
@@ -242,9 +261,11 @@ func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
 	if !ok || c.cannotRedrive(w, r, q) {
 		return
 	}
-	if _, ok := c.postedHold(w, r, q, g, p); !ok {
+	_, release, ok := c.postedHold(w, r, q, g, p)
+	if !ok {
 		return
 	}
+	defer release()
 	rep, err := c.runRedrive(r.Context(), q, g)
 	switch {
 	case err != nil && rep.Epoch == 0:
@@ -308,7 +329,12 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Not confirmed: the group id typed, %q, is not %q. Nothing was discarded.", typed, g))
 		return
 	}
-	if h, ok := c.postedHold(w, r, q, g, p); !ok || c.cannotDiscard(w, r, q, h) {
+	h, release, ok := c.postedHold(w, r, q, g, p)
+	if !ok {
+		return
+	}
+	defer release()
+	if c.cannotDiscard(w, r, q, h) {
 		return
 	}
 	keys, h, err := q.Quarantine.Discard(r.Context(), g, p.Seq)
