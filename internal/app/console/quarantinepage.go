@@ -167,11 +167,11 @@ func (c *Console) operatorFailed(w http.ResponseWriter, r *http.Request, queue, 
 
 // confirmPage asks the operator to confirm one action.
 type confirmPage struct {
-	Action  string // redrive, discard
-	Queue   string
-	Group   string
-	Seq     string
-	Epoch   int64  // the hold's, as the page read it: the form is bound to it
+	Action string // redrive, discard
+	Queue  string
+	Group  string
+	// Form is what the form is bound to: the hold as the page read it.
+	Form    postedAction
 	Text    string // exactly what will happen
 	Post    string
 	CSRF    string
@@ -206,9 +206,9 @@ func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 		c.operatorFailed(w, r, q.Name, g, "show", err)
 		return
 	}
-	base := groupHref(q.Name, g)
+	base, form := groupHref(q.Name, g), shownAs("redrive", "", h)
 	c.render(w, r, http.StatusOK, "confirm", "Redrive "+g, "q:"+q.Name, confirmPage{
-		Action: "redrive", Queue: q.Name, Group: g, Epoch: h.Epoch, Post: base + "/redrive", Back: base, CSRF: c.csrf("redrive", q.Name, g, "", h.Epoch),
+		Action: "redrive", Queue: q.Name, Group: g, Form: form, Post: base + "/redrive", Back: base, CSRF: c.csrf(q.Name, g, form),
 		Text: fmt.Sprintf("Redrive group %s on %s: begin epoch %d of its hold (now %s, %d parked) and send its parked messages back to the queue, oldest first, one at a time. The group is released once every copy has been processed; a copy that fails again holds it again.",
 			g, q.Name, h.Epoch+1, h.State, h.Parked),
 	})
@@ -242,13 +242,22 @@ func (c *Console) checkHold(w http.ResponseWriter, r *http.Request, q Queue, g s
 		c.operatorFailed(w, r, q.Name, g, "show", err)
 		return h, false
 	}
-	if h.Epoch != p.Epoch {
+	if now := shownAs(p.Action, p.Seq, h); now != p {
 		c.fail(w, r, http.StatusConflict, fmt.Sprintf(
-			"Nothing was done: the group changed since this page was shown: reload. The form was shown under epoch %d; group %s on %s is now %s under epoch %d, %d parked.",
-			p.Epoch, g, q.Name, h.State, h.Epoch, h.Parked))
+			"Nothing was done: the group changed since this page was shown: reload. The form was shown under epoch %d%s; group %s on %s is now %s under epoch %d, %d parked.",
+			p.Epoch, shownParked(p), g, q.Name, h.State, h.Epoch, h.Parked))
 		return h, false
 	}
 	return h, true
+}
+
+// shownParked says, for a discard-all's form, what was parked when it
+// was shown.
+func shownParked(p postedAction) string {
+	if !p.BindsShown() {
+		return ""
+	}
+	return fmt.Sprintf(" with %s parked, the last %s", p.Parked, quarantine.SeqNumber(p.Through))
 }
 
 func (c *Console) redrive(w http.ResponseWriter, r *http.Request) {
@@ -307,10 +316,10 @@ func (c *Console) confirmDiscard(w http.ResponseWriter, r *http.Request) {
 	if seq != "" {
 		what = fmt.Sprintf("parked message %s of group %s", seq, g)
 	}
-	base := groupHref(q.Name, g)
+	base, form := groupHref(q.Name, g), shownAs("discard", seq, h)
 	c.render(w, r, http.StatusOK, "confirm", "Discard from "+g, "q:"+q.Name, confirmPage{
-		Action: "discard", Queue: q.Name, Group: g, Seq: seq, Epoch: h.Epoch, Post: base + "/discard", Back: base,
-		CSRF: c.csrf("discard", q.Name, g, seq, h.Epoch), TypeIDs: true,
+		Action: "discard", Queue: q.Name, Group: g, Form: form, Post: base + "/discard", Back: base,
+		CSRF: c.csrf(q.Name, g, form), TypeIDs: true,
 		Text: fmt.Sprintf("Discard %s on %s: each is archived first (as JSON with its body, under quarantine-archive/), then dropped for good; it will never run. A group with nothing left parked is released.", what, q.Name),
 	})
 }

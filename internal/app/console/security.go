@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/fifoworker/fifoworker/pkg/quarantine"
 )
 
 // cookiePrefix begins the session cookie's name, which ends in the
@@ -105,18 +107,55 @@ func (c *Console) action(h http.HandlerFunc) http.HandlerFunc {
 
 // csrf is the token an action's form carries: bound to this run's token,
 // to exactly this action on this queue, group and message, and to the
-// hold's epoch when the form was shown. A form another page forges, one
-// made for another action, or one shown before the group changed (a
-// replay, F5 on an answer, a double click once the first redrive began a
-// new epoch) is refused.
-func (c *Console) csrf(action, queue, group, seq string, epoch int64) string {
-	return mac(c.cfg.Token, "csrf\x00"+action+"\x00"+queue+"\x00"+group+"\x00"+seq+"\x00"+strconv.FormatInt(epoch, 10))
+// hold as the form was shown (its epoch; for a discard-all, its last
+// parked message and its count too). A form another page forges, one made
+// for another action, or one shown before the group changed (a replay,
+// F5 on an answer, a double click once the first redrive began a new
+// epoch, a message parked since) is refused.
+func (c *Console) csrf(queue, group string, p postedAction) string {
+	return c.sign("csrf", p.Action, queue, group, p.Seq, strconv.FormatInt(p.Epoch, 10), p.Through, p.Parked)
 }
 
-// postedAction is an action's POST once checkPost accepted it.
+// sign is the HMAC, under this run's token, of what: kind names what is
+// signed, so a signature of one kind is never another's; each part is
+// length-prefixed, so no two lists of parts read the same.
+func (c *Console) sign(kind string, parts ...string) string {
+	var b strings.Builder
+	for _, p := range append([]string{kind}, parts...) {
+		b.WriteString(strconv.Itoa(len(p)))
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return mac(c.cfg.Token, b.String())
+}
+
+// postedAction is an action's form, as its confirmation page made it and
+// checkPost accepted it.
 type postedAction struct {
-	Seq   string // the message, "" for every parked one (discard)
-	Epoch int64  // the hold's epoch when the form was shown
+	Action string // redrive, discard
+	Seq    string // the message, "" for every parked one (discard)
+	Epoch  int64  // the hold's epoch when the form was shown
+	// Through and Parked are a discard-all's hold as it was shown (its
+	// last parked message's sequence key and its parked count), "" for
+	// another action: parking while held, or a release then a new hold,
+	// keeps the epoch, and the form discards only what its page said.
+	Through, Parked string
+}
+
+// BindsShown reports whether p is bound to the hold's last parked message
+// and count (a discard-all), not only to its epoch.
+func (p postedAction) BindsShown() bool {
+	return p.Action == "discard" && p.Seq == ""
+}
+
+// shownAs is the form of action on seq that its confirmation page makes
+// of hold h.
+func shownAs(action, seq string, h quarantine.HoldRecord) postedAction {
+	p := postedAction{Action: action, Seq: seq, Epoch: h.Epoch}
+	if p.BindsShown() {
+		p.Through, p.Parked = h.Through, strconv.FormatInt(h.Parked, 10)
+	}
+	return p
 }
 
 // checkPost reads an action's form, bounded to maxForm before any field
@@ -128,14 +167,14 @@ func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, action, queu
 		c.fail(w, r, http.StatusBadRequest, "The form cannot be read: "+err.Error())
 		return postedAction{}, false
 	}
-	p := postedAction{Seq: r.PostFormValue("seq")}
+	p := postedAction{Action: action, Seq: r.PostFormValue("seq"), Through: r.PostFormValue("through"), Parked: r.PostFormValue("parked")}
 	epoch, err := strconv.ParseInt(r.PostFormValue("epoch"), 10, 64)
-	if err != nil || !equal(r.PostFormValue("csrf"), c.csrf(action, queue, group, p.Seq, epoch)) {
+	p.Epoch = epoch
+	if err != nil || !equal(r.PostFormValue("csrf"), c.csrf(queue, group, p)) {
 		c.fail(w, r, http.StatusForbidden,
 			"The form's CSRF token is missing or is not this console's for this action: nothing was done. Start again from the group's page.")
 		return postedAction{}, false
 	}
-	p.Epoch = epoch
 	if r.PostFormValue("confirm") != "yes" {
 		c.fail(w, r, http.StatusBadRequest, "The action was not confirmed (confirm=yes): nothing was done.")
 		return postedAction{}, false
