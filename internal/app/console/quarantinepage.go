@@ -189,8 +189,26 @@ type reportPage struct {
 }
 
 // maxReportLines is the most lines an action's report carries in its
-// URL: a discard of 500 messages archives 500 keys.
+// URL, its summary included: a discard of 500 messages archives 500 keys.
 const maxReportLines = 20
+
+// archivedLines are the lines of a discard's report beneath its summary:
+// every archive key when they fit (maxReportLines-1), else as many as fit
+// with a last line that counts the rest.
+func archivedLines(keys []string) []string {
+	listed := keys
+	if room := maxReportLines - 1; len(keys) > room {
+		listed = keys[:room-1]
+	}
+	lines := make([]string, 0, len(listed)+1)
+	for _, k := range listed {
+		lines = append(lines, "Archived under "+k)
+	}
+	if more := len(keys) - len(listed); more > 0 {
+		lines = append(lines, fmt.Sprintf("And %d more archived under quarantine-archive/.", more))
+	}
+	return lines
+}
 
 func (c *Console) confirmRedrive(w http.ResponseWriter, r *http.Request) {
 	q, ok := c.queueOf(w, r)
@@ -352,14 +370,7 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.cfg.Logger.InfoContext(r.Context(), "console: discard", "queue", q.Name, "group_id", g, "seq", p.Seq, "discarded", len(keys))
-	lines := []string{fmt.Sprintf("%d discarded; now %s, %d parked.", len(keys), h.State, h.Parked)}
-	for i, k := range keys {
-		if i == maxReportLines-1 && len(keys) > maxReportLines {
-			lines = append(lines, fmt.Sprintf("And %d more archived under quarantine-archive/.", len(keys)-i))
-			break
-		}
-		lines = append(lines, "Archived under "+k)
-	}
+	lines := append([]string{fmt.Sprintf("%d discarded; now %s, %d parked.", len(keys), h.State, h.Parked)}, archivedLines(keys)...)
 	c.answered(w, r, q.Name, g, "discard", string(h.State), lines)
 }
 
