@@ -124,7 +124,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("POST /quarantine/{queue}/{group}/redrive", c.action(c.redrive))
 	m.HandleFunc("GET /quarantine/{queue}/{group}/discard", c.action(c.confirmDiscard))
 	m.HandleFunc("POST /quarantine/{queue}/{group}/discard", c.action(c.discard))
-	m.HandleFunc("GET /quarantine/{queue}/{group}/report", c.report)
+	m.HandleFunc("GET /quarantine/{queue}/{group}/report", c.action(c.report))
 	m.HandleFunc("GET "+stylePath, serveStyle)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")

@@ -389,31 +389,39 @@ func (c *Console) runRedrive(ctx context.Context, q Queue, g string) (quarantine
 // answered sends the browser, after an action's POST, to the GET page of
 // its report (303): reloading that page shows the report again and does
 // not post the form again.
+// The report's URL is signed (reportSig): the report page shows only a
+// report this console made.
 func (c *Console) answered(w http.ResponseWriter, r *http.Request, queue, group, action, state string, lines []string) {
-	v := url.Values{"action": {action}, "state": {state}, "line": lines}
+	v := url.Values{"action": {action}, "state": {state}, "line": lines, "sig": {c.reportSig(queue, group, action, state, lines)}}
 	http.Redirect(w, r, groupHref(queue, group)+"/report?"+v.Encode(), http.StatusSeeOther)
 }
 
-// report shows an action's report, from the URL answered made.
+// reportSig signs a report's URL, under this run's token as the CSRF
+// tokens are: its queue, group, action, state and every line, so a link
+// crafted elsewhere (a fake "released") is not shown as the console's.
+func (c *Console) reportSig(queue, group, action, state string, lines []string) string {
+	return c.sign("report", append([]string{queue, group, action, state}, lines...)...)
+}
+
+// report shows an action's report, from the URL answered made; a URL it
+// did not make (unsigned, or any part changed) is refused (400).
 func (c *Console) report(w http.ResponseWriter, r *http.Request) {
 	q, ok := c.queueOf(w, r)
 	if !ok {
 		return
 	}
 	g, v := r.PathValue("group"), r.URL.Query()
-	action := v.Get("action")
-	if action != "redrive" && action != "discard" {
-		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("action %q is not redrive or discard.", action))
+	action, state, lines := v.Get("action"), v.Get("state"), v["line"]
+	if !equal(v.Get("sig"), c.reportSig(q.Name, g, action, state, lines)) {
+		c.fail(w, r, http.StatusBadRequest, "Nothing to show: this report link was not made by this console (or not by this run of it). The group's page shows the group as it is now.")
 		return
 	}
-	lines := v["line"]
-	lines = lines[:min(len(lines), maxReportLines+1)]
 	title := "Redrive of " + g
 	if action == "discard" {
 		title = "Discard from " + g
 	}
 	c.render(w, r, http.StatusOK, "report", title, "q:"+q.Name, reportPage{
-		Queue: q.Name, Group: g, Action: action, Lines: lines, State: v.Get("state"), Back: groupHref(q.Name, g),
+		Queue: q.Name, Group: g, Action: action, Lines: lines, State: state, Back: groupHref(q.Name, g),
 	})
 }
 

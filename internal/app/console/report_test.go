@@ -2,6 +2,8 @@ package console_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -49,4 +51,54 @@ func TestADiscardsReportHasAtMost20Lines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportURL is the URL of the report a discard-all of g answers with.
+func (b *testBundle) reportURL(t testing.TB) *url.URL {
+	t.Helper()
+	w := b.serve(b.request(http.MethodPost, "/quarantine/commands/g/discard", discardForm(t, b, "/quarantine/commands/g/discard", "g")))
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	u, err := url.Parse(w.Header().Get("Location"))
+	require.NoError(t, err)
+	return u
+}
+
+const notOurs = "this report link was not made by this console"
+
+// A report's link is signed by the console: one it did not make (a
+// crafted link showing a fake "released") is refused, 400, whatever part
+// of it was changed.
+func TestAReportLinkIsTheConsolesOwn(t *testing.T) {
+	t.Parallel()
+	b := heldWithActions(t, 2)
+	u := b.reportURL(t)
+	page := b.get(t, u.String(), http.StatusOK)
+	require.Contains(t, page, `data-state="released"`)
+	require.Equal(t, "2 discarded; now released, 0 parked.", reportLines(page)[0])
+
+	for name, change := range map[string]func(url.Values){
+		"state":     func(v url.Values) { v.Set("state", "held") },
+		"line":      func(v url.Values) { v["line"][0] = "0 discarded; now held, 2 parked." },
+		"new line":  func(v url.Values) { v.Add("line", "Cause: all is well") },
+		"action":    func(v url.Values) { v.Set("action", "redrive") },
+		"no sig":    func(v url.Values) { v.Del("sig") },
+		"other sig": func(v url.Values) { v.Set("sig", strings.Repeat("0", 64)) },
+	} {
+		v := u.Query()
+		change(v)
+		page := b.get(t, u.Path+"?"+v.Encode(), http.StatusBadRequest)
+		require.Contains(t, testid(t, page, "error-message"), notOurs, name)
+	}
+	// Nor is a report of one group shown as another's.
+	other := "/quarantine/commands/h/report?" + u.RawQuery
+	require.Contains(t, b.get(t, other, http.StatusBadRequest), notOurs)
+}
+
+// A read-only console has no reports: its report page is refused as an
+// action is (403).
+func TestAReadOnlyConsoleHasNoReports(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	page := b.get(t, "/quarantine/commands/g/report?"+url.Values{"action": {"redrive"}, "state": {"released"}, "line": {"2 sent"}}.Encode(), http.StatusForbidden)
+	require.Contains(t, testid(t, page, "error-message"), "read-only")
 }
