@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,10 +55,11 @@ console with ssh -L instead).
 
 SIGINT (Ctrl-C) or SIGTERM stops it, letting requests in flight finish: with
 --allow-actions a redrive in flight runs to its end or its own timeout (5
-minutes; the console says on stderr what it waits for). A second Ctrl-C stops
-at once; the console then says what it interrupted: redrive again to resume.
-Exit status: 0 stopped, 1 failed (a missing table, queue or bucket, an address
-in use), 2 a usage error.`
+minutes; the console says on stderr what it waits for). A second Ctrl-C (or
+SIGTERM) stops at once; the console then says what it interrupted: redrive
+again to resume. Exit status: 0 stopped, 1 failed (a missing table, queue or
+bucket, an address in use) or stopped at once by a second signal, 2 a usage
+error.`
 
 // consoleGrace is how long a stopping console lets requests in flight
 // finish.
@@ -112,9 +115,10 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Run starts the console and serves it. A Ctrl-C before it serves ends
+// the process as Go's default does (nothing runs yet); from then on the
+// console takes SIGINT and SIGTERM itself (serveConsole).
 func (o *consoleOptions) Run(ctx context.Context, c *cli) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	log := cliLogger(c.stderr, false)
 	env, err := c.env.targetOf(o.Stack, log, c.stderr)
 	if err != nil {
@@ -146,15 +150,53 @@ func (o *consoleOptions) Run(ctx context.Context, c *cli) error {
 		mode = "actions allowed: redrive and discard, each confirmed"
 	}
 	fmt.Fprintf(c.stdout, "fifoworker console: %s (%s; Ctrl-C stops it)\n", consoleURL(ln.Addr(), token), mode)
-	grace := consoleStopGrace(o.AllowActions)
-	err = serveUntil(ctx, ln, h, grace, func() {
-		stop() // a second Ctrl-C stops the process at once
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	return serveConsole(ctx, sigs, ln, h, consoleStopGrace(o.AllowActions), c.stderr)
+}
+
+// consoleHandler is the console as serveConsole serves it.
+type consoleHandler interface {
+	http.Handler
+	InFlight() []string
+}
+
+// serveConsole serves h on ln until ctx ends or a first signal comes on
+// sigs, then stops, letting what is in flight (a redrive) finish within
+// grace and saying on stderr what it waits for. It keeps listening: a
+// second signal stops waiting, and it says what it interrupted and how to
+// resume before it returns (Go's default SIGINT handling, restored, would
+// end the process before it could say so).
+func serveConsole(ctx context.Context, sigs <-chan os.Signal, ln net.Listener, h consoleHandler, grace time.Duration, stderr io.Writer) error {
+	gentle, stopGently := context.WithCancel(ctx)
+	defer stopGently()
+	now, stopNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNow()
+	var second atomic.Bool
+	go func() {
+		select {
+		case <-sigs:
+			stopGently()
+		case <-gentle.Done():
+		}
+		select {
+		case <-sigs:
+			second.Store(true)
+			stopNow()
+		case <-now.Done():
+		}
+	}()
+	err := serveUntilStopped(gentle, now, ln, h, grace, func() {
 		if running := h.InFlight(); len(running) > 0 {
-			fmt.Fprintln(c.stderr, consoleWaitNotice(running, grace))
+			fmt.Fprintln(stderr, consoleWaitNotice(running, grace))
 		}
 	})
 	if running := h.InFlight(); err != nil && len(running) > 0 {
-		fmt.Fprintln(c.stderr, consoleInterruptedNotice(running))
+		fmt.Fprintln(stderr, consoleInterruptedNotice(running))
+	}
+	if err != nil && second.Load() {
+		return fmt.Errorf("console: stopped at once by a second signal: %w", err)
 	}
 	return err
 }
@@ -207,6 +249,12 @@ func consoleURL(addr net.Addr, token string) string {
 // requests in flight finish within grace; stopping, when set, is called
 // first. `local serve` serves the jobs API with it too.
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, stopping func()) error {
+	return serveUntilStopped(ctx, context.WithoutCancel(ctx), ln, h, grace, stopping)
+}
+
+// serveUntilStopped is serveUntil that also stops waiting for requests in
+// flight once now ends (a second Ctrl-C).
+func serveUntilStopped(ctx, now context.Context, ln net.Listener, h http.Handler, grace time.Duration, stopping func()) error {
 	srv := newServer(ctx, h)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -218,7 +266,7 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, grace time
 	if stopping != nil {
 		stopping()
 	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	shutdown, cancel := context.WithTimeout(now, grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("stop the server: %w", err)
