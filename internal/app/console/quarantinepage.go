@@ -253,7 +253,8 @@ func (c *Console) postedHold(w http.ResponseWriter, r *http.Request, q Queue, g 
 }
 
 // checkHold reads group g's hold and refuses (409) a form shown under
-// another epoch than the hold's now.
+// another epoch than the hold's now, or, a discard-all's, with another
+// last parked message or count (shownAs).
 func (c *Console) checkHold(w http.ResponseWriter, r *http.Request, q Queue, g string, p postedAction) (quarantine.HoldRecord, bool) {
 	h, _, err := q.Quarantine.Show(r.Context(), g, quarantine.StatusParked, 1)
 	if err != nil {
