@@ -50,9 +50,9 @@ func setupIntegration(t *testing.T) *s3Bundle {
 	return b
 }
 
-// TestIntegrationListJobPastOnePage lists a job of more candidates than
+// TestIntegrationListPastOnePage lists a job of more candidates than
 // one page of the emulator holds (listjob_test.go).
-func TestIntegrationListJobPastOnePage(t *testing.T) {
+func TestIntegrationListPastOnePage(t *testing.T) {
 	t.Parallel()
-	testListJobPastOnePage(t, setupIntegration(t))
+	testListPastOnePage(t, setupIntegration(t))
 }

@@ -91,7 +91,7 @@ func (c *Console) candidates(ctx context.Context, j *jobs.Job) candidatesView {
 	if c.cfg.Candidates == nil {
 		return candidatesView{}
 	}
-	entries, err := c.cfg.Candidates.ListJob(ctx, j.ID)
+	entries, err := c.cfg.Candidates.List(ctx, j.ID)
 	if err != nil {
 		c.cfg.Logger.ErrorContext(ctx, "console: list the job's candidates", "job_id", j.ID, "error", err)
 		return candidatesView{Configured: true, Err: err.Error()}

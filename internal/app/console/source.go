@@ -28,7 +28,7 @@ type Jobs interface {
 // Candidates lists one job's candidate objects, one per attempt, in key
 // order (generation, then attempt id). *candidate.Store has it.
 type Candidates interface {
-	ListJob(ctx context.Context, jobID string) ([]candidate.Entry, error)
+	List(ctx context.Context, jobID string) ([]candidate.Entry, error)
 }
 
 // Results signs a link that downloads an accepted result, and only its

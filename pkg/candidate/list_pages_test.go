@@ -13,20 +13,20 @@ import (
 )
 
 // pastOnePage is one more candidate than one ListObjectsV2 page holds, so
-// that ListJob must follow S3's continuation to see the last one.
+// that List must follow S3's continuation to see the last one.
 const pastOnePage = candidate.MaxPageSize + 1
 
-// TestListJobPastOnePage runs testListJobPastOnePage on s3mem;
-// TestIntegrationListJobPastOnePage runs it on the emulator.
-func TestListJobPastOnePage(t *testing.T) {
+// TestListPastOnePage runs testListPastOnePage on s3mem;
+// TestIntegrationListPastOnePage runs it on the emulator.
+func TestListPastOnePage(t *testing.T) {
 	t.Parallel()
-	testListJobPastOnePage(t, setupMemoryS3(t))
+	testListPastOnePage(t, setupMemoryS3(t))
 }
 
-// ListJob lists every candidate of one job in key order, across pages of
+// List lists every candidate of one job in key order, across pages of
 // S3's own size (1,000), leaving out the keys under the job's prefix that
 // are no candidate's and the neighbouring jobs' candidates.
-func testListJobPastOnePage(t *testing.T, b *s3Bundle) {
+func testListPastOnePage(t *testing.T, b *s3Bundle) {
 	ctx := t.Context()
 	want := make([]candidate.Key, pastOnePage)
 	for i := range want {
@@ -48,7 +48,7 @@ func testListJobPastOnePage(t *testing.T, b *s3Bundle) {
 	b.rawPut(t, mustKey(t, "job-70", 1, "neighbour", "json").String(), []byte("job-70"), nil, "")
 	b.rawPut(t, mustKey(t, "job-6", 1, "neighbour", "json").String(), []byte("job-6"), nil, "")
 
-	entries, err := b.store.ListJob(ctx, "job-7")
+	entries, err := b.store.List(ctx, "job-7")
 	require.NoError(t, err)
 	got := make([]candidate.Key, len(entries))
 	for i, e := range entries {
@@ -60,9 +60,9 @@ func testListJobPastOnePage(t *testing.T, b *s3Bundle) {
 	require.Equal(t, want, got)
 }
 
-// On the test bucket's pages of two, ListJob asks for each page once and
+// On the test bucket's pages of two, List asks for each page once and
 // stops at the last: five objects under the prefix take three requests.
-func TestListJobFollowsEveryPage(t *testing.T) {
+func TestListFollowsEveryPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
@@ -72,7 +72,7 @@ func TestListJobFollowsEveryPage(t *testing.T) {
 	}
 	b.bucket.rawPut(t, "candidates/job-42/zz-notes.txt", []byte("not a candidate"), nil)
 	b.bucket.TakeCalls()
-	entries, err := b.store.ListJob(ctx, "job-42")
+	entries, err := b.store.List(ctx, "job-42")
 	require.NoError(t, err)
 	require.Len(t, entries, 4)
 	require.Equal(t, 3, b.bucket.TakeCalls()[s3mem.OpListObjectsV2])
